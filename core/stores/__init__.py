@@ -1,0 +1,1 @@
+"""Stores: one port (``port.ChunkStore``), an in-memory reference, and PostgreSQL."""

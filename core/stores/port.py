@@ -1,0 +1,146 @@
+"""The store port: what every chunk store must do, async and tenant-scoped.
+
+A Protocol rather than an abstract base class: adapters need no import of each
+other's base, and mypy checks conformance structurally. The contract that types
+cannot say (orders, truncation, statistics over the whole corpus, isolation of
+returned objects) is held by ``core.stores.compliance``, one suite for all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+from uuid import UUID
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from core.chunks import StoredChunk
+from core.entities import Entity
+from core.ranking import LexicalCandidates
+
+
+class SourceSummary(BaseModel):
+    """One source (uploaded document) of a tenant."""
+
+    model_config = ConfigDict(frozen=True)
+
+    source_id: str
+    passages: int = Field(ge=0)
+
+
+class EntitySummary(BaseModel):
+    """An entity with the number of the tenant's passages that mention it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    entity: Entity
+    passages: int = Field(ge=0)
+
+
+class CorpusSummary(BaseModel):
+    """Counts over a tenant's whole corpus."""
+
+    model_config = ConfigDict(frozen=True)
+
+    sources: int = Field(ge=0)
+    passages: int = Field(ge=0)
+    #: Tokens over all passages, repeats included (stopwords excluded).
+    tokens: int = Field(ge=0)
+    #: tokens / passages, 0.0 for an empty corpus: the avgdl BM25 uses.
+    avg_doc_length: float = Field(ge=0.0)
+    #: Distinct terms over all passages.
+    vocabulary: int = Field(ge=0)
+
+
+class TermFrequency(BaseModel):
+    """A term and its document frequency in a tenant's corpus."""
+
+    model_config = ConfigDict(frozen=True)
+
+    term: str
+    df: int = Field(ge=0)
+
+
+class Workspace(BaseModel):
+    """A named tenant."""
+
+    model_config = ConfigDict(frozen=True)
+
+    tenant_id: UUID
+    name: str = Field(min_length=1)
+
+
+@runtime_checkable
+class ChunkStore(Protocol):
+    """Passages, their term index and entities, per tenant."""
+
+    async def upsert_many(self, chunks: Sequence[StoredChunk]) -> int:
+        """Insert or replace passages by (tenant_id, id); returns how many were written."""
+        ...
+
+    async def replace_source(
+        self, source_id: str, tenant_id: UUID, chunks: Sequence[StoredChunk]
+    ) -> int:
+        """Atomically make ``chunks`` the source's passages; returns orphans removed.
+
+        Chunks of another source or tenant are rejected (ValueError) before anything is written.
+        """
+        ...
+
+    async def delete_by_source(self, source_id: str, tenant_id: UUID) -> int:
+        """Delete a source's passages; returns how many."""
+        ...
+
+    async def delete_by_tenant(self, tenant_id: UUID) -> int:
+        """Delete every passage and entity of a tenant; returns passages deleted."""
+        ...
+
+    async def get(self, chunk_id: str, tenant_id: UUID) -> StoredChunk | None: ...
+
+    async def get_by_source(self, source_id: str, tenant_id: UUID) -> list[StoredChunk]:
+        """Ordered by chunk_index, then id."""
+        ...
+
+    async def get_by_entity(self, entity_id: UUID, tenant_id: UUID) -> list[StoredChunk]:
+        """Ordered by source_id, chunk_index, id."""
+        ...
+
+    async def lexical_candidates(
+        self, terms: Sequence[str], tenant_id: UUID, limit: int
+    ) -> LexicalCandidates:
+        """Whole-corpus statistics and up to ``limit`` candidates, see DESIGN.md."""
+        ...
+
+    async def list_sources(self, tenant_id: UUID) -> list[SourceSummary]:
+        """Ordered by source_id."""
+        ...
+
+    async def list_entities(self, tenant_id: UUID) -> list[EntitySummary]:
+        """Entities mentioned by at least one passage; passages descending, then name, id."""
+        ...
+
+    async def corpus_summary(self, tenant_id: UUID) -> CorpusSummary: ...
+
+    async def doc_lengths(self, tenant_id: UUID) -> list[int]:
+        """Every passage's token length, ascending (for a histogram)."""
+        ...
+
+    async def terms_with_prefix(
+        self, prefix: str, tenant_id: UUID, limit: int
+    ) -> list[TermFrequency]:
+        """Terms starting with ``prefix`` (already normalised), by df descending, then term."""
+        ...
+
+    async def upsert_entities(self, entities: Sequence[Entity], tenant_id: UUID) -> int: ...
+
+    async def get_entities(self, entity_ids: Sequence[UUID], tenant_id: UUID) -> list[Entity]:
+        """The known entities among ``entity_ids``, in the order asked; unknown ids omitted."""
+        ...
+
+    async def upsert_workspace(self, workspace: Workspace) -> None: ...
+
+    async def list_workspaces(self) -> list[Workspace]:
+        """Ordered by name."""
+        ...
+
+    async def close(self) -> None: ...
