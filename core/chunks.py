@@ -15,7 +15,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
+import re
+import unicodedata
+import uuid
+from collections.abc import Sequence
+from typing import Any, NamedTuple
 from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -121,3 +125,201 @@ class StoredChunk(BaseModel):
             )
         object.__setattr__(self, "id", derived)
         return self
+
+
+# --- The chunker -----------------------------------------------------------------------------
+#
+# Character windows with overlap, cut at the most natural boundary found in the back half of the
+# window: a paragraph break, then a sentence end, then a line break, then any space, else hard.
+# Characters, not tokens: offsets stay exact indexes into the source text (``text ==
+# source[start:end]``), which is what showing a passage in context needs; a token window would
+# need a second offset map and would still cut where a tokenizer, not a reader, sees a boundary.
+
+#: Default passage length in characters.
+DEFAULT_CHUNK_SIZE = 1200
+#: Default characters shared by consecutive passages (so a sentence cut at a boundary is whole
+#: in at least one of them).
+DEFAULT_CHUNK_OVERLAP = 150
+#: Namespace of workspace tenant ids (fixed; changing it would orphan every stored workspace).
+WORKSPACE_NAMESPACE: UUID = UUID("3b8f2f64-5d0c-4c52-9f0e-6a7d1c9e2b43")
+
+#: Boundaries in order of preference; each yields cut positions (the passage ends before them).
+_PARAGRAPH_BREAK = re.compile(r"\n[ \t\r\f\v]*\n")
+_SENTENCE_END = re.compile(r"[.!?][\"'”’)\]]*(?=\s)")
+_LINE_BREAK = re.compile(r"\n")
+_SPACE = re.compile(r"\s")
+
+
+class TextSpan(NamedTuple):
+    """A passage as offsets into its source: ``text == source[start:end]``."""
+
+    start: int
+    end: int
+    text: str
+
+
+class ChunkingOptions(BaseModel):
+    """How documents are cut: windows of ``size`` characters sharing ``overlap``, or whole."""
+
+    model_config = ConfigDict(frozen=True)
+
+    size: int = Field(default=DEFAULT_CHUNK_SIZE, ge=1)
+    overlap: int = Field(default=DEFAULT_CHUNK_OVERLAP, ge=0)
+    whole_documents: bool = False
+
+    @model_validator(mode="after")
+    def _overlap_below_size(self) -> ChunkingOptions:
+        if not self.whole_documents and self.overlap >= self.size:
+            raise ValueError(
+                f"overlap ({self.overlap}) must be smaller than the passage size ({self.size}),"
+                " or cutting would never move forward"
+            )
+        return self
+
+
+def _strip_bounds(text: str) -> tuple[int, int]:
+    start, end = 0, len(text)
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return start, end
+
+
+def _best_cut(text: str, low: int, high: int) -> int:
+    """The preferred cut position in ``(low, high]``; ``high`` if there is no boundary."""
+    window = text[low + 1 : high + 1]
+    sentence_cuts = [m.end() for m in _SENTENCE_END.finditer(window)]
+    for cuts in (
+        [m.start() for m in _PARAGRAPH_BREAK.finditer(window)],
+        sentence_cuts,
+        [m.start() for m in _LINE_BREAK.finditer(window)],
+        [m.start() for m in _SPACE.finditer(window)],
+    ):
+        usable = [cut for cut in cuts if cut >= 0]
+        if usable:
+            return low + 1 + usable[-1]
+    cut = high
+    # A hard cut never separates a base character from its combining marks.
+    while cut > low + 1 and unicodedata.combining(text[cut]):
+        cut -= 1
+    return cut
+
+
+def chunk_text(
+    text: str, size: int = DEFAULT_CHUNK_SIZE, overlap: int = DEFAULT_CHUNK_OVERLAP
+) -> list[TextSpan]:
+    """Cut ``text`` into passages of at most ``size`` characters sharing about ``overlap``.
+
+    Every non-whitespace character is in at least one passage; no passage is empty or
+    whitespace-only, or starts or ends with whitespace.
+    """
+    ChunkingOptions(size=size, overlap=overlap)  # validates: size >= 1, 0 <= overlap < size
+    start, limit = _strip_bounds(text)
+    spans: list[TextSpan] = []
+    # A cut is searched in the back half of the window, and always beyond the overlap, so every
+    # step moves forward by at least one character.
+    min_piece = max(size // 2, overlap + 1)
+    while start < limit:
+        if limit - start <= size:
+            end = limit
+        else:
+            end = _best_cut(text, start + min_piece - 1, start + size)
+        stop = end
+        while stop > start and text[stop - 1].isspace():
+            stop -= 1
+        spans.append(TextSpan(start, stop, text[start:stop]))
+        if end >= limit:
+            break
+        following = max(end - overlap, start + 1)
+        if overlap:
+            # Start the overlap at a word, not inside one, when the overlap holds a space.
+            space = _SPACE.search(text, following, end)
+            if space is not None:
+                following = space.end()
+        while following < limit and text[following].isspace():
+            following += 1
+        start = following
+    return spans
+
+
+def split_document(text: str, options: ChunkingOptions) -> list[TextSpan]:
+    """The passages of ``text`` under ``options``: windows, or the whole (stripped) text."""
+    if options.whole_documents:
+        start, end = _strip_bounds(text)
+        return [TextSpan(start, end, text[start:end])] if end > start else []
+    return chunk_text(text, options.size, options.overlap)
+
+
+class PassageMention(NamedTuple):
+    """An entity mention located in the source text (offsets into the source)."""
+
+    start: int
+    end: int
+    entity_id: UUID
+
+
+def build_chunks(
+    document: SourceDocument,
+    tenant_id: UUID,
+    spans: Sequence[TextSpan],
+    mentions: Sequence[PassageMention] = (),
+) -> list[StoredChunk]:
+    """StoredChunks for ``document``: one per distinct passage text, numbered from 0.
+
+    A passage text repeated within the document has one id, so it is stored once (at its first
+    position); keeping both would be two rows under one key. A mention belongs to a passage when
+    it lies wholly inside it; its offsets are kept in ``metadata["mentions"]`` relative to the
+    passage text, so a screen can mark it without running an extractor again.
+    """
+    chunks: list[StoredChunk] = []
+    seen: set[str] = set()
+    base_metadata: dict[str, Any] = {}
+    if document.title:
+        base_metadata["title"] = document.title
+    page_starts = document.metadata.get("page_starts")
+    ordered = sorted(mentions)
+    for span in spans:
+        identity = chunk_id(document.source_id, span.text)
+        if identity in seen:
+            continue
+        seen.add(identity)
+        inside = [m for m in ordered if m.start >= span.start and m.end <= span.end]
+        entity_ids = list(dict.fromkeys(m.entity_id for m in inside))
+        metadata = dict(base_metadata)
+        if isinstance(page_starts, list) and page_starts:
+            metadata["page"] = sum(1 for p in page_starts if isinstance(p, int) and p <= span.start)
+        if inside:
+            metadata["mentions"] = [
+                {
+                    "start": m.start - span.start,
+                    "end": m.end - span.start,
+                    "entity_id": str(m.entity_id),
+                }
+                for m in inside
+            ]
+        chunks.append(
+            StoredChunk(
+                tenant_id=tenant_id,
+                source_id=document.source_id,
+                text=span.text,
+                chunk_index=len(chunks),
+                start_char=span.start,
+                end_char=span.end,
+                entity_ids=entity_ids,
+                metadata=metadata,
+            )
+        )
+    return chunks
+
+
+def workspace_tenant_id(name: str) -> UUID:
+    """The tenant id of the workspace called ``name`` (UUIDv5 of its NFKC, trimmed name).
+
+    Deterministic, so the command line and the app reach the same tenant from the same name
+    without a lookup table. The name is case-sensitive: "Research" and "research" are two.
+    """
+    cleaned = unicodedata.normalize("NFKC", name).strip()
+    if not cleaned:
+        raise ValueError("a workspace name must not be empty")
+    return uuid.uuid5(WORKSPACE_NAMESPACE, cleaned)
