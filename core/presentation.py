@@ -1,0 +1,291 @@
+"""Formatting for the screens: escaped highlighting, formula strings, comparisons.
+
+Pure functions over values core already computed. Nothing here scores: every
+number printed comes from a ``ScoreExplanation``; the only arithmetic is the
+difference of two contributions in ``compare_explanations`` (kept here, in core,
+so no page ever subtracts scores itself). Highlighting finds terms with the
+tokenizer's own definition (NFKC, casefold, letter/digit runs) and maps them
+back to offsets in the original text, so the marks of a term are exactly its
+tf; the alternative, a case-insensitive regex over the raw text, disagrees with
+the tokenizer on ligatures, "ß", decomposed accents and stopwords, and the
+count shown would no longer be the count scored.
+
+All HTML built here escapes user text first (``html.escape``) and then encodes
+the characters Streamlit's Markdown would interpret (``*``, ``_``, ``$``, ...),
+so a passage containing ``<script>`` or ``<img onerror=...>`` shows as text.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+import unicodedata
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Final
+
+from pydantic import BaseModel, ConfigDict
+
+from core.bm25 import ScoreExplanation, TermContribution
+from core.tokenize import raw_terms
+
+#: The tokenizer's term pattern (a run of Unicode letters and digits), applied after normalising.
+_TERM: Final = re.compile(r"[^\W_]+")
+#: A qualitative palette with enough contrast for marks and bars; cycles beyond its length.
+PALETTE: Final[tuple[str, ...]] = (
+    "#4C78A8", "#F58518", "#54A24B", "#E45756", "#72B7B2", "#B279A2",
+    "#EECA3B", "#9D755D", "#FF9DA6", "#BAB0AC", "#2F6B9A", "#C44E52",
+)  # fmt: skip
+#: Passages longer than this many characters are clipped, with a "show all" next to them.
+CLIP_CHARS: Final = 1500
+#: HTML and Markdown-significant characters, encoded as entities in one pass: text stays text.
+_ESCAPES: Final = str.maketrans({c: f"&#{ord(c)};" for c in "&<>\"'\\`*_{}[]#|~$:"})
+
+#: The formula, as the page prints it above the table.
+FORMULA: Final = "score = Σ over query terms idf(t) · tf·(k1+1) / (tf + k1·(1 − b + b·dl/avgdl))"
+#: The IDF, as the page prints it.
+IDF_FORMULA: Final = "idf(t) = ln(1 + (N − df + 0.5) / (df + 0.5))"
+#: Why Elasticsearch users see other numbers, and what a score can be compared with.
+SCORE_NOTE: Final = (
+    "Lucene 8+ and Elasticsearch drop the constant (k1+1) from the numerator, so their scores "
+    "are these divided by 2.2, in the same order. A BM25 score is only comparable within one "
+    "result list: it grows with the number and rarity of query terms, so never compare scores "
+    "of two different queries or corpora."
+)
+
+
+class Span(BaseModel):
+    """A range of the original text to mark, and what it marks (a term or an entity name)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    start: int
+    end: int
+    label: str
+
+
+def term_colours(terms: Iterable[str]) -> dict[str, str]:
+    """One colour per distinct term, by sorted order, so every result uses the same colours."""
+    return {term: PALETTE[i % len(PALETTE)] for i, term in enumerate(sorted(set(terms)))}
+
+
+def _normalised_with_offsets(text: str) -> tuple[str, list[int], list[int]] | None:
+    """The tokenizer's normalised text, with each normalised char's original span.
+
+    Normalises per base character plus its combining marks. Returns None when that
+    differs from normalising the whole text (rare compositions across starters).
+    """
+    if text.isascii():
+        offsets = list(range(len(text)))
+        return text.lower(), offsets, [i + 1 for i in offsets]
+    pieces: list[str] = []
+    starts: list[int] = []
+    ends: list[int] = []
+    i = 0
+    while i < len(text):
+        j = i + 1
+        while j < len(text) and unicodedata.combining(text[j]):
+            j += 1
+        piece = unicodedata.normalize("NFKC", text[i:j]).casefold()
+        pieces.append(piece)
+        starts.extend([i] * len(piece))
+        ends.extend([j] * len(piece))
+        i = j
+    normalised = "".join(pieces)
+    if normalised != unicodedata.normalize("NFKC", text).casefold():
+        return None
+    return normalised, starts, ends
+
+
+def term_spans(text: str, terms: Iterable[str]) -> list[Span]:
+    """Where each of ``terms`` (tokenizer terms) occurs in ``text``, as original offsets.
+
+    The number of spans per term equals the term's tf in ``tokenize(text)``, except when
+    two terms share one original character (e.g. "½" is the terms "1" and "2"): a
+    character is marked once.
+    """
+    wanted = set(terms)
+    spans: list[Span] = []
+    if not wanted:
+        return spans
+    mapped = _normalised_with_offsets(text)
+    last_end = 0
+    if mapped is None:
+        # Fallback: tokenise each raw run on its own; exact for all but exotic compositions.
+        for match in _TERM.finditer(text):
+            for term in raw_terms(match.group()):
+                if term in wanted and match.start() >= last_end:
+                    spans.append(Span(start=match.start(), end=match.end(), label=term))
+                    last_end = match.end()
+        return spans
+    normalised, starts, ends = mapped
+    for match in _TERM.finditer(normalised):
+        term = match.group()
+        if term not in wanted:
+            continue
+        start, end = starts[match.start()], ends[match.end() - 1]
+        if start < last_end:
+            continue
+        spans.append(Span(start=start, end=end, label=term))
+        last_end = end
+    return spans
+
+
+def mark_counts(spans: Iterable[Span]) -> dict[str, int]:
+    """How many marks each label got."""
+    return dict(Counter(span.label for span in spans))
+
+
+def escape_text(text: str) -> str:
+    """HTML-escape and neutralise Markdown in one pass, keeping line breaks as ``<br>``."""
+    escaped = text.translate(_ESCAPES)
+    return escaped.replace("\r\n", "\n").replace("\r", "\n").replace("\n", "<br>")
+
+
+def clip_end(text: str, spans: Sequence[Span], max_chars: int = CLIP_CHARS) -> int:
+    """Where to clip ``text`` for a short view: at most ``max_chars``, never inside a span."""
+    if len(text) <= max_chars:
+        return len(text)
+    end = max_chars
+    for span in spans:
+        if span.start < end < span.end:
+            end = span.start
+    space = text.rfind(" ", 0, end)
+    return space if space > max_chars // 2 else end
+
+
+def highlight_html(
+    text: str,
+    spans: Sequence[Span],
+    colours: Mapping[str, str] | None = None,
+    end: int | None = None,
+) -> str:
+    """``text[:end]`` as escaped HTML with each span in a ``<mark>``; the rest escaped text."""
+    stop = len(text) if end is None else end
+    out: list[str] = []
+    cursor = 0
+    for span in sorted(spans, key=lambda s: s.start):
+        if span.start < cursor or span.end > stop:
+            continue
+        out.append(escape_text(text[cursor : span.start]))
+        colour = (colours or {}).get(span.label, "#FFE08A")
+        out.append(
+            f'<mark class="lx-mark" data-term="{html.escape(span.label, quote=True)}" '
+            f'style="background:{colour}33;border-bottom:2px solid {colour};padding:0 1px">'
+            f"{escape_text(text[span.start : span.end])}</mark>"
+        )
+        cursor = span.end
+    out.append(escape_text(text[cursor:stop]))
+    if stop < len(text):
+        out.append(" …")
+    return f'<div class="lx-passage" style="line-height:1.6">{"".join(out)}</div>'
+
+
+def chip_html(names: Iterable[str]) -> str:
+    """Entity names as escaped chips."""
+    chips = [
+        '<span class="lx-chip" style="display:inline-block;border:1px solid #999;'
+        f'border-radius:10px;padding:0 8px;margin:2px;font-size:0.85em">{escape_text(name)}</span>'
+        for name in names
+    ]
+    return "".join(chips)
+
+
+def _num(value: float, places: int = 4) -> str:
+    return f"{value:.{places}f}"
+
+
+def formula_line(part: TermContribution, k1: float, b: float) -> str:
+    """One term's contribution written out with its numbers substituted."""
+    if part.tf == 0:
+        return f"{part.term}: tf = 0, contributes 0 (idf would be {_num(part.idf)})"
+    return (
+        f"{part.term}: {_num(part.idf)} × {part.tf}·{k1 + 1:g} / "
+        f"({part.tf} + {k1:g}·({1 - b:g} + {b:g}·{part.doc_length}/{_num(part.avg_doc_length, 2)}))"
+        f" = {_num(part.idf)} × {_num(part.tf_part)} = {_num(part.contribution)}"
+    )
+
+
+def formula_lines(explanation: ScoreExplanation) -> list[str]:
+    """The written-out formula of every matched term, largest contribution first."""
+    parts = sorted(
+        (p for p in explanation.terms if p.tf > 0), key=lambda p: (-p.contribution, p.term)
+    )
+    return [formula_line(p, explanation.k1, explanation.b) for p in parts]
+
+
+def explanation_rows(explanation: ScoreExplanation) -> list[dict[str, object]]:
+    """The explanation as table rows (matched terms by contribution, then unmatched by idf)."""
+    parts = sorted(
+        explanation.terms,
+        key=lambda p: (p.tf == 0, -p.contribution, -p.idf, p.term),
+    )
+    return [
+        {
+            "term": p.term,
+            "tf": p.tf,
+            "df": p.df,
+            "N": p.n_docs,
+            "idf": p.idf,
+            "dl": p.doc_length,
+            "avgdl": p.avg_doc_length,
+            "TF part": p.tf_part if p.tf > 0 else None,
+            "contribution": p.contribution,
+        }
+        for p in parts
+    ]
+
+
+class TermDifference(BaseModel):
+    """One term's contribution in A and in B, and A minus B."""
+
+    model_config = ConfigDict(frozen=True)
+
+    term: str
+    a: float
+    b: float
+    difference: float
+
+
+class ExplanationComparison(BaseModel):
+    """Why A scores above (or below) B, term by term."""
+
+    model_config = ConfigDict(frozen=True)
+
+    score_a: float
+    score_b: float
+    score_difference: float
+    #: Terms where the contributions differ, by absolute difference descending.
+    terms: list[TermDifference]
+    summary: str
+
+
+def compare_explanations(
+    a: ScoreExplanation, b: ScoreExplanation, names: tuple[str, str] = ("A", "B")
+) -> ExplanationComparison:
+    """The per-term differences between two explanations of the same query."""
+    terms_a = {p.term: p.contribution for p in a.terms}
+    terms_b = {p.term: p.contribution for p in b.terms}
+    if set(terms_a) != set(terms_b):
+        raise ValueError("the two explanations are for different queries")
+    diffs = [
+        TermDifference(term=t, a=terms_a[t], b=terms_b[t], difference=terms_a[t] - terms_b[t])
+        for t in sorted(terms_a)
+        if terms_a[t] != terms_b[t]
+    ]
+    diffs.sort(key=lambda d: (-abs(d.difference), d.term))
+    wins = [f"{d.term} +{d.difference:.1f}" for d in diffs if d.difference > 0]
+    losses = [f"{d.term} −{-d.difference:.1f}" for d in diffs if d.difference < 0]
+    first, second = names
+    gap = a.score - b.score
+    verb = "outscores" if gap > 0 else "scores below" if gap < 0 else "ties with"
+    clauses = []
+    if wins:
+        clauses.append("wins on " + ", ".join(wins))
+    if losses:
+        clauses.append("loses on " + ", ".join(losses))
+    detail = "; ".join(clauses) if clauses else "every term contributes the same"
+    summary = f"{first} {verb} {second} by {abs(gap):.4f}: {first} {detail}."
+    return ExplanationComparison(
+        score_a=a.score, score_b=b.score, score_difference=gap, terms=diffs, summary=summary
+    )

@@ -1,0 +1,192 @@
+"""The highlighter marks what the tokenizer counts, and never lets passage text become HTML."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from itertools import pairwise
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from core.bm25 import corpus_stats, explain_score
+from core.presentation import (
+    CLIP_CHARS,
+    chip_html,
+    clip_end,
+    compare_explanations,
+    escape_text,
+    explanation_rows,
+    formula_line,
+    highlight_html,
+    mark_counts,
+    term_colours,
+    term_spans,
+)
+from core.tokenize import tokenize
+
+MARK = re.compile(r"<mark [^>]*data-term=\"([^\"]*)\"[^>]*>(.*?)</mark>")
+
+
+def _tf(text: str) -> Counter[str]:
+    return Counter(tokenize(text))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Aeroelastic models; aeroelastic MODELS of the heated aircraft.",
+        "The ﬁne Straße in KÖLN, köln and Köln (decomposed ö).",
+        "snake_case_words and CamelCase, 3d-models, x2 and 10,000 items",
+        "Ｆｕｌｌｗｉｄｔｈ letters and ① circled digits",
+        "",
+    ],
+)
+def test_the_marks_of_each_term_are_exactly_its_tf(text: str) -> None:
+    tf = _tf(text)
+    spans = term_spans(text, tf.keys())
+    assert mark_counts(spans) == dict(tf)
+    for span in spans:
+        assert tokenize(text[span.start : span.end]) == [span.label]
+
+
+@given(st.text(alphabet=st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=80))
+def test_marks_equal_tf_on_arbitrary_text(text: str) -> None:
+    tf = _tf(text)
+    spans = term_spans(text, tf.keys())
+    counts = mark_counts(spans)
+    # A character that expands to two terms (e.g. "½") is marked once; otherwise exact.
+    for term, count in counts.items():
+        assert count <= tf[term]
+    assert sum(counts.values()) <= sum(tf.values())
+    ends = [(s.start, s.end) for s in spans]
+    assert ends == sorted(ends)
+    assert all(a[1] <= b[0] for a, b in pairwise(ends))
+
+
+def test_stopwords_and_other_terms_are_not_marked() -> None:
+    spans = term_spans("the model of the models", ["models"])
+    assert [(s.start, s.end) for s in spans] == [(17, 23)]
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        "<script>alert('x')</script>",
+        '<img src=x onerror="alert(1)">',
+        "</div><b>bold</b>",
+        "**not bold** and $x^2$ and [link](javascript:alert(1))",
+    ],
+)
+def test_passage_html_and_markdown_render_as_text(payload: str) -> None:
+    text = f"aircraft {payload} aircraft"
+    out = highlight_html(text, term_spans(text, ["aircraft"]))
+    assert "<script" not in out
+    assert "<img" not in out
+    assert "<b>" not in out
+    assert "**" not in out
+    assert "$" not in out
+    assert "](" not in out
+    assert len(MARK.findall(out)) == 2
+    # The escaped text decodes back to the original, character for character.
+    visible = re.sub(r"<[^>]+>", "", out.replace("<br>", "\n"))
+    import html as _html
+
+    assert _html.unescape(visible) == text
+
+
+def test_a_mark_inside_script_text_is_still_escaped() -> None:
+    text = "<script>aircraft</script>"
+    out = highlight_html(text, term_spans(text, ["script", "aircraft"]))
+    assert out.count("<mark") == 3
+    assert "<script" not in out and "</script" not in out
+
+
+def test_entity_chips_escape_names() -> None:
+    out = chip_html(["<img src=x onerror=alert(1)>", "Rolls-Royce Ltd"])
+    assert "<img" not in out
+    assert "Rolls-Royce Ltd" in out
+
+
+def test_line_breaks_survive_as_br() -> None:
+    assert escape_text("a\nb\r\nc") == "a<br>b<br>c"
+
+
+def test_long_passages_clip_outside_marks_and_say_so() -> None:
+    text = ("filler " * 300) + "aeroelastic " + ("filler " * 100)
+    spans = term_spans(text, ["aeroelastic"])
+    end = clip_end(text, spans)
+    assert end <= CLIP_CHARS
+    assert all(not (s.start < end < s.end) for s in spans)
+    clipped = highlight_html(text, spans, end=end)
+    assert clipped.endswith(" …</div>")
+    assert "<mark" not in clipped
+    assert "<mark" in highlight_html(text, spans)
+
+
+def test_colours_follow_sorted_term_order_whatever_the_query_order() -> None:
+    assert term_colours(["when", "aircraft", "models"]) == term_colours(
+        ["models", "when", "aircraft", "models"]
+    )
+    assert len(set(term_colours(["a1", "b2", "c3"]).values())) == 3
+
+
+def _explain(doc: str, corpus: list[str], query: str):  # type: ignore[no-untyped-def]
+    docs = [tokenize(d) for d in corpus]
+    terms = tokenize(query)
+    stats = corpus_stats(docs, terms)
+    tokens = tokenize(doc)
+    return explain_score(terms, Counter(tokens), len(tokens), stats)
+
+
+CORPUS = [
+    "aeroelastic models of heated aircraft aeroelastic",
+    "heated aircraft wings when flying",
+    "models of models when heated",
+    "unrelated text entirely",
+]
+
+
+def test_the_formula_line_substitutes_the_explanations_numbers() -> None:
+    explanation = _explain(CORPUS[0], CORPUS, "aeroelastic models")
+    part = next(p for p in explanation.terms if p.term == "aeroelastic")
+    line = formula_line(part, explanation.k1, explanation.b)
+    assert line == (
+        f"aeroelastic: {part.idf:.4f} × 2·2.2 / (2 + 1.2·(0.25 + 0.75·{part.doc_length}/"
+        f"{part.avg_doc_length:.2f})) = {part.idf:.4f} × {part.tf_part:.4f} = "
+        f"{part.contribution:.4f}"
+    )
+
+
+def test_explanation_rows_carry_the_explanations_values_unchanged() -> None:
+    explanation = _explain(CORPUS[0], CORPUS, "aeroelastic models when")
+    rows = explanation_rows(explanation)
+    by_term = {p.term: p for p in explanation.terms}
+    assert {r["term"] for r in rows} == set(by_term)
+    for row in rows:
+        part = by_term[str(row["term"])]
+        assert row["contribution"] == part.contribution
+        assert row["idf"] == part.idf
+        assert row["tf"] == part.tf
+    assert rows[-1]["term"] == "when"  # unmatched terms last
+
+
+def test_compare_names_the_terms_that_decide_the_order() -> None:
+    a = _explain(CORPUS[0], CORPUS, "aeroelastic models when")
+    b = _explain(CORPUS[2], CORPUS, "aeroelastic models when")
+    cmp = compare_explanations(a, b)
+    assert cmp.score_difference == a.score - b.score
+    by_term = {d.term: d for d in cmp.terms}
+    for part_a, part_b in zip(a.terms, b.terms, strict=True):
+        if part_a.contribution != part_b.contribution:
+            assert by_term[part_a.term].difference == part_a.contribution - part_b.contribution
+    assert "wins on aeroelastic +" in cmp.summary
+    assert "loses on" in cmp.summary and "when −" in cmp.summary
+
+
+def test_compare_refuses_explanations_of_different_queries() -> None:
+    with pytest.raises(ValueError):
+        compare_explanations(
+            _explain(CORPUS[0], CORPUS, "models"), _explain(CORPUS[0], CORPUS, "heated")
+        )
