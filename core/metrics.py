@@ -12,8 +12,6 @@ from collections.abc import Hashable, Mapping, Sequence, Set
 from typing import TypeVar
 
 Id = TypeVar("Id", bound=Hashable)
-#: Binary judgments (a set of relevant ids) or graded ones (id -> grade).
-Relevant = Set[Id] | Mapping[Id, float]
 
 
 def _grades(relevant: Set[Id] | Mapping[Id, float]) -> dict[Id, float]:

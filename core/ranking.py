@@ -45,9 +45,7 @@ class RankedChunk(BaseModel):
     explanation: ScoreExplanation
 
 
-def rank_chunks(
-    terms: Sequence[str], candidates: LexicalCandidates, k: int
-) -> list[RankedChunk]:
+def rank_chunks(terms: Sequence[str], candidates: LexicalCandidates, k: int) -> list[RankedChunk]:
     """The top ``k`` candidates by BM25, ties broken by chunk id ascending."""
     if k < 0:
         raise ValueError(f"k must be >= 0, got {k}")
@@ -62,9 +60,7 @@ def rank_chunks(
     scored.sort(key=lambda item: (-item[0], item[1]))
     ranked: list[RankedChunk] = []
     for score, _, candidate in scored[:k]:
-        explanation = explain_score(
-            terms, candidate.term_frequencies, candidate.doc_length, stats
-        )
+        explanation = explain_score(terms, candidate.term_frequencies, candidate.doc_length, stats)
         ranked.append(RankedChunk(chunk=candidate.chunk, score=score, explanation=explanation))
     return ranked
 

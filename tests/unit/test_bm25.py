@@ -1,0 +1,147 @@
+"""The formula: IDF, saturation, length normalisation, and exact explanations."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from pydantic import ValidationError
+
+from core.bm25 import (
+    BM25_B,
+    BM25_K1,
+    CorpusStats,
+    bm25_score,
+    corpus_stats,
+    explain_score,
+    inverse_document_frequency,
+)
+
+TERMS = st.text(alphabet="abcdefgh", min_size=1, max_size=3)
+
+
+@st.composite
+def scoring_inputs(draw: st.DrawFn) -> tuple[list[str], dict[str, int], int, CorpusStats]:
+    n_docs = draw(st.integers(min_value=0, max_value=10_000))
+    query = draw(st.lists(TERMS, min_size=0, max_size=8))
+    dfs = {t: draw(st.integers(min_value=0, max_value=n_docs)) for t in set(query)}
+    tfs = {t: draw(st.integers(min_value=0, max_value=50)) for t in set(query)}
+    doc_length = sum(tfs.values()) + draw(st.integers(min_value=0, max_value=500))
+    avgdl = draw(st.floats(min_value=0.0, max_value=1e4, allow_nan=False)) if n_docs else 0.0
+    stats = CorpusStats(n_docs=n_docs, avg_doc_length=avgdl, doc_frequencies=dfs)
+    return query, tfs, doc_length, stats
+
+
+def test_the_constants_are_lucenes_defaults() -> None:
+    assert (BM25_K1, BM25_B) == (1.2, 0.75)
+
+
+@given(st.integers(min_value=0, max_value=10**9), st.data())
+def test_idf_is_positive_for_every_document_frequency_up_to_n(n: int, data: st.DataObject) -> None:
+    df = data.draw(st.integers(min_value=0, max_value=n))
+    stats = CorpusStats(n_docs=n, avg_doc_length=1.0, doc_frequencies={"t": df})
+    assert inverse_document_frequency("t", stats) > 0.0
+
+
+def test_idf_is_lucenes_formula_and_a_missing_term_has_df_zero() -> None:
+    stats = CorpusStats(n_docs=1400, avg_doc_length=111.0, doc_frequencies={"wing": 300})
+    assert inverse_document_frequency("wing", stats) == math.log(1 + (1400 - 300 + 0.5) / 300.5)
+    assert inverse_document_frequency("absent", stats) == math.log(1 + 1400.5 / 0.5)
+
+
+@given(scoring_inputs())
+def test_the_explanation_adds_up_to_the_score_exactly(
+    inputs: tuple[list[str], dict[str, int], int, CorpusStats],
+) -> None:
+    query, tfs, doc_length, stats = inputs
+    explanation = explain_score(query, tfs, doc_length, stats)
+    total = 0.0
+    for part in explanation.terms:
+        total += part.contribution
+    assert total == explanation.score
+    assert explanation.score == bm25_score(query, tfs, doc_length, stats)
+    assert [p.term for p in explanation.terms] == sorted(set(query))
+    for part in explanation.terms:
+        assert part.contribution == part.idf * part.tf_part
+
+
+@given(scoring_inputs(), st.randoms(use_true_random=False))
+def test_the_order_of_query_terms_never_changes_a_score(
+    inputs: tuple[list[str], dict[str, int], int, CorpusStats], rnd: object
+) -> None:
+    query, tfs, doc_length, stats = inputs
+    shuffled = list(query)
+    rnd.shuffle(shuffled)  # type: ignore[attr-defined]
+    a = bm25_score(query, tfs, doc_length, stats)
+    b = bm25_score(shuffled, tfs, doc_length, stats)
+    assert a.hex() == b.hex()
+
+
+def test_a_repeated_query_term_counts_once() -> None:
+    stats = CorpusStats(n_docs=10, avg_doc_length=5.0, doc_frequencies={"wing": 2})
+    once = bm25_score(["wing"], {"wing": 1}, 5, stats)
+    assert bm25_score(["wing", "wing", "wing"], {"wing": 1}, 5, stats) == once
+
+
+def test_a_rare_term_outweighs_a_common_one() -> None:
+    stats = CorpusStats(
+        n_docs=1000, avg_doc_length=100.0, doc_frequencies={"rare": 3, "common": 600}
+    )
+    rare = bm25_score(["rare"], {"rare": 2}, 100, stats)
+    common = bm25_score(["common"], {"common": 2}, 100, stats)
+    assert rare > common > 0.0
+
+
+def test_more_occurrences_score_higher_but_saturate() -> None:
+    stats = CorpusStats(n_docs=100, avg_doc_length=50.0, doc_frequencies={"flutter": 10})
+    scores = [bm25_score(["flutter"], {"flutter": tf}, 50, stats) for tf in range(1, 11)]
+    assert all(a < b for a, b in itertools.pairwise(scores))
+    assert scores[9] < 10 * scores[0]
+    ceiling = inverse_document_frequency("flutter", stats) * (BM25_K1 + 1)
+    assert scores[9] < ceiling
+
+
+def test_a_shorter_passage_beats_a_longer_one_at_equal_tf() -> None:
+    stats = CorpusStats(n_docs=100, avg_doc_length=50.0, doc_frequencies={"nozzle": 10})
+    short = bm25_score(["nozzle"], {"nozzle": 2}, 20, stats)
+    long = bm25_score(["nozzle"], {"nozzle": 2}, 200, stats)
+    assert short > long
+
+
+def test_a_term_the_passage_lacks_contributes_nothing_but_is_still_explained() -> None:
+    stats = CorpusStats(n_docs=10, avg_doc_length=5.0, doc_frequencies={"wing": 2})
+    explanation = explain_score(["wing", "obeyed"], {"wing": 1}, 5, stats)
+    obeyed = next(p for p in explanation.terms if p.term == "obeyed")
+    assert (obeyed.tf, obeyed.df, obeyed.tf_part, obeyed.contribution) == (0, 0, 0.0, 0.0)
+    assert obeyed.idf > 0.0
+
+
+def test_an_empty_corpus_scores_zero_everywhere() -> None:
+    stats = CorpusStats(n_docs=0, avg_doc_length=0.0, doc_frequencies={})
+    assert bm25_score(["wing"], {"wing": 3}, 7, stats) == 0.0
+
+
+def test_a_corpus_of_empty_documents_needs_no_division_by_zero() -> None:
+    stats = CorpusStats(n_docs=3, avg_doc_length=0.0, doc_frequencies={"wing": 1})
+    explanation = explain_score(["wing"], {"wing": 1}, 0, stats)
+    assert explanation.terms[0].length_norm == BM25_K1 * (1 - BM25_B)
+    assert explanation.score > 0.0
+
+
+@pytest.mark.parametrize(
+    ("n_docs", "avgdl", "dfs"),
+    [(-1, 1.0, {}), (3, -0.5, {}), (3, 1.0, {"x": 4}), (3, 1.0, {"x": -1}), (3, math.inf, {})],
+)
+def test_impossible_statistics_are_rejected(n_docs: int, avgdl: float, dfs: dict[str, int]) -> None:
+    with pytest.raises(ValidationError):
+        CorpusStats(n_docs=n_docs, avg_doc_length=avgdl, doc_frequencies=dfs)
+
+
+def test_corpus_stats_reports_zero_for_requested_terms_the_corpus_lacks() -> None:
+    stats = corpus_stats([["wing", "wing", "body"], ["body"]], terms=["wing", "nozzle"])
+    assert stats.n_docs == 2
+    assert stats.avg_doc_length == 2.0
+    assert stats.doc_frequencies == {"wing": 1, "nozzle": 0}

@@ -1,0 +1,73 @@
+"""Passages are content-addressed and always storable."""
+
+from __future__ import annotations
+
+import hashlib
+from uuid import UUID
+
+import pytest
+from pydantic import ValidationError
+
+from core.chunks import StoredChunk, chunk_id
+
+A = UUID("00000000-0000-0000-0000-00000000000a")
+B = UUID("00000000-0000-0000-0000-00000000000b")
+
+
+def make(**overrides: object) -> StoredChunk:
+    fields: dict[str, object] = dict(
+        tenant_id=A, source_id="doc-1", text="wing flutter", chunk_index=0, start_char=0,
+        end_char=12,
+    )  # fmt: skip
+    fields.update(overrides)
+    return StoredChunk.model_validate(fields)
+
+
+def test_the_id_is_sha256_of_source_nul_text() -> None:
+    expected = hashlib.sha256(b"doc-1" + b"\x00" + b"wing flutter").hexdigest()
+    assert chunk_id("doc-1", "wing flutter") == expected
+    assert make().id == expected
+
+
+def test_the_nul_separator_keeps_source_and_text_apart() -> None:
+    assert chunk_id("ab", "c") != chunk_id("a", "bc")
+
+
+def test_the_same_passage_under_two_tenants_has_the_same_id() -> None:
+    assert make(tenant_id=A).id == make(tenant_id=B).id
+
+
+def test_a_supplied_id_that_disagrees_is_rejected() -> None:
+    with pytest.raises(ValidationError, match="disagrees"):
+        make(id="0" * 64)
+    assert make(id=chunk_id("doc-1", "wing flutter")).id == chunk_id("doc-1", "wing flutter")
+
+
+def test_a_passage_cannot_be_edited_into_disagreeing_with_its_id() -> None:
+    chunk = make()
+    with pytest.raises(ValidationError):
+        chunk.text = "something else"  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [("wing\x00flutter", "NUL character at offset 4"), ("x\ud800", "unicode|surrogate")],
+)
+def test_unstorable_text_is_rejected_with_the_position(text: str, message: str) -> None:
+    with pytest.raises(ValidationError, match=message):
+        make(text=text)
+
+
+def test_offsets_must_be_ordered_and_text_nonempty() -> None:
+    with pytest.raises(ValidationError, match="before start_char"):
+        make(start_char=5, end_char=2)
+    with pytest.raises(ValidationError):
+        make(text="")
+
+
+def test_metadata_must_be_plain_json() -> None:
+    assert make(metadata={"title": "Wing", "page": 3}).metadata["page"] == 3
+    with pytest.raises(ValidationError, match="plain JSON"):
+        make(metadata={"when": object()})
+    with pytest.raises(ValidationError, match="NUL"):
+        make(metadata={"title": "a\x00b"})

@@ -1,0 +1,81 @@
+"""Candidates to ranked passages: ordering, dropping, k, and explanations."""
+
+from __future__ import annotations
+
+import itertools
+import random
+from uuid import UUID
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from core.bm25 import CorpusStats, bm25_score
+from core.chunks import StoredChunk
+from core.ranking import LexicalCandidate, LexicalCandidates, rank_chunks
+
+TENANT = UUID("00000000-0000-0000-0000-000000000001")
+
+
+def candidate(text: str, tfs: dict[str, int], doc_length: int) -> LexicalCandidate:
+    chunk = StoredChunk(
+        tenant_id=TENANT, source_id="s", text=text, chunk_index=0, start_char=0, end_char=len(text)
+    )
+    return LexicalCandidate(chunk=chunk, doc_length=doc_length, term_frequencies=tfs)
+
+
+STATS = CorpusStats(n_docs=100, avg_doc_length=10.0, doc_frequencies={"wing": 5, "body": 40})
+
+
+def test_equal_scores_are_ordered_by_chunk_id_ascending() -> None:
+    twins = [candidate(f"twin {i}", {"wing": 1}, 10) for i in range(6)]
+    ranked = rank_chunks(["wing"], LexicalCandidates(stats=STATS, candidates=twins), k=10)
+    assert len({r.score for r in ranked}) == 1
+    assert [r.chunk.id for r in ranked] == sorted(c.chunk.id for c in twins)
+
+
+@given(st.lists(st.tuples(st.integers(0, 4), st.integers(0, 4), st.integers(1, 30)), max_size=25))
+def test_the_ranking_does_not_depend_on_the_order_candidates_arrive_in(
+    rows: list[tuple[int, int, int]],
+) -> None:
+    cands = [
+        candidate(f"passage {i}", {"wing": w, "body": b}, w + b + pad)
+        for i, (w, b, pad) in enumerate(rows)
+    ]
+    shuffled = list(cands)
+    random.Random(len(rows)).shuffle(shuffled)
+    a = rank_chunks(["body", "wing"], LexicalCandidates(stats=STATS, candidates=cands), k=7)
+    b = rank_chunks(["wing", "body"], LexicalCandidates(stats=STATS, candidates=shuffled), k=7)
+    assert [(r.chunk.id, r.score) for r in a] == [(r.chunk.id, r.score) for r in b]
+    assert all(x.score >= y.score for x, y in itertools.pairwise(a))
+
+
+def test_passages_that_match_no_term_are_dropped() -> None:
+    cands = [candidate("match", {"wing": 1}, 5), candidate("nothing", {}, 5)]
+    ranked = rank_chunks(["wing"], LexicalCandidates(stats=STATS, candidates=cands), k=10)
+    assert [r.chunk.text for r in ranked] == ["match"]
+
+
+def test_k_keeps_the_best_and_zero_keeps_none() -> None:
+    cands = [candidate(f"p{tf}", {"wing": tf}, 10) for tf in range(1, 6)]
+    pool = LexicalCandidates(stats=STATS, candidates=cands)
+    assert [r.chunk.text for r in rank_chunks(["wing"], pool, k=2)] == ["p5", "p4"]
+    assert rank_chunks(["wing"], pool, k=0) == []
+
+
+def test_a_negative_k_is_refused() -> None:
+    with pytest.raises(ValueError, match="k must be >= 0"):
+        rank_chunks(["wing"], LexicalCandidates(stats=STATS), k=-1)
+
+
+def test_every_ranked_passage_carries_the_explanation_of_its_exact_score() -> None:
+    cands = [candidate("a", {"wing": 2, "body": 1}, 12), candidate("b", {"body": 3}, 4)]
+    ranked = rank_chunks(["wing", "body"], LexicalCandidates(stats=STATS, candidates=cands), k=5)
+    for r, c in zip(ranked, cands, strict=True):
+        assert r.score == r.explanation.score
+        assert r.score == bm25_score(["wing", "body"], c.term_frequencies, c.doc_length, STATS)
+
+
+def test_no_terms_rank_nothing() -> None:
+    cands = [candidate("a", {"wing": 2}, 12)]
+    assert rank_chunks([], LexicalCandidates(stats=STATS, candidates=cands), k=5) == []
