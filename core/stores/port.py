@@ -8,15 +8,23 @@ returned objects) is held by ``core.stores.compliance``, one suite for all.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from typing import Protocol, runtime_checkable
 from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from core.chunks import StoredChunk
+from core.chunks import StoredChunk, chunk_id
 from core.entities import Entity
 from core.ranking import LexicalCandidates
+from core.tokenize import tokenize
+
+#: Largest offset or index any store keeps (PostgreSQL bigint); larger ones are rejected everywhere.
+MAX_POSITION = 2**63 - 1
+#: What no store can hold: NUL (PostgreSQL text) and lone surrogates (UTF-8).
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
 
 class SourceSummary(BaseModel):
@@ -144,3 +152,60 @@ class ChunkStore(Protocol):
         ...
 
     async def close(self) -> None: ...
+
+
+def passage_terms(text: str) -> tuple[int, Counter[str]]:
+    """A passage's doc_length (tokens, repeats included) and tf per term: one tokenisation."""
+    tokens = tokenize(text)
+    return len(tokens), Counter(tokens)
+
+
+def is_storable(value: str) -> bool:
+    """False for text no store can hold (a term or key with NUL or a lone surrogate)."""
+    return _UNSTORABLE.search(value) is None
+
+
+def distinct_terms(terms: Iterable[str]) -> list[str]:
+    """The requested terms, deduplicated and sorted: the keys of ``doc_frequencies``."""
+    return sorted(set(terms))
+
+
+def checked_for_write(
+    chunks: Sequence[StoredChunk],
+    *,
+    tenant_id: UUID | None = None,
+    source_id: str | None = None,
+) -> list[StoredChunk]:
+    """Validate a batch before any store writes it; duplicates by key keep the last version.
+
+    The model already rejects bad text, but ``model_construct`` bypasses it, so every
+    store re-checks here and fails the whole batch before touching anything.
+    """
+    latest: dict[tuple[UUID, str], StoredChunk] = {}
+    for position, chunk in enumerate(chunks):
+        if not isinstance(chunk, StoredChunk):
+            raise TypeError(f"chunk {position} is a {type(chunk).__name__}, not a StoredChunk")
+        if tenant_id is not None and chunk.tenant_id != tenant_id:
+            raise ValueError(
+                f"chunk {position} belongs to tenant {chunk.tenant_id}, not {tenant_id}"
+            )
+        if source_id is not None and chunk.source_id != source_id:
+            raise ValueError(
+                f"chunk {position} belongs to source {chunk.source_id!r}, not {source_id!r}"
+            )
+        for name, value in (("source_id", chunk.source_id), ("text", chunk.text)):
+            if not isinstance(value, str) or not value or not is_storable(value):
+                raise ValueError(f"chunk {position} has an unstorable {name}")
+        for name, number in (
+            ("chunk_index", chunk.chunk_index),
+            ("start_char", chunk.start_char),
+            ("end_char", chunk.end_char),
+        ):
+            if not 0 <= number <= MAX_POSITION:
+                raise ValueError(f"chunk {position} has {name} {number} outside 0..{MAX_POSITION}")
+        if chunk.end_char < chunk.start_char:
+            raise ValueError(f"chunk {position} ends before it starts")
+        if chunk.id != chunk_id(chunk.source_id, chunk.text):
+            raise ValueError(f"chunk {position} has an id not derived from its source and text")
+        latest[(chunk.tenant_id, chunk.id)] = chunk
+    return list(latest.values())

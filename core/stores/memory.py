@@ -1,0 +1,270 @@
+"""The in-memory chunk store: the reference every other adapter is held to.
+
+It keeps, per tenant, an inverted index (term -> {chunk id: tf}), each passage's
+token length and running totals, all updated at write time, so a query touches
+only the postings of its terms and n_docs / avg_doc_length are O(1). The
+alternative, re-tokenising every passage per query, is simpler but makes a query
+cost the whole corpus. One ``threading.Lock`` guards everything: no method awaits
+while holding it, so it serves several tasks on one loop and several threads alike;
+a per-tenant lock would allow more parallelism for a cost in deadlock reasoning
+that a single-machine exploration store does not need.
+
+Every chunk is deep-copied on the way in and on the way out: callers own what
+they pass and what they get back.
+"""
+
+from __future__ import annotations
+
+import heapq
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from uuid import UUID
+
+from core.bm25 import CorpusStats
+from core.chunks import StoredChunk
+from core.entities import Entity
+from core.ranking import LexicalCandidate, LexicalCandidates
+from core.stores.port import (
+    CorpusSummary,
+    EntitySummary,
+    SourceSummary,
+    TermFrequency,
+    Workspace,
+    checked_for_write,
+    distinct_terms,
+    passage_terms,
+)
+
+
+@dataclass
+class _Tenant:
+    """One tenant's passages and the indexes derived from them at write time."""
+
+    chunks: dict[str, StoredChunk] = field(default_factory=dict)
+    lengths: dict[str, int] = field(default_factory=dict)
+    #: chunk id -> term -> tf (the forward index, to undo postings on delete).
+    forward: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: term -> chunk id -> tf; len() of a posting dict is the term's df.
+    postings: dict[str, dict[str, int]] = field(default_factory=dict)
+    sources: dict[str, set[str]] = field(default_factory=dict)
+    mentions: dict[UUID, set[str]] = field(default_factory=dict)
+    entities: dict[UUID, Entity] = field(default_factory=dict)
+    tokens: int = 0
+
+    def add(self, chunk: StoredChunk) -> None:
+        previous = self.chunks.get(chunk.id)
+        if previous is not None:
+            # Same key means same source and text, so the terms are unchanged.
+            self._unlink_entities(previous)
+        else:
+            length, tfs = passage_terms(chunk.text)
+            self.lengths[chunk.id] = length
+            self.forward[chunk.id] = dict(tfs)
+            self.tokens += length
+            for term, tf in tfs.items():
+                self.postings.setdefault(term, {})[chunk.id] = tf
+            self.sources.setdefault(chunk.source_id, set()).add(chunk.id)
+        self.chunks[chunk.id] = chunk
+        for entity in set(chunk.entity_ids):
+            self.mentions.setdefault(entity, set()).add(chunk.id)
+
+    def remove(self, chunk_id: str) -> None:
+        chunk = self.chunks.pop(chunk_id)
+        self._unlink_entities(chunk)
+        self.tokens -= self.lengths.pop(chunk_id)
+        for term in self.forward.pop(chunk_id):
+            posting = self.postings[term]
+            del posting[chunk_id]
+            if not posting:
+                del self.postings[term]
+        ids = self.sources[chunk.source_id]
+        ids.discard(chunk_id)
+        if not ids:
+            del self.sources[chunk.source_id]
+
+    def _unlink_entities(self, chunk: StoredChunk) -> None:
+        for entity in set(chunk.entity_ids):
+            ids = self.mentions.get(entity)
+            if ids is None:
+                continue
+            ids.discard(chunk.id)
+            if not ids:
+                del self.mentions[entity]
+
+    def copy_of(self, chunk_id: str) -> StoredChunk:
+        return self.chunks[chunk_id].model_copy(deep=True)
+
+
+class InMemoryChunkStore:
+    """``ChunkStore`` in process memory; nothing survives the process."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._tenants: dict[UUID, _Tenant] = {}
+        self._workspaces: dict[UUID, Workspace] = {}
+
+    def _tenant(self, tenant_id: UUID) -> _Tenant:
+        tenant = self._tenants.get(tenant_id)
+        if tenant is None:
+            tenant = self._tenants[tenant_id] = _Tenant()
+        return tenant
+
+    def _peek(self, tenant_id: UUID) -> _Tenant:
+        """The tenant for reading: an unknown tenant reads as empty, and is not created."""
+        return self._tenants.get(tenant_id) or _Tenant()
+
+    async def upsert_many(self, chunks: Sequence[StoredChunk]) -> int:
+        batch = [chunk.model_copy(deep=True) for chunk in checked_for_write(chunks)]
+        with self._lock:
+            for chunk in batch:
+                self._tenant(chunk.tenant_id).add(chunk)
+        return len(batch)
+
+    async def replace_source(
+        self, source_id: str, tenant_id: UUID, chunks: Sequence[StoredChunk]
+    ) -> int:
+        batch = [
+            chunk.model_copy(deep=True)
+            for chunk in checked_for_write(chunks, tenant_id=tenant_id, source_id=source_id)
+        ]
+        keep = {chunk.id for chunk in batch}
+        with self._lock:
+            tenant = self._tenant(tenant_id)
+            orphans = sorted(tenant.sources.get(source_id, set()) - keep)
+            for orphan in orphans:
+                tenant.remove(orphan)
+            for chunk in batch:
+                tenant.add(chunk)
+        return len(orphans)
+
+    async def delete_by_source(self, source_id: str, tenant_id: UUID) -> int:
+        with self._lock:
+            tenant = self._tenants.get(tenant_id)
+            if tenant is None:
+                return 0
+            ids = sorted(tenant.sources.get(source_id, set()))
+            for chunk_id in ids:
+                tenant.remove(chunk_id)
+            return len(ids)
+
+    async def delete_by_tenant(self, tenant_id: UUID) -> int:
+        with self._lock:
+            tenant = self._tenants.pop(tenant_id, None)
+            return 0 if tenant is None else len(tenant.chunks)
+
+    async def get(self, chunk_id: str, tenant_id: UUID) -> StoredChunk | None:
+        with self._lock:
+            tenant = self._peek(tenant_id)
+            return tenant.copy_of(chunk_id) if chunk_id in tenant.chunks else None
+
+    async def get_by_source(self, source_id: str, tenant_id: UUID) -> list[StoredChunk]:
+        with self._lock:
+            tenant = self._peek(tenant_id)
+            chunks = [tenant.copy_of(i) for i in tenant.sources.get(source_id, ())]
+        return sorted(chunks, key=lambda chunk: (chunk.chunk_index, chunk.id))
+
+    async def get_by_entity(self, entity_id: UUID, tenant_id: UUID) -> list[StoredChunk]:
+        with self._lock:
+            tenant = self._peek(tenant_id)
+            chunks = [tenant.copy_of(i) for i in tenant.mentions.get(entity_id, ())]
+        return sorted(chunks, key=lambda chunk: (chunk.source_id, chunk.chunk_index, chunk.id))
+
+    async def lexical_candidates(
+        self, terms: Sequence[str], tenant_id: UUID, limit: int
+    ) -> LexicalCandidates:
+        if limit < 0:
+            raise ValueError(f"limit must be >= 0, got {limit}")
+        wanted = distinct_terms(terms)
+        if not wanted:
+            return LexicalCandidates(stats=CorpusStats(n_docs=0, avg_doc_length=0.0))
+        with self._lock:
+            tenant = self._peek(tenant_id)
+            n_docs = len(tenant.chunks)
+            stats = CorpusStats(
+                n_docs=n_docs,
+                avg_doc_length=tenant.tokens / n_docs if n_docs else 0.0,
+                doc_frequencies={t: len(tenant.postings.get(t, ())) for t in wanted},
+            )
+            if limit == 0:
+                return LexicalCandidates(stats=stats)
+            matched: dict[str, int] = {}
+            for term in wanted:
+                for chunk_id in tenant.postings.get(term, ()):
+                    matched[chunk_id] = matched.get(chunk_id, 0) + 1
+            kept = heapq.nsmallest(limit, matched.items(), key=lambda item: (-item[1], item[0]))
+            candidates = []
+            for chunk_id, _ in kept:
+                forward = tenant.forward[chunk_id]
+                candidates.append(
+                    LexicalCandidate(
+                        chunk=tenant.copy_of(chunk_id),
+                        doc_length=tenant.lengths[chunk_id],
+                        term_frequencies={t: forward[t] for t in wanted if t in forward},
+                    )
+                )
+        return LexicalCandidates(stats=stats, candidates=candidates)
+
+    async def list_sources(self, tenant_id: UUID) -> list[SourceSummary]:
+        with self._lock:
+            sources = self._peek(tenant_id).sources
+            return [SourceSummary(source_id=s, passages=len(sources[s])) for s in sorted(sources)]
+
+    async def list_entities(self, tenant_id: UUID) -> list[EntitySummary]:
+        with self._lock:
+            tenant = self._peek(tenant_id)
+            summaries = [
+                EntitySummary(entity=tenant.entities[e].model_copy(), passages=len(ids))
+                for e, ids in tenant.mentions.items()
+                if e in tenant.entities
+            ]
+        return sorted(summaries, key=lambda s: (-s.passages, s.entity.name, s.entity.entity_id))
+
+    async def corpus_summary(self, tenant_id: UUID) -> CorpusSummary:
+        with self._lock:
+            tenant = self._peek(tenant_id)
+            passages = len(tenant.chunks)
+            return CorpusSummary(
+                sources=len(tenant.sources),
+                passages=passages,
+                tokens=tenant.tokens,
+                avg_doc_length=tenant.tokens / passages if passages else 0.0,
+                vocabulary=len(tenant.postings),
+            )
+
+    async def doc_lengths(self, tenant_id: UUID) -> list[int]:
+        with self._lock:
+            return sorted(self._peek(tenant_id).lengths.values())
+
+    async def terms_with_prefix(
+        self, prefix: str, tenant_id: UUID, limit: int
+    ) -> list[TermFrequency]:
+        if limit < 0:
+            raise ValueError(f"limit must be >= 0, got {limit}")
+        with self._lock:
+            postings = self._peek(tenant_id).postings
+            found = [(-len(p), t) for t, p in postings.items() if t.startswith(prefix)]
+        return [TermFrequency(term=t, df=-df) for df, t in heapq.nsmallest(limit, found)]
+
+    async def upsert_entities(self, entities: Sequence[Entity], tenant_id: UUID) -> int:
+        latest = {entity.entity_id: entity.model_copy() for entity in entities}
+        with self._lock:
+            self._tenant(tenant_id).entities.update(latest)
+        return len(latest)
+
+    async def get_entities(self, entity_ids: Sequence[UUID], tenant_id: UUID) -> list[Entity]:
+        with self._lock:
+            known = self._peek(tenant_id).entities
+            return [known[e].model_copy() for e in dict.fromkeys(entity_ids) if e in known]
+
+    async def upsert_workspace(self, workspace: Workspace) -> None:
+        with self._lock:
+            self._workspaces[workspace.tenant_id] = workspace.model_copy()
+
+    async def list_workspaces(self) -> list[Workspace]:
+        with self._lock:
+            spaces = [w.model_copy() for w in self._workspaces.values()]
+        return sorted(spaces, key=lambda w: (w.name, w.tenant_id))
+
+    async def close(self) -> None:
+        """Nothing to release; the data stays readable until the store is dropped."""

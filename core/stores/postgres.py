@@ -1,0 +1,716 @@
+"""The PostgreSQL chunk store: passages plus a term table, on an asyncpg pool.
+
+Why a term table (tenant, chunk, term, tf) and not PostgreSQL's full-text search:
+BM25 needs tf, df, N and avgdl exactly as the in-memory reference computes them,
+from the one shared tokenizer; ``tsvector`` has its own parser and stemming and
+``ts_rank`` is not BM25, so rankings would differ (and it measured ~7x slower at
+100k passages, see ../shared/notes/postgres-facts.md). The costs of the term table
+are paid with a per-tenant counters row and a per-(tenant, term) df table, both
+maintained in the same transaction as every write, a covering index on
+(tenant_id, term) INCLUDE (chunk_id, tf), and a "count first, tf later" candidate
+query. Writes stage rows with COPY and move them with INSERT ... SELECT inside the
+transaction: row-by-row INSERTs were about 20x slower for bulk loads.
+
+Reads of one query happen in one REPEATABLE READ read-only transaction, so the
+statistics, the document frequencies and the candidates come from one snapshot.
+Calls are retried on a lost connection (a server restart, a killed backend):
+reads trivially, writes because they are one transaction, idempotent by key.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import re
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import Any, Final, TypeVar
+from uuid import UUID
+
+import asyncpg
+
+from core.bm25 import CorpusStats
+from core.chunks import StoredChunk
+from core.entities import Entity
+from core.ranking import LexicalCandidate, LexicalCandidates
+from core.stores.port import (
+    CorpusSummary,
+    EntitySummary,
+    SourceSummary,
+    TermFrequency,
+    Workspace,
+    checked_for_write,
+    distinct_terms,
+    is_storable,
+    passage_terms,
+)
+
+T = TypeVar("T")
+
+#: A schema name we are willing to interpolate into DDL (it cannot be a parameter).
+_IDENTIFIER: Final = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+#: Advisory lock key that serialises schema creation across processes.
+_SCHEMA_LOCK: Final = 0x6C6578706C61696E
+#: Attempts after the first when the connection is lost or a write deadlocks.
+DEFAULT_RETRIES: Final = 2
+#: First pause before a retry, doubled per attempt (the server may still be starting).
+_RETRY_PAUSE_S: Final = 0.1
+
+#: Errors after which the same call on a fresh connection can succeed.
+_CONNECTION_LOST: Final[tuple[type[BaseException], ...]] = (
+    asyncpg.exceptions.ConnectionDoesNotExistError,
+    asyncpg.exceptions.PostgresConnectionError,
+    asyncpg.exceptions.AdminShutdownError,
+    asyncpg.exceptions.CrashShutdownError,
+    asyncpg.exceptions.CannotConnectNowError,
+    ConnectionError,
+    OSError,
+)
+#: Errors of a write that lost a race with another write; the transaction rolled back.
+_WRITE_CONFLICT: Final[tuple[type[BaseException], ...]] = (
+    asyncpg.exceptions.DeadlockDetectedError,
+    asyncpg.exceptions.SerializationError,
+)
+
+_SCHEMA: Final = """
+CREATE TABLE IF NOT EXISTS passages (
+    tenant_id uuid NOT NULL,
+    id text COLLATE "C" NOT NULL,
+    source_id text COLLATE "C" NOT NULL,
+    chunk_index bigint NOT NULL CHECK (chunk_index >= 0),
+    start_char bigint NOT NULL CHECK (start_char >= 0),
+    end_char bigint NOT NULL CHECK (end_char >= start_char),
+    text text NOT NULL,
+    entity_ids uuid[] NOT NULL DEFAULT '{}',
+    metadata jsonb NOT NULL DEFAULT '{}',
+    doc_length integer NOT NULL CHECK (doc_length >= 0),
+    PRIMARY KEY (tenant_id, id)
+);
+CREATE INDEX IF NOT EXISTS passages_by_source
+    ON passages (tenant_id, source_id, chunk_index, id);
+CREATE INDEX IF NOT EXISTS passages_by_entity ON passages USING gin (entity_ids);
+CREATE TABLE IF NOT EXISTS passage_terms (
+    tenant_id uuid NOT NULL,
+    chunk_id text COLLATE "C" NOT NULL,
+    term text COLLATE "C" NOT NULL,
+    tf integer NOT NULL CHECK (tf > 0),
+    PRIMARY KEY (tenant_id, chunk_id, term),
+    FOREIGN KEY (tenant_id, chunk_id) REFERENCES passages (tenant_id, id) ON DELETE CASCADE
+);
+CREATE INDEX IF NOT EXISTS passage_terms_by_term
+    ON passage_terms (tenant_id, term) INCLUDE (chunk_id, tf);
+CREATE TABLE IF NOT EXISTS tenant_counters (
+    tenant_id uuid PRIMARY KEY,
+    passages bigint NOT NULL CHECK (passages >= 0),
+    tokens bigint NOT NULL CHECK (tokens >= 0)
+);
+CREATE TABLE IF NOT EXISTS term_df (
+    tenant_id uuid NOT NULL,
+    term text COLLATE "C" NOT NULL,
+    df integer NOT NULL CHECK (df > 0),
+    PRIMARY KEY (tenant_id, term)
+);
+CREATE TABLE IF NOT EXISTS entities (
+    tenant_id uuid NOT NULL,
+    id uuid NOT NULL,
+    name text COLLATE "C" NOT NULL,
+    kind text NOT NULL,
+    PRIMARY KEY (tenant_id, id)
+);
+CREATE TABLE IF NOT EXISTS workspaces (
+    tenant_id uuid PRIMARY KEY,
+    name text COLLATE "C" NOT NULL
+);
+"""
+
+_STAGE: Final = """
+CREATE TEMP TABLE stage_passages (
+    tenant_id uuid, id text COLLATE "C", source_id text, chunk_index bigint,
+    start_char bigint, end_char bigint, text text, entity_ids uuid[], metadata text,
+    doc_length integer
+) ON COMMIT DROP;
+CREATE TEMP TABLE stage_terms (
+    tenant_id uuid, chunk_id text COLLATE "C", term text COLLATE "C", tf integer
+) ON COMMIT DROP;
+CREATE TEMP TABLE new_passages (tenant_id uuid, id text COLLATE "C", doc_length integer)
+    ON COMMIT DROP;
+"""
+_STAGE_PASSAGE_COLUMNS: Final = (
+    "tenant_id",
+    "id",
+    "source_id",
+    "chunk_index",
+    "start_char",
+    "end_char",
+    "text",
+    "entity_ids",
+    "metadata",
+    "doc_length",
+)
+_INSERT_NEW: Final = """
+WITH inserted AS (
+    INSERT INTO passages (tenant_id, id, source_id, chunk_index, start_char, end_char, text,
+                          entity_ids, metadata, doc_length)
+    SELECT tenant_id, id, source_id, chunk_index, start_char, end_char, text,
+           entity_ids, metadata::jsonb, doc_length
+    FROM stage_passages
+    ON CONFLICT (tenant_id, id) DO NOTHING
+    RETURNING tenant_id, id, doc_length
+)
+INSERT INTO new_passages SELECT tenant_id, id, doc_length FROM inserted
+"""
+_UPDATE_EXISTING: Final = """
+UPDATE passages p
+SET chunk_index = s.chunk_index, start_char = s.start_char, end_char = s.end_char,
+    entity_ids = s.entity_ids, metadata = s.metadata::jsonb
+FROM stage_passages s
+WHERE p.tenant_id = s.tenant_id AND p.id = s.id
+  AND NOT EXISTS (SELECT 1 FROM new_passages n WHERE n.tenant_id = s.tenant_id AND n.id = s.id)
+  AND (p.chunk_index, p.start_char, p.end_char, p.entity_ids, p.metadata)
+      IS DISTINCT FROM (s.chunk_index, s.start_char, s.end_char, s.entity_ids, s.metadata::jsonb)
+"""
+_INSERT_TERMS: Final = """
+INSERT INTO passage_terms (tenant_id, chunk_id, term, tf)
+SELECT t.tenant_id, t.chunk_id, t.term, t.tf
+FROM stage_terms t JOIN new_passages n ON n.tenant_id = t.tenant_id AND n.id = t.chunk_id
+"""
+_ADD_DF: Final = """
+INSERT INTO term_df (tenant_id, term, df)
+SELECT t.tenant_id, t.term, count(*)
+FROM stage_terms t JOIN new_passages n ON n.tenant_id = t.tenant_id AND n.id = t.chunk_id
+GROUP BY t.tenant_id, t.term
+ORDER BY t.tenant_id, t.term
+ON CONFLICT (tenant_id, term) DO UPDATE SET df = term_df.df + EXCLUDED.df
+"""
+_NEW_TOTALS: Final = """
+SELECT tenant_id, count(*) AS passages, coalesce(sum(doc_length), 0) AS tokens
+FROM new_passages GROUP BY tenant_id
+"""
+#: Two statements, not one upsert: the CHECKs would reject a negative delta's proposed row.
+_ENSURE_COUNTERS: Final = """
+INSERT INTO tenant_counters (tenant_id, passages, tokens) VALUES ($1, 0, 0)
+ON CONFLICT (tenant_id) DO NOTHING
+"""
+_ADD_COUNTERS: Final = """
+UPDATE tenant_counters SET passages = passages + $2, tokens = tokens + $3 WHERE tenant_id = $1
+"""
+_REMOVED_DF: Final = """
+SELECT term, count(*)::integer AS n FROM passage_terms
+WHERE tenant_id = $1 AND chunk_id = ANY($2::text[]) GROUP BY term ORDER BY term
+"""
+_DROP_DF: Final = """
+DELETE FROM term_df d USING unnest($2::text[], $3::integer[]) AS g(term, n)
+WHERE d.tenant_id = $1 AND d.term = g.term AND d.df <= g.n
+"""
+_LOWER_DF: Final = """
+UPDATE term_df d SET df = d.df - g.n FROM unnest($2::text[], $3::integer[]) AS g(term, n)
+WHERE d.tenant_id = $1 AND d.term = g.term
+"""
+_DELETE_PASSAGES: Final = """
+DELETE FROM passages WHERE tenant_id = $1 AND id = ANY($2::text[]) RETURNING doc_length
+"""
+_CHUNK_COLUMNS: Final = (
+    "p.id, p.tenant_id, p.source_id, p.chunk_index, p.start_char, p.end_char, p.text, "
+    "p.entity_ids, p.metadata::text AS metadata"
+)
+_CANDIDATES: Final = f"""
+WITH top AS (
+    SELECT chunk_id, count(*) AS matched
+    FROM passage_terms
+    WHERE tenant_id = $1 AND term = ANY($2::text[])
+    GROUP BY chunk_id
+    ORDER BY matched DESC, chunk_id
+    LIMIT $3
+)
+SELECT {_CHUNK_COLUMNS}, p.doc_length, tf.terms, tf.tfs
+FROM top
+JOIN passages p ON p.tenant_id = $1 AND p.id = top.chunk_id
+CROSS JOIN LATERAL (
+    SELECT array_agg(t.term) AS terms, array_agg(t.tf) AS tfs
+    FROM passage_terms t
+    WHERE t.tenant_id = $1 AND t.chunk_id = top.chunk_id AND t.term = ANY($2::text[])
+) tf
+ORDER BY top.matched DESC, top.chunk_id
+"""  # noqa: S608 - only the fixed column list is interpolated
+
+
+def _chunk(row: asyncpg.Record) -> StoredChunk:
+    """A stored row back to the model; it was validated on the way in, so skip re-hashing."""
+    return StoredChunk.model_construct(
+        tenant_id=row["tenant_id"],
+        source_id=row["source_id"],
+        text=row["text"],
+        chunk_index=row["chunk_index"],
+        start_char=row["start_char"],
+        end_char=row["end_char"],
+        entity_ids=list(row["entity_ids"]),
+        metadata=json.loads(row["metadata"]),
+        id=row["id"],
+    )
+
+
+def _source_lock_key(tenant_id: UUID, source_id: str) -> int:
+    """A signed 64-bit advisory lock key for one (tenant, source)."""
+    digest = hashlib.sha256(tenant_id.bytes + source_id.encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
+
+
+def _check_limit(limit: int) -> None:
+    if limit < 0:
+        raise ValueError(f"limit must be >= 0, got {limit}")
+
+
+def _prefix_upper_bound(prefix: str) -> str | None:
+    """The least string greater than every string starting with ``prefix`` (code point order)."""
+    chars = list(prefix)
+    while chars:
+        last = ord(chars.pop()) + 1
+        if last == 0xD800:
+            last = 0xE000
+        if last <= 0x10FFFF:
+            return "".join(chars) + chr(last)
+    return None
+
+
+class PostgresChunkStore:
+    """``ChunkStore`` on PostgreSQL; create with ``await PostgresChunkStore.connect(dsn)``."""
+
+    def __init__(self, pool: asyncpg.Pool, *, retries: int = DEFAULT_RETRIES) -> None:
+        self._pool = pool
+        self._retries = retries
+
+    @classmethod
+    async def connect(
+        cls,
+        dsn: str,
+        *,
+        schema: str | None = None,
+        min_size: int = 1,
+        max_size: int = 8,
+        retries: int = DEFAULT_RETRIES,
+    ) -> PostgresChunkStore:
+        """Open a pool (owned by the store; ``close()`` closes it) and create the schema."""
+        settings = {"application_name": "lexplain"}
+        if schema is not None:
+            if _IDENTIFIER.fullmatch(schema) is None:
+                raise ValueError(f"schema must match {_IDENTIFIER.pattern}, got {schema!r}")
+            settings["search_path"] = schema
+        pool = await asyncpg.create_pool(
+            dsn, min_size=min_size, max_size=max_size, server_settings=settings
+        )
+        store = cls(pool, retries=retries)
+        try:
+            await store._run(lambda conn: _create_schema(conn, schema))
+        except BaseException:
+            await pool.close()
+            raise
+        return store
+
+    async def close(self) -> None:
+        await self._pool.close()
+
+    async def _run(self, operation: Callable[[asyncpg.Connection], Awaitable[T]]) -> T:
+        """Run ``operation`` on a pooled connection, retrying on a lost connection or deadlock."""
+        attempt = 0
+        while True:
+            try:
+                async with self._pool.acquire() as conn:
+                    return await operation(conn)
+            except (*_CONNECTION_LOST, *_WRITE_CONFLICT):
+                if attempt >= self._retries:
+                    raise
+                await asyncio.sleep(_RETRY_PAUSE_S * 2**attempt)
+                attempt += 1
+
+    # -- writes ---------------------------------------------------------------
+
+    async def upsert_many(self, chunks: Sequence[StoredChunk]) -> int:
+        batch = checked_for_write(chunks)
+        if not batch:
+            return 0
+        rows = _stage_rows(batch)
+
+        async def write(conn: asyncpg.Connection) -> None:
+            async with conn.transaction():
+                await _write_new(conn, rows, {})
+
+        await self._run(write)
+        return len(batch)
+
+    async def replace_source(
+        self, source_id: str, tenant_id: UUID, chunks: Sequence[StoredChunk]
+    ) -> int:
+        batch = checked_for_write(chunks, tenant_id=tenant_id, source_id=source_id)
+        rows = _stage_rows(batch)
+        keep = {chunk.id for chunk in batch}
+
+        async def write(conn: asyncpg.Connection) -> int:
+            async with conn.transaction():
+                await conn.execute(
+                    "SELECT pg_advisory_xact_lock($1)", _source_lock_key(tenant_id, source_id)
+                )
+                existing = await conn.fetch(
+                    "SELECT id FROM passages WHERE tenant_id = $1 AND source_id = $2",
+                    tenant_id,
+                    source_id,
+                )
+                orphans = sorted(r["id"] for r in existing if r["id"] not in keep)
+                removed_tokens = await _delete_ids(conn, tenant_id, orphans)
+                await _write_new(conn, rows, {tenant_id: (-len(orphans), -removed_tokens)})
+                return len(orphans)
+
+        return await self._run(write)
+
+    async def delete_by_source(self, source_id: str, tenant_id: UUID) -> int:
+        if not is_storable(source_id):
+            return 0
+
+        async def write(conn: asyncpg.Connection) -> int:
+            async with conn.transaction():
+                await conn.execute(
+                    "SELECT pg_advisory_xact_lock($1)", _source_lock_key(tenant_id, source_id)
+                )
+                rows = await conn.fetch(
+                    "SELECT id FROM passages WHERE tenant_id = $1 AND source_id = $2",
+                    tenant_id,
+                    source_id,
+                )
+                ids = sorted(r["id"] for r in rows)
+                tokens = await _delete_ids(conn, tenant_id, ids)
+                if ids:
+                    await _add_counters(conn, tenant_id, -len(ids), -tokens)
+                return len(ids)
+
+        return await self._run(write)
+
+    async def delete_by_tenant(self, tenant_id: UUID) -> int:
+        async def write(conn: asyncpg.Connection) -> int:
+            async with conn.transaction():
+                await conn.execute("DELETE FROM passage_terms WHERE tenant_id = $1", tenant_id)
+                status = await conn.execute("DELETE FROM passages WHERE tenant_id = $1", tenant_id)
+                await conn.execute("DELETE FROM term_df WHERE tenant_id = $1", tenant_id)
+                await conn.execute("DELETE FROM tenant_counters WHERE tenant_id = $1", tenant_id)
+                await conn.execute("DELETE FROM entities WHERE tenant_id = $1", tenant_id)
+                return int(str(status).rsplit(" ", 1)[-1])
+
+        return await self._run(write)
+
+    async def upsert_entities(self, entities: Sequence[Entity], tenant_id: UUID) -> int:
+        latest = {entity.entity_id: entity for entity in entities}
+        if not latest:
+            return 0
+
+        async def write(conn: asyncpg.Connection) -> None:
+            async with conn.transaction():
+                await conn.executemany(
+                    "INSERT INTO entities (tenant_id, id, name, kind) VALUES ($1, $2, $3, $4) "
+                    "ON CONFLICT (tenant_id, id) DO UPDATE "
+                    "SET name = EXCLUDED.name, kind = EXCLUDED.kind",
+                    [(tenant_id, e.entity_id, e.name, e.kind) for e in latest.values()],
+                )
+
+        await self._run(write)
+        return len(latest)
+
+    async def upsert_workspace(self, workspace: Workspace) -> None:
+        async def write(conn: asyncpg.Connection) -> None:
+            await conn.execute(
+                "INSERT INTO workspaces (tenant_id, name) VALUES ($1, $2) "
+                "ON CONFLICT (tenant_id) DO UPDATE SET name = EXCLUDED.name",
+                workspace.tenant_id,
+                workspace.name,
+            )
+
+        await self._run(write)
+
+    # -- reads ----------------------------------------------------------------
+
+    async def get(self, chunk_id: str, tenant_id: UUID) -> StoredChunk | None:
+        if not is_storable(chunk_id):
+            return None
+
+        async def read(conn: asyncpg.Connection) -> StoredChunk | None:
+            row = await conn.fetchrow(
+                f"SELECT {_CHUNK_COLUMNS} FROM passages p WHERE p.tenant_id = $1 AND p.id = $2",  # noqa: S608
+                tenant_id,
+                chunk_id,
+            )
+            return None if row is None else _chunk(row)
+
+        return await self._run(read)
+
+    async def get_by_source(self, source_id: str, tenant_id: UUID) -> list[StoredChunk]:
+        if not is_storable(source_id):
+            return []
+        return await self._chunks(
+            f"SELECT {_CHUNK_COLUMNS} FROM passages p "  # noqa: S608
+            "WHERE p.tenant_id = $1 AND p.source_id = $2 ORDER BY p.chunk_index, p.id",
+            tenant_id,
+            source_id,
+        )
+
+    async def get_by_entity(self, entity_id: UUID, tenant_id: UUID) -> list[StoredChunk]:
+        return await self._chunks(
+            f"SELECT {_CHUNK_COLUMNS} FROM passages p "  # noqa: S608
+            "WHERE p.tenant_id = $1 AND p.entity_ids @> ARRAY[$2::uuid] "
+            "ORDER BY p.source_id, p.chunk_index, p.id",
+            tenant_id,
+            entity_id,
+        )
+
+    async def _chunks(self, query: str, *args: Any) -> list[StoredChunk]:
+        async def read(conn: asyncpg.Connection) -> list[StoredChunk]:
+            return [_chunk(row) for row in await conn.fetch(query, *args)]
+
+        return await self._run(read)
+
+    async def lexical_candidates(
+        self, terms: Sequence[str], tenant_id: UUID, limit: int
+    ) -> LexicalCandidates:
+        _check_limit(limit)
+        wanted = distinct_terms(terms)
+        if not wanted:
+            return LexicalCandidates(stats=CorpusStats(n_docs=0, avg_doc_length=0.0))
+        # A term no store can hold (NUL, lone surrogate) is in no passage: df 0, no query.
+        askable = [term for term in wanted if is_storable(term)]
+
+        async def read(conn: asyncpg.Connection) -> LexicalCandidates:
+            async with conn.transaction(isolation="repeatable_read", readonly=True):
+                totals = await conn.fetchrow(
+                    "SELECT passages, tokens FROM tenant_counters WHERE tenant_id = $1", tenant_id
+                )
+                found = await conn.fetch(
+                    "SELECT term, df FROM term_df WHERE tenant_id = $1 AND term = ANY($2::text[])",
+                    tenant_id,
+                    askable,
+                )
+                present = [str(r["term"]) for r in found]
+                rows = []
+                if limit > 0 and present:
+                    rows = await conn.fetch(_CANDIDATES, tenant_id, present, limit)
+            n_docs = 0 if totals is None else int(totals["passages"])
+            tokens = 0 if totals is None else int(totals["tokens"])
+            frequencies = dict.fromkeys(wanted, 0)
+            frequencies.update((str(r["term"]), int(r["df"])) for r in found)
+            stats = CorpusStats(
+                n_docs=n_docs,
+                avg_doc_length=tokens / n_docs if n_docs else 0.0,
+                doc_frequencies=frequencies,
+            )
+            candidates = [
+                LexicalCandidate(
+                    chunk=_chunk(row),
+                    doc_length=row["doc_length"],
+                    term_frequencies=dict(zip(row["terms"], row["tfs"], strict=True)),
+                )
+                for row in rows
+            ]
+            return LexicalCandidates(stats=stats, candidates=candidates)
+
+        return await self._run(read)
+
+    async def list_sources(self, tenant_id: UUID) -> list[SourceSummary]:
+        async def read(conn: asyncpg.Connection) -> list[SourceSummary]:
+            rows = await conn.fetch(
+                "SELECT source_id, count(*) AS n FROM passages WHERE tenant_id = $1 "
+                "GROUP BY source_id ORDER BY source_id",
+                tenant_id,
+            )
+            return [SourceSummary(source_id=r["source_id"], passages=r["n"]) for r in rows]
+
+        return await self._run(read)
+
+    async def list_entities(self, tenant_id: UUID) -> list[EntitySummary]:
+        async def read(conn: asyncpg.Connection) -> list[EntitySummary]:
+            rows = await conn.fetch(
+                """
+                SELECT e.id, e.name, e.kind, m.n
+                FROM (
+                    SELECT u.entity_id, count(DISTINCT p.id) AS n
+                    FROM passages p CROSS JOIN LATERAL unnest(p.entity_ids) AS u(entity_id)
+                    WHERE p.tenant_id = $1
+                    GROUP BY u.entity_id
+                ) m
+                JOIN entities e ON e.tenant_id = $1 AND e.id = m.entity_id
+                ORDER BY m.n DESC, e.name, e.id
+                """,
+                tenant_id,
+            )
+            return [
+                EntitySummary(
+                    entity=Entity(id=r["id"], name=r["name"], kind=r["kind"]), passages=r["n"]
+                )
+                for r in rows
+            ]
+
+        return await self._run(read)
+
+    async def corpus_summary(self, tenant_id: UUID) -> CorpusSummary:
+        async def read(conn: asyncpg.Connection) -> CorpusSummary:
+            async with conn.transaction(isolation="repeatable_read", readonly=True):
+                totals = await conn.fetchrow(
+                    "SELECT passages, tokens FROM tenant_counters WHERE tenant_id = $1", tenant_id
+                )
+                sources = await conn.fetchval(
+                    "SELECT count(DISTINCT source_id) FROM passages WHERE tenant_id = $1", tenant_id
+                )
+                vocabulary = await conn.fetchval(
+                    "SELECT count(*) FROM term_df WHERE tenant_id = $1", tenant_id
+                )
+            passages = 0 if totals is None else int(totals["passages"])
+            tokens = 0 if totals is None else int(totals["tokens"])
+            return CorpusSummary(
+                sources=int(sources),
+                passages=passages,
+                tokens=tokens,
+                avg_doc_length=tokens / passages if passages else 0.0,
+                vocabulary=int(vocabulary),
+            )
+
+        return await self._run(read)
+
+    async def doc_lengths(self, tenant_id: UUID) -> list[int]:
+        async def read(conn: asyncpg.Connection) -> list[int]:
+            rows = await conn.fetch(
+                "SELECT doc_length FROM passages WHERE tenant_id = $1 ORDER BY doc_length",
+                tenant_id,
+            )
+            return [int(r["doc_length"]) for r in rows]
+
+        return await self._run(read)
+
+    async def terms_with_prefix(
+        self, prefix: str, tenant_id: UUID, limit: int
+    ) -> list[TermFrequency]:
+        _check_limit(limit)
+        if limit == 0 or not is_storable(prefix):
+            return []
+        upper = _prefix_upper_bound(prefix)
+
+        async def read(conn: asyncpg.Connection) -> list[TermFrequency]:
+            rows = await conn.fetch(
+                "SELECT term, df FROM term_df WHERE tenant_id = $1 AND term >= $2 "
+                "AND ($3::text IS NULL OR term < $3::text) "
+                "ORDER BY df DESC, term LIMIT $4",
+                tenant_id,
+                prefix,
+                upper,
+                limit,
+            )
+            return [TermFrequency(term=r["term"], df=r["df"]) for r in rows]
+
+        return await self._run(read)
+
+    async def get_entities(self, entity_ids: Sequence[UUID], tenant_id: UUID) -> list[Entity]:
+        asked = list(dict.fromkeys(entity_ids))
+        if not asked:
+            return []
+
+        async def read(conn: asyncpg.Connection) -> list[Entity]:
+            rows = await conn.fetch(
+                "SELECT id, name, kind FROM entities WHERE tenant_id = $1 AND id = ANY($2::uuid[])",
+                tenant_id,
+                asked,
+            )
+            known = {r["id"]: Entity(id=r["id"], name=r["name"], kind=r["kind"]) for r in rows}
+            return [known[e] for e in asked if e in known]
+
+        return await self._run(read)
+
+    async def list_workspaces(self) -> list[Workspace]:
+        async def read(conn: asyncpg.Connection) -> list[Workspace]:
+            rows = await conn.fetch(
+                "SELECT tenant_id, name FROM workspaces ORDER BY name, tenant_id"
+            )
+            return [Workspace(tenant_id=r["tenant_id"], name=r["name"]) for r in rows]
+
+        return await self._run(read)
+
+
+async def _create_schema(conn: asyncpg.Connection, schema: str | None) -> None:
+    async with conn.transaction():
+        await conn.execute("SELECT pg_advisory_xact_lock($1)", _SCHEMA_LOCK)
+        if schema is not None:
+            # Validated against _IDENTIFIER by the caller; DDL cannot take parameters.
+            await conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
+        await conn.execute(_SCHEMA)
+
+
+#: One passage staged for COPY: its row and its term rows.
+_Staged = tuple[tuple[Any, ...], list[tuple[UUID, str, str, int]]]
+
+
+def _stage_rows(batch: Iterable[StoredChunk]) -> list[_Staged]:
+    """Tokenise each passage once, outside any transaction (CPU, not lock time)."""
+    staged: list[_Staged] = []
+    for chunk in batch:
+        length, tfs = passage_terms(chunk.text)
+        row = (
+            chunk.tenant_id,
+            chunk.id,
+            chunk.source_id,
+            chunk.chunk_index,
+            chunk.start_char,
+            chunk.end_char,
+            chunk.text,
+            list(chunk.entity_ids),
+            json.dumps(chunk.metadata, ensure_ascii=False, allow_nan=False),
+            length,
+        )
+        terms = [(chunk.tenant_id, chunk.id, term, tf) for term, tf in tfs.items()]
+        staged.append((row, terms))
+    return staged
+
+
+async def _write_new(
+    conn: asyncpg.Connection,
+    staged: list[_Staged],
+    deltas: dict[UUID, tuple[int, int]],
+) -> None:
+    """Insert new passages with their terms, update known ones, then the df and counters.
+
+    The counters row is updated last, once per tenant, with ``deltas`` (passages, tokens
+    removed earlier in the same transaction) folded in.
+    """
+    totals = dict(deltas)
+    if staged:
+        await conn.execute(_STAGE)
+        await conn.copy_records_to_table(
+            "stage_passages",
+            records=[row for row, _ in staged],
+            columns=_STAGE_PASSAGE_COLUMNS,
+        )
+        await conn.copy_records_to_table(
+            "stage_terms", records=[term for _, terms in staged for term in terms]
+        )
+        await conn.execute(_INSERT_NEW)
+        await conn.execute(_UPDATE_EXISTING)
+        await conn.execute(_INSERT_TERMS)
+        await conn.execute(_ADD_DF)
+        for row in await conn.fetch(_NEW_TOTALS):
+            passages, tokens = totals.get(row["tenant_id"], (0, 0))
+            totals[row["tenant_id"]] = (passages + row["passages"], tokens + row["tokens"])
+    for tenant_id in sorted(totals):
+        passages, tokens = totals[tenant_id]
+        if passages or tokens:
+            await _add_counters(conn, tenant_id, passages, tokens)
+
+
+async def _add_counters(
+    conn: asyncpg.Connection, tenant_id: UUID, passages: int, tokens: int
+) -> None:
+    await conn.execute(_ENSURE_COUNTERS, tenant_id)
+    await conn.execute(_ADD_COUNTERS, tenant_id, passages, tokens)
+
+
+async def _delete_ids(conn: asyncpg.Connection, tenant_id: UUID, ids: list[str]) -> int:
+    """Delete passages (their terms cascade) and lower the df table; returns tokens removed."""
+    if not ids:
+        return 0
+    removed = await conn.fetch(_REMOVED_DF, tenant_id, ids)
+    terms = [r["term"] for r in removed]
+    counts = [r["n"] for r in removed]
+    await conn.execute(_DROP_DF, tenant_id, terms, counts)
+    await conn.execute(_LOWER_DF, tenant_id, terms, counts)
+    lengths = await conn.fetch(_DELETE_PASSAGES, tenant_id, ids)
+    return sum(int(r["doc_length"]) for r in lengths)
