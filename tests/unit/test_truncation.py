@@ -1,0 +1,152 @@
+"""What the limit costs: cut passages, safe limits, the sweep, and "why not?"."""
+
+from __future__ import annotations
+
+from collections import Counter
+from uuid import UUID
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from core.bm25 import corpus_stats
+from core.chunks import StoredChunk
+from core.ranking import LexicalCandidate, LexicalCandidates, rank_chunks
+from core.truncation import analyse_truncation, why_not
+
+TENANT = UUID("00000000-0000-0000-0000-0000000000f1")
+
+
+def full_candidates(docs: list[list[str]], terms: list[str]) -> LexicalCandidates:
+    """Every matching passage in the store contract's order: matched terms desc, id asc."""
+    wanted = set(terms)
+    rows = []
+    for i, tokens in enumerate(docs):
+        tfs = {t: n for t, n in Counter(tokens).items() if t in wanted}
+        if tfs:
+            text = " ".join(tokens) or "empty"
+            chunk = StoredChunk(
+                tenant_id=TENANT, source_id=f"d{i}", text=text, chunk_index=0, start_char=0,
+                end_char=len(text),
+            )  # fmt: skip
+            rows.append(LexicalCandidate(chunk=chunk, doc_length=len(tokens), term_frequencies=tfs))
+    rows.sort(key=lambda c: (-len(c.term_frequencies), c.chunk.id))
+    return LexicalCandidates(stats=corpus_stats(docs, terms), candidates=rows)
+
+
+RARE = ["hypersonic"] * 3
+COMMON = [["wing", "body", "flow", f"filler{i}"] for i in range(8)]
+QUERY = ["wing", "body", "flow", "hypersonic"]
+
+
+def test_a_passage_with_one_rare_term_can_rank_first_and_still_be_cut() -> None:
+    full = full_candidates([*COMMON, RARE], QUERY)
+    report = analyse_truncation(QUERY, full, k=3, limit=8)
+    assert report.unlimited[0].chunk.source_id == "d8"
+    assert "d8" not in [r.chunk.source_id for r in report.limited]
+    [cut] = [c for c in report.cut if c.ranked.chunk.source_id == "d8"]
+    assert (cut.unlimited_rank, cut.position, cut.matched_terms) == (1, 8, 1)
+    assert report.overlap == 2 / 3
+    assert report.smallest_safe_limit == 9
+    assert report.matching == 9
+
+
+def test_why_not_names_the_terms_the_position_and_the_limit_that_keeps_it() -> None:
+    full = full_candidates([*COMMON, RARE], QUERY)
+    answer = why_not(QUERY, full, full.candidates[8].chunk.id, k=3, limit=8)
+    assert answer.contained_terms == ["hypersonic"]
+    assert answer.missing_terms == ["body", "flow", "wing"]
+    assert (answer.position, answer.cut_by_limit, answer.unlimited_rank) == (8, True, 1)
+    assert answer.limited_rank is None
+    assert answer.smallest_limit == 9
+
+
+def test_why_not_for_a_passage_without_any_query_term() -> None:
+    full = full_candidates([*COMMON, RARE], QUERY)
+    answer = why_not(QUERY, full, "no-such-passage", k=3, limit=8)
+    assert answer.position is None
+    assert answer.smallest_limit is None
+    assert answer.missing_terms == sorted(QUERY)
+
+
+def test_negative_k_or_limit_is_refused() -> None:
+    full = full_candidates(COMMON, QUERY)
+    with pytest.raises(ValueError, match="limit"):
+        analyse_truncation(QUERY, full, k=3, limit=-1)
+    with pytest.raises(ValueError, match="k must"):
+        why_not(QUERY, full, "x", k=-1, limit=3)
+
+
+CORPORA = st.lists(
+    st.lists(st.sampled_from(["a", "b", "c", "d", "e", "x", "y"]), min_size=0, max_size=12),
+    min_size=1,
+    max_size=25,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(CORPORA, st.integers(0, 30), st.integers(1, 5))
+def test_the_limited_ranking_is_rank_chunks_over_the_first_limit_candidates(
+    docs: list[list[str]], limit: int, k: int
+) -> None:
+    terms = ["a", "b", "c", "x"]
+    full = full_candidates(docs, terms)
+    report = analyse_truncation(terms, full, k=k, limit=limit)
+    truncated = full.model_copy(update={"candidates": full.candidates[:limit]})
+    assert [r.chunk.id for r in report.limited] == [
+        r.chunk.id for r in rank_chunks(terms, truncated, k)
+    ]
+    unlimited_ids = {r.chunk.id for r in report.unlimited}
+    at_safe = rank_chunks(
+        terms,
+        full.model_copy(update={"candidates": full.candidates[: report.smallest_safe_limit]}),
+        k,
+    )
+    assert {r.chunk.id for r in at_safe} == unlimited_ids
+    if report.smallest_safe_limit > 0:
+        below = rank_chunks(
+            terms,
+            full.model_copy(
+                update={"candidates": full.candidates[: report.smallest_safe_limit - 1]}
+            ),
+            k,
+        )
+        assert {r.chunk.id for r in below} != unlimited_ids
+    for point in report.sweep:
+        kept = rank_chunks(
+            terms, full.model_copy(update={"candidates": full.candidates[: point.limit]}), k
+        )
+        expected = (
+            len(unlimited_ids & {r.chunk.id for r in kept}) / len(unlimited_ids)
+            if unlimited_ids
+            else 1.0
+        )
+        assert point.overlap == expected
+
+
+@settings(max_examples=60, deadline=None)
+@given(CORPORA, st.integers(1, 4), st.data())
+def test_the_smallest_limit_that_keeps_a_passage_is_found_by_brute_force_too(
+    docs: list[list[str]], k: int, data: st.DataObject
+) -> None:
+    terms = ["a", "b", "x"]
+    full = full_candidates(docs, terms)
+    if not full.candidates:
+        return
+    target = data.draw(st.sampled_from([c.chunk.id for c in full.candidates]))
+    answer = why_not(terms, full, target, k=k, limit=0)
+    brute = next(
+        (
+            limit
+            for limit in range(len(full.candidates) + 1)
+            if target
+            in {
+                r.chunk.id
+                for r in rank_chunks(
+                    terms, full.model_copy(update={"candidates": full.candidates[:limit]}), k
+                )
+            }
+        ),
+        None,
+    )
+    assert answer.smallest_limit == brute
