@@ -1,0 +1,135 @@
+"""Judged evaluation: read queries and relevance judgments, score a run per query.
+
+Judgments come as BEIR qrels (``query-id corpus-id score`` TSV with a header) or
+TREC qrels (``qid iteration docid grade``); both are read by one parser that
+names the bad line rather than guessing. A run is judged per source document:
+passages of one document collapse to the document's best rank, as the qrels
+judge documents, not passages. The alternative, judging passages, would need
+passage-level judgments no test collection ships.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+
+from pydantic import BaseModel, ConfigDict
+
+from core.metrics import mrr, ndcg_at_k, recall_at_k
+
+
+class JudgmentError(ValueError):
+    """A queries or qrels file that cannot be read; the message names the line."""
+
+
+class QueryScore(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    query_id: str
+    query: str
+    ndcg: float
+    recall: float
+    mrr: float
+    judged: int
+
+
+class EvaluationRun(BaseModel):
+    """Per-query metrics of one run (one k, one limit) and their means."""
+
+    model_config = ConfigDict(frozen=True)
+
+    k: int
+    limit: int
+    rows: list[QueryScore]
+    mean_ndcg: float
+    mean_recall: float
+    mean_mrr: float
+
+
+def _lines(data: bytes | str) -> list[str]:
+    text = data.decode("utf-8-sig") if isinstance(data, bytes) else data
+    return text.splitlines()
+
+
+def parse_qrels(data: bytes | str) -> dict[str, dict[str, int]]:
+    """query id -> {document id: grade}, from BEIR TSV or TREC qrels."""
+    judgments: dict[str, dict[str, int]] = {}
+    for number, line in enumerate(_lines(data), start=1):
+        fields = line.split()
+        if not fields:
+            continue
+        if number == 1 and fields[0].lower() in {"query-id", "query_id", "qid"}:
+            continue
+        if len(fields) == 3:
+            query_id, doc_id, grade = fields
+        elif len(fields) == 4:
+            query_id, _, doc_id, grade = fields
+        else:
+            raise JudgmentError(
+                f"line {number}: expected 3 (BEIR) or 4 (TREC) columns, found {len(fields)}"
+            )
+        try:
+            judgments.setdefault(query_id, {})[doc_id] = int(float(grade))
+        except ValueError:
+            raise JudgmentError(f"line {number}: grade {grade!r} is not a number") from None
+    if not judgments:
+        raise JudgmentError("no judgments found")
+    return judgments
+
+
+def parse_queries(data: bytes | str) -> dict[str, str]:
+    """query id -> text, from BEIR queries.jsonl or a two-column TSV (id, text)."""
+    queries: dict[str, str] = {}
+    for number, line in enumerate(_lines(data), start=1):
+        if not line.strip():
+            continue
+        if line.lstrip().startswith("{"):
+            try:
+                row = json.loads(line)
+                queries[str(row["_id"])] = str(row["text"])
+            except (json.JSONDecodeError, KeyError, TypeError) as exc:
+                raise JudgmentError(f"line {number}: not a BEIR query ({exc})") from None
+        else:
+            query_id, sep, text = line.partition("\t")
+            if not sep:
+                raise JudgmentError(f"line {number}: expected JSON or 'id<TAB>text'")
+            queries[query_id.strip()] = text.strip()
+    if not queries:
+        raise JudgmentError("no queries found")
+    return queries
+
+
+def documents_in_rank_order(source_ids: Iterable[str]) -> list[str]:
+    """Source ids of ranked passages, each document at its best (first) rank."""
+    return list(dict.fromkeys(source_ids))
+
+
+def evaluate_run(
+    queries: Mapping[str, str],
+    qrels: Mapping[str, Mapping[str, int]],
+    ranked_documents: Mapping[str, Sequence[str]],
+    k: int,
+    limit: int,
+) -> EvaluationRun:
+    """Metrics per judged query (queries without judgments are left out) and their means."""
+    rows = [
+        QueryScore(
+            query_id=query_id,
+            query=queries[query_id],
+            ndcg=ndcg_at_k(ranked_documents.get(query_id, []), qrels[query_id], k),
+            recall=recall_at_k(ranked_documents.get(query_id, []), qrels[query_id], k),
+            mrr=mrr(list(ranked_documents.get(query_id, []))[:k], qrels[query_id]),
+            judged=sum(1 for grade in qrels[query_id].values() if grade > 0),
+        )
+        for query_id in queries
+        if query_id in qrels
+    ]
+    count = len(rows) or 1
+    return EvaluationRun(
+        k=k,
+        limit=limit,
+        rows=rows,
+        mean_ndcg=sum(r.ndcg for r in rows) / count,
+        mean_recall=sum(r.recall for r in rows) / count,
+        mean_mrr=sum(r.mrr for r in rows) / count,
+    )

@@ -1,0 +1,70 @@
+"""Reading judgments and scoring a run per query."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from core.evaluation import (
+    JudgmentError,
+    documents_in_rank_order,
+    evaluate_run,
+    parse_qrels,
+    parse_queries,
+)
+
+DATA = Path(__file__).resolve().parents[2] / "data" / "cranfield"
+
+
+def test_beir_and_trec_qrels_read_the_same() -> None:
+    beir = parse_qrels("query-id\tcorpus-id\tscore\n1\t184\t3\n1\t29\t1\n2\t12\t4\n")
+    trec = parse_qrels("1 0 184 3\n1 0 29 1\n2 0 12 4\n")
+    assert beir == trec == {"1": {"184": 3, "29": 1}, "2": {"12": 4}}
+
+
+def test_the_shipped_cranfield_judgments_and_queries_read_whole() -> None:
+    qrels = parse_qrels((DATA / "qrels.tsv").read_bytes())
+    queries = parse_queries((DATA / "queries.jsonl").read_bytes())
+    assert len(queries) == 225
+    assert sum(len(v) for v in qrels.values()) == 1837
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ("1\t184\n", "line 1: expected 3"),
+        ("1 184 high\n", "line 1: grade 'high'"),
+        ("", "no judgments"),
+    ],
+)
+def test_a_bad_qrels_line_is_named(data: str, message: str) -> None:
+    with pytest.raises(JudgmentError, match=message):
+        parse_qrels(data)
+
+
+def test_a_bad_query_line_is_named() -> None:
+    with pytest.raises(JudgmentError, match="line 2"):
+        parse_queries('{"_id": "1", "text": "wing"}\n{"_id": "2"\n')
+
+
+def test_passages_of_one_document_count_at_its_best_rank() -> None:
+    assert documents_in_rank_order(["7", "3", "7", "9", "3"]) == ["7", "3", "9"]
+
+
+def test_a_run_is_scored_per_judged_query_and_averaged() -> None:
+    run = evaluate_run(
+        queries={"1": "wing", "2": "body", "3": "unjudged"},
+        qrels={"1": {"a": 1}, "2": {"b": 2, "c": 1}},
+        ranked_documents={"1": ["a"], "2": ["x", "b"]},
+        k=10,
+        limit=100,
+    )
+    assert [r.query_id for r in run.rows] == ["1", "2"]
+    assert run.rows[0].ndcg == 1.0
+    assert run.rows[1].mrr == 0.5
+    assert run.rows[1].recall == 0.5
+    idcg = 2 + 1 / math.log2(3)
+    assert run.rows[1].ndcg == pytest.approx((2 / math.log2(3)) / idcg)
+    assert run.mean_mrr == 0.75
