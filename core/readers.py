@@ -1,0 +1,486 @@
+"""Uploaded bytes + file name -> source documents, or an error that says what is wrong.
+
+One reader per format, chosen by the file name's extension and checked against the bytes
+(a ``.pdf`` that does not start with ``%PDF`` is refused, not guessed at). Readers only parse:
+nothing in a file is executed or fetched (HTML is parsed by the stdlib parser, links and
+images are never followed). A file either yields clean text or raises ``ReadError`` with a
+plain-words reason; there is no partial document, because a half-read file stored as if whole
+is worse than a refusal the analyst can act on.
+
+Recoveries that are safe and reported rather than refused (each adds a note):
+- NUL characters are removed and lone surrogates become U+FFFD: neither can be stored
+  (``core.chunks.storable_text_problem``) and neither carries meaning in text.
+- A few invalid bytes in otherwise UTF-8 text become U+FFFD; text that is not UTF-8 at all is
+  decoded with the encoding charset-normalizer detects (Latin-1, cp1252, UTF-16 ...).
+- A malformed line of a JSONL corpus is skipped and reported; the good lines are kept.
+
+Source ids: an uploaded file's id is its base name (browsers send only that; a directory part
+in a name is either an old browser's full path or an attack, and not what the user calls the
+file), with control and bidi-override characters removed and any separator replaced; the
+command line passes a folder-relative path, joined with "__" (``reports__q1.txt``) so ids never
+contain a path separator. A BEIR/JSONL corpus gives each record its ``_id`` unchanged (apart
+from the same cleaning), so relevance judgments (qrels ``corpus-id``) match source ids; two
+corpora with overlapping ids belong in two workspaces.
+
+Size: files over ``DEFAULT_MAX_BYTES`` (64 MiB, settable) are refused before parsing, with the
+size in the message. A 50 MB text file loads (about 42,000 passages at the default size).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import unicodedata
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from core.chunks import SourceDocument
+
+#: Largest file read by default; bigger ones are refused before any parsing.
+DEFAULT_MAX_BYTES = 64 * 1024 * 1024
+#: Largest uncompressed word/document.xml accepted in a DOCX (guards against zip bombs).
+MAX_DOCX_XML_BYTES = 256 * 1024 * 1024
+#: Extensions read, and the reader each one uses.
+SUPPORTED_EXTENSIONS: dict[str, str] = {
+    ".txt": "text",
+    ".text": "text",
+    ".md": "text",
+    ".markdown": "text",
+    ".html": "html",
+    ".htm": "html",
+    ".pdf": "pdf",
+    ".docx": "docx",
+    ".jsonl": "jsonl",
+}
+#: Longest source id kept (longer names are shortened, keeping the extension).
+MAX_SOURCE_ID_CHARS = 200
+#: Share of control characters above which decoded "text" is taken for binary data.
+BINARY_CONTROL_SHARE = 0.02
+#: Share of NUL characters above which decoded "text" is taken for binary data.
+BINARY_NUL_SHARE = 0.05
+#: Characters sampled from each of the start, middle and end of a long text for the binary test.
+_SAMPLE_CHARS = 65536
+#: Control characters that do not occur in text (NUL counted separately), and U+FFFD.
+_CONTROLS = re.compile(r"[\x01-\x08\x0e-\x1f\x7f-\x9f\ufffd]")
+#: Encodings preferred when charset-normalizer finds them as plausible as its first choice.
+_WESTERN = ("cp1252", "latin_1", "iso8859_15")
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
+_SURROGATES = re.compile(r"[\ud800-\udfff]")
+#: Elements whose content is never visible text.
+_INVISIBLE_TAGS = (
+    "script", "style", "noscript", "template", "head", "svg", "math", "iframe",
+    "object", "embed", "canvas", "audio", "video", "select", "button",
+)  # fmt: skip
+#: Elements that start a new paragraph of text.
+_BLOCK_TAGS = (
+    "p", "div", "section", "article", "main", "aside", "header", "footer", "nav",
+    "h1", "h2", "h3", "h4", "h5", "h6", "ul", "ol", "li", "dl", "dt", "dd",
+    "table", "tr", "blockquote", "pre", "figure", "figcaption", "hr", "form",
+    "fieldset", "address", "details", "summary", "caption",
+)  # fmt: skip
+#: Byte-order marks and the codec each announces (longest first: UTF-32 LE starts like UTF-16).
+_BOMS: tuple[tuple[bytes, str], ...] = (
+    (b"\xef\xbb\xbf", "utf-8"),
+    (b"\xff\xfe\x00\x00", "utf-32-le"),
+    (b"\x00\x00\xfe\xff", "utf-32-be"),
+    (b"\xff\xfe", "utf-16-le"),
+    (b"\xfe\xff", "utf-16-be"),
+)
+#: Characters stripped from source ids: C0/C1 controls, bidi overrides and isolates.
+_ID_UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+#: Paragraph marker used while flattening HTML (a private-use character, never in input).
+_BLOCK_MARK = "\ue000"
+_LINE_MARK = "\ue001"
+_SPACES = re.compile(r"[ \t\r\f\v\u00a0]+")
+
+
+class ReadError(Exception):
+    """A file that cannot be read; ``str()`` is a plain-words reason for the analyst."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class LineProblem(BaseModel):
+    """A record of a multi-document file that was skipped, and why."""
+
+    model_config = ConfigDict(frozen=True)
+
+    line: int = Field(ge=1)
+    reason: str
+
+
+class ReadResult(BaseModel):
+    """What a file yielded: its documents, skipped records, and recoveries applied."""
+
+    model_config = ConfigDict(frozen=True)
+
+    file_name: str
+    documents: list[SourceDocument] = Field(default_factory=list)
+    #: Records skipped (JSONL lines), each with its line number and reason.
+    problems: list[LineProblem] = Field(default_factory=list)
+    #: Safe recoveries applied, e.g. "removed 3 NUL characters".
+    notes: list[str] = Field(default_factory=list)
+
+
+def sanitise_source_id(name: str, *, keep_directories: bool = False) -> str:
+    """A readable source id from a file name: no control characters, no path separators.
+
+    ``keep_directories`` joins the directory parts with "__" instead of dropping them (for
+    folder loads, where two files may share a base name).
+    """
+    cleaned = _ID_UNSAFE.sub("", unicodedata.normalize("NFC", name)).replace("\\", "/")
+    parts = [part.strip() for part in cleaned.split("/")]
+    parts = [part for part in parts if part and part not in (".", "..")]
+    if not keep_directories:
+        parts = parts[-1:]
+    result = "__".join(parts).strip()
+    if len(result) > MAX_SOURCE_ID_CHARS:
+        suffix = Path(result).suffix[:16]
+        result = result[: MAX_SOURCE_ID_CHARS - len(suffix) - 1] + "…" + suffix
+    return result or "unnamed"
+
+
+def clean_text(text: str) -> tuple[str, list[str]]:
+    """``text`` without NUL characters and with lone surrogates replaced, plus notes saying so."""
+    notes: list[str] = []
+    nuls = text.count("\x00")
+    if nuls:
+        text = text.replace("\x00", "")
+        notes.append(f"removed {nuls} NUL character{'s' if nuls != 1 else ''}")
+    if _SURROGATES.search(text):
+        fixed = text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+        notes.append("replaced unpaired UTF-16 surrogates with U+FFFD")
+        text = fixed
+    return text, notes
+
+
+def _looks_binary(text: str) -> bool:
+    """Too many control characters (sampled: the start, middle and end of long texts)."""
+    if len(text) > 3 * _SAMPLE_CHARS:
+        middle = len(text) // 2
+        text = text[:_SAMPLE_CHARS] + text[middle : middle + _SAMPLE_CHARS] + text[-_SAMPLE_CHARS:]
+    if not text:
+        return False
+    nuls = text.count("\x00")
+    others = len(_CONTROLS.findall(text))
+    return others / len(text) > BINARY_CONTROL_SHARE or nuls / len(text) > BINARY_NUL_SHARE
+
+
+def decode_text(data: bytes) -> tuple[str, list[str]]:
+    """Bytes of a text file -> str, with notes on how it was decoded. Raises ReadError."""
+    for bom, codec in _BOMS:
+        if data.startswith(bom):
+            text = data[len(bom) :].decode(codec, errors="replace")
+            notes = [f"decoded as {codec.upper()} (byte-order mark)"] if codec != "utf-8" else []
+            return _checked_text(text, notes)
+    try:
+        text = data.decode("utf-8")
+        if not _looks_binary(text):
+            return text, []
+    except UnicodeDecodeError:
+        lenient = data.decode("utf-8", errors="replace")
+        bad = lenient.count("\ufffd")
+        good_multibyte = len(_NON_ASCII.findall(lenient)) - bad
+        if good_multibyte > 0 and bad <= max(1, good_multibyte // 10):
+            note = (
+                f"replaced {bad} invalid UTF-8 byte sequence{'s' if bad != 1 else ''} with U+FFFD"
+            )
+            return _checked_text(lenient, [note])
+    from charset_normalizer import from_bytes
+
+    matches = from_bytes(data)
+    best = matches.best()
+    if best is None or best.encoding is None:
+        raise ReadError("not text: the bytes match no text encoding (a binary file?)")
+    # Short Western European text fits several 8-bit code pages equally well; among the
+    # equally plausible ones prefer Windows-1252 (a superset of printable Latin-1).
+    for match in matches:
+        if match.encoding in _WESTERN and match.chaos <= best.chaos:
+            best = match
+            break
+    return _checked_text(str(best), [f"decoded as {best.encoding} (detected; not UTF-8)"])
+
+
+def _checked_text(text: str, notes: list[str]) -> tuple[str, list[str]]:
+    if _looks_binary(text):
+        raise ReadError("not text: the file is mostly control bytes (a binary file?)")
+    return text, notes
+
+
+def _read_plain(data: bytes) -> tuple[str, str, dict[str, Any], list[str]]:
+    text, notes = decode_text(data)
+    return text, "", {}, notes
+
+
+def _html_text(data: bytes) -> tuple[str, str, dict[str, Any], list[str]]:
+    from bs4 import BeautifulSoup, Comment, Declaration, Doctype, ProcessingInstruction
+    from bs4.element import CData, NavigableString, Tag
+
+    soup = BeautifulSoup(data, "html.parser")
+    title_tag = soup.find("title")
+    title = " ".join(title_tag.get_text(" ").split()) if isinstance(title_tag, Tag) else ""
+    for tag in soup.find_all(_INVISIBLE_TAGS):
+        tag.decompose()
+    for tag in soup.find_all(True):
+        if not isinstance(tag, Tag) or tag.decomposed:
+            continue
+        style = str(tag.get("style", "")).replace(" ", "").casefold()
+        if tag.has_attr("hidden") or "display:none" in style or "visibility:hidden" in style:
+            tag.decompose()
+    for tag in soup.find_all(_BLOCK_TAGS):
+        tag.insert_before(_BLOCK_MARK)
+        tag.insert_after(_BLOCK_MARK)
+    for tag in soup.find_all("br"):
+        tag.replace_with(_LINE_MARK)
+    pieces: list[str] = []
+    skipped = (Comment, Declaration, Doctype, ProcessingInstruction, CData)
+    for string in soup.find_all(string=True):
+        if isinstance(string, skipped) or not isinstance(string, NavigableString):
+            continue
+        in_pre = string.find_parent("pre") is not None
+        value = str(string)
+        if in_pre:
+            pieces.append(value.replace("\n", _LINE_MARK))
+        else:
+            pieces.append(_SPACES.sub(" ", value.replace("\n", " ")))
+    flat = "".join(pieces)
+    paragraphs = []
+    for block in flat.split(_BLOCK_MARK):
+        lines = [_SPACES.sub(" ", line).strip() for line in block.split(_LINE_MARK)]
+        joined = "\n".join(line for line in lines if line)
+        if joined:
+            paragraphs.append(joined)
+    return "\n\n".join(paragraphs), title, {}, []
+
+
+def _pdf_text(data: bytes) -> tuple[str, str, dict[str, Any], list[str]]:
+    from pypdf import PdfReader
+    from pypdf.errors import PdfReadError
+
+    if not data.lstrip()[:5].startswith(b"%PDF"):
+        raise ReadError("not a PDF: the file does not start with %PDF")
+    if b"%%EOF" not in data[-2048:]:
+        raise ReadError("truncated PDF: the end-of-file marker is missing — nothing stored")
+    try:
+        reader = PdfReader(io.BytesIO(data))
+        if reader.is_encrypted:
+            try:
+                opened = reader.decrypt("")
+            except Exception as exc:  # pypdf raises several types for unsupported crypto
+                raise ReadError(
+                    f"encrypted PDF that cannot be opened ({exc}) — nothing stored"
+                ) from exc
+            if not opened:
+                raise ReadError("encrypted PDF: it needs a password — nothing stored")
+        pages = [page.extract_text() or "" for page in reader.pages]
+        title = ""
+        info = reader.metadata
+        if info is not None and info.title:
+            title = " ".join(str(info.title).split())
+    except ReadError:
+        raise
+    except (PdfReadError, ValueError, KeyError, TypeError, AttributeError, OSError) as exc:
+        raise ReadError(f"damaged PDF: {exc} — nothing stored") from exc
+    if not pages:
+        raise ReadError("PDF without pages — nothing stored")
+    if not any(page.strip() for page in pages):
+        raise ReadError("scanned PDF without a text layer — nothing stored")
+    text_parts: list[str] = []
+    page_starts: list[int] = []
+    offset = 0
+    for page in pages:
+        stripped = page.strip()
+        if text_parts:
+            offset += 2
+        page_starts.append(offset)
+        text_parts.append(stripped)
+        offset += len(stripped)
+    return "\n\n".join(text_parts), title, {"page_starts": page_starts}, []
+
+
+def _docx_text(data: bytes) -> tuple[str, str, dict[str, Any], list[str]]:
+    if not zipfile.is_zipfile(io.BytesIO(data)):
+        raise ReadError(
+            "not a DOCX: the file is not a zip archive (an old .doc or a password-protected file?)"
+        )
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            names = set(archive.namelist())
+            if "word/document.xml" not in names:
+                raise ReadError("not a DOCX: the file is a zip without word/document.xml")
+            if archive.getinfo("word/document.xml").file_size > MAX_DOCX_XML_BYTES:
+                raise ReadError("DOCX too large: its text part expands beyond 256 MiB")
+    except zipfile.BadZipFile as exc:
+        raise ReadError(f"damaged DOCX: {exc}") from exc
+    import docx
+    from docx.table import Table
+    from docx.text.paragraph import Paragraph
+
+    try:
+        document = docx.Document(io.BytesIO(data))
+        paragraphs: list[str] = []
+        for block in document.iter_inner_content():
+            if isinstance(block, Paragraph):
+                paragraphs.append(block.text.strip())
+            elif isinstance(block, Table):
+                for row in block.rows:
+                    cells = list(dict.fromkeys(cell.text.strip() for cell in row.cells))
+                    paragraphs.append(" | ".join(cell for cell in cells if cell))
+        title = " ".join((document.core_properties.title or "").split())
+    except ReadError:
+        raise
+    except Exception as exc:  # python-docx/lxml raise many types for a damaged package
+        raise ReadError(f"damaged DOCX: {exc}") from exc
+    return "\n\n".join(p for p in paragraphs if p), title, {}, []
+
+
+def _jsonl_documents(data: bytes, result: _Collector, *, prefix: str = "") -> None:
+    """BEIR records ``{"_id", "title", "text"}``, one per line; bad lines skipped and reported."""
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    seen: dict[str, int] = {}
+    empty = 0
+    for number, raw in enumerate(data.split(b"\n"), start=1):
+        if not raw.strip():
+            continue
+        try:
+            record = json.loads(raw.decode("utf-8"))
+        except UnicodeDecodeError:
+            result.problem(number, "not UTF-8 — line skipped")
+            continue
+        except json.JSONDecodeError as exc:
+            result.problem(number, f"not valid JSON ({exc.msg}) — line skipped")
+            continue
+        if not isinstance(record, dict):
+            result.problem(number, "not a JSON object — line skipped")
+            continue
+        doc_id = record.get("_id")
+        if isinstance(doc_id, int) and not isinstance(doc_id, bool):
+            doc_id = str(doc_id)
+        if not isinstance(doc_id, str) or not doc_id.strip():
+            result.problem(number, 'no "_id" string — line skipped')
+            continue
+        title = record.get("title") or ""
+        body = record.get("text") or ""
+        if not isinstance(title, str) or not isinstance(body, str):
+            result.problem(number, '"title" and "text" must be strings — line skipped')
+            continue
+        source_id = prefix + sanitise_source_id(doc_id)
+        if source_id in seen:
+            result.problem(
+                number, f"duplicate _id {doc_id!r} (first on line {seen[source_id]}) — line skipped"
+            )
+            continue
+        seen[source_id] = number
+        title, title_notes = clean_text(title)
+        body, body_notes = clean_text(body)
+        for note in title_notes + body_notes:
+            result.notes.append(f"line {number}: {note}")
+        text = f"{title}\n{body}" if title.strip() else body
+        if not text.strip():
+            empty += 1
+            continue
+        metadata: dict[str, Any] = {"corpus_id": doc_id} if source_id != doc_id else {}
+        result.documents.append(
+            SourceDocument(source_id=source_id, text=text, title=title.strip(), metadata=metadata)
+        )
+    if empty:
+        result.notes.append(
+            f"skipped {empty} empty record{'s' if empty != 1 else ''} (no title, no text)"
+        )
+    if not result.documents:
+        reasons = "; ".join(f"line {p.line}: {p.reason}" for p in result.problems[:3])
+        raise ReadError(
+            "no usable records in the JSONL file" + (f" ({reasons})" if reasons else "")
+        )
+
+
+class _Collector:
+    def __init__(self) -> None:
+        self.documents: list[SourceDocument] = []
+        self.problems: list[LineProblem] = []
+        self.notes: list[str] = []
+
+    def problem(self, line: int, reason: str) -> None:
+        self.problems.append(LineProblem(line=line, reason=reason))
+
+
+def file_kind(name: str) -> str | None:
+    """The reader for ``name`` by its extension ("text", "html", "pdf", "docx", "jsonl")."""
+    return SUPPORTED_EXTENSIONS.get(Path(name.replace("\\", "/")).suffix.casefold())
+
+
+def read_file(
+    name: str,
+    data: bytes,
+    *,
+    source_id: str | None = None,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+) -> ReadResult:
+    """Read one file. Raises ``ReadError`` with a plain-words reason when it cannot.
+
+    ``source_id`` overrides the id derived from ``name`` (the command line passes a
+    folder-relative one); a JSONL corpus ignores it and uses each record's ``_id``.
+    """
+    kind = file_kind(name)
+    if kind is None:
+        suffix = Path(name).suffix or "(none)"
+        supported = ", ".join(sorted({ext.lstrip(".") for ext in SUPPORTED_EXTENSIONS}))
+        raise ReadError(f"unsupported file type {suffix} (supported: {supported})")
+    if len(data) > max_bytes:
+        raise ReadError(
+            f"file too large: {len(data) / 1_048_576:.1f} MiB, the limit is"
+            f" {max_bytes / 1_048_576:.1f} MiB — nothing stored (split it or raise the limit)"
+        )
+    if not data:
+        raise ReadError("the file is empty — nothing stored")
+    collector = _Collector()
+    if kind == "jsonl":
+        _jsonl_documents(data, collector)
+        return ReadResult(
+            file_name=name,
+            documents=collector.documents,
+            problems=collector.problems,
+            notes=collector.notes,
+        )
+    readers = {"text": _read_plain, "html": _html_text, "pdf": _pdf_text, "docx": _docx_text}
+    text, title, metadata, notes = readers[kind](data)
+    text, cleaned = clean_text(text)
+    title, _ = clean_text(title)
+    if not text.strip():
+        what = "only whitespace" if kind == "text" else "no visible text"
+        raise ReadError(f"the file has {what} — nothing stored")
+    document = SourceDocument(
+        source_id=source_id or sanitise_source_id(name),
+        text=text,
+        title=title,
+        metadata=metadata,
+    )
+    return ReadResult(file_name=name, documents=[document], notes=notes + cleaned)
+
+
+def read_beir_folder(folder: Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> ReadResult:
+    """The ``corpus.jsonl`` of a BEIR folder; source ids are the records' ``_id``."""
+    corpus = folder / "corpus.jsonl"
+    return read_file(str(corpus), corpus.read_bytes(), max_bytes=max_bytes)
+
+
+def is_beir_folder(folder: Path) -> bool:
+    """A folder holding a BEIR ``corpus.jsonl``."""
+    return (folder / "corpus.jsonl").is_file()
+
+
+def iter_supported_files(folder: Path) -> Iterator[Path]:
+    """Files under ``folder`` (recursively, sorted) whose extension a reader handles."""
+    for path in sorted(folder.rglob("*")):
+        if path.is_file() and file_kind(path.name) is not None:
+            if any(part.startswith(".") for part in path.relative_to(folder).parts):
+                continue
+            yield path
