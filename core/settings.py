@@ -28,6 +28,8 @@ class Settings(BaseSettings):
 
     #: PostgreSQL DSN; None keeps passages in memory. Secret: never printed.
     database_url: SecretStr | None = None
+    #: PostgreSQL schema to keep the tables in (None: the server's search_path, usually public).
+    database_schema: str | None = None
     #: Largest accepted file, in megabytes (Streamlit's own upload limit is set separately).
     max_upload_mb: int = Field(default=DEFAULT_MAX_UPLOAD_MB, ge=1)
     chunk_size: int = Field(default=DEFAULT_CHUNK_SIZE, ge=50)

@@ -1,0 +1,600 @@
+"""The synchronous facade the screens call: one method per user action.
+
+Streamlit reruns page scripts in worker threads, while the stores are async and
+an asyncpg pool is bound to the event loop that created it. So the service owns
+ONE background thread running ONE event loop, creates the store on it, and every
+public method submits a coroutine there and waits (``run_coroutine_threadsafe``).
+The rejected alternative, ``asyncio.run`` per call, makes a new loop each time:
+a pool created on the first loop breaks on the second, and a new pool per click
+costs a connection handshake per action.
+
+The service composes core (tokenizer, store port, ``rank_chunks``, indexing) and
+returns pydantic models the pages render; it never formats and never imports
+streamlit, so it is tested without a browser (tests/unit/test_service.py).
+Progress callbacks run in the CALLER's thread (Streamlit can only draw from the
+script thread): the loop thread queues progress events, the caller drains them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import io
+import json
+import queue
+import threading
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+from uuid import UUID
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from core.bm25 import CorpusStats, ScoreExplanation, explain_score, inverse_document_frequency
+from core.chunks import ChunkingOptions, StoredChunk, workspace_tenant_id
+from core.entities import EXTRACTOR_LIMITS as EXTRACTOR_LIMITS  # re-exported for the pages
+from core.entities import Entity
+from core.ranking import LexicalCandidates, rank_chunks
+from core.settings import Settings, describe_store
+from core.stores.port import (
+    ChunkStore,
+    CorpusSummary,
+    EntitySummary,
+    SourceSummary,
+    Workspace,
+)
+from core.tokenize import STOPWORDS, raw_terms, tokenize
+
+T = TypeVar("T")
+
+#: The workspace every fresh store starts with.
+DEFAULT_WORKSPACE = "default"
+#: The sample collection shipped with the repository (BEIR layout).
+SAMPLE_CORPUS = Path(__file__).resolve().parents[1] / "data" / "cranfield" / "corpus.jsonl"
+#: How the sample is named on screen.
+SAMPLE_LABEL = "Cranfield, 1,400 abstracts"
+#: Large enough to mean "every matching passage" when counting what a limit cuts.
+_UNLIMITED = 2**62
+#: Most terms the corpus term browser lists for one prefix.
+TERM_BROWSER_LIMIT = 200
+
+#: Why a search returned nothing, in the words the page shows.
+EmptyReason = Literal[
+    "no terms left after stopwords",
+    "no passage contains any term",
+    "every match cut by the limit",
+]
+
+ProgressCallback = Callable[[int, int, str], None]
+
+
+class PassageView(BaseModel):
+    """A passage with the names of the entities it mentions."""
+
+    model_config = ConfigDict(frozen=True)
+
+    chunk: StoredChunk
+    entities: list[Entity] = Field(default_factory=list)
+
+
+class RankedPassage(BaseModel):
+    """One ranked result: rank (1-based), score, the arithmetic, and entity names."""
+
+    model_config = ConfigDict(frozen=True)
+
+    rank: int
+    chunk: StoredChunk
+    score: float
+    explanation: ScoreExplanation
+    entities: list[Entity] = Field(default_factory=list)
+    #: 1-based position in the store's candidate order (matched-term count desc, id asc).
+    candidate_position: int
+
+
+class SearchResult(BaseModel):
+    """Everything the search page shows for one query, all numbers from core."""
+
+    model_config = ConfigDict(frozen=True)
+
+    workspace: str
+    query: str
+    k: int
+    limit: int
+    #: The query's terms as tokenised (stopwords dropped), in order, repeats kept.
+    terms: list[str]
+    #: The distinct terms BM25 sums over, sorted (the explanation's order).
+    distinct_terms: list[str]
+    #: Query words dropped as stopwords, in query order.
+    stopwords_dropped: list[str]
+    n_docs: int
+    avg_doc_length: float
+    doc_frequencies: dict[str, int]
+    #: Passages containing at least one query term (in the whole corpus).
+    matching_passages: int
+    #: Candidates the store handed to BM25 (at most ``limit``).
+    candidates_returned: int
+    #: Matching passages the limit cut before scoring.
+    cut_by_limit: int
+    passages: list[RankedPassage]
+    empty_reason: EmptyReason | None = None
+
+    def to_json(self) -> str:
+        """The result list with every explanation, as JSON."""
+        return self.model_dump_json(indent=2)
+
+    def to_csv(self) -> str:
+        """One row per (passage, query term): the explanation table of every result."""
+        out = io.StringIO()
+        writer = csv.writer(out)
+        writer.writerow(
+            [
+                "rank",
+                "score",
+                "source_id",
+                "chunk_index",
+                "start_char",
+                "end_char",
+                "chunk_id",
+                "term",
+                "tf",
+                "df",
+                "N",
+                "idf",
+                "dl",
+                "avgdl",
+                "tf_part",
+                "contribution",
+            ]
+        )
+        for passage in self.passages:
+            chunk = passage.chunk
+            for part in passage.explanation.terms:
+                writer.writerow(
+                    [
+                        passage.rank,
+                        repr(passage.score),
+                        chunk.source_id,
+                        chunk.chunk_index,
+                        chunk.start_char,
+                        chunk.end_char,
+                        chunk.id,
+                        part.term,
+                        part.tf,
+                        part.df,
+                        part.n_docs,
+                        repr(part.idf),
+                        part.doc_length,
+                        repr(part.avg_doc_length),
+                        repr(part.tf_part),
+                        repr(part.contribution),
+                    ]
+                )
+        return out.getvalue()
+
+
+class Mention(BaseModel):
+    """An entity mention inside one passage (offsets into the passage text)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    start: int
+    end: int
+    entity_id: UUID
+
+
+class EntityPassage(BaseModel):
+    """A passage of an entity, with where that entity is mentioned in it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    chunk: StoredChunk
+    entities: list[Entity]
+    mentions: list[Mention]
+
+
+class CorpusView(BaseModel):
+    """Counts over a workspace and every passage length (for the histogram)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    summary: CorpusSummary
+    doc_lengths: list[int]
+
+
+class TermInfo(BaseModel):
+    """A term of the corpus with its df and Lucene idf."""
+
+    model_config = ConfigDict(frozen=True)
+
+    term: str
+    df: int
+    idf: float
+
+
+class TermPassage(BaseModel):
+    """A passage containing a term, with the term's tf and the passage length."""
+
+    model_config = ConfigDict(frozen=True)
+
+    chunk: StoredChunk
+    tf: int
+    doc_length: int
+
+
+class FileReport(BaseModel):
+    """What happened to one uploaded file."""
+
+    model_config = ConfigDict(frozen=True)
+
+    file_name: str
+    documents: int = 0
+    passages_written: int = 0
+    entities_found: int = 0
+    passages_replaced: int = 0
+    error: str | None = None
+
+
+def _mentions_of(chunk: StoredChunk) -> list[Mention]:
+    raw = chunk.metadata.get("mentions")
+    mentions: list[Mention] = []
+    if not isinstance(raw, list):
+        return mentions
+    for item in raw:
+        try:
+            mention = Mention.model_validate(item)
+        except ValueError:
+            continue
+        if 0 <= mention.start < mention.end <= len(chunk.text):
+            mentions.append(mention)
+    return mentions
+
+
+class LexplainService:
+    """One store on one background event loop; synchronous methods for the pages."""
+
+    def __init__(
+        self,
+        store_factory: Callable[[], Awaitable[ChunkStore]],
+        *,
+        store_label: str = "in-memory (lost on restart)",
+        settings: Settings | None = None,
+    ) -> None:
+        self.settings = settings or Settings()
+        self.store_label = store_label
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(
+            target=self._loop.run_forever, name="lexplain-store-loop", daemon=True
+        )
+        self._thread.start()
+        self._closed = False
+        try:
+            self._store: ChunkStore = self._call(self._open(store_factory))
+        except BaseException:
+            self._stop_loop()
+            raise
+
+    async def _open(self, factory: Callable[[], Awaitable[ChunkStore]]) -> ChunkStore:
+        store = await factory()
+        await store.upsert_workspace(
+            Workspace(tenant_id=workspace_tenant_id(DEFAULT_WORKSPACE), name=DEFAULT_WORKSPACE)
+        )
+        return store
+
+    @classmethod
+    def from_settings(cls, settings: Settings | None = None) -> LexplainService:
+        """The store the settings name: PostgreSQL when a URL is set, else in memory."""
+        settings = settings or Settings()
+        if settings.database_url is None:
+
+            async def memory() -> ChunkStore:
+                from core.stores.memory import InMemoryChunkStore
+
+                return InMemoryChunkStore()
+
+            return cls(memory, store_label=describe_store(None), settings=settings)
+        dsn = settings.database_url.get_secret_value()
+        schema = settings.database_schema
+
+        async def postgres() -> ChunkStore:
+            from core.stores.postgres import PostgresChunkStore
+
+            return await PostgresChunkStore.connect(dsn, schema=schema)
+
+        return cls(postgres, store_label=describe_store(dsn), settings=settings)
+
+    # -- plumbing ---------------------------------------------------------------------------
+
+    def _submit(self, coro: Coroutine[Any, Any, T]) -> Future[T]:
+        if self._closed:
+            coro.close()
+            raise RuntimeError("the service is closed")
+        return asyncio.run_coroutine_threadsafe(coro, self._loop)
+
+    def _call(self, coro: Coroutine[Any, Any, T]) -> T:
+        future = self._submit(coro)
+        try:
+            return future.result(timeout=self.settings.call_timeout_s)
+        except FutureTimeout:
+            future.cancel()
+            raise TimeoutError(
+                f"the store did not answer within {self.settings.call_timeout_s:g} s"
+            ) from None
+
+    def _call_with_progress(
+        self,
+        make: Callable[[Callable[[int, int, str], None]], Coroutine[Any, Any, T]],
+        on_progress: ProgressCallback | None,
+    ) -> T:
+        """Run ``make(report)`` on the loop; ``report`` events reach ``on_progress`` here."""
+        events: queue.SimpleQueue[tuple[int, int, str]] = queue.SimpleQueue()
+        future = self._submit(make(lambda done, total, label: events.put((done, total, label))))
+
+        def drain() -> None:
+            while True:
+                try:
+                    event = events.get_nowait()
+                except queue.Empty:
+                    return
+                if on_progress is not None:
+                    on_progress(*event)
+
+        while True:
+            try:
+                result = future.result(timeout=0.05)
+            except FutureTimeout:
+                drain()
+                continue
+            drain()
+            return result
+
+    def _stop_loop(self) -> None:
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=10)
+
+    def close(self) -> None:
+        """Close the store and stop the loop thread (idempotent)."""
+        if self._closed:
+            return
+        try:
+            self._call(self._store.close())
+        finally:
+            self._closed = True
+            self._stop_loop()
+
+    # -- workspaces ---------------------------------------------------------------------------
+
+    def list_workspaces(self) -> list[str]:
+        """Workspace names, sorted."""
+        return [w.name for w in self._call(self._store.list_workspaces())]
+
+    def create_workspace(self, name: str) -> str:
+        """Create (or keep) the workspace ``name``; returns its cleaned name."""
+        cleaned = name.strip()
+        workspace = Workspace(tenant_id=workspace_tenant_id(cleaned), name=cleaned)
+        self._call(self._store.upsert_workspace(workspace))
+        return cleaned
+
+    @staticmethod
+    def tenant(workspace: str) -> UUID:
+        return workspace_tenant_id(workspace)
+
+    # -- search -------------------------------------------------------------------------------
+
+    def search(self, query: str, k: int = 10, limit: int = 1000, *, workspace: str) -> SearchResult:
+        """Rank the workspace's passages for ``query``; says why when nothing is found."""
+        if k < 1:
+            raise ValueError(f"k must be at least 1, got {k}")
+        if limit < 0:
+            raise ValueError(f"limit must be >= 0, got {limit}")
+        return self._call(self._search(query, k, limit, workspace))
+
+    async def _search(self, query: str, k: int, limit: int, workspace: str) -> SearchResult:
+        tenant = workspace_tenant_id(workspace)
+        terms = tokenize(query)
+        dropped = [t for t in raw_terms(query) if t in STOPWORDS]
+        everything = await self._store.lexical_candidates(terms, tenant, _UNLIMITED)
+        matching = len(everything.candidates)
+        # The ranking uses exactly what the store hands over under ``limit``.
+        handed: LexicalCandidates = (
+            everything
+            if matching <= limit
+            else await self._store.lexical_candidates(terms, tenant, limit)
+        )
+        ranked = rank_chunks(terms, handed, k)
+        position = {c.chunk.id: i + 1 for i, c in enumerate(handed.candidates)}
+        names = await self._entity_names([r.chunk for r in ranked], tenant)
+        passages = [
+            RankedPassage(
+                rank=i + 1,
+                chunk=r.chunk,
+                score=r.score,
+                explanation=r.explanation,
+                entities=[names[e] for e in r.chunk.entity_ids if e in names],
+                candidate_position=position[r.chunk.id],
+            )
+            for i, r in enumerate(ranked)
+        ]
+        reason: EmptyReason | None = None
+        if not terms:
+            reason = "no terms left after stopwords"
+        elif matching == 0:
+            reason = "no passage contains any term"
+        elif not passages:
+            reason = "every match cut by the limit"
+        stats = handed.stats
+        return SearchResult(
+            workspace=workspace,
+            query=query,
+            k=k,
+            limit=limit,
+            terms=terms,
+            distinct_terms=sorted(set(terms)),
+            stopwords_dropped=dropped,
+            n_docs=stats.n_docs,
+            avg_doc_length=stats.avg_doc_length,
+            doc_frequencies=dict(stats.doc_frequencies),
+            matching_passages=matching,
+            candidates_returned=len(handed.candidates),
+            cut_by_limit=matching - len(handed.candidates),
+            passages=passages,
+            empty_reason=reason,
+        )
+
+    def explain(self, query: str, chunk_id: str, *, workspace: str) -> ScoreExplanation:
+        """The explanation of one passage for ``query``, whether or not it was ranked."""
+        return self._call(self._explain(query, chunk_id, workspace))
+
+    async def _explain(self, query: str, chunk_id: str, workspace: str) -> ScoreExplanation:
+        tenant = workspace_tenant_id(workspace)
+        terms = tokenize(query)
+        found = await self._store.lexical_candidates(terms, tenant, _UNLIMITED)
+        for candidate in found.candidates:
+            if candidate.chunk.id == chunk_id:
+                return explain_score(
+                    terms, candidate.term_frequencies, candidate.doc_length, found.stats
+                )
+        chunk = await self._store.get(chunk_id, tenant)
+        if chunk is None:
+            raise KeyError(f"no passage {chunk_id} in workspace {workspace!r}")
+        # It contains no query term: every tf is 0, and so is every contribution.
+        return explain_score(terms, {}, len(tokenize(chunk.text)), found.stats)
+
+    async def _entity_names(
+        self, chunks: Sequence[StoredChunk], tenant: UUID
+    ) -> dict[UUID, Entity]:
+        wanted = list(dict.fromkeys(e for c in chunks for e in c.entity_ids))
+        if not wanted:
+            return {}
+        return {e.entity_id: e for e in await self._store.get_entities(wanted, tenant)}
+
+    # -- sources and entities -----------------------------------------------------------------
+
+    def list_sources(self, *, workspace: str) -> list[SourceSummary]:
+        return self._call(self._store.list_sources(workspace_tenant_id(workspace)))
+
+    def delete_source(self, source_id: str, *, workspace: str) -> int:
+        """Delete a source's passages; returns how many were deleted."""
+        return self._call(self._store.delete_by_source(source_id, workspace_tenant_id(workspace)))
+
+    def list_entities(self, *, workspace: str) -> list[EntitySummary]:
+        return self._call(self._store.list_entities(workspace_tenant_id(workspace)))
+
+    def entity_passages(self, entity_id: UUID, *, workspace: str) -> list[EntityPassage]:
+        """The passages mentioning an entity, in the store's order, with its mentions."""
+        return self._call(self._entity_passages(entity_id, workspace))
+
+    async def _entity_passages(self, entity_id: UUID, workspace: str) -> list[EntityPassage]:
+        tenant = workspace_tenant_id(workspace)
+        chunks = await self._store.get_by_entity(entity_id, tenant)
+        names = await self._entity_names(chunks, tenant)
+        return [
+            EntityPassage(
+                chunk=chunk,
+                entities=[names[e] for e in chunk.entity_ids if e in names],
+                mentions=[m for m in _mentions_of(chunk) if m.entity_id == entity_id],
+            )
+            for chunk in chunks
+        ]
+
+    # -- corpus -------------------------------------------------------------------------------
+
+    def corpus(self, *, workspace: str) -> CorpusView:
+        """Counts and every passage length of the workspace."""
+        return self._call(self._corpus(workspace))
+
+    async def _corpus(self, workspace: str) -> CorpusView:
+        tenant = workspace_tenant_id(workspace)
+        summary = await self._store.corpus_summary(tenant)
+        lengths = await self._store.doc_lengths(tenant)
+        return CorpusView(summary=summary, doc_lengths=lengths)
+
+    def terms_with_prefix(
+        self, prefix: str, *, workspace: str, limit: int = TERM_BROWSER_LIMIT
+    ) -> list[TermInfo]:
+        """Terms starting with ``prefix`` (normalised like the tokenizer), with df and idf."""
+        return self._call(self._terms_with_prefix(prefix, workspace, limit))
+
+    async def _terms_with_prefix(self, prefix: str, workspace: str, limit: int) -> list[TermInfo]:
+        tenant = workspace_tenant_id(workspace)
+        normalised = "".join(raw_terms(prefix))
+        if not normalised:
+            return []
+        summary = await self._store.corpus_summary(tenant)
+        found = await self._store.terms_with_prefix(normalised, tenant, limit)
+        return [
+            TermInfo(
+                term=t.term,
+                df=t.df,
+                idf=inverse_document_frequency(
+                    t.term,
+                    CorpusStats(
+                        n_docs=summary.passages,
+                        avg_doc_length=summary.avg_doc_length,
+                        doc_frequencies={t.term: t.df},
+                    ),
+                ),
+            )
+            for t in found
+        ]
+
+    def term_passages(
+        self, term: str, *, workspace: str, limit: int = _UNLIMITED
+    ) -> list[TermPassage]:
+        """The passages containing ``term``, by tf descending, then source and position."""
+        found = self._call(
+            self._store.lexical_candidates([term], workspace_tenant_id(workspace), limit)
+        )
+        rows = [
+            TermPassage(chunk=c.chunk, tf=c.term_frequencies.get(term, 0), doc_length=c.doc_length)
+            for c in found.candidates
+        ]
+        rows.sort(key=lambda r: (-r.tf, r.chunk.source_id, r.chunk.chunk_index, r.chunk.id))
+        return rows
+
+    # -- ingestion ----------------------------------------------------------------------------
+
+    def chunking(
+        self, size: int | None = None, overlap: int | None = None, whole_documents: bool = False
+    ) -> ChunkingOptions:
+        """Chunking options, defaulting to the settings."""
+        return ChunkingOptions(
+            size=size if size is not None else self.settings.chunk_size,
+            overlap=overlap if overlap is not None else self.settings.chunk_overlap,
+            whole_documents=whole_documents,
+        )
+
+    def load_sample(
+        self, *, workspace: str, on_progress: ProgressCallback | None = None
+    ) -> FileReport:
+        """Load the Cranfield sample: whole-document passages, source id = the doc's _id."""
+        return self._call_with_progress(
+            lambda report: self._load_sample(workspace, report), on_progress
+        )
+
+    async def _load_sample(
+        self, workspace: str, report: Callable[[int, int, str], None]
+    ) -> FileReport:
+        # INTERIM until core.indexing lands: the shared chunker, one replace_source per document.
+        from core.chunks import SourceDocument, build_chunks, split_document
+
+        tenant = workspace_tenant_id(workspace)
+        await self._store.upsert_workspace(Workspace(tenant_id=tenant, name=workspace))
+        lines = SAMPLE_CORPUS.read_text(encoding="utf-8").splitlines()
+        options = ChunkingOptions(whole_documents=True)
+        written = 0
+        for i, line in enumerate(lines):
+            row = json.loads(line)
+            title, text = row.get("title", ""), row.get("text", "")
+            document = SourceDocument(
+                source_id=str(row["_id"]), text=f"{title}\n{text}", title=title
+            )
+            chunks = build_chunks(document, tenant, split_document(document.text, options))
+            await self._store.replace_source(document.source_id, tenant, chunks)
+            written += len(chunks)
+            if i % 100 == 0 or i == len(lines) - 1:
+                report(i + 1, len(lines), document.source_id)
+        return FileReport(
+            file_name=SAMPLE_CORPUS.name, documents=len(lines), passages_written=written
+        )

@@ -1,0 +1,1 @@
+"""The screens, one file each (registered in app.py), plus their shared helpers."""

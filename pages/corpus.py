@@ -1,0 +1,84 @@
+"""Corpus: what the statistics behind every score are. Rendering only.
+
+Counts, the passage-length histogram with avgdl marked (the dl/avgdl of every
+explanation), and a term browser (df and idf per term, then its passages with tf).
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from core.presentation import escape_text, highlight_html, term_spans
+from core.service import TermInfo
+from pages.common import get_service, length_histogram, offer_sample, workspace
+
+#: How many passages of a chosen term are shown with their text.
+PREVIEW_PASSAGES = 5
+
+service = get_service()
+ws = workspace()
+st.title("Corpus")
+view = service.corpus(workspace=ws)
+summary = view.summary
+if summary.passages == 0:
+    offer_sample(service)
+    st.stop()
+
+cols = st.columns(5)
+cols[0].metric("Sources", f"{summary.sources:,}")
+cols[1].metric("Passages (N)", f"{summary.passages:,}")
+cols[2].metric("Tokens", f"{summary.tokens:,}", help="Stopwords excluded, repeats included.")
+cols[3].metric("Vocabulary", f"{summary.vocabulary:,}", help="Distinct terms.")
+cols[4].metric("Average length (avgdl)", f"{summary.avg_doc_length:.2f}")
+st.plotly_chart(
+    length_histogram(view.doc_lengths, summary.avg_doc_length),
+    key="lengths",
+    config={"displayModeBar": False},
+)
+
+st.subheader("Term browser")
+prefix = st.text_input(
+    "Terms starting with", key="term_prefix", help="Normalised like every term: NFKC, casefold."
+)
+terms: list[TermInfo] = service.terms_with_prefix(prefix, workspace=ws) if prefix else []
+if prefix and not terms:
+    st.info(f"No term starts with “{escape_text(prefix)}”.")
+if terms:
+    st.dataframe(
+        [{"term": t.term, "df": t.df, "idf": t.idf} for t in terms],
+        column_config={"idf": st.column_config.NumberColumn("idf", format="%.4f")},
+        hide_index=True,
+        key="term-table",
+    )
+    chosen = st.selectbox(
+        "Passages containing",
+        [t.term for t in terms],
+        key="term_choice",
+        format_func=lambda t: f"{t} (df {next(x.df for x in terms if x.term == t):,})",
+    )
+    rows = service.term_passages(chosen, workspace=ws)
+    st.dataframe(
+        [
+            {
+                "source": r.chunk.source_id,
+                "passage": r.chunk.chunk_index + 1,
+                "chars": f"{r.chunk.start_char}–{r.chunk.end_char}",
+                "tf": r.tf,
+                "dl": r.doc_length,
+            }
+            for r in rows
+        ],
+        hide_index=True,
+        key="term-passages",
+    )
+    for r in rows[:PREVIEW_PASSAGES]:
+        with st.container(border=True):
+            st.markdown(
+                f"source {escape_text(r.chunk.source_id)} · passage {r.chunk.chunk_index + 1}"
+                f" · tf {r.tf}",
+                unsafe_allow_html=True,
+            )
+            st.markdown(
+                highlight_html(r.chunk.text, term_spans(r.chunk.text, [chosen])),
+                unsafe_allow_html=True,
+            )

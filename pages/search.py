@@ -1,0 +1,223 @@
+"""Search: ranked passages with the arithmetic behind every score. Rendering only.
+
+Every number comes from ``service.search`` (``ScoreExplanation``); this page
+formats. Query, k, limit live in the URL so a link reproduces the view.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+
+from core.presentation import (
+    FORMULA,
+    IDF_FORMULA,
+    SCORE_NOTE,
+    chip_html,
+    clip_end,
+    compare_explanations,
+    escape_text,
+    explanation_rows,
+    formula_lines,
+    highlight_html,
+    mark_counts,
+    term_colours,
+    term_spans,
+)
+from core.service import RankedPassage, SearchResult
+from pages.common import contribution_bar, get_service, offer_sample, workspace
+
+#: What the limit means, next to its input.
+LIMIT_HELP = (
+    "limit = how many candidates the store hands to BM25, chosen by matched-term count, "
+    "before any scoring"
+)
+#: Widget keys and their defaults; also the URL parameters (same names).
+DEFAULTS: dict[str, Any] = {"q": "", "k": 10, "limit": 1000}
+#: Bounds of the numeric inputs.
+K_MAX, LIMIT_MAX = 100, 10_000_000
+
+NUMBER_FORMATS = {
+    "idf": st.column_config.NumberColumn("idf", format="%.4f"),
+    "avgdl": st.column_config.NumberColumn("avgdl", format="%.2f"),
+    "TF part": st.column_config.NumberColumn("TF part", format="%.4f"),
+    "contribution": st.column_config.NumberColumn("contribution", format="%.4f"),
+}
+
+
+def _int_param(value: str | None, default: int, low: int, high: int) -> int:
+    try:
+        return min(max(int(value or ""), low), high)
+    except ValueError:
+        return default
+
+
+def sync_from_url() -> None:
+    """Adopt q/k/limit from the URL when it carries them and they changed (a shared link)."""
+    params = st.query_params
+    url = (params.get("q"), params.get("k"), params.get("limit"))
+    if "q" in params and url != st.session_state.get("_search_url"):
+        st.session_state["_search_url"] = url
+        st.session_state["_q"] = params.get("q", "")
+        st.session_state["_k"] = _int_param(params.get("k"), DEFAULTS["k"], 1, K_MAX)
+        st.session_state["_limit"] = _int_param(
+            params.get("limit"), DEFAULTS["limit"], 0, LIMIT_MAX
+        )
+        for key in DEFAULTS:
+            st.session_state[key] = st.session_state[f"_{key}"]
+    for key, default in DEFAULTS.items():
+        # Widget state is dropped when another page runs; the shadow key survives.
+        if key not in st.session_state:
+            st.session_state[key] = st.session_state.get(f"_{key}", default)
+
+
+def write_url(query: str, k: int, limit: int) -> None:
+    for key, value in (("q", query), ("k", k), ("limit", limit)):
+        st.session_state[f"_{key}"] = value
+    st.query_params.update({"q": query, "k": str(k), "limit": str(limit)})
+    st.session_state["_search_url"] = (query, str(k), str(limit))
+
+
+def explanation_table(passage: RankedPassage) -> list[dict[str, object]]:
+    rows = explanation_rows(passage.explanation)
+    rows.append({"term": "total = score", "contribution": passage.explanation.score})
+    return rows
+
+
+def render_passage(passage: RankedPassage, result: SearchResult) -> None:
+    chunk = passage.chunk
+    colours = term_colours(result.distinct_terms)
+    with st.container(border=True):
+        st.markdown(
+            f"**#{passage.rank}** &nbsp; **{passage.score:.2f}** &nbsp; "
+            f"source {escape_text(chunk.source_id)} · passage {chunk.chunk_index + 1} · "
+            f"chars {chunk.start_char}–{chunk.end_char}",
+            unsafe_allow_html=True,
+        )
+        st.plotly_chart(
+            contribution_bar(passage, result.distinct_terms),
+            key=f"bar-{passage.rank}",
+            config={"displayModeBar": False},
+        )
+        spans = term_spans(chunk.text, result.distinct_terms)
+        end = clip_end(chunk.text, spans)
+        st.markdown(highlight_html(chunk.text, spans, colours, end), unsafe_allow_html=True)
+        if end < len(chunk.text):
+            with st.expander(f"show all ({len(chunk.text):,} characters)"):
+                st.markdown(highlight_html(chunk.text, spans, colours), unsafe_allow_html=True)
+        counts = mark_counts(spans)
+        st.caption(
+            "marks: "
+            + ", ".join(f"{escape_text(t)} ×{n}" for t, n in sorted(counts.items()))
+            + f" · candidate #{passage.candidate_position} in the store's order"
+        )
+        if passage.entities:
+            st.markdown(
+                "entities: " + chip_html(e.name for e in passage.entities), unsafe_allow_html=True
+            )
+        with st.expander("why this score"):
+            part = passage.explanation.terms[0]
+            st.markdown(
+                f"`{FORMULA}` &nbsp; k1 = {passage.explanation.k1:g}, "
+                f"b = {passage.explanation.b:g}  \n"
+                f"`{IDF_FORMULA}` &nbsp; N = {part.n_docs:,}, "
+                f"avgdl = {part.avg_doc_length:.2f}, dl = {part.doc_length}"
+            )
+            st.dataframe(
+                explanation_table(passage),
+                column_config=NUMBER_FORMATS,
+                hide_index=True,
+                key=f"explain-{passage.rank}",
+            )
+            st.code("\n".join(formula_lines(passage.explanation)), language=None, wrap_lines=True)
+            st.caption(SCORE_NOTE)
+
+
+def render_compare(result: SearchResult) -> None:
+    by_rank = {p.rank: p for p in result.passages}
+    ranks = list(by_rank)
+
+    def label(rank: int) -> str:
+        p = by_rank[rank]
+        return f"#{rank} · {p.chunk.source_id} · {p.score:.2f}"
+
+    with st.expander("Compare two results"):
+        left, right = st.columns(2)
+        rank_a = left.selectbox("A", ranks, index=0, format_func=label, key="cmp_a")
+        rank_b = right.selectbox("B", ranks, index=1, format_func=label, key="cmp_b")
+        a, b = by_rank[rank_a], by_rank[rank_b]
+        comparison = compare_explanations(
+            a.explanation, b.explanation, names=(f"#{rank_a}", f"#{rank_b}")
+        )
+        st.markdown(escape_text(comparison.summary))
+        st.dataframe(
+            [{"term": d.term, "A": d.a, "B": d.b, "A − B": d.difference} for d in comparison.terms],
+            column_config={
+                name: st.column_config.NumberColumn(name, format="%.4f")
+                for name in ("A", "B", "A − B")
+            },
+            hide_index=True,
+            key="cmp-diff",
+        )
+        for column, passage in ((left, a), (right, b)):
+            with column:
+                st.caption(escape_text(label(passage.rank)))
+                st.dataframe(
+                    explanation_table(passage),
+                    column_config=NUMBER_FORMATS,
+                    hide_index=True,
+                    key=f"cmp-{passage.rank}-{column is left}",
+                )
+
+
+service = get_service()
+st.title("Search")
+st.markdown(
+    "**lexplain** ranks passages with BM25 and shows the arithmetic behind every score: "
+    "each query term's idf, its TF part and its contribution."
+)
+offer_sample(service)
+sync_from_url()
+query = st.text_input("Query", key="q", placeholder="e.g. aeroelastic models of heated aircraft")
+col_k, col_limit, _ = st.columns([1, 1, 3])
+k = int(col_k.number_input("k", min_value=1, max_value=K_MAX, key="k", help="Results shown."))
+limit = int(
+    col_limit.number_input(
+        "limit", min_value=0, max_value=LIMIT_MAX, step=100, key="limit", help=LIMIT_HELP
+    )
+)
+write_url(query, k, limit)
+
+if query.strip():
+    result = service.search(query, k, limit, workspace=workspace())
+    terms = " ".join(f"`{escape_text(t)}`" for t in result.terms) or "(none)"
+    dropped = ", ".join(escape_text(t) for t in result.stopwords_dropped) or "none"
+    st.markdown(f"**Terms:** {terms}  \ndropped as stopwords: {dropped}")
+    st.markdown(
+        f"**Corpus:** N = {result.n_docs:,} passages, avgdl = {result.avg_doc_length:.2f} tokens"
+        f" &nbsp;·&nbsp; **{len(result.passages)} of {result.matching_passages:,} matching "
+        f"passages shown** &nbsp;·&nbsp; {result.cut_by_limit:,} cut by the limit "
+        f"({result.candidates_returned:,} candidates scored)"
+    )
+    if result.empty_reason:
+        st.warning(f"No results: {result.empty_reason}.")
+    else:
+        st.caption(SCORE_NOTE)
+        for passage in result.passages:
+            render_passage(passage, result)
+        if len(result.passages) >= 2:
+            render_compare(result)
+        left, right = st.columns(2)
+        left.download_button(
+            "Export CSV (with explanations)",
+            result.to_csv(),
+            file_name="lexplain-results.csv",
+            mime="text/csv",
+        )
+        right.download_button(
+            "Export JSON (with explanations)",
+            result.to_json(),
+            file_name="lexplain-results.json",
+            mime="application/json",
+        )
