@@ -1,0 +1,320 @@
+"""Documents -> passages + entities -> a store, one document at a time, with a report.
+
+Each document is one ``replace_source`` (preceded by ``upsert_entities`` for the entities its
+passages mention), so re-uploading a document replaces its passages atomically, and a document
+that fails (cannot be cut, store error) is reported and leaves what was stored for it untouched.
+Everything is decided before the store is touched: a document that would store nothing (no
+text) is rejected rather than written as an empty source, because that would delete the
+passages of an earlier, good upload.
+
+One document per write rather than one transaction for the whole batch: a batch transaction
+would make one bad file undo a thousand good ones and hold locks for the whole load; the cost
+is that a batch stopped half-way has stored its first half (the report says which).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Literal, NamedTuple
+from uuid import UUID
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from core.chunks import (
+    ChunkingOptions,
+    PassageMention,
+    SourceDocument,
+    build_chunks,
+    split_document,
+)
+from core.entities import Entity, EntityExtractor, RuleBasedExtractor
+from core.readers import DEFAULT_MAX_BYTES, LineProblem, ReadError, read_file
+from core.stores.port import ChunkStore
+
+#: The extractor used when the caller names none (rules only; see EXTRACTOR_LIMITS).
+DEFAULT_EXTRACTOR: EntityExtractor = RuleBasedExtractor()
+
+
+class DocumentRow(BaseModel):
+    """What happened to one document (or to one unreadable file or skipped record)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    #: The file the document came from ("" when documents were given directly).
+    file: str = ""
+    #: None when the file could not be read, or for a skipped JSONL record.
+    source_id: str | None = None
+    status: Literal["indexed", "rejected"]
+    passages_written: int = Field(default=0, ge=0)
+    #: Repeats of an identical passage text within the document, stored once.
+    duplicate_passages: int = Field(default=0, ge=0)
+    entities_found: int = Field(default=0, ge=0)
+    #: The document's earlier passages that this upload no longer contains (replaced).
+    orphans_removed: int = Field(default=0, ge=0)
+    reason: str | None = None
+    #: Safe recoveries applied while reading (NUL characters removed, encoding detected ...).
+    notes: list[str] = Field(default_factory=list)
+
+
+class Rejection(BaseModel):
+    """A document or file that stored nothing, and why, in plain words."""
+
+    model_config = ConfigDict(frozen=True)
+
+    file: str
+    source_id: str | None
+    reason: str
+
+    def __str__(self) -> str:
+        where = self.file or self.source_id or "document"
+        if self.file and self.source_id and self.source_id != self.file:
+            where = f"{self.file} ({self.source_id})"
+        return f"{where}: {self.reason}"
+
+
+class FileSummary(BaseModel):
+    """One file's totals, for a row per uploaded file."""
+
+    model_config = ConfigDict(frozen=True)
+
+    file: str
+    documents_indexed: int = Field(ge=0)
+    passages_written: int = Field(ge=0)
+    entities_found: int = Field(ge=0)
+    orphans_removed: int = Field(ge=0)
+    rejected: list[str] = Field(default_factory=list)
+
+
+class IndexReport(BaseModel):
+    """The outcome of a batch: totals, rejections with reasons, and a row per document."""
+
+    model_config = ConfigDict(frozen=True)
+
+    documents_indexed: int = Field(default=0, ge=0)
+    passages_written: int = Field(default=0, ge=0)
+    #: Distinct entities mentioned by the passages written.
+    entities_found: int = Field(default=0, ge=0)
+    orphans_removed: int = Field(default=0, ge=0)
+    rejected: list[Rejection] = Field(default_factory=list)
+    rows: list[DocumentRow] = Field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """True when nothing was rejected."""
+        return not self.rejected
+
+    def by_file(self) -> list[FileSummary]:
+        """Totals per file, in the order the files were given."""
+        grouped: dict[str, list[DocumentRow]] = {}
+        for row in self.rows:
+            grouped.setdefault(row.file or (row.source_id or ""), []).append(row)
+        return [
+            FileSummary(
+                file=file,
+                documents_indexed=sum(r.status == "indexed" for r in rows),
+                passages_written=sum(r.passages_written for r in rows),
+                entities_found=sum(r.entities_found for r in rows),
+                orphans_removed=sum(r.orphans_removed for r in rows),
+                rejected=[r.reason or "" for r in rows if r.status == "rejected"],
+            )
+            for file, rows in grouped.items()
+        ]
+
+
+class UploadResult(BaseModel):
+    """One uploaded file read: its documents, or the error that stopped it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    file_name: str
+    documents: list[SourceDocument] = Field(default_factory=list)
+    #: Records skipped inside the file (JSONL lines), each with its reason.
+    problems: list[LineProblem] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+    #: Why nothing could be read from the file, or None.
+    error: str | None = None
+
+    def message(self) -> str | None:
+        """ "file X: <reason>" when the file could not be read."""
+        return None if self.error is None else f"file {self.file_name}: {self.error}"
+
+
+#: Called after each document: (documents done, documents in total, that document's row).
+ProgressCallback = Callable[[int, int, DocumentRow], None]
+
+
+def read_upload(
+    name: str, data: bytes, *, source_id: str | None = None, max_bytes: int = DEFAULT_MAX_BYTES
+) -> UploadResult:
+    """Read one uploaded file; a bad file gives ``error`` instead of raising."""
+    try:
+        result = read_file(name, data, source_id=source_id, max_bytes=max_bytes)
+    except ReadError as exc:
+        return UploadResult(file_name=name, error=exc.reason)
+    return UploadResult(
+        file_name=name,
+        documents=result.documents,
+        problems=result.problems,
+        notes=result.notes,
+    )
+
+
+def _mentioned_entities(
+    document: SourceDocument, extractor: EntityExtractor | None
+) -> tuple[list[PassageMention], dict[UUID, Entity]]:
+    if extractor is None:
+        return [], {}
+    mentions = extractor.extract(document.text)
+    entities = {m.entity.entity_id: m.entity for m in mentions}
+    located = [PassageMention(m.start, m.end, m.entity.entity_id) for m in mentions]
+    return located, entities
+
+
+async def index_documents(
+    documents: Sequence[SourceDocument],
+    store: ChunkStore,
+    tenant_id: UUID,
+    *,
+    chunking: ChunkingOptions | None = None,
+    extractor: EntityExtractor | None = DEFAULT_EXTRACTOR,
+    on_progress: ProgressCallback | None = None,
+) -> IndexReport:
+    """Cut, extract and store each document; one bad document never stops the batch.
+
+    ``extractor=None`` stores passages without entities.
+    """
+    items = [_Item(file="", document=document, notes=[]) for document in documents]
+    return await _index_items(items, store, tenant_id, chunking, extractor, on_progress, [])
+
+
+class _Item(NamedTuple):
+    file: str
+    document: SourceDocument
+    notes: list[str]
+
+
+async def _index_items(
+    items: Sequence[_Item],
+    store: ChunkStore,
+    tenant_id: UUID,
+    chunking: ChunkingOptions | None,
+    extractor: EntityExtractor | None,
+    on_progress: ProgressCallback | None,
+    early: list[DocumentRow],
+) -> IndexReport:
+    options = chunking or ChunkingOptions()
+    rows: list[DocumentRow] = list(early)
+    first_file: dict[str, str] = {}
+    entity_ids: set[UUID] = set()
+    total = len(items)
+    for done, item in enumerate(items, start=1):
+        row, found = await _index_one(item, store, tenant_id, options, extractor, first_file)
+        entity_ids.update(found)
+        rows.append(row)
+        if on_progress is not None:
+            on_progress(done, total, row)
+    return summarise(rows, entity_total=len(entity_ids))
+
+
+async def _index_one(
+    item: _Item,
+    store: ChunkStore,
+    tenant_id: UUID,
+    options: ChunkingOptions,
+    extractor: EntityExtractor | None,
+    first_file: dict[str, str],
+) -> tuple[DocumentRow, set[UUID]]:
+    file, document, doc_notes = item
+    source_id = document.source_id
+
+    def rejected(reason: str) -> tuple[DocumentRow, set[UUID]]:
+        row = DocumentRow(
+            file=file, source_id=source_id, status="rejected", reason=reason, notes=doc_notes
+        )
+        return row, set()
+
+    if source_id in first_file:
+        earlier = first_file[source_id] or "an earlier document"
+        return rejected(f"same source id as {earlier} in this batch — the first one was kept")
+    first_file[source_id] = file or source_id
+    try:
+        spans = split_document(document.text, options)
+        if not spans:
+            return rejected("no text — nothing stored")
+        mentions, entities = _mentioned_entities(document, extractor)
+        chunks = build_chunks(document, tenant_id, spans, mentions)
+    except ValueError as exc:
+        return rejected(f"cannot be cut into passages: {exc}")
+    used = {entity_id for chunk in chunks for entity_id in chunk.entity_ids}
+    wanted = [entity for entity_id, entity in entities.items() if entity_id in used]
+    try:
+        if wanted:
+            await store.upsert_entities(wanted, tenant_id)
+        orphans = await store.replace_source(source_id, tenant_id, chunks)
+    except Exception as exc:  # any store failure rejects this document only
+        return rejected(f"not stored ({type(exc).__name__}: {exc}); earlier passages kept")
+    row = DocumentRow(
+        file=file,
+        source_id=source_id,
+        status="indexed",
+        passages_written=len(chunks),
+        duplicate_passages=len(spans) - len(chunks),
+        entities_found=len(wanted),
+        orphans_removed=orphans,
+        notes=doc_notes,
+    )
+    return row, used
+
+
+def summarise(rows: Sequence[DocumentRow], entity_total: int | None = None) -> IndexReport:
+    """The report for ``rows``; entities are counted per document unless a total is given."""
+    indexed = [row for row in rows if row.status == "indexed"]
+    return IndexReport(
+        documents_indexed=len(indexed),
+        passages_written=sum(row.passages_written for row in indexed),
+        entities_found=(
+            entity_total if entity_total is not None else sum(r.entities_found for r in indexed)
+        ),
+        orphans_removed=sum(row.orphans_removed for row in indexed),
+        rejected=[
+            Rejection(file=row.file, source_id=row.source_id, reason=row.reason or "rejected")
+            for row in rows
+            if row.status == "rejected"
+        ],
+        rows=list(rows),
+    )
+
+
+async def index_uploads(
+    uploads: Sequence[UploadResult],
+    store: ChunkStore,
+    tenant_id: UUID,
+    *,
+    chunking: ChunkingOptions | None = None,
+    extractor: EntityExtractor | None = DEFAULT_EXTRACTOR,
+    on_progress: ProgressCallback | None = None,
+) -> IndexReport:
+    """Index the documents of files already read; unreadable files and skipped records are rows.
+
+    The rows of unreadable files and skipped JSONL records come first (nothing was stored for
+    them), then one row per document in file order.
+    """
+    early: list[DocumentRow] = []
+    items: list[_Item] = []
+    for upload in uploads:
+        if upload.error is not None:
+            early.append(DocumentRow(file=upload.file_name, status="rejected", reason=upload.error))
+            continue
+        for problem in upload.problems:
+            early.append(
+                DocumentRow(
+                    file=upload.file_name,
+                    status="rejected",
+                    reason=f"line {problem.line}: {problem.reason}",
+                )
+            )
+        for position, document in enumerate(upload.documents):
+            # A file's notes go with its first document (one row shows them once).
+            notes = list(upload.notes) if position == 0 else []
+            items.append(_Item(file=upload.file_name, document=document, notes=notes))
+    return await _index_items(items, store, tenant_id, chunking, extractor, on_progress, early)
