@@ -1,0 +1,712 @@
+"""The store contract as one test class; each adapter's tests subclass it once.
+
+One suite for every adapter, rather than one per adapter, is what keeps them
+identical: a case added here binds all stores at once. Expected values are
+computed independently from the texts (``tokenize``, ``corpus_stats``), never
+read back from a store. Subclasses provide an async ``store`` fixture yielding an
+empty store; ``fresh_store`` must give a second, independent empty store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections import Counter
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+from uuid import UUID
+
+import pytest
+from pydantic import ValidationError
+
+from core.bm25 import corpus_stats
+from core.chunks import StoredChunk, chunk_id
+from core.entities import Entity
+from core.ranking import rank_chunks
+from core.stores.port import ChunkStore, Workspace
+from core.tokenize import tokenize
+
+#: Passages of a source long enough that an index compared as text would put 10 before 2.
+MANY = 12
+#: A corpus whose terms have different document frequencies and passages of different lengths.
+CORPUS: tuple[tuple[str, str], ...] = (
+    ("doc-a", "Ocean waves and ocean tides shape the coast, year after year"),
+    ("doc-a", "Tides follow the moon; the moon pulls the ocean"),
+    ("doc-b", "Mountain glaciers carve valleys"),
+    ("doc-b", "Glaciers melt; meltwater feeds rivers and the ocean"),
+    ("doc-c", "Rivers rivers rivers"),
+    ("doc-c", "A coast of cliffs, a coast of sand, a coast of mud and tides"),
+)
+
+
+def make_chunk(
+    tenant_id: UUID,
+    source_id: str,
+    text: str,
+    chunk_index: int = 0,
+    *,
+    entity_ids: Sequence[UUID] = (),
+    metadata: dict[str, Any] | None = None,
+) -> StoredChunk:
+    return StoredChunk(
+        tenant_id=tenant_id,
+        source_id=source_id,
+        text=text,
+        chunk_index=chunk_index,
+        start_char=chunk_index * 1000,
+        end_char=chunk_index * 1000 + len(text),
+        entity_ids=list(entity_ids),
+        metadata={} if metadata is None else metadata,
+    )
+
+
+def corpus_chunks(tenant_id: UUID) -> list[StoredChunk]:
+    indexes: Counter[str] = Counter()
+    chunks = []
+    for source, text in CORPUS:
+        chunks.append(make_chunk(tenant_id, source, text, indexes[source]))
+        indexes[source] += 1
+    return chunks
+
+
+async def snapshot(store: ChunkStore, tenant_id: UUID) -> dict[str, Any]:
+    """Everything a tenant's read methods show, to compare before and after a failed write."""
+    sources = await store.list_sources(tenant_id)
+    prefix_terms = await store.terms_with_prefix("", tenant_id, 1_000_000)
+    terms = [t.term for t in prefix_terms]
+    return {
+        "sources": sources,
+        "summary": await store.corpus_summary(tenant_id),
+        "lengths": await store.doc_lengths(tenant_id),
+        "terms": prefix_terms,
+        "chunks": {s.source_id: await store.get_by_source(s.source_id, tenant_id) for s in sources},
+        "entities": await store.list_entities(tenant_id),
+        "candidates": await store.lexical_candidates(terms, tenant_id, 1_000_000),
+    }
+
+
+def expected_order(chunks: Sequence[StoredChunk], terms: Sequence[str]) -> list[str]:
+    """Ids by distinct requested terms contained, descending, then id: the truncation rule."""
+    wanted = set(terms)
+    matched = {c.id: len(wanted & set(tokenize(c.text))) for c in chunks}
+    return sorted((i for i, n in matched.items() if n > 0), key=lambda i: (-matched[i], i))
+
+
+class ChunkStoreCompliance:
+    """The whole ``ChunkStore`` contract. Subclass and provide ``store``."""
+
+    @pytest.fixture
+    async def store(self) -> AsyncIterator[ChunkStore]:
+        raise NotImplementedError("a subclass provides the store under test")
+        yield  # pragma: no cover
+
+    # -- writes read back --------------------------------------------------------
+
+    async def test_a_written_passage_reads_back_equal_by_every_read_method(
+        self, store: ChunkStore
+    ) -> None:
+        tenant, entity = uuid.uuid4(), Entity(name="Ada Lovelace", kind="person")
+        chunk = make_chunk(
+            tenant,
+            "notes",
+            "Ada Lovelace wrote the first program",
+            entity_ids=[entity.entity_id],
+            metadata={"page": 3, "tags": ["history", "ünïcode"], "nested": {"x": 0.1}},
+        )
+        assert await store.upsert_many([chunk]) == 1
+        assert await store.get(chunk.id, tenant) == chunk
+        assert await store.get_by_source("notes", tenant) == [chunk]
+        assert await store.get_by_entity(entity.entity_id, tenant) == [chunk]
+        found = await store.lexical_candidates(["program"], tenant, 10)
+        assert [c.chunk for c in found.candidates] == [chunk]
+
+    async def test_an_unknown_passage_reads_as_none_and_empty_lists(
+        self, store: ChunkStore
+    ) -> None:
+        tenant = uuid.uuid4()
+        await store.upsert_many(corpus_chunks(tenant))
+        assert await store.get("0" * 64, tenant) is None
+        assert await store.get_by_source("no-such-source", tenant) == []
+        assert await store.get_by_entity(uuid.uuid4(), tenant) == []
+
+    async def test_upserting_a_known_passage_again_updates_it_without_counting_it_twice(
+        self, store: ChunkStore
+    ) -> None:
+        tenant = uuid.uuid4()
+        chunks = corpus_chunks(tenant)
+        await store.upsert_many(chunks)
+        before = await store.lexical_candidates(["ocean", "tides"], tenant, 100)
+        moved = chunks[0].model_copy(update={"chunk_index": 7, "metadata": {"v": 2}})
+        assert await store.upsert_many([moved, moved]) == 1
+        after = await store.lexical_candidates(["ocean", "tides"], tenant, 100)
+        assert after.stats == before.stats
+        assert await store.get(moved.id, tenant) == moved
+        assert (await store.corpus_summary(tenant)).passages == len(chunks)
+
+    async def test_duplicates_within_one_batch_keep_the_last_version(
+        self, store: ChunkStore
+    ) -> None:
+        tenant = uuid.uuid4()
+        first = make_chunk(tenant, "s", "same words", metadata={"version": 1})
+        last = first.model_copy(update={"metadata": {"version": 2}})
+        assert await store.upsert_many([first, last]) == 1
+        assert await store.get(first.id, tenant) == last
+        assert await store.doc_lengths(tenant) == [len(tokenize("same words"))]
+
+    # -- isolation ---------------------------------------------------------------
+
+    async def test_mutating_a_returned_object_never_changes_the_store(
+        self, store: ChunkStore
+    ) -> None:
+        tenant, entity = uuid.uuid4(), Entity(name="Acme Corp", kind="organisation")
+        chunk = make_chunk(
+            tenant, "s", "Acme Corp sells ocean tides", entity_ids=[entity.entity_id],
+            metadata={"k": [1, 2]},
+        )  # fmt: skip
+        await store.upsert_many([chunk])
+        await store.upsert_entities([entity], tenant)
+        reads: list[StoredChunk] = [
+            c
+            for c in [
+                await store.get(chunk.id, tenant),
+                *(await store.get_by_source("s", tenant)),
+                *(await store.get_by_entity(entity.entity_id, tenant)),
+            ]
+            if c is not None
+        ]
+        found = await store.lexical_candidates(["ocean", "absent"], tenant, 10)
+        reads.append(found.candidates[0].chunk)
+        assert len(reads) == 4
+        for read in reads:
+            read.metadata["k"].append(3)
+            read.metadata["new"] = True
+            read.entity_ids.append(uuid.uuid4())
+        found.candidates[0].term_frequencies["ocean"] = 99
+        found.candidates[0].doc_length = 0
+        found.stats.doc_frequencies["absent"] = 1
+        found.candidates.clear()
+        assert await store.get(chunk.id, tenant) == chunk
+        again = await store.lexical_candidates(["ocean", "absent"], tenant, 10)
+        assert again.stats.doc_frequencies == {"ocean": 1, "absent": 0}
+        assert again.candidates[0].term_frequencies == {"ocean": 1}
+        assert again.candidates[0].doc_length == len(tokenize(chunk.text))
+        assert await store.get_by_entity(entity.entity_id, tenant) == [chunk]
+
+    async def test_mutating_a_passage_after_writing_it_never_changes_the_store(
+        self, store: ChunkStore
+    ) -> None:
+        tenant = uuid.uuid4()
+        chunk = make_chunk(tenant, "s", "ocean tides", metadata={"k": [1]})
+        pristine = chunk.model_copy(deep=True)
+        await store.upsert_many([chunk])
+        chunk.metadata["k"].append(2)
+        chunk.entity_ids.append(uuid.uuid4())
+        assert await store.get(pristine.id, tenant) == pristine
+
+    async def test_every_read_method_sees_only_its_own_tenant(self, store: ChunkStore) -> None:
+        mine, theirs = uuid.uuid4(), uuid.uuid4()
+        shared = Entity(name="Shared Entity", kind="other")
+        their_only = Entity(name="Their Entity", kind="other")
+        my_chunk = make_chunk(mine, "mine", "ocean tides", entity_ids=[shared.entity_id])
+        their_chunks = [
+            make_chunk(theirs, "mine", "ocean glaciers rivers", entity_ids=[shared.entity_id]),
+            make_chunk(theirs, "theirs", "oceanic trench", 1, entity_ids=[their_only.entity_id]),
+        ]
+        await store.upsert_many([my_chunk, *their_chunks])
+        await store.upsert_entities([shared], mine)
+        await store.upsert_entities([shared, their_only], theirs)
+        for other in their_chunks:
+            assert await store.get(other.id, mine) is None
+        assert await store.get_by_source("mine", mine) == [my_chunk]
+        assert await store.get_by_source("theirs", mine) == []
+        assert await store.get_by_entity(shared.entity_id, mine) == [my_chunk]
+        assert await store.get_by_entity(their_only.entity_id, mine) == []
+        found = await store.lexical_candidates(["ocean", "glaciers", "trench"], mine, 10)
+        assert found.stats.n_docs == 1
+        assert found.stats.doc_frequencies == {"ocean": 1, "glaciers": 0, "trench": 0}
+        assert [c.chunk for c in found.candidates] == [my_chunk]
+        assert [s.source_id for s in await store.list_sources(mine)] == ["mine"]
+        assert [(e.entity, e.passages) for e in await store.list_entities(mine)] == [(shared, 1)]
+        summary = await store.corpus_summary(mine)
+        assert (summary.sources, summary.passages, summary.vocabulary) == (1, 1, 2)
+        assert await store.doc_lengths(mine) == [2]
+        assert [t.term for t in await store.terms_with_prefix("ocean", mine, 10)] == ["ocean"]
+        assert await store.get_entities([shared.entity_id, their_only.entity_id], mine) == [shared]
+
+    async def test_the_same_passage_under_two_tenants_is_two_independent_rows(
+        self, store: ChunkStore
+    ) -> None:
+        first, second = uuid.uuid4(), uuid.uuid4()
+        a = make_chunk(first, "s", "ocean tides", metadata={"owner": "first"})
+        b = make_chunk(second, "s", "ocean tides", metadata={"owner": "second"})
+        assert a.id == b.id
+        await store.upsert_many([a, b])
+        assert await store.get(a.id, first) == a
+        assert await store.get(b.id, second) == b
+        assert await store.delete_by_source("s", first) == 1
+        assert await store.get(a.id, first) is None
+        assert await store.get(b.id, second) == b
+        assert (await store.lexical_candidates(["ocean"], second, 5)).stats.n_docs == 1
+
+    async def test_deleting_a_tenant_removes_its_passages_and_entities_only(
+        self, store: ChunkStore
+    ) -> None:
+        gone, kept = uuid.uuid4(), uuid.uuid4()
+        entity = Entity(name="Ocean", kind="place")
+        await store.upsert_many(corpus_chunks(gone) + corpus_chunks(kept))
+        await store.upsert_entities([entity], gone)
+        await store.upsert_entities([entity], kept)
+        before = await snapshot(store, kept)
+        assert await store.delete_by_tenant(gone) == len(CORPUS)
+        assert await store.get_entities([entity.entity_id], gone) == []
+        assert (await store.corpus_summary(gone)).passages == 0
+        assert (await store.lexical_candidates(["ocean"], gone, 10)).stats.n_docs == 0
+        assert await snapshot(store, kept) == before
+        assert await store.delete_by_tenant(gone) == 0
+
+    # -- statistics and candidates -------------------------------------------------
+
+    async def test_statistics_describe_the_whole_corpus_whatever_the_limit(
+        self, store: ChunkStore
+    ) -> None:
+        tenant = uuid.uuid4()
+        chunks = corpus_chunks(tenant)
+        await store.upsert_many(chunks)
+        terms = ["ocean", "coast", "rivers", "glaciers", "unseen", "ocean"]
+        expected = corpus_stats([tokenize(c.text) for c in chunks], terms)
+        assert len(set(expected.doc_frequencies.values())) > 2
+        assert len({len(tokenize(c.text)) for c in chunks}) > 3
+        for limit in (0, 1, 2, len(chunks), 1000):
+            found = await store.lexical_candidates(terms, tenant, limit)
+            assert found.stats == expected
+            assert len(found.candidates) == min(limit, len(expected_order(chunks, terms)))
+
+    async def test_an_absent_term_is_in_the_document_frequencies_with_zero(
+        self, store: ChunkStore
+    ) -> None:
+        tenant = uuid.uuid4()
+        await store.upsert_many(corpus_chunks(tenant))
+        found = await store.lexical_candidates(["zeppelin", "ocean", "zeppelin"], tenant, 10)
+        assert found.stats.doc_frequencies == {"ocean": 3, "zeppelin": 0}
+
+    async def test_each_candidate_carries_its_length_and_the_tf_of_the_requested_terms(
+        self, store: ChunkStore
+    ) -> None:
+        tenant = uuid.uuid4()
+        chunks = corpus_chunks(tenant)
+        await store.upsert_many(chunks)
+        terms = ["rivers", "coast", "ocean", "nowhere"]
+        found = await store.lexical_candidates(terms, tenant, 100)
+        by_id = {c.id: c for c in chunks}
+        assert found.candidates
+        for candidate in found.candidates:
+            tokens = tokenize(by_id[candidate.chunk.id].text)
+            counts = Counter(tokens)
+            assert candidate.doc_length == len(tokens)
+            assert candidate.term_frequencies == {t: counts[t] for t in terms if counts[t]}
+
+    async def test_candidates_are_ordered_by_matched_terms_then_id_and_cut_at_the_limit(
+        self, store: ChunkStore
+    ) -> None:
+        tenant = uuid.uuid4()
+        texts = [
+            "alpha beta gamma",
+            "alpha beta",
+            "beta gamma",
+            "alpha gamma",
+            "gamma gamma gamma gamma",
+            "alpha",
+            "delta",
+        ]
+        chunks = [make_chunk(tenant, "t", text, i) for i, text in enumerate(texts)]
+        # Arrival in descending id order, so a tie broken by arrival would show.
+        await store.upsert_many(sorted(chunks, key=lambda c: c.id, reverse=True))
+        terms = ["alpha", "beta", "gamma"]
+        order = expected_order(chunks, terms)
+        assert len(order) == 6
+        for limit in range(len(order) + 2):
+            found = await store.lexical_candidates(terms, tenant, limit)
+            assert [c.chunk.id for c in found.candidates] == order[:limit]
+
+    async def test_a_passage_cut_by_the_limit_is_not_scored(self, store: ChunkStore) -> None:
+        tenant = uuid.uuid4()
+        # Three passages match the common term twice over; one matches only the rare term,
+        # and so is cut at limit 3 although it would score best.
+        common = [make_chunk(tenant, "s", f"common filler{i} common shared", i) for i in range(3)]
+        rare = make_chunk(tenant, "s", "rare", 3)
+        filler = [make_chunk(tenant, "s", f"common other{i}", 4 + i) for i in range(6)]
+        await store.upsert_many([rare, *common, *filler])
+        terms = ["common", "shared", "rare"]
+        full = rank_chunks(terms, await store.lexical_candidates(terms, tenant, 100), 10)
+        assert full[0].chunk.id == rare.id
+        cut = rank_chunks(terms, await store.lexical_candidates(terms, tenant, 3), 10)
+        assert rare.id not in [r.chunk.id for r in cut]
+        assert {r.chunk.id for r in cut} == {c.id for c in common}
+
+    async def test_empty_terms_give_zero_statistics_and_no_candidates(
+        self, store: ChunkStore
+    ) -> None:
+        tenant = uuid.uuid4()
+        await store.upsert_many(corpus_chunks(tenant))
+        found = await store.lexical_candidates([], tenant, 10)
+        assert (found.stats.n_docs, found.stats.avg_doc_length) == (0, 0.0)
+        assert found.stats.doc_frequencies == {}
+        assert found.candidates == []
+
+    async def test_empty_terms_and_a_negative_limit_need_no_store_access(
+        self, store: ChunkStore
+    ) -> None:
+        tenant = uuid.uuid4()
+        await store.close()
+        found = await store.lexical_candidates([], tenant, 10)
+        assert found.candidates == [] and found.stats.n_docs == 0
+        with pytest.raises(ValueError, match="limit"):
+            await store.lexical_candidates(["ocean"], tenant, -1)
+
+    async def test_limit_zero_fills_the_statistics_and_returns_no_candidates(
+        self, store: ChunkStore
+    ) -> None:
+        tenant = uuid.uuid4()
+        chunks = corpus_chunks(tenant)
+        await store.upsert_many(chunks)
+        found = await store.lexical_candidates(["ocean", "tides"], tenant, 0)
+        assert found.candidates == []
+        assert found.stats == corpus_stats([tokenize(c.text) for c in chunks], ["ocean", "tides"])
+
+    async def test_a_negative_limit_is_rejected(self, store: ChunkStore) -> None:
+        tenant = uuid.uuid4()
+        await store.upsert_many(corpus_chunks(tenant))
+        with pytest.raises(ValueError, match="limit"):
+            await store.lexical_candidates(["ocean"], tenant, -1)
+        with pytest.raises(ValueError, match="limit"):
+            await store.lexical_candidates([], tenant, -5)
+        with pytest.raises(ValueError, match="limit"):
+            await store.terms_with_prefix("o", tenant, -1)
+
+    async def test_an_empty_corpus_has_zero_statistics(self, store: ChunkStore) -> None:
+        found = await store.lexical_candidates(["ocean"], uuid.uuid4(), 10)
+        assert (found.stats.n_docs, found.stats.avg_doc_length) == (0, 0.0)
+        assert found.stats.doc_frequencies == {"ocean": 0}
+        assert found.candidates == []
+
+    async def test_passages_without_any_term_count_in_n_and_average_length(
+        self, store: ChunkStore
+    ) -> None:
+        tenant = uuid.uuid4()
+        chunks = [make_chunk(tenant, "s", "the and of", 0), make_chunk(tenant, "s", "ocean", 1)]
+        await store.upsert_many(chunks)
+        found = await store.lexical_candidates(["ocean"], tenant, 10)
+        assert (found.stats.n_docs, found.stats.avg_doc_length) == (2, 0.5)
+        assert await store.doc_lengths(tenant) == [0, 1]
+
+    # -- orders --------------------------------------------------------------------
+
+    async def test_a_source_lists_its_passages_by_numeric_index_not_text(
+        self, store: ChunkStore
+    ) -> None:
+        tenant, entity = uuid.uuid4(), Entity(name="Ocean", kind="place")
+        chunks = [
+            make_chunk(
+                tenant, "long", f"passage number {i} ocean", i, entity_ids=[entity.entity_id]
+            )
+            for i in range(MANY)
+        ]
+        other = make_chunk(tenant, "another", "ocean elsewhere", 5, entity_ids=[entity.entity_id])
+        await store.upsert_many([*chunks[::-1][::2], other, *chunks[::-1][1::2]])
+        indexes = [c.chunk_index for c in await store.get_by_source("long", tenant)]
+        assert indexes == list(range(MANY))
+        by_entity = await store.get_by_entity(entity.entity_id, tenant)
+        assert by_entity == [other, *chunks]
+
+    async def test_passages_at_the_same_index_are_ordered_by_id(self, store: ChunkStore) -> None:
+        tenant = uuid.uuid4()
+        chunks = [make_chunk(tenant, "s", f"twin {word}", 0) for word in ("one", "two", "six")]
+        await store.upsert_many(sorted(chunks, key=lambda c: c.id, reverse=True))
+        listed = await store.get_by_source("s", tenant)
+        assert [c.id for c in listed] == sorted(c.id for c in chunks)
+
+    # -- replace and delete ----------------------------------------------------------
+
+    async def test_replacing_a_source_removes_its_orphans_and_their_terms(
+        self, store: ChunkStore
+    ) -> None:
+        tenant = uuid.uuid4()
+        old = [make_chunk(tenant, "s", f"version one part{i} ocean", i) for i in range(4)]
+        new = [old[0], make_chunk(tenant, "s", "version two glacier", 1)]
+        other = make_chunk(tenant, "t", "untouched ocean", 0)
+        await store.upsert_many([*old, other])
+        assert await store.replace_source("s", tenant, new) == 3
+        assert await store.get_by_source("s", tenant) == new
+        assert await store.get(other.id, tenant) == other
+        remaining = [*new, other]
+        terms = ["ocean", "part1", "glacier", "version", "one", "two"]
+        found = await store.lexical_candidates(terms, tenant, 100)
+        assert found.stats == corpus_stats([tokenize(c.text) for c in remaining], terms)
+        summary = await store.corpus_summary(tenant)
+        vocabulary = {t for c in remaining for t in tokenize(c.text)}
+        assert (summary.passages, summary.vocabulary) == (3, len(vocabulary))
+        assert [t.term for t in await store.terms_with_prefix("part", tenant, 10)] == ["part0"]
+
+    async def test_replacing_a_source_with_nothing_empties_it(self, store: ChunkStore) -> None:
+        tenant = uuid.uuid4()
+        await store.upsert_many(corpus_chunks(tenant))
+        assert await store.replace_source("doc-a", tenant, []) == 2
+        assert await store.get_by_source("doc-a", tenant) == []
+        assert [s.source_id for s in await store.list_sources(tenant)] == ["doc-b", "doc-c"]
+
+    async def test_replacing_a_source_with_a_foreign_chunk_writes_nothing(
+        self, store: ChunkStore
+    ) -> None:
+        tenant, stranger = uuid.uuid4(), uuid.uuid4()
+        await store.upsert_many(corpus_chunks(tenant))
+        before = await snapshot(store, tenant)
+        fresh = make_chunk(tenant, "doc-a", "brand new ocean text", 9)
+        for foreign in (
+            make_chunk(tenant, "doc-b", "another source's passage", 0),
+            make_chunk(stranger, "doc-a", "another tenant's passage", 0),
+        ):
+            with pytest.raises(ValueError, match=r"source|tenant"):
+                await store.replace_source("doc-a", tenant, [fresh, foreign])
+            assert await snapshot(store, tenant) == before
+        assert (await store.corpus_summary(stranger)).passages == 0
+
+    async def test_deleting_a_source_leaves_statistics_as_if_it_never_existed(
+        self, store: ChunkStore
+    ) -> None:
+        tenant = uuid.uuid4()
+        chunks = corpus_chunks(tenant)
+        await store.upsert_many(chunks)
+        assert await store.delete_by_source("doc-b", tenant) == 2
+        assert await store.delete_by_source("doc-b", tenant) == 0
+        remaining = [c for c in chunks if c.source_id != "doc-b"]
+        terms = ["glaciers", "ocean", "rivers", "meltwater"]
+        found = await store.lexical_candidates(terms, tenant, 100)
+        assert found.stats == corpus_stats([tokenize(c.text) for c in remaining], terms)
+        assert [c.chunk.id for c in found.candidates] == expected_order(remaining, terms)
+        assert await store.terms_with_prefix("melt", tenant, 10) == []
+
+    async def test_readers_never_see_a_half_replaced_source(self, store: ChunkStore) -> None:
+        tenant = uuid.uuid4()
+        versions = [
+            [make_chunk(tenant, "s", f"ocean v{v} part{i} " + "word " * i, i) for i in range(40)]
+            for v in range(2)
+        ]
+        terms = ["ocean", "v0", "v1", "part3", "word"]
+        allowed = [corpus_stats([tokenize(c.text) for c in v], terms) for v in versions]
+        allowed_ids = [{c.id for c in v} for v in versions]
+        await store.replace_source("s", tenant, versions[0])
+        done = asyncio.Event()
+
+        async def writer() -> None:
+            for round_ in range(12):
+                await store.replace_source("s", tenant, versions[(round_ + 1) % 2])
+                await asyncio.sleep(0)
+            done.set()
+
+        async def reader() -> int:
+            seen = 0
+            while not done.is_set():
+                found = await store.lexical_candidates(terms, tenant, 100)
+                assert found.stats in allowed
+                assert {c.chunk.id for c in found.candidates} in allowed_ids
+                seen += 1
+                await asyncio.sleep(0)
+            return seen
+
+        _, seen = await asyncio.gather(writer(), reader())
+        assert seen > 0
+
+    # -- what cannot be stored, and what is large ------------------------------------
+
+    @pytest.mark.parametrize(
+        ("text", "problem"),
+        [("ocean\x00tides", "NUL"), ("ocean \ud800 tides", "unicode")],
+    )
+    async def test_unstorable_text_is_rejected_with_a_clear_error_and_nothing_is_stored(
+        self, store: ChunkStore, text: str, problem: str
+    ) -> None:
+        tenant = uuid.uuid4()
+        with pytest.raises(ValidationError, match=problem):
+            make_chunk(tenant, "s", text)
+        good = make_chunk(tenant, "s", "fine ocean text", 0)
+        # model_construct skips the model's checks: the store must not rely on them alone.
+        smuggled = StoredChunk.model_construct(
+            **{
+                **good.model_dump(),
+                "text": text,
+                "id": chunk_id("s", "a placeholder"),
+                "chunk_index": 1,
+            }
+        )
+        with pytest.raises(ValueError, match="unstorable"):
+            await store.upsert_many([good, smuggled])
+        with pytest.raises(ValueError, match="unstorable"):
+            await store.replace_source("s", tenant, [good, smuggled])
+        assert await store.get(good.id, tenant) is None
+        assert (await store.corpus_summary(tenant)).passages == 0
+
+    async def test_a_passage_whose_id_does_not_match_its_text_is_rejected(
+        self, store: ChunkStore
+    ) -> None:
+        tenant = uuid.uuid4()
+        good = make_chunk(tenant, "s", "fine ocean text")
+        forged = StoredChunk.model_construct(**{**good.model_dump(), "text": "other words"})
+        with pytest.raises(ValueError, match="id"):
+            await store.upsert_many([forged])
+        assert await store.get(good.id, tenant) is None
+
+    async def test_unstorable_lookups_find_nothing_instead_of_failing(
+        self, store: ChunkStore
+    ) -> None:
+        tenant = uuid.uuid4()
+        await store.upsert_many(corpus_chunks(tenant))
+        assert await store.get("a\x00b", tenant) is None
+        assert await store.get_by_source("doc-a\x00", tenant) == []
+        found = await store.lexical_candidates(["ocean", "oc\x00ean", "\udc00"], tenant, 10)
+        assert found.stats.doc_frequencies == {"ocean": 3, "oc\x00ean": 0, "\udc00": 0}
+        assert len(found.candidates) == 3
+        assert await store.terms_with_prefix("\x00", tenant, 10) == []
+        assert await store.delete_by_source("doc-a\x00", tenant) == 0
+
+    async def test_a_100_kb_passage_is_stored_indexed_and_read_back_whole(
+        self, store: ChunkStore
+    ) -> None:
+        tenant = uuid.uuid4()
+        words = [f"w{i % 5000} ünïcode" for i in range(10_000)]
+        text = " ".join(words)[:100_000] + " needle"
+        assert len(text.encode("utf-8")) > 100_000
+        chunk = make_chunk(tenant, "big", text)
+        await store.upsert_many([chunk])
+        assert await store.get(chunk.id, tenant) == chunk
+        found = await store.lexical_candidates(["needle", "ünïcode"], tenant, 10)
+        assert found.candidates[0].chunk == chunk
+        counts = Counter(tokenize(text))
+        assert found.candidates[0].doc_length == sum(counts.values())
+        assert found.candidates[0].term_frequencies == {
+            "needle": 1,
+            "ünïcode": counts["ünïcode"],
+        }
+
+    # -- the read-outs the screens need ----------------------------------------------
+
+    async def test_sources_are_listed_by_id_with_their_passage_counts(
+        self, store: ChunkStore
+    ) -> None:
+        tenant = uuid.uuid4()
+        await store.upsert_many(corpus_chunks(tenant))
+        await store.upsert_many([make_chunk(tenant, "Doc-Z", "capital source", 0)])
+        sources = await store.list_sources(tenant)
+        assert [(s.source_id, s.passages) for s in sources] == [
+            ("Doc-Z", 1),
+            ("doc-a", 2),
+            ("doc-b", 2),
+            ("doc-c", 2),
+        ]
+
+    async def test_entities_are_listed_by_passage_count_then_name_then_id(
+        self, store: ChunkStore
+    ) -> None:
+        tenant = uuid.uuid4()
+        often = Entity(name="Zed", kind="person")
+        tie_a = Entity(name="Alpha", kind="place")
+        tie_b = Entity(name="Beta", kind="place")
+        same_name = Entity(name="Beta", kind="organisation")
+        unnamed = uuid.uuid4()
+        unmentioned = Entity(name="Nobody", kind="person")
+        ids = [often.entity_id, tie_b.entity_id, same_name.entity_id, tie_a.entity_id]
+        chunks = [
+            make_chunk(tenant, "s", "one", 0, entity_ids=[*ids, unnamed, often.entity_id]),
+            make_chunk(tenant, "s", "two", 1, entity_ids=[often.entity_id]),
+        ]
+        await store.upsert_many(chunks)
+        assert (
+            await store.upsert_entities([tie_b, often, tie_a, same_name, unmentioned], tenant) == 5
+        )
+        listed = [(s.entity, s.passages) for s in await store.list_entities(tenant)]
+        betas = sorted([tie_b, same_name], key=lambda e: e.entity_id)
+        assert listed == [(often, 2), (tie_a, 1), (betas[0], 1), (betas[1], 1)]
+        await store.upsert_many([chunks[1].model_copy(update={"entity_ids": []})])
+        counts = {s.entity: s.passages for s in await store.list_entities(tenant)}
+        assert counts[often] == 1
+
+    async def test_entities_are_returned_in_the_order_asked_without_unknown_ids(
+        self, store: ChunkStore
+    ) -> None:
+        tenant = uuid.uuid4()
+        people = [Entity(name=n, kind="person") for n in ("Cleo", "Abe", "Bo")]
+        await store.upsert_entities(people, tenant)
+        renamed = Entity(name="abe", kind="person")
+        assert renamed.entity_id == people[1].entity_id
+        await store.upsert_entities([renamed], tenant)
+        asked = [people[2].entity_id, uuid.uuid4(), people[1].entity_id, people[2].entity_id]
+        assert await store.get_entities(asked, tenant) == [people[2], renamed]
+        assert await store.get_entities([], tenant) == []
+
+    async def test_the_corpus_summary_counts_sources_passages_tokens_and_vocabulary(
+        self, store: ChunkStore
+    ) -> None:
+        tenant = uuid.uuid4()
+        chunks = corpus_chunks(tenant)
+        await store.upsert_many(chunks)
+        tokens = [tokenize(c.text) for c in chunks]
+        summary = await store.corpus_summary(tenant)
+        total = sum(len(t) for t in tokens)
+        assert summary.sources == len({c.source_id for c in chunks})
+        assert (summary.passages, summary.tokens) == (len(chunks), total)
+        assert summary.avg_doc_length == total / len(chunks)
+        assert summary.vocabulary == len({t for ts in tokens for t in ts})
+        assert await store.doc_lengths(tenant) == sorted(len(t) for t in tokens)
+        empty = await store.corpus_summary(uuid.uuid4())
+        assert (empty.passages, empty.tokens, empty.avg_doc_length) == (0, 0, 0.0)
+
+    async def test_terms_with_a_prefix_come_by_df_then_term(self, store: ChunkStore) -> None:
+        tenant = uuid.uuid4()
+        chunks = corpus_chunks(tenant)
+        await store.upsert_many(chunks)
+        df = Counter(t for c in chunks for t in set(tokenize(c.text)))
+        for prefix in ("", "m", "co", "ocean", "zz", "coastline"):
+            expected = sorted((t for t in df if t.startswith(prefix)), key=lambda t: (-df[t], t))
+            for limit in (0, 1, 3, 100):
+                got = await store.terms_with_prefix(prefix, tenant, limit)
+                assert [(t.term, t.df) for t in got] == [(t, df[t]) for t in expected[:limit]]
+
+    async def test_terms_with_a_prefix_handle_the_edges_of_the_alphabet(
+        self, store: ChunkStore
+    ) -> None:
+        tenant = uuid.uuid4()
+        # U+D7FB is the last letter before the surrogates; U+10FFFF is the last code point.
+        text = "z zz zzz ÿ ÿa \ud7fb \ud7fbx \ud7fb\ud7fb \uffdc"
+        await store.upsert_many([make_chunk(tenant, "s", text)])
+        terms = set(tokenize(text))
+        for prefix in ("z", "ÿ", "\ud7fb", "\ud7ff", "\uffdc", "\U0010ffff", "zz", "z\U0010ffff"):
+            got = [t.term for t in await store.terms_with_prefix(prefix, tenant, 100)]
+            assert got == sorted(t for t in terms if t.startswith(prefix))
+
+    async def test_workspaces_are_listed_by_name_and_renamed_in_place(
+        self, store: ChunkStore
+    ) -> None:
+        first, second = uuid.uuid4(), uuid.uuid4()
+        await store.upsert_workspace(Workspace(tenant_id=first, name="Zulu"))
+        await store.upsert_workspace(Workspace(tenant_id=second, name="Alpha"))
+        assert [w.name for w in await store.list_workspaces()] == ["Alpha", "Zulu"]
+        await store.upsert_workspace(Workspace(tenant_id=first, name="Aardvark"))
+        assert await store.list_workspaces() == [
+            Workspace(tenant_id=first, name="Aardvark"),
+            Workspace(tenant_id=second, name="Alpha"),
+        ]
+
+    async def test_concurrent_writes_of_one_tenant_keep_the_statistics_exact(
+        self, store: ChunkStore
+    ) -> None:
+        tenant = uuid.uuid4()
+        batches = [
+            [make_chunk(tenant, f"src{b}", f"shared term{b} word{i} ocean", i) for i in range(15)]
+            for b in range(6)
+        ]
+        await asyncio.gather(*(store.upsert_many(batch) for batch in batches))
+        await asyncio.gather(*(store.delete_by_source(f"src{b}", tenant) for b in (1, 4)))
+        remaining = [c for b in (0, 2, 3, 5) for c in batches[b]]
+        terms = ["shared", "ocean", "term1", "term2", "word3"]
+        found = await store.lexical_candidates(terms, tenant, 1000)
+        assert found.stats == corpus_stats([tokenize(c.text) for c in remaining], terms)
+        assert [c.chunk.id for c in found.candidates] == expected_order(remaining, terms)

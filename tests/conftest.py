@@ -1,0 +1,63 @@
+"""Shared fixtures: the PostgreSQL server the store tests run against.
+
+The server is never optional: a missing DATABASE_URL fails the Postgres tests with
+instructions instead of skipping them, because a skipped store suite in CI is a
+suite that silently stopped guarding anything.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import uuid
+from collections.abc import AsyncIterator, Iterator
+
+import asyncpg
+import pytest
+
+from core.stores.postgres import PostgresChunkStore
+
+#: Every table the PostgreSQL store creates, emptied between tests of one module.
+STORE_TABLES = "passage_terms, passages, term_df, tenant_counters, entities, workspaces"
+
+
+@pytest.fixture(scope="session")
+def database_url() -> str:
+    url = os.environ.get("DATABASE_URL", "")
+    if not url:
+        pytest.fail(
+            "DATABASE_URL is not set, so the PostgreSQL tests cannot run. Use scripts/test "
+            "(it starts a throwaway PostgreSQL itself), or start one in your shell with "
+            "`source .ci/pg.sh && pg_start` (which exports DATABASE_URL) and rerun pytest.",
+            pytrace=False,
+        )
+    return url
+
+
+async def _drop_schema(url: str, schema: str) -> None:
+    conn = await asyncpg.connect(url)
+    try:
+        await conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+    finally:
+        await conn.close()
+
+
+@pytest.fixture(scope="module")
+def pg_schema(database_url: str) -> Iterator[str]:
+    """A fresh schema per test module (created by the store), dropped at the end."""
+    schema = f"t_{uuid.uuid4().hex}"
+    yield schema
+    asyncio.run(_drop_schema(database_url, schema))
+
+
+@pytest.fixture
+async def pg_store(database_url: str, pg_schema: str) -> AsyncIterator[PostgresChunkStore]:
+    """A store on the module's schema, with every table empty."""
+    store = await PostgresChunkStore.connect(database_url, schema=pg_schema)
+    conn = await asyncpg.connect(database_url, server_settings={"search_path": pg_schema})
+    try:
+        await conn.execute(f"TRUNCATE {STORE_TABLES}")
+    finally:
+        await conn.close()
+    yield store
+    await store.close()

@@ -1,0 +1,59 @@
+"""The in-memory reference under the compliance suite, plus its thread safety."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import uuid
+from collections.abc import AsyncIterator
+
+import pytest
+
+from core.bm25 import corpus_stats
+from core.stores.compliance import ChunkStoreCompliance, make_chunk
+from core.stores.memory import InMemoryChunkStore
+from core.stores.port import ChunkStore
+from core.tokenize import tokenize
+
+
+class TestInMemoryChunkStore(ChunkStoreCompliance):
+    @pytest.fixture
+    async def store(self) -> AsyncIterator[ChunkStore]:
+        yield InMemoryChunkStore()
+
+
+def test_the_in_memory_store_satisfies_the_port() -> None:
+    assert isinstance(InMemoryChunkStore(), ChunkStore)
+
+
+def test_writers_in_several_threads_keep_the_statistics_exact() -> None:
+    store = InMemoryChunkStore()
+    tenant = uuid.uuid4()
+    batches = [
+        [
+            make_chunk(tenant, f"src{t}", f"shared thread{t} item{i} " * (1 + i % 3), i)
+            for i in range(200)
+        ]
+        for t in range(4)
+    ]
+    errors: list[BaseException] = []
+
+    def work(index: int) -> None:
+        try:
+            for chunk in batches[index]:
+                asyncio.run(store.upsert_many([chunk]))
+            asyncio.run(store.delete_by_source(f"src{index}", tenant)) if index == 0 else None
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(batches))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    remaining = [c for batch in batches[1:] for c in batch]
+    terms = ["shared", "thread0", "thread1", "item7"]
+    found = asyncio.run(store.lexical_candidates(terms, tenant, 10_000))
+    assert found.stats == corpus_stats([tokenize(c.text) for c in remaining], terms)
+    assert len(found.candidates) == len(remaining)
