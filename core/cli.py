@@ -1,0 +1,222 @@
+"""The bulk-loading command line: ``python -m core load PATH... --workspace NAME``.
+
+It runs the same path as an upload in the app (``read_upload`` then ``index_uploads``), so a
+file that loads here loads there with the same passages, ids and entities. With no database URL
+(neither ``--database-url`` nor ``LEXPLAIN_DATABASE_URL``) it is a dry run into an in-memory
+store: everything is read, cut and checked, nothing is kept. Exit status: 0 when every document
+was stored, 1 when any was rejected (reasons printed), 2 when the command could not run (bad
+arguments, unreadable entity list, database unreachable).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TextIO
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from core.chunks import ChunkingOptions, workspace_tenant_id
+from core.entities import EntityListError, RuleBasedExtractor, load_entity_list
+from core.indexing import DocumentRow, IndexReport, UploadResult, index_uploads, read_upload
+from core.readers import (
+    ReadError,
+    is_beir_folder,
+    iter_supported_files,
+    read_beir_folder,
+    sanitise_source_id,
+)
+from core.stores.memory import InMemoryChunkStore
+from core.stores.port import ChunkStore, Workspace
+
+#: Environment variable holding the default database URL.
+DATABASE_URL_ENV = "LEXPLAIN_DATABASE_URL"
+#: Exit status when any document was rejected.
+EXIT_REJECTED = 1
+#: Exit status when the command could not run at all.
+EXIT_UNUSABLE = 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m core", description="lexplain bulk operations")
+    commands = parser.add_subparsers(dest="command", required=True)
+    load = commands.add_parser(
+        "load",
+        help="load files, folders or a BEIR folder into a workspace",
+        description=(
+            "Load files (txt, md, html, pdf, docx, jsonl), folders of them (recursively), or a "
+            "BEIR folder (corpus.jsonl) into a workspace."
+        ),
+    )
+    load.add_argument("paths", nargs="+", metavar="PATH", type=Path)
+    load.add_argument("--workspace", required=True, metavar="NAME")
+    load.add_argument(
+        "--database-url",
+        metavar="URL",
+        default=None,
+        help=f"PostgreSQL URL (default: ${DATABASE_URL_ENV}; with neither: dry run, nothing kept)",
+    )
+    load.add_argument(
+        "--whole-documents", action="store_true", help="keep each document as one passage"
+    )
+    load.add_argument(
+        "--entities",
+        metavar="LIST.csv",
+        type=Path,
+        help="CSV of name,kind,aliases (aliases separated by ';' or '|')",
+    )
+    return parser
+
+
+def collect_uploads(paths: Sequence[Path]) -> list[UploadResult]:
+    """Read every path: a file, a folder (recursively, by extension) or a BEIR folder."""
+    uploads: list[UploadResult] = []
+    for path in paths:
+        if path.is_dir():
+            if is_beir_folder(path):
+                name = str(path / "corpus.jsonl")
+                try:
+                    result = read_beir_folder(path)
+                except ReadError as exc:
+                    uploads.append(UploadResult(file_name=name, error=exc.reason))
+                    continue
+                uploads.append(
+                    UploadResult(
+                        file_name=name,
+                        documents=result.documents,
+                        problems=result.problems,
+                        notes=result.notes,
+                    )
+                )
+                continue
+            files = list(iter_supported_files(path))
+            if not files:
+                uploads.append(
+                    UploadResult(file_name=str(path), error="no readable files in this folder")
+                )
+            for file in files:
+                relative = file.relative_to(path).as_posix()
+                source_id = sanitise_source_id(relative, keep_directories=True)
+                uploads.append(_read_path(file, str(file), source_id))
+        elif path.is_file():
+            uploads.append(_read_path(path, str(path), None))
+        else:
+            uploads.append(UploadResult(file_name=str(path), error="no such file or folder"))
+    return uploads
+
+
+def _read_path(path: Path, display: str, source_id: str | None) -> UploadResult:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        return UploadResult(file_name=display, error=f"cannot be opened: {exc.strerror}")
+    result = read_upload(path.name, data, source_id=source_id)
+    return result.model_copy(update={"file_name": display})
+
+
+async def _open_store(url: str | None) -> ChunkStore:
+    if not url:
+        return InMemoryChunkStore()
+    from core.stores.postgres import PostgresChunkStore
+
+    return await PostgresChunkStore.connect(url)
+
+
+def _summary_table(report: IndexReport) -> Table:
+    table = Table(title="Loaded", show_footer=True)
+    table.add_column("file", footer="total", overflow="fold")
+    table.add_column("documents", justify="right", footer=str(report.documents_indexed))
+    table.add_column("passages", justify="right", footer=str(report.passages_written))
+    table.add_column("entities", justify="right", footer=str(report.entities_found))
+    table.add_column("replaced", justify="right", footer=str(report.orphans_removed))
+    table.add_column("rejected", justify="right", footer=str(len(report.rejected)))
+    for row in report.by_file():
+        table.add_row(
+            row.file,
+            str(row.documents_indexed),
+            str(row.passages_written),
+            str(row.entities_found),
+            str(row.orphans_removed),
+            str(len(row.rejected)),
+        )
+    return table
+
+
+async def load(args: argparse.Namespace, console: Console) -> int:
+    """Run ``load``; returns the exit status."""
+    try:
+        tenant_id = workspace_tenant_id(args.workspace)
+    except ValueError as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        return EXIT_UNUSABLE
+    extractor = RuleBasedExtractor()
+    if args.entities is not None:
+        try:
+            listed = load_entity_list(args.entities.read_text(encoding="utf-8-sig"))
+        except (OSError, UnicodeDecodeError, EntityListError) as exc:
+            console.print(f"[red]error:[/red] entity list {args.entities}: {exc}")
+            return EXIT_UNUSABLE
+        extractor = RuleBasedExtractor(listed)
+        console.print(f"entity list: {len(listed)} entities from {args.entities}")
+    url = args.database_url or os.environ.get(DATABASE_URL_ENV) or None
+    try:
+        store = await _open_store(url)
+    except Exception as exc:  # asyncpg/OS errors: the message is what the user needs
+        console.print(f"[red]error:[/red] cannot open the database: {exc}")
+        return EXIT_UNUSABLE
+    if url is None:
+        console.print(
+            "[yellow]dry run:[/yellow] no database URL (--database-url or "
+            f"{DATABASE_URL_ENV}); files are read, cut and checked, nothing is kept"
+        )
+    chunking = ChunkingOptions(whole_documents=args.whole_documents)
+    try:
+        await store.upsert_workspace(Workspace(tenant_id=tenant_id, name=args.workspace))
+        with console.status("reading files"):
+            uploads = collect_uploads(args.paths)
+        with Progress(
+            TextColumn("indexing"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=console,
+            transient=not console.is_terminal,
+        ) as progress:
+            task = progress.add_task("indexing", total=None)
+
+            def advance(done: int, total: int, row: DocumentRow) -> None:
+                progress.update(task, completed=done, total=total)
+
+            report = await index_uploads(
+                uploads, store, tenant_id, chunking=chunking, extractor=extractor,
+                on_progress=advance,
+            )  # fmt: skip
+    finally:
+        await store.close()
+    console.print(_summary_table(report))
+    for note_row in report.rows:
+        for note in note_row.notes:
+            console.print(f"note: {note_row.file or note_row.source_id}: {note}")
+    if report.rejected:
+        console.print(f"[red]{len(report.rejected)} rejected:[/red]")
+        for rejection in report.rejected:
+            console.print(f"  {rejection}", markup=False, highlight=False)
+        return EXIT_REJECTED
+    where = "dry run, nothing kept" if url is None else f"workspace {args.workspace!r}"
+    console.print(f"ok: {report.documents_indexed} documents stored ({where})")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None) -> int:
+    """Entry point of ``python -m core``; returns the exit status."""
+    args = _parser().parse_args(argv)
+    console = Console(file=stdout or sys.stdout, soft_wrap=True)
+    if args.command == "load":
+        return asyncio.run(load(args, console))
+    return EXIT_UNUSABLE  # pragma: no cover - argparse rejects unknown commands
