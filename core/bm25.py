@@ -6,9 +6,10 @@ goes negative for common terms, which makes explanations confusing. The
 ``(k1 + 1)`` factor stays in the numerator as in the BM25 papers; Lucene 8+ and
 Elasticsearch dropped it, so their scores are ours divided by 2.2, same order.
 
-There is one implementation of the formula, ``_contributions``; ``bm25_score``
-and ``explain_score`` both consume it in the same order, so an explanation's
-contributions add up to the ranker's score exactly, not approximately. The
+There is one implementation of the formula (``_idf``, ``_length_norm``,
+``_tf_part``, inside ``QueryScorer``); the score and the explanation add the same
+contributions in the same order, so an explanation adds up to the ranker's score
+exactly, not approximately. The
 alternative, a fast scorer and a separate "explainer", is how explanations in
 other engines drift from the scores they claim to explain.
 """
@@ -16,7 +17,7 @@ other engines drift from the scores they claim to explain.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Final
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -96,23 +97,65 @@ def _length_norm(doc_length: int, avg_doc_length: float) -> float:
     return BM25_K1 * (1.0 - BM25_B + BM25_B * ratio)
 
 
-def _contributions(
-    terms: Iterable[str],
-    term_frequencies: Mapping[str, int],
-    doc_length: int,
-    stats: CorpusStats,
-) -> Iterator[tuple[str, int, int, float, float, float, float]]:
-    """(term, tf, df, idf, length_norm, tf_part, contribution) per distinct term, sorted."""
-    norm = _length_norm(doc_length, stats.avg_doc_length)
-    for term in sorted(set(terms)):
-        tf = term_frequencies.get(term, 0)
-        df = stats.df(term)
-        idf = _idf(df, stats.n_docs)
-        if tf <= 0 or stats.n_docs == 0:
-            yield term, max(tf, 0), df, idf, norm, 0.0, 0.0
-            continue
-        tf_part = tf * (BM25_K1 + 1.0) / (tf + norm)
-        yield term, tf, df, idf, norm, tf_part, idf * tf_part
+def _tf_part(tf: int, norm: float) -> float:
+    """The saturated, length-normalised TF factor; the one place it is written."""
+    return tf * (BM25_K1 + 1.0) / (tf + norm)
+
+
+class QueryScorer:
+    """One query against one corpus: distinct terms sorted, df and idf looked up once.
+
+    Ranking scores hundreds of candidates per query; looking up df and computing
+    idf per candidate would repeat the same work for every one of them.
+    """
+
+    __slots__ = ("_stats", "_terms")
+
+    def __init__(self, terms: Iterable[str], stats: CorpusStats) -> None:
+        self._stats = stats
+        self._terms = [
+            (term, stats.df(term), _idf(stats.df(term), stats.n_docs))
+            for term in sorted(set(terms))
+        ]
+
+    def score(self, term_frequencies: Mapping[str, int], doc_length: int) -> float:
+        """Contributions summed in sorted term order (absent terms add exactly nothing)."""
+        if self._stats.n_docs == 0:
+            return 0.0
+        norm = _length_norm(doc_length, self._stats.avg_doc_length)
+        score = 0.0
+        for term, _, idf in self._terms:
+            tf = term_frequencies.get(term, 0)
+            if tf > 0:
+                score += idf * _tf_part(tf, norm)
+        return score
+
+    def explain(self, term_frequencies: Mapping[str, int], doc_length: int) -> ScoreExplanation:
+        """The per-term breakdown whose contributions sum, in order, to ``score``."""
+        stats = self._stats
+        norm = _length_norm(doc_length, stats.avg_doc_length)
+        parts: list[TermContribution] = []
+        score = 0.0
+        for term, df, idf in self._terms:
+            tf = max(term_frequencies.get(term, 0), 0)
+            tf_part = _tf_part(tf, norm) if tf > 0 and stats.n_docs > 0 else 0.0
+            contribution = idf * tf_part if tf_part else 0.0
+            score += contribution
+            parts.append(
+                TermContribution(
+                    term=term,
+                    tf=tf,
+                    df=df,
+                    n_docs=stats.n_docs,
+                    idf=idf,
+                    doc_length=doc_length,
+                    avg_doc_length=stats.avg_doc_length,
+                    tf_part=tf_part,
+                    contribution=contribution,
+                    length_norm=norm,
+                )
+            )
+        return ScoreExplanation(score=score, terms=parts)
 
 
 def bm25_score(
@@ -122,10 +165,7 @@ def bm25_score(
     stats: CorpusStats,
 ) -> float:
     """The BM25 score of one passage: contributions summed in sorted term order."""
-    score = 0.0
-    for *_, contribution in _contributions(terms, term_frequencies, doc_length, stats):
-        score += contribution
-    return score
+    return QueryScorer(terms, stats).score(term_frequencies, doc_length)
 
 
 def explain_score(
@@ -135,27 +175,7 @@ def explain_score(
     stats: CorpusStats,
 ) -> ScoreExplanation:
     """The per-term breakdown whose contributions sum, in order, to ``bm25_score``."""
-    parts: list[TermContribution] = []
-    score = 0.0
-    for term, tf, df, idf, norm, tf_part, contribution in _contributions(
-        terms, term_frequencies, doc_length, stats
-    ):
-        score += contribution
-        parts.append(
-            TermContribution(
-                term=term,
-                tf=tf,
-                df=df,
-                n_docs=stats.n_docs,
-                idf=idf,
-                doc_length=doc_length,
-                avg_doc_length=stats.avg_doc_length,
-                tf_part=tf_part,
-                contribution=contribution,
-                length_norm=norm,
-            )
-        )
-    return ScoreExplanation(score=score, terms=parts)
+    return QueryScorer(terms, stats).explain(term_frequencies, doc_length)
 
 
 def corpus_stats(documents: Iterable[list[str]], terms: Iterable[str] | None = None) -> CorpusStats:

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from core.bm25 import CorpusStats, ScoreExplanation, bm25_score, explain_score
+from core.bm25 import CorpusStats, QueryScorer, ScoreExplanation
 from core.chunks import StoredChunk
 
 
@@ -51,16 +51,16 @@ def rank_chunks(terms: Sequence[str], candidates: LexicalCandidates, k: int) -> 
         raise ValueError(f"k must be >= 0, got {k}")
     if k == 0 or not terms:
         return []
-    stats = candidates.stats
+    scorer = QueryScorer(terms, candidates.stats)
     scored: list[tuple[float, str, LexicalCandidate]] = []
     for candidate in candidates.candidates:
-        score = bm25_score(terms, candidate.term_frequencies, candidate.doc_length, stats)
+        score = scorer.score(candidate.term_frequencies, candidate.doc_length)
         if score > 0.0:
             scored.append((score, candidate.chunk.id, candidate))
     scored.sort(key=lambda item: (-item[0], item[1]))
     ranked: list[RankedChunk] = []
     for score, _, candidate in scored[:k]:
-        explanation = explain_score(terms, candidate.term_frequencies, candidate.doc_length, stats)
+        explanation = scorer.explain(candidate.term_frequencies, candidate.doc_length)
         ranked.append(RankedChunk(chunk=candidate.chunk, score=score, explanation=explanation))
     return ranked
 

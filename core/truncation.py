@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict
 
-from core.bm25 import bm25_score
+from core.bm25 import QueryScorer
 from core.ranking import LexicalCandidate, LexicalCandidates, RankedChunk, rank_chunks
 
 #: Points of the overlap-versus-limit sweep (plus the exact safe limit and the total).
@@ -111,9 +111,8 @@ def _check(k: int, limit: int) -> None:
 
 
 def _scores(terms: Sequence[str], full: LexicalCandidates) -> list[float]:
-    return [
-        bm25_score(terms, c.term_frequencies, c.doc_length, full.stats) for c in full.candidates
-    ]
+    scorer = QueryScorer(terms, full.stats)
+    return [scorer.score(c.term_frequencies, c.doc_length) for c in full.candidates]
 
 
 def _matched(candidate: LexicalCandidate) -> int:
