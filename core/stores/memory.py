@@ -15,6 +15,7 @@ they pass and what they get back.
 
 from __future__ import annotations
 
+import copy
 import heapq
 import threading
 from collections.abc import Sequence
@@ -93,7 +94,17 @@ class _Tenant:
                 del self.mentions[entity]
 
     def copy_of(self, chunk_id: str) -> StoredChunk:
-        return self.chunks[chunk_id].model_copy(deep=True)
+        return _copy(self.chunks[chunk_id])
+
+
+def _copy(chunk: StoredChunk) -> StoredChunk:
+    """A copy sharing nothing mutable; ~10x faster than ``model_copy(deep=True)``."""
+    return chunk.model_copy(
+        update={
+            "entity_ids": list(chunk.entity_ids),
+            "metadata": copy.deepcopy(chunk.metadata) if chunk.metadata else {},
+        }
+    )
 
 
 class InMemoryChunkStore:
@@ -115,7 +126,7 @@ class InMemoryChunkStore:
         return self._tenants.get(tenant_id) or _Tenant()
 
     async def upsert_many(self, chunks: Sequence[StoredChunk]) -> int:
-        batch = [chunk.model_copy(deep=True) for chunk in checked_for_write(chunks)]
+        batch = [_copy(chunk) for chunk in checked_for_write(chunks)]
         with self._lock:
             for chunk in batch:
                 self._tenant(chunk.tenant_id).add(chunk)
@@ -125,7 +136,7 @@ class InMemoryChunkStore:
         self, source_id: str, tenant_id: UUID, chunks: Sequence[StoredChunk]
     ) -> int:
         batch = [
-            chunk.model_copy(deep=True)
+            _copy(chunk)
             for chunk in checked_for_write(chunks, tenant_id=tenant_id, source_id=source_id)
         ]
         keep = {chunk.id for chunk in batch}
@@ -197,7 +208,7 @@ class InMemoryChunkStore:
             for chunk_id, _ in kept:
                 forward = tenant.forward[chunk_id]
                 candidates.append(
-                    LexicalCandidate(
+                    LexicalCandidate.model_construct(
                         chunk=tenant.copy_of(chunk_id),
                         doc_length=tenant.lengths[chunk_id],
                         term_frequencies={t: forward[t] for t in wanted if t in forward},
