@@ -10,47 +10,57 @@ from __future__ import annotations
 
 import streamlit as st
 
-from pages.common import WORKSPACE_KEY, WORKSPACE_PARAM, get_service, workspace
+from app_pages.common import WORKSPACE_KEY, WORKSPACE_PARAM, get_service, workspace
+from core.service import DEFAULT_WORKSPACE
+
+#: Non-widget copy of the workspace: survives page switches that drop widget state.
+SHADOW_KEY = "_workspace"
 
 st.set_page_config(page_title="lexplain", page_icon="🔎", layout="wide")
 
 service = get_service()
 
-if "_pending_workspace" in st.session_state:
-    # A workspace just created: selected before the selector exists (its key is then locked).
-    st.session_state[WORKSPACE_KEY] = st.session_state.pop("_pending_workspace")
 
-# The workspace: from the URL on first load (or when a link changes it), then the selector.
+def create_workspace() -> None:
+    """Button callback: runs before the script, so it may still select the new workspace."""
+    name = str(st.session_state.get("new_workspace_name", "")).strip()
+    if name:
+        st.session_state[WORKSPACE_KEY] = service.create_workspace(name)
+        st.session_state["new_workspace_name"] = ""
+
+
+# The workspace: a link's ``ws`` wins when it differs from the current one; otherwise the
+# selector's value, restored from a shadow key when a page switch dropped the widget's state.
 names = service.list_workspaces()
+current = st.session_state.get(SHADOW_KEY)
 wanted = st.query_params.get(WORKSPACE_PARAM)
-if wanted and wanted != st.session_state.get("_ws_from_url"):
-    st.session_state["_ws_from_url"] = wanted
+if wanted and wanted != current:
     if wanted not in names:
         wanted = service.create_workspace(wanted)
         names = service.list_workspaces()
     st.session_state[WORKSPACE_KEY] = wanted
+elif WORKSPACE_KEY not in st.session_state and current in names:
+    st.session_state[WORKSPACE_KEY] = current
 if st.session_state.get(WORKSPACE_KEY) not in names:
-    st.session_state[WORKSPACE_KEY] = workspace() if workspace() in names else names[0]
+    st.session_state[WORKSPACE_KEY] = DEFAULT_WORKSPACE if DEFAULT_WORKSPACE in names else names[0]
 
 with st.sidebar:
     st.markdown("### 🔎 lexplain")
     st.selectbox("Workspace", names, key=WORKSPACE_KEY, help="A separate set of passages.")
     with st.popover("＋ New workspace"):
-        new_name = st.text_input("Name", key="new_workspace_name")
-        if st.button("Create", key="create_workspace") and new_name.strip():
-            created = service.create_workspace(new_name)
-            st.session_state["_pending_workspace"] = created
-            st.rerun()
+        st.text_input("Name", key="new_workspace_name")
+        st.button("Create", key="create_workspace", on_click=create_workspace)
     st.caption(f"Store: {service.store_label}")
 
+st.session_state[SHADOW_KEY] = workspace()
 st.query_params[WORKSPACE_PARAM] = workspace()
 
 pages = [
-    st.Page("pages/search.py", title="Search", icon="🔍", default=True),
-    st.Page("pages/upload.py", title="Upload", icon="📤"),
-    st.Page("pages/entities.py", title="Entities", icon="🏷️"),
-    st.Page("pages/corpus.py", title="Corpus", icon="📊"),
+    st.Page("app_pages/search.py", title="Search", icon="🔍", default=True),
+    st.Page("app_pages/upload.py", title="Upload", icon="📤"),
+    st.Page("app_pages/entities.py", title="Entities", icon="🏷️"),
+    st.Page("app_pages/corpus.py", title="Corpus", icon="📊"),
 ]
-current = st.navigation(pages)
+page = st.navigation(pages)
 
-current.run()
+page.run()

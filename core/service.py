@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import csv
 import io
-import json
 import queue
 import threading
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
@@ -33,10 +32,19 @@ from uuid import UUID
 from pydantic import BaseModel, ConfigDict, Field
 
 from core.bm25 import CorpusStats, ScoreExplanation, explain_score, inverse_document_frequency
-from core.chunks import ChunkingOptions, StoredChunk, workspace_tenant_id
+from core.chunks import (
+    ChunkingOptions,
+    PassageMention,
+    SourceDocument,
+    StoredChunk,
+    build_chunks,
+    split_document,
+    workspace_tenant_id,
+)
 from core.entities import EXTRACTOR_LIMITS as EXTRACTOR_LIMITS  # re-exported for the pages
-from core.entities import Entity
+from core.entities import Entity, RuleBasedExtractor
 from core.ranking import LexicalCandidates, rank_chunks
+from core.readers import ReadError, read_file
 from core.settings import Settings, describe_store
 from core.stores.port import (
     ChunkStore,
@@ -234,6 +242,8 @@ class FileReport(BaseModel):
     entities_found: int = 0
     passages_replaced: int = 0
     error: str | None = None
+    #: Recoveries and skipped records, e.g. "line 3: not valid JSON — line skipped".
+    notes: list[str] = Field(default_factory=list)
 
 
 def _mentions_of(chunk: StoredChunk) -> list[Mention]:
@@ -269,6 +279,7 @@ class LexplainService:
         )
         self._thread.start()
         self._closed = False
+        self._extractor = RuleBasedExtractor()
         try:
             self._store: ChunkStore = self._call(self._open(store_factory))
         except BaseException:
@@ -565,6 +576,80 @@ class LexplainService:
             whole_documents=whole_documents,
         )
 
+    def upload_files(
+        self,
+        files: Sequence[tuple[str, bytes]],
+        *,
+        workspace: str,
+        chunking: ChunkingOptions | None = None,
+        on_progress: ProgressCallback | None = None,
+    ) -> list[FileReport]:
+        """Read, cut, extract and store each file; one report per file, errors in plain words.
+
+        A file that fails never stops the others; re-uploading a file replaces its passages.
+        """
+        options = chunking or self.chunking()
+        reports: list[FileReport] = []
+        for position, (name, data) in enumerate(files):
+            if on_progress is not None:
+                on_progress(position, len(files), name)
+            reports.append(self._upload_one(name, data, workspace, options))
+        if on_progress is not None:
+            on_progress(len(files), len(files), "")
+        return reports
+
+    def _upload_one(
+        self, name: str, data: bytes, workspace: str, options: ChunkingOptions
+    ) -> FileReport:
+        try:
+            read = read_file(name, data, max_bytes=self.settings.max_upload_bytes)
+        except ReadError as exc:
+            return FileReport(file_name=name, error=exc.reason)
+        notes = [f"line {p.line}: {p.reason}" for p in read.problems] + list(read.notes)
+        if not read.documents:
+            return FileReport(
+                file_name=name, error="no document in the file — nothing stored", notes=notes
+            )
+        try:
+            written, entities, replaced = self._call(
+                self._index(read.documents, workspace, options)
+            )
+        except ValueError as exc:
+            return FileReport(file_name=name, error=str(exc), notes=notes)
+        return FileReport(
+            file_name=name,
+            documents=len(read.documents),
+            passages_written=written,
+            entities_found=entities,
+            passages_replaced=replaced,
+            notes=notes,
+        )
+
+    async def _index(
+        self, documents: Sequence[SourceDocument], workspace: str, options: ChunkingOptions
+    ) -> tuple[int, int, int]:
+        # INTERIM until core.indexing lands: the shared chunker and extractor, per document.
+        tenant = workspace_tenant_id(workspace)
+        await self._store.upsert_workspace(Workspace(tenant_id=tenant, name=workspace))
+        written = replaced = 0
+        found: dict[UUID, Entity] = {}
+        for document in documents:
+            mentions = self._extractor.extract(document.text)
+            chunks = build_chunks(
+                document,
+                tenant,
+                split_document(document.text, options),
+                [PassageMention(m.start, m.end, m.entity.entity_id) for m in mentions],
+            )
+            linked = {e for c in chunks for e in c.entity_ids}
+            entities = [m.entity for m in mentions if m.entity.entity_id in linked]
+            unique = list({e.entity_id: e for e in entities}.values())
+            await self._store.upsert_entities(unique, tenant)
+            found.update({e.entity_id: e for e in unique})
+            replaced += await self._store.replace_source(document.source_id, tenant, chunks)
+            written += len(chunks)
+        return written, len(found), replaced
+
     def load_sample(
         self, *, workspace: str, on_progress: ProgressCallback | None = None
     ) -> FileReport:
@@ -576,25 +661,20 @@ class LexplainService:
     async def _load_sample(
         self, workspace: str, report: Callable[[int, int, str], None]
     ) -> FileReport:
-        # INTERIM until core.indexing lands: the shared chunker, one replace_source per document.
-        from core.chunks import SourceDocument, build_chunks, split_document
-
-        tenant = workspace_tenant_id(workspace)
-        await self._store.upsert_workspace(Workspace(tenant_id=tenant, name=workspace))
-        lines = SAMPLE_CORPUS.read_text(encoding="utf-8").splitlines()
+        read = read_file(SAMPLE_CORPUS.name, SAMPLE_CORPUS.read_bytes())
         options = ChunkingOptions(whole_documents=True)
-        written = 0
-        for i, line in enumerate(lines):
-            row = json.loads(line)
-            title, text = row.get("title", ""), row.get("text", "")
-            document = SourceDocument(
-                source_id=str(row["_id"]), text=f"{title}\n{text}", title=title
-            )
-            chunks = build_chunks(document, tenant, split_document(document.text, options))
-            await self._store.replace_source(document.source_id, tenant, chunks)
-            written += len(chunks)
-            if i % 100 == 0 or i == len(lines) - 1:
-                report(i + 1, len(lines), document.source_id)
+        documents = read.documents
+        written = entities = 0
+        step = 100
+        for start in range(0, len(documents), step):
+            batch = documents[start : start + step]
+            w, e, _ = await self._index(batch, workspace, options)
+            written, entities = written + w, entities + e
+            report(start + len(batch), len(documents), batch[-1].source_id)
         return FileReport(
-            file_name=SAMPLE_CORPUS.name, documents=len(lines), passages_written=written
+            file_name=SAMPLE_LABEL,
+            documents=len(documents),
+            passages_written=written,
+            entities_found=entities,
+            notes=list(read.notes),
         )

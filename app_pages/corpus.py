@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import streamlit as st
 
+from app_pages.common import get_service, length_histogram, offer_sample, workspace
 from core.presentation import escape_text, highlight_html, term_spans
 from core.service import TermInfo
-from pages.common import get_service, length_histogram, offer_sample, workspace
 
 #: How many passages of a chosen term are shown with their text.
 PREVIEW_PASSAGES = 5

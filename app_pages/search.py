@@ -10,6 +10,7 @@ from typing import Any
 
 import streamlit as st
 
+from app_pages.common import contribution_bar, get_service, offer_sample, workspace
 from core.presentation import (
     FORMULA,
     IDF_FORMULA,
@@ -26,7 +27,6 @@ from core.presentation import (
     term_spans,
 )
 from core.service import RankedPassage, SearchResult
-from pages.common import contribution_bar, get_service, offer_sample, workspace
 
 #: What the limit means, next to its input.
 LIMIT_HELP = (

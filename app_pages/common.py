@@ -92,16 +92,25 @@ def offer_sample(service: LexplainService) -> None:
     """On an empty workspace: one click loads the sample collection."""
     if service.list_sources(workspace=workspace()):
         return
-    st.info(
-        "This workspace is empty. Load the sample collection to get an explained ranking in "
-        "seconds, or add your own files on the Upload page."
+    slot = st.empty()
+    with slot.container():
+        st.info(
+            "This workspace is empty. Load the sample collection to get an explained ranking "
+            "in seconds, or add your own files on the Upload page."
+        )
+        clicked = st.button(
+            f"Load the sample collection ({SAMPLE_LABEL})", key="load_sample", type="primary"
+        )
+    if not clicked:
+        return
+    bar = slot.progress(0.0, text="Loading the sample…")
+
+    def progress(done: int, total: int, _label: str) -> None:
+        bar.progress(done / total, text=f"Loading the sample… {done:,} of {total:,} documents")
+
+    report = service.load_sample(workspace=workspace(), on_progress=progress)
+    slot.success(
+        f"Loaded {report.passages_written:,} passages from {report.documents:,} documents"
+        + (f" ({'; '.join(report.notes)})" if report.notes else "")
+        + ". Try a query, e.g. “aeroelastic models of heated high speed aircraft”."
     )
-    if st.button(f"Load the sample collection ({SAMPLE_LABEL})", key="load_sample", type="primary"):
-        bar = st.progress(0.0, text="Loading the sample…")
-
-        def progress(done: int, total: int, _label: str) -> None:
-            bar.progress(done / total, text=f"Loading the sample… {done:,} of {total:,} documents")
-
-        report = service.load_sample(workspace=workspace(), on_progress=progress)
-        st.session_state["sample_report"] = report
-        st.rerun()

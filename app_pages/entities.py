@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import streamlit as st
 
+from app_pages.common import get_service, offer_sample, workspace
 from core.presentation import Span, clip_end, escape_text, highlight_html
 from core.service import EXTRACTOR_LIMITS
-from pages.common import get_service, offer_sample, workspace
 
 service = get_service()
 ws = workspace()
@@ -47,7 +47,7 @@ chosen_id = st.selectbox(
 chosen = by_id[chosen_id].entity
 if st.button(f"Search for “{chosen.name}”", key="search_entity"):
     st.switch_page(
-        "pages/search.py", query_params={"q": chosen.name, "k": "10", "limit": "1000", "ws": ws}
+        "app_pages/search.py", query_params={"q": chosen.name, "k": "10", "limit": "1000", "ws": ws}
     )
 for passage in service.entity_passages(chosen.entity_id, workspace=ws):
     chunk = passage.chunk

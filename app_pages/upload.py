@@ -1,0 +1,113 @@
+"""Upload: files to passages and entities, with a report per file. Rendering only.
+
+Reading, cutting, extraction and storing happen in ``service.upload_files``;
+this page collects the files and options and shows one row per file.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from app_pages.common import get_service, workspace
+from core.presentation import escape_text
+
+#: File types the readers handle (jsonl = a BEIR corpus, many documents per file).
+FILE_TYPES = ["txt", "md", "html", "htm", "pdf", "docx", "jsonl"]
+
+service = get_service()
+ws = workspace()
+st.title("Upload")
+st.markdown(
+    f"Add documents to the workspace **{escape_text(ws)}**. Each document is cut into passages "
+    "(or kept whole) and its entities are found; uploading a file again replaces its passages."
+)
+files = st.file_uploader(
+    "Files (txt, md, html, pdf, docx, BEIR jsonl)",
+    type=FILE_TYPES,
+    accept_multiple_files=True,
+    key="files",
+)
+whole = st.toggle(
+    "Whole documents (one passage per document)",
+    key="whole_documents",
+    help="The natural choice for test collections with short documents.",
+)
+left, right = st.columns(2)
+size = left.number_input(
+    "Passage size (characters)",
+    min_value=100,
+    max_value=100_000,
+    value=service.settings.chunk_size,
+    step=100,
+    disabled=whole,
+    key="chunk_size",
+)
+overlap = right.number_input(
+    "Overlap (characters)",
+    min_value=0,
+    max_value=10_000,
+    value=service.settings.chunk_overlap,
+    step=50,
+    disabled=whole,
+    key="chunk_overlap",
+)
+if st.button("Index the files", type="primary", disabled=not files, key="index_files"):
+    try:
+        options = service.chunking(int(size), int(overlap), whole_documents=whole)
+    except ValueError as exc:
+        st.error(f"Chunking options: {exc}")
+        st.stop()
+    bar = st.progress(0.0, text="Indexing…")
+
+    def progress(done: int, total: int, name: str) -> None:
+        label = f"Indexing {done + 1:,} of {total:,}: {name}" if done < total else "Done"
+        bar.progress(done / total if total else 1.0, text=label)
+
+    st.session_state["upload_reports"] = service.upload_files(
+        [(f.name, f.getvalue()) for f in files or []],
+        workspace=ws,
+        chunking=options,
+        on_progress=progress,
+    )
+
+
+def delete_sources() -> None:
+    """Button callback: delete before the script runs, so the tables below are current."""
+    doomed = list(st.session_state.get("doomed", []))
+    removed = sum(service.delete_source(source, workspace=ws) for source in doomed)
+    st.session_state["doomed"] = []
+    st.toast(f"Deleted {len(doomed)} source(s), {removed:,} passages.")
+
+
+reports = st.session_state.get("upload_reports")
+if reports:
+    st.subheader("Result per file")
+    st.dataframe(
+        [
+            {
+                "file": r.file_name,
+                "documents": r.documents,
+                "passages written": r.passages_written,
+                "entities found": r.entities_found,
+                "replaced passages": r.passages_replaced,
+                "result": f"error: {r.error}" if r.error else "stored",
+                "notes": "; ".join(r.notes),
+            }
+            for r in reports
+        ],
+        hide_index=True,
+        key="upload-report",
+    )
+
+st.subheader("Sources")
+sources = service.list_sources(workspace=ws)
+if not sources:
+    st.info("No sources in this workspace yet.")
+else:
+    st.dataframe(
+        [{"source": s.source_id, "passages": s.passages} for s in sources],
+        hide_index=True,
+        key="sources-table",
+    )
+    doomed = st.multiselect("Delete sources", [s.source_id for s in sources], key="doomed")
+    st.button("Delete", disabled=not doomed, key="delete_sources", on_click=delete_sources)

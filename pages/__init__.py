@@ -1,1 +1,0 @@
-"""The screens, one file each (registered in app.py), plus their shared helpers."""

@@ -1,0 +1,396 @@
+"""The app, driven through Streamlit's AppTest from its entry point, checked against core.
+
+Expected numbers are computed here by calling the domain directly (reader,
+tokenizer, BM25), never hard-coded and never read back from the service the
+pages use: a page that recomputed or rounded a number differently would differ.
+Every test works in its own workspace (the service is one per process, as in
+production); the Cranfield workspace is loaded once per module.
+"""
+
+from __future__ import annotations
+
+import html as _html
+import re
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from core.bm25 import CorpusStats, ScoreExplanation, corpus_stats, explain_score
+from core.presentation import compare_explanations, escape_text
+from core.readers import read_file
+from core.tokenize import tokenize
+
+ROOT = Path(__file__).resolve().parents[2]
+APP = str(ROOT / "app.py")
+CRANFIELD = ROOT / "data" / "cranfield" / "corpus.jsonl"
+#: Cranfield query 1.
+QUERY = (
+    "what similarity laws must be obeyed when constructing aeroelastic models of heated "
+    "high speed aircraft ."
+)
+MARK = re.compile(r'<mark class="lx-mark" data-term="([^"]*)"')
+HEADER = re.compile(
+    r"\*\*#(\d+)\*\* &nbsp; \*\*([0-9.]+)\*\* &nbsp; "
+    r"source (.+) · passage (\d+) · chars (\d+)–(\d+)"
+)
+
+
+class Expected:
+    """Cranfield query 1 ranked by the domain alone: whole documents from the reader."""
+
+    def __init__(self) -> None:
+        documents = read_file(CRANFIELD.name, CRANFIELD.read_bytes()).documents
+        self.terms = tokenize(QUERY)
+        self.tokens = {d.source_id: tokenize(d.text) for d in documents}
+        self.lengths = {d.source_id: len(d.text) for d in documents}
+        self.stats: CorpusStats = corpus_stats(self.tokens.values(), self.terms)
+        self.explanations: dict[str, ScoreExplanation] = {
+            source: explain_score(self.terms, Counter(tokens), len(tokens), self.stats)
+            for source, tokens in self.tokens.items()
+        }
+        scored = [(e.score, s) for s, e in self.explanations.items() if e.score > 0]
+        self.matching = len(scored)
+        # Tie-break by chunk id is irrelevant here: the top scores are distinct.
+        self.ranking = [s for _, s in sorted(scored, key=lambda x: -x[0])]
+
+
+@pytest.fixture(scope="module")
+def expected() -> Expected:
+    return Expected()
+
+
+@pytest.fixture(autouse=True, scope="module")
+def in_memory_store() -> Iterator[None]:
+    """The AppTests run on the in-memory store, whatever the shell exports."""
+    patch = pytest.MonkeyPatch()
+    patch.delenv("LEXPLAIN_DATABASE_URL", raising=False)
+    from app_pages.common import get_service
+
+    get_service.clear()  # type: ignore[attr-defined]
+    yield
+    get_service().close()
+    get_service.clear()  # type: ignore[attr-defined]
+    patch.undo()
+
+
+@pytest.fixture(scope="module")
+def cranfield(in_memory_store: None) -> str:
+    """A workspace holding the sample collection, loaded through the service once."""
+    from app_pages.common import get_service
+
+    name = f"cranfield-{uuid.uuid4().hex[:8]}"
+    get_service().load_sample(workspace=name)
+    return name
+
+
+def app(workspace: str, **params: str) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params["ws"] = workspace
+    for key, value in params.items():
+        at.query_params[key] = value
+    return at.run()
+
+
+def fresh() -> str:
+    return f"ui-{uuid.uuid4().hex[:8]}"
+
+
+def markdown(at: AppTest) -> list[str]:
+    return [m.value for m in at.markdown]
+
+
+def headers(at: AppTest) -> list[tuple[int, str, str, int, int, int]]:
+    found = []
+    for value in markdown(at):
+        match = HEADER.fullmatch(value)
+        if match:
+            rank, score, source, index, start, end = match.groups()
+            found.append((int(rank), score, source, int(index), int(start), int(end)))
+    return found
+
+
+def passage_html(at: AppTest) -> list[str]:
+    """Each passage's full text (a clipped view is followed by its "show all" view)."""
+    return [
+        v
+        for v in markdown(at)
+        if v.startswith('<div class="lx-passage"') and not v.endswith(" …</div>")
+    ]
+
+
+def table_with(at: AppTest, column: str) -> list[dict[str, Any]]:
+    """The rows of the first dataframe having ``column``."""
+    for frame in at.dataframe:
+        if column in frame.value.columns:
+            return list(frame.value.to_dict(orient="records"))
+    raise AssertionError(f"no table with a column {column!r}")
+
+
+def rows(at: AppTest, index: int) -> list[dict[str, Any]]:
+    frame = at.dataframe[index].value
+    return list(frame.to_dict(orient="records"))
+
+
+def no_exception(at: AppTest) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+
+
+def test_the_first_screen_says_what_this_is_and_offers_the_sample() -> None:
+    at = app(fresh())
+    no_exception(at)
+    assert at.title[0].value == "Search"
+    assert any("ranks passages with BM25" in v for v in markdown(at))
+    labels = [b.label for b in at.button]
+    assert "Load the sample collection (Cranfield, 1,400 abstracts)" in labels
+    assert any(c.value == "Store: in-memory (lost on restart)" for c in at.sidebar.caption)
+
+
+def test_one_click_loads_the_sample_and_the_offer_goes_away() -> None:
+    at = app(fresh())
+    at.button(key="load_sample").click().run()
+    no_exception(at)
+    assert "load_sample" not in [b.key for b in at.button]
+    at.text_input(key="q").input("aeroelastic").run()
+    assert headers(at), "the sample answers a query right after loading"
+
+
+def test_cranfield_query_1_shows_core_ranking_and_explanations(
+    cranfield: str, expected: Expected
+) -> None:
+    at = app(cranfield)
+    at.text_input(key="q").input(QUERY).run()
+    no_exception(at)
+
+    shown = headers(at)
+    assert [h[2] for h in shown] == expected.ranking[:10]
+    for _rank, score, source, index, start, end in shown:
+        assert score == f"{expected.explanations[source].score:.2f}"
+        assert (index, start, end) == (1, 0, expected.lengths[source])
+    assert shown[0][1] == "23.12" and shown[0][2] == "184"
+
+    text = "\n".join(markdown(at))
+    assert "dropped as stopwords: be, of" in text
+    assert "`aeroelastic`" in text and "`obeyed`" in text
+    assert (
+        f"N = {expected.stats.n_docs:,} passages, avgdl = {expected.stats.avg_doc_length:.2f}"
+        in text
+    )
+    assert f"10 of {expected.matching:,} matching passages shown" in text
+
+    # Marks per term equal the tf the explanation used, for every result.
+    for html, (_, _, source, *_) in zip(passage_html(at), shown, strict=True):
+        tf = {p.term: p.tf for p in expected.explanations[source].terms if p.tf}
+        assert dict(Counter(MARK.findall(html))) == tf
+
+    # The explanation table of #1 carries core's numbers unchanged, total = score.
+    explanation = expected.explanations["184"]
+    table = rows(at, 0)
+    by_term = {r["term"]: r for r in table}
+    for part in explanation.terms:
+        row = by_term[part.term]
+        assert (row["tf"], row["df"], row["N"], row["dl"]) == (
+            part.tf,
+            part.df,
+            part.n_docs,
+            part.doc_length,
+        )
+        assert row["idf"] == part.idf
+        assert row["avgdl"] == part.avg_doc_length
+        assert row["contribution"] == part.contribution
+    assert by_term["total = score"]["contribution"] == explanation.score
+    formula = at.code[0].value
+    aero = next(p for p in explanation.terms if p.term == "aeroelastic")
+    assert (
+        f"aeroelastic: {aero.idf:.4f} × 4·2.2 / (4 + 1.2·(0.25 + 0.75·96/"
+        f"{aero.avg_doc_length:.2f})) = {aero.idf:.4f} × {aero.tf_part:.4f} = "
+        f"{aero.contribution:.4f}"
+    ) in formula
+    assert any("divided by 2.2" in c.value for c in at.caption)
+    assert any("only comparable within one result list" in c.value for c in at.caption)
+
+    # The view is in the URL.
+    assert at.query_params["q"] == [QUERY] or at.query_params["q"] == QUERY
+
+
+def test_compare_says_which_terms_decide_between_two_results(
+    cranfield: str, expected: Expected
+) -> None:
+    at = app(cranfield, q=QUERY)
+    first, second = expected.ranking[:2]
+    comparison = compare_explanations(
+        expected.explanations[first], expected.explanations[second], names=("#1", "#2")
+    )
+    assert escape_text(comparison.summary) in markdown(at)
+    diff = table_with(at, "A − B")
+    assert [r["term"] for r in diff] == [d.term for d in comparison.terms]
+    assert [r["A − B"] for r in diff] == [d.difference for d in comparison.terms]
+    at.selectbox(key="cmp_b").set_value(3).run()
+    third = expected.ranking[2]
+    again = compare_explanations(
+        expected.explanations[first], expected.explanations[third], names=("#1", "#3")
+    )
+    assert escape_text(again.summary) in markdown(at)
+
+
+def test_a_shared_link_reproduces_query_k_limit_and_workspace(
+    cranfield: str, expected: Expected
+) -> None:
+    at = app(cranfield, q=QUERY, k="3", limit="5")
+    no_exception(at)
+    assert at.text_input(key="q").value == QUERY
+    assert at.number_input(key="k").value == 3
+    assert at.number_input(key="limit").value == 5
+    assert at.session_state["workspace"] == cranfield
+    assert len(headers(at)) == 3
+    assert f"{expected.matching - 5:,} cut by the limit" in "\n".join(markdown(at))
+
+
+@pytest.mark.parametrize(
+    ("query", "params", "reason"),
+    [
+        ("the of and was", {}, "no terms left after stopwords"),
+        ("zzzyxw qqqvvv", {}, "no passage contains any term"),
+        (QUERY, {"limit": "0"}, "every match cut by the limit"),
+    ],
+)
+def test_an_empty_result_says_why(
+    cranfield: str, query: str, params: dict[str, str], reason: str
+) -> None:
+    at = app(cranfield, q=query, **params)
+    no_exception(at)
+    assert [w.value for w in at.warning] == [f"No results: {reason}."]
+
+
+def test_uploaded_files_are_indexed_reported_and_rendered_as_text() -> None:
+    ws = fresh()
+    at = app(ws)
+    at.switch_page("app_pages/upload.py").run()
+    hostile = (
+        b"Dr Ada Lovelace met Charles Babbage at the Royal Society.\n\n"
+        b"<script>alert('x')</script> <img src=x onerror=alert(1)> analytical engine"
+    )
+    at.file_uploader[0].set_value(
+        [
+            ("notes.txt", hostile, "text/plain"),
+            ("broken.pdf", b"not a pdf at all", "application/pdf"),
+        ]
+    ).run()
+    at.button(key="index_files").click().run()
+    no_exception(at)
+    report = {r["file"]: r for r in rows(at, 0)}
+    assert report["notes.txt"]["result"] == "stored"
+    assert report["notes.txt"]["passages written"] == 1
+    assert report["notes.txt"]["entities found"] >= 2
+    assert report["broken.pdf"]["result"].startswith("error: ")
+    assert report["broken.pdf"]["passages written"] == 0
+    assert [r["source"] for r in rows(at, 1)] == ["notes.txt"]
+
+    at.switch_page("app_pages/search.py").run()
+    at.text_input(key="q").input("engine script").run()
+    no_exception(at)
+    (html,) = passage_html(at)
+    assert "<script" not in html and "<img" not in html
+    assert "&#60;img src=x onerror=alert(1)&#62;" in html
+    assert MARK.findall(html) == ["script", "script", "engine"]
+    # What the browser shows is the uploaded text, character for character.
+    shown = _html.unescape(re.sub(r"<(?!br>)[^>]+>", "", html).replace("<br>", "\n"))
+    assert shown == hostile.decode()
+    assert any("lx-chip" in v and "Ada Lovelace" in v for v in markdown(at))
+
+
+def test_the_entities_page_marks_mentions_and_searches_for_an_entity() -> None:
+    ws = fresh()
+    at = app(ws)
+    at.switch_page("app_pages/upload.py").run()
+    at.file_uploader[0].set_value(
+        [
+            ("a.txt", b"NASA tested the wing. The results of NASA were good.", "text/plain"),
+            ("b.txt", b"The report by NASA was short.", "text/plain"),
+        ]
+    ).run()
+    at.button(key="index_files").click().run()
+    at.switch_page("app_pages/entities.py").run()
+    no_exception(at)
+    assert any("by rules, not by a language model" in c.value for c in at.caption)
+    table = rows(at, 0)
+    assert {"name": "NASA", "kind": "other", "passages": 2} in table
+    at.text_input(key="entity_filter").input("nas").run()
+    assert [r["name"] for r in rows(at, 0)] == ["NASA"]
+    marks = [MARK.findall(v) for v in markdown(at) if v.startswith('<div class="lx-passage"')]
+    assert marks == [["NASA", "NASA"], ["NASA"]]  # store order: source a.txt, then b.txt
+    at.button(key="search_entity").click().run()
+    no_exception(at)
+    assert at.title[0].value == "Search"
+    assert at.text_input(key="q").value == "NASA"
+    assert len(headers(at)) == 2
+
+
+def test_the_corpus_page_counts_and_browses_terms(cranfield: str, expected: Expected) -> None:
+    at = app(cranfield)
+    at.switch_page("app_pages/corpus.py").run()
+    no_exception(at)
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Passages (N)"] == f"{expected.stats.n_docs:,}"
+    assert metrics["Average length (avgdl)"] == f"{expected.stats.avg_doc_length:.2f}"
+    vocabulary = {t for tokens in expected.tokens.values() for t in tokens}
+    assert metrics["Vocabulary"] == f"{len(vocabulary):,}"
+    assert len(at.get("plotly_chart")) == 1
+
+    at.text_input(key="term_prefix").input("aeroelasti").run()
+    terms = rows(at, 0)
+    full = corpus_stats(expected.tokens.values())
+    assert {r["term"] for r in terms} == {t for t in vocabulary if t.startswith("aeroelasti")}
+    for row in terms:
+        assert row["df"] == full.df(row["term"])
+    at.selectbox(key="term_choice").set_value("aeroelastic").run()
+    passages = rows(at, 1)
+    want = {s: Counter(t)["aeroelastic"] for s, t in expected.tokens.items() if "aeroelastic" in t}
+    assert {r["source"]: r["tf"] for r in passages} == want
+
+
+def test_deleting_a_source_removes_its_passages() -> None:
+    ws = fresh()
+    at = app(ws)
+    at.switch_page("app_pages/upload.py").run()
+    at.file_uploader[0].set_value(
+        [("keep.md", b"# Keep\nwings", "text/markdown"), ("drop.md", b"# Drop\nwings", "")]
+    ).run()
+    at.button(key="index_files").click().run()
+    at.multiselect(key="doomed").set_value(["drop.md"]).run()
+    at.button(key="delete_sources").click().run()
+    no_exception(at)
+    at.switch_page("app_pages/search.py").run()
+    at.text_input(key="q").input("wings").run()
+    assert [h[2] for h in headers(at)] == ["keep.md"]
+
+
+def test_a_new_workspace_is_created_selected_and_put_in_the_url() -> None:
+    at = app(fresh())
+    name = fresh()
+    at.text_input(key="new_workspace_name").input(name).run()
+    at.button(key="create_workspace").click().run()
+    no_exception(at)
+    assert at.session_state["workspace"] == name
+    assert name in at.selectbox(key="workspace").options
+    assert at.query_params["ws"] in (name, [name])
+
+
+@pytest.mark.parametrize(
+    ("page", "title"),
+    [
+        ("app_pages/search.py", "Search"),
+        ("app_pages/upload.py", "Upload"),
+        ("app_pages/entities.py", "Entities"),
+        ("app_pages/corpus.py", "Corpus"),
+    ],
+)
+def test_every_page_runs_from_the_entry_point(cranfield: str, page: str, title: str) -> None:
+    at = app(cranfield)
+    at.switch_page(page).run()
+    no_exception(at)
+    assert at.title[0].value == title
