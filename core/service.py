@@ -32,19 +32,11 @@ from uuid import UUID
 from pydantic import BaseModel, ConfigDict, Field
 
 from core.bm25 import CorpusStats, ScoreExplanation, explain_score, inverse_document_frequency
-from core.chunks import (
-    ChunkingOptions,
-    PassageMention,
-    SourceDocument,
-    StoredChunk,
-    build_chunks,
-    split_document,
-    workspace_tenant_id,
-)
+from core.chunks import ChunkingOptions, StoredChunk, workspace_tenant_id
 from core.entities import EXTRACTOR_LIMITS as EXTRACTOR_LIMITS  # re-exported for the pages
-from core.entities import Entity, RuleBasedExtractor
+from core.entities import Entity
+from core.indexing import DocumentRow, IndexReport, UploadResult, index_uploads, read_upload
 from core.ranking import LexicalCandidates, rank_chunks
-from core.readers import ReadError, read_file
 from core.settings import Settings, describe_store
 from core.stores.port import (
     ChunkStore,
@@ -242,7 +234,7 @@ class FileReport(BaseModel):
     entities_found: int = 0
     passages_replaced: int = 0
     error: str | None = None
-    #: Recoveries and skipped records, e.g. "line 3: not valid JSON — line skipped".
+    #: Recoveries, skipped records and rejected documents, in plain words.
     notes: list[str] = Field(default_factory=list)
 
 
@@ -279,7 +271,6 @@ class LexplainService:
         )
         self._thread.start()
         self._closed = False
-        self._extractor = RuleBasedExtractor()
         try:
             self._store: ChunkStore = self._call(self._open(store_factory))
         except BaseException:
@@ -586,95 +577,76 @@ class LexplainService:
     ) -> list[FileReport]:
         """Read, cut, extract and store each file; one report per file, errors in plain words.
 
-        A file that fails never stops the others; re-uploading a file replaces its passages.
+        A bad file or document never stops the others; re-uploading a file replaces its
+        passages (``core.indexing``: one ``replace_source`` per document).
         """
-        options = chunking or self.chunking()
-        reports: list[FileReport] = []
-        for position, (name, data) in enumerate(files):
-            if on_progress is not None:
-                on_progress(position, len(files), name)
-            reports.append(self._upload_one(name, data, workspace, options))
-        if on_progress is not None:
-            on_progress(len(files), len(files), "")
-        return reports
-
-    def _upload_one(
-        self, name: str, data: bytes, workspace: str, options: ChunkingOptions
-    ) -> FileReport:
-        try:
-            read = read_file(name, data, max_bytes=self.settings.max_upload_bytes)
-        except ReadError as exc:
-            return FileReport(file_name=name, error=exc.reason)
-        notes = [f"line {p.line}: {p.reason}" for p in read.problems] + list(read.notes)
-        if not read.documents:
-            return FileReport(
-                file_name=name, error="no document in the file — nothing stored", notes=notes
-            )
-        try:
-            written, entities, replaced = self._call(
-                self._index(read.documents, workspace, options)
-            )
-        except ValueError as exc:
-            return FileReport(file_name=name, error=str(exc), notes=notes)
-        return FileReport(
-            file_name=name,
-            documents=len(read.documents),
-            passages_written=written,
-            entities_found=entities,
-            passages_replaced=replaced,
-            notes=notes,
+        uploads = [
+            read_upload(name, data, max_bytes=self.settings.max_upload_bytes)
+            for name, data in files
+        ]
+        report = self._call_with_progress(
+            lambda progress: self._index_uploads(uploads, workspace, chunking, progress),
+            on_progress,
         )
-
-    async def _index(
-        self, documents: Sequence[SourceDocument], workspace: str, options: ChunkingOptions
-    ) -> tuple[int, int, int]:
-        # INTERIM until core.indexing lands: the shared chunker and extractor, per document.
-        tenant = workspace_tenant_id(workspace)
-        await self._store.upsert_workspace(Workspace(tenant_id=tenant, name=workspace))
-        written = replaced = 0
-        found: dict[UUID, Entity] = {}
-        for document in documents:
-            mentions = self._extractor.extract(document.text)
-            chunks = build_chunks(
-                document,
-                tenant,
-                split_document(document.text, options),
-                [PassageMention(m.start, m.end, m.entity.entity_id) for m in mentions],
-            )
-            linked = {e for c in chunks for e in c.entity_ids}
-            entities = [m.entity for m in mentions if m.entity.entity_id in linked]
-            unique = list({e.entity_id: e for e in entities}.values())
-            await self._store.upsert_entities(unique, tenant)
-            found.update({e.entity_id: e for e in unique})
-            replaced += await self._store.replace_source(document.source_id, tenant, chunks)
-            written += len(chunks)
-        return written, len(found), replaced
+        return _file_reports([name for name, _ in files], report)
 
     def load_sample(
         self, *, workspace: str, on_progress: ProgressCallback | None = None
     ) -> FileReport:
         """Load the Cranfield sample: whole-document passages, source id = the doc's _id."""
-        return self._call_with_progress(
-            lambda report: self._load_sample(workspace, report), on_progress
+        upload = read_upload(SAMPLE_CORPUS.name, SAMPLE_CORPUS.read_bytes())
+        report = self._call_with_progress(
+            lambda progress: self._index_uploads(
+                [upload], workspace, ChunkingOptions(whole_documents=True), progress
+            ),
+            on_progress,
+        )
+        (summary,) = _file_reports([SAMPLE_CORPUS.name], report)
+        return summary.model_copy(update={"file_name": SAMPLE_LABEL})
+
+    async def _index_uploads(
+        self,
+        uploads: Sequence[UploadResult],
+        workspace: str,
+        chunking: ChunkingOptions | None,
+        report: Callable[[int, int, str], None],
+    ) -> IndexReport:
+        tenant = workspace_tenant_id(workspace)
+        await self._store.upsert_workspace(Workspace(tenant_id=tenant, name=workspace))
+        return await index_uploads(
+            uploads,
+            self._store,
+            tenant,
+            chunking=chunking or self.chunking(),
+            on_progress=lambda done, total, row: report(done, total, row.source_id or row.file),
         )
 
-    async def _load_sample(
-        self, workspace: str, report: Callable[[int, int, str], None]
-    ) -> FileReport:
-        read = read_file(SAMPLE_CORPUS.name, SAMPLE_CORPUS.read_bytes())
-        options = ChunkingOptions(whole_documents=True)
-        documents = read.documents
-        written = entities = 0
-        step = 100
-        for start in range(0, len(documents), step):
-            batch = documents[start : start + step]
-            w, e, _ = await self._index(batch, workspace, options)
-            written, entities = written + w, entities + e
-            report(start + len(batch), len(documents), batch[-1].source_id)
-        return FileReport(
-            file_name=SAMPLE_LABEL,
-            documents=len(documents),
-            passages_written=written,
-            entities_found=entities,
-            notes=list(read.notes),
+
+def _file_reports(names: Sequence[str], report: IndexReport) -> list[FileReport]:
+    """One report per file name, in the order given, from the per-document rows."""
+    rows: dict[str, list[DocumentRow]] = {}
+    for row in report.rows:
+        rows.setdefault(row.file, []).append(row)
+    out: list[FileReport] = []
+    for name in dict.fromkeys(names):
+        mine = rows.get(name, [])
+        indexed = [r for r in mine if r.status == "indexed"]
+        rejected = [r.reason or "rejected" for r in mine if r.status == "rejected"]
+        notes = [note for r in mine for note in r.notes]
+        error = None
+        if not indexed:
+            error = "; ".join(dict.fromkeys(rejected)) or "nothing in the file — nothing stored"
+        elif rejected:
+            notes = [f"{len(rejected)} document(s) rejected: " + "; ".join(rejected[:5]), *notes]
+        out.append(
+            FileReport(
+                file_name=name,
+                documents=len(indexed),
+                passages_written=sum(r.passages_written for r in indexed),
+                entities_found=sum(r.entities_found for r in indexed),
+                passages_replaced=sum(r.orphans_removed for r in indexed),
+                error=error,
+                notes=notes,
+            )
         )
+    return out
