@@ -45,9 +45,9 @@ if st.session_state.get(WORKSPACE_KEY) not in names:
     st.session_state[WORKSPACE_KEY] = DEFAULT_WORKSPACE if DEFAULT_WORKSPACE in names else names[0]
 
 with st.sidebar:
-    st.markdown("### 🔎 lexplain")
+    st.markdown("### lexplain")
     st.selectbox("Workspace", names, key=WORKSPACE_KEY, help="A separate set of passages.")
-    with st.popover("＋ New workspace"):
+    with st.popover("New workspace", icon=":material/add:"):
         st.text_input("Name", key="new_workspace_name")
         st.button("Create", key="create_workspace", on_click=create_workspace)
     st.caption(f"Store: {service.store_label}")
@@ -56,10 +56,10 @@ st.session_state[SHADOW_KEY] = workspace()
 st.query_params[WORKSPACE_PARAM] = workspace()
 
 pages = [
-    st.Page("app_pages/search.py", title="Search", icon="🔍", default=True),
-    st.Page("app_pages/upload.py", title="Upload", icon="📤"),
-    st.Page("app_pages/entities.py", title="Entities", icon="🏷️"),
-    st.Page("app_pages/corpus.py", title="Corpus", icon="📊"),
+    st.Page("app_pages/search.py", title="Search", icon=":material/search:", default=True),
+    st.Page("app_pages/upload.py", title="Upload", icon=":material/upload:"),
+    st.Page("app_pages/entities.py", title="Entities", icon=":material/sell:"),
+    st.Page("app_pages/corpus.py", title="Corpus", icon=":material/bar_chart:"),
 ]
 page = st.navigation(pages)
 

@@ -82,6 +82,15 @@ def delete_sources() -> None:
 reports = st.session_state.get("upload_reports")
 if reports:
     st.subheader("Result per file")
+    stored = [r for r in reports if r.error is None]
+    if stored:
+        st.success(
+            f"Stored {len(stored)} of {len(reports)} file(s): "
+            f"{sum(r.passages_written for r in stored):,} passages, "
+            f"{sum(r.entities_found for r in stored):,} entity mentions found."
+        )
+    for failed in (r for r in reports if r.error is not None):
+        st.error(f"{escape_text(failed.file_name)}: {escape_text(failed.error or '')}")
     st.dataframe(
         [
             {

@@ -229,7 +229,7 @@ def explanation_rows(explanation: ScoreExplanation) -> list[dict[str, object]]:
             "idf": p.idf,
             "dl": p.doc_length,
             "avgdl": p.avg_doc_length,
-            "TF part": p.tf_part if p.tf > 0 else None,
+            "TF part": p.tf_part,
             "contribution": p.contribution,
         }
         for p in parts

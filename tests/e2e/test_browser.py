@@ -1,0 +1,231 @@
+"""The app in a real headless Chromium (Debian's, driven by Playwright) against `streamlit run`.
+
+What AppTest cannot see: the HTML the browser builds from our markdown (marks,
+escaped passages), the navigation menu, deep links and the file input. Expected
+numbers come from the domain (reader, tokenizer, BM25), not from the app.
+The browser fixture is module-scoped: a session-scoped sync Playwright keeps an
+event loop running in the main thread and breaks later asyncio tests.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urlencode
+
+import pytest
+from playwright.sync_api import Browser, Page, expect, sync_playwright
+
+from core.bm25 import corpus_stats, explain_score
+from core.readers import read_file
+from core.tokenize import tokenize
+
+pytestmark = pytest.mark.e2e
+
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "tests" / "artifacts"
+#: Debian's Chromium; Playwright's own browser download is never used.
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+QUERY = (
+    "what similarity laws must be obeyed when constructing aeroelastic models of heated "
+    "high speed aircraft ."
+)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[str]:
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if k != "LEXPLAIN_DATABASE_URL"}
+    ARTIFACTS.mkdir(exist_ok=True)
+    log = (ARTIFACTS / "streamlit.log").open("w")
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "streamlit",
+            "run",
+            "app.py",
+            "--server.headless",
+            "true",
+            "--server.port",
+            str(port),
+            "--server.address",
+            "127.0.0.1",
+            "--browser.gatherUsageStats",
+            "false",
+            "--server.fileWatcherType",
+            "none",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
+                    if response.read() == b"ok":
+                        break
+            except OSError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"streamlit did not start; see {ARTIFACTS / 'streamlit.log'}")
+            time.sleep(0.2)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(10)
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: apt-get install chromium (never `playwright install`)")
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser: Browser) -> Iterator[Page]:
+    page = browser.new_page(viewport={"width": 1280, "height": 1600})
+    page.set_default_timeout(30_000)
+    dialogs: list[str] = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    yield page
+    page.close()
+    assert dialogs == [], f"a script in user data ran: {dialogs}"
+
+
+def settle(page: Page) -> None:
+    """Wait until Streamlit finished the current run (stale elements linger during one)."""
+    page.wait_for_timeout(300)
+    expect(page.get_by_test_id("stStatusWidget")).to_have_count(0, timeout=60_000)
+
+
+def shot(page: Page, name: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
+
+
+@pytest.fixture(scope="module")
+def cranfield_184() -> tuple[dict[str, int], float]:
+    """tf per query term in doc 184, and its score, from the domain alone."""
+    corpus = ROOT / "data" / "cranfield" / "corpus.jsonl"
+    documents = read_file(corpus.name, corpus.read_bytes()).documents
+    tokens = {d.source_id: tokenize(d.text) for d in documents}
+    terms = tokenize(QUERY)
+    stats = corpus_stats(tokens.values(), terms)
+    doc = tokens["184"]
+    explanation = explain_score(terms, Counter(doc), len(doc), stats)
+    return {p.term: p.tf for p in explanation.terms if p.tf}, explanation.score
+
+
+def test_a_newcomer_loads_the_sample_searches_and_reads_an_explanation(
+    server: str, page: Page, cranfield_184: tuple[dict[str, int], float]
+) -> None:
+    tf, score = cranfield_184
+    page.goto(f"{server}/?ws=e2e")
+    expect(page.get_by_role("heading", name="Search")).to_be_visible()
+    expect(page.get_by_text("Store: in-memory (lost on restart)")).to_be_visible()
+    page.get_by_role("button", name="Load the sample collection").click()
+    expect(page.get_by_text("Loaded 1,398 passages")).to_be_visible(timeout=60_000)
+    settle(page)
+
+    box = page.get_by_label("Query")
+    box.fill(QUERY)
+    box.press("Enter")
+    settle(page)
+    expect(page.get_by_text("dropped as stopwords: be, of")).to_be_visible()
+    expect(page.locator(".js-plotly-plot")).to_have_count(10)
+    first = page.locator(".lx-passage").first
+    for term, count in tf.items():
+        expect(first.locator(f'mark[data-term="{term}"]')).to_have_count(count)
+    assert page.get_by_text(f"{score:.2f}").count() >= 1
+    assert "q=what+similarity" in page.url and "ws=e2e" in page.url
+
+    page.get_by_text("why this score").first.click()
+    expect(page.get_by_text("aeroelastic: 4.44", exact=False).first).to_be_visible()
+    expect(page.get_by_text("divided by 2.2", exact=False).first).to_be_visible()
+    page.wait_for_timeout(500)
+    shot(page, "search")
+    (ROOT / "docs").mkdir(exist_ok=True)
+    page.screenshot(path=str(ROOT / "docs" / "screenshot.png"))
+
+
+def test_a_shared_link_reproduces_the_view(server: str, page: Page) -> None:
+    params = urlencode({"ws": "e2e", "q": "aeroelastic flutter", "k": "3", "limit": "50"})
+    page.goto(f"{server}/?{params}")
+    settle(page)
+    expect(page.get_by_label("Query")).to_have_value("aeroelastic flutter")
+    expect(page.locator(".js-plotly-plot")).to_have_count(3)
+    expect(page.get_by_text("3 of", exact=False).first).to_be_visible()
+
+
+def test_uploaded_script_and_img_payloads_render_as_text(server: str, page: Page) -> None:
+    hostile = (
+        "Engine notes by Dr Ada Lovelace.\n\n"
+        "<script>alert('xss')</script> <img src=x onerror=alert('img')> engine"
+    )
+    payload = ARTIFACTS / "hostile.txt"
+    ARTIFACTS.mkdir(exist_ok=True)
+    payload.write_text(hostile, encoding="utf-8")
+    page.goto(f"{server}/upload?ws=e2e-xss")
+    expect(page.get_by_role("heading", name="Upload")).to_be_visible()
+    page.locator("input[type=file]").set_input_files(str(payload))
+    page.get_by_role("button", name="Index the files").click()
+    settle(page)
+    expect(page.get_by_text("Stored 1 of 1 file(s): 1 passages")).to_be_visible()
+    shot(page, "upload")
+
+    page.goto(f"{server}/?{urlencode({'ws': 'e2e-xss', 'q': 'engine'})}")
+    settle(page)
+    passage = page.locator(".lx-passage").first
+    expect(passage).to_contain_text("<script>alert('xss')</script>")
+    expect(passage).to_contain_text("<img src=x onerror=alert('img')>")
+    assert passage.locator("script").count() == 0
+    assert passage.locator("img").count() == 0
+    tf = tokenize(hostile).count("engine")
+    expect(passage.locator('mark[data-term="engine"]')).to_have_count(tf)
+
+
+def test_every_page_renders_and_is_saved_as_an_artifact(server: str, page: Page) -> None:
+    for path, heading in (("entities", "Entities"), ("corpus", "Corpus")):
+        page.goto(f"{server}/{path}?ws=e2e")
+        expect(page.get_by_role("heading", name=heading)).to_be_visible()
+        settle(page)
+        shot(page, path)
+    expect(page.locator(".js-plotly-plot")).to_have_count(1)
+    page.goto(f"{server}/entities?ws=e2e-xss")
+    settle(page)
+    expect(page.get_by_text("Ada Lovelace").first).to_be_visible()
+    expect(page.locator(".lx-passage mark").first).to_be_visible()
+    shot(page, "entities-marks")
