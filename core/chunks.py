@@ -13,6 +13,7 @@ Readers clean such input before it reaches this model.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import json
 import re
@@ -279,12 +280,15 @@ def build_chunks(
         base_metadata["title"] = document.title
     page_starts = document.metadata.get("page_starts")
     ordered = sorted(mentions)
+    starts = [m.start for m in ordered]
     for span in spans:
         identity = chunk_id(document.source_id, span.text)
         if identity in seen:
             continue
         seen.add(identity)
-        inside = [m for m in ordered if m.start >= span.start and m.end <= span.end]
+        first = bisect.bisect_left(starts, span.start)
+        last = bisect.bisect_left(starts, span.end)
+        inside = [m for m in ordered[first:last] if m.end <= span.end]
         entity_ids = list(dict.fromkeys(m.entity_id for m in inside))
         metadata = dict(base_metadata)
         if isinstance(page_starts, list) and page_starts:

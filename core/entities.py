@@ -239,8 +239,15 @@ def _is_capitalised(word: str) -> bool:
 
 
 def _is_acronym(word: str) -> bool:
+    if not word[0].isupper():
+        return False
     letters = [c for c in word if c.isalpha()]
     return len(letters) >= 2 and all(c.isupper() for c in letters)
+
+
+def _mention(start: int, end: int, text: str, entity: Entity) -> Mention:
+    # The values are valid by construction; validating would re-derive the entity id per mention.
+    return Mention.model_construct(start=start, end=end, text=text, entity=entity)
 
 
 def _folded(word: str) -> str:
@@ -306,9 +313,7 @@ class RuleBasedExtractor:
         for match in self._list_pattern.finditer(text):
             entity = self._listed.get(normalise_name(match.group()))
             if entity is not None:
-                mentions.append(
-                    Mention(start=match.start(), end=match.end(), text=match.group(), entity=entity)
-                )
+                mentions.append(_mention(match.start(), match.end(), match.group(), entity))
         return mentions
 
     def _rule_mentions(
@@ -343,7 +348,7 @@ class RuleBasedExtractor:
         while i < n:
             token = tokens[i]
             word = _folded(token.text)
-            if not free(token) or not nameish(token):
+            if not nameish(token) or not free(token):
                 i += 1
                 continue
             # A person title: the capitalised words after it are a person's name.
@@ -469,12 +474,15 @@ class RuleBasedExtractor:
             key.split(" ")[-1]: key for key, kind in best.items() if kind == "person" and " " in key
         }
         mentions = []
+        made: dict[str, Entity] = {}
         for start, end, surface, _kind in raw:
             key = normalise_name(surface.rstrip(".").strip())
             if " " not in key and key in surnames and best[key] != "organisation":
                 key = surnames[key]
-            entity = Entity(name=names[key], kind=best[key])
-            mentions.append(Mention(start=start, end=end, text=surface, entity=entity))
+            entity = made.get(key)
+            if entity is None:
+                entity = made[key] = Entity(name=names[key], kind=best[key])
+            mentions.append(_mention(start, end, surface, entity))
         return mentions
 
 
