@@ -394,3 +394,20 @@ def test_every_page_runs_from_the_entry_point(cranfield: str, page: str, title: 
     at.switch_page(page).run()
     no_exception(at)
     assert at.title[0].value == title
+
+
+def test_pages_compute_no_numbers() -> None:
+    """Pages format what core computed: no maths module, no formula module, in any page."""
+    import ast
+
+    forbidden = {"math", "statistics", "numpy", "core.bm25", "core.ranking", "core.stores"}
+    for path in [ROOT / "app.py", *sorted((ROOT / "app_pages").glob("*.py"))]:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names = {a.name for a in node.names}
+            elif isinstance(node, ast.ImportFrom):
+                names = {node.module or ""}
+            else:
+                continue
+            assert not names & forbidden, f"{path.name} imports {sorted(names & forbidden)}"
