@@ -254,6 +254,19 @@ def _chunk(row: asyncpg.Record) -> StoredChunk:
     )
 
 
+def _retryable(exc: BaseException) -> bool:
+    """A lost connection or a lost write race, also when it surfaces as the InterfaceError
+    of a transaction block that can no longer roll back on the closed connection."""
+    seen: BaseException | None = exc
+    for _ in range(8):
+        if seen is None:
+            return False
+        if isinstance(seen, (*_CONNECTION_LOST, *_WRITE_CONFLICT)):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
 def _source_lock_key(tenant_id: UUID, source_id: str) -> int:
     """A signed 64-bit advisory lock key for one (tenant, source)."""
     digest = hashlib.sha256(tenant_id.bytes + source_id.encode("utf-8")).digest()
@@ -321,8 +334,8 @@ class PostgresChunkStore:
             try:
                 async with self._pool.acquire() as conn:
                     return await operation(conn)
-            except (*_CONNECTION_LOST, *_WRITE_CONFLICT):
-                if attempt >= self._retries:
+            except Exception as exc:
+                if attempt >= self._retries or not _retryable(exc):
                     raise
                 await asyncio.sleep(_RETRY_PAUSE_S * 2**attempt)
                 attempt += 1

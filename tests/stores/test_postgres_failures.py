@@ -1,0 +1,195 @@
+"""Failure behaviour against the real server: failed writes leave the old state whole.
+
+Each case interrupts a write at a known point rather than racing it: a CHECK
+constraint the test adds rejects a term row after the orphans were deleted and
+the passages inserted; a row lock the test holds on the tenant's counters row
+parks the write after everything else is written, and the test then kills that
+backend. The restart case restarts the very server under the store's pool.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import time
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+import asyncpg
+import pytest
+
+from core.stores.compliance import make_chunk, snapshot
+from core.stores.postgres import PostgresChunkStore
+
+#: Passages per version of the source being replaced.
+PASSAGES = 60
+
+
+@pytest.fixture
+async def admin(database_url: str, pg_schema: str) -> AsyncIterator[asyncpg.Connection]:
+    """A plain connection on the module's schema, outside the store's pool."""
+    conn = await asyncpg.connect(database_url, server_settings={"search_path": pg_schema})
+    yield conn
+    await conn.close()
+
+
+def version(tenant: UUID, name: str, extra: str = "") -> list[Any]:
+    return [
+        make_chunk(tenant, "report", f"{name} passage{i} shared words {extra}", i)
+        for i in range(PASSAGES)
+    ]
+
+
+async def assert_derived_tables_agree(conn: asyncpg.Connection, tenant: UUID) -> None:
+    """The counters row and the df table equal what the passages and terms say."""
+    passages, tokens = await conn.fetchrow(
+        "SELECT count(*), coalesce(sum(doc_length), 0) FROM passages WHERE tenant_id = $1", tenant
+    )
+    counters = await conn.fetchrow(
+        "SELECT passages, tokens FROM tenant_counters WHERE tenant_id = $1", tenant
+    )
+    assert (counters["passages"], counters["tokens"]) == (passages, tokens)
+    derived = await conn.fetch(
+        "SELECT term, count(*) AS df FROM passage_terms WHERE tenant_id = $1 "
+        "GROUP BY term ORDER BY term",
+        tenant,
+    )
+    stored = await conn.fetch(
+        "SELECT term, df FROM term_df WHERE tenant_id = $1 ORDER BY term", tenant
+    )
+    assert [tuple(r) for r in stored] == [tuple(r) for r in derived]
+    mismatched = await conn.fetchval(
+        "SELECT count(*) FROM passages p WHERE p.tenant_id = $1 AND p.doc_length <> "
+        "(SELECT coalesce(sum(tf), 0) FROM passage_terms t "
+        " WHERE t.tenant_id = p.tenant_id AND t.chunk_id = p.id)",
+        tenant,
+    )
+    assert mismatched == 0
+
+
+async def test_a_constraint_violation_midway_leaves_the_previous_source_whole(
+    pg_store: PostgresChunkStore, admin: asyncpg.Connection
+) -> None:
+    tenant = uuid.uuid4()
+    await pg_store.replace_source("report", tenant, version(tenant, "old"))
+    before = await snapshot(pg_store, tenant)
+    await admin.execute(
+        "ALTER TABLE passage_terms ADD CONSTRAINT no_poison CHECK (term <> 'poison')"
+    )
+    try:
+        poisoned = version(tenant, "new")
+        poisoned[-1] = make_chunk(tenant, "report", "the last one carries poison", PASSAGES)
+        with pytest.raises(asyncpg.exceptions.CheckViolationError):
+            await pg_store.replace_source("report", tenant, poisoned)
+        assert await snapshot(pg_store, tenant) == before
+        with pytest.raises(asyncpg.exceptions.CheckViolationError):
+            await pg_store.upsert_many(poisoned)
+        assert await snapshot(pg_store, tenant) == before
+    finally:
+        await admin.execute("ALTER TABLE passage_terms DROP CONSTRAINT no_poison")
+    await assert_derived_tables_agree(admin, tenant)
+
+
+async def _kill_the_write_parked_behind(admin: asyncpg.Connection) -> int:
+    """Wait until a backend waits on a lock ``admin`` holds, then terminate it."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        pid = await admin.fetchval(
+            "SELECT pid FROM pg_stat_activity WHERE pg_backend_pid() = ANY(pg_blocking_pids(pid))"
+        )
+        if pid is not None:
+            assert await admin.fetchval("SELECT pg_terminate_backend($1)", pid)
+            return int(pid)
+        await asyncio.sleep(0.01)
+    raise AssertionError("the write never reached the counters row")
+
+
+async def _replace_while_killed(
+    store: PostgresChunkStore, admin: asyncpg.Connection, tenant: UUID, chunks: list[Any]
+) -> asyncio.Task[int]:
+    lock = admin.transaction()
+    await lock.start()
+    await admin.execute("SELECT 1 FROM tenant_counters WHERE tenant_id = $1 FOR UPDATE", tenant)
+    task = asyncio.create_task(store.replace_source("report", tenant, chunks))
+    try:
+        await _kill_the_write_parked_behind(admin)
+    finally:
+        await lock.rollback()
+    await asyncio.wait([task], timeout=30)
+    return task
+
+
+async def test_a_write_whose_connection_is_killed_leaves_the_previous_source_whole(
+    database_url: str, pg_schema: str, pg_store: PostgresChunkStore, admin: asyncpg.Connection
+) -> None:
+    tenant = uuid.uuid4()
+    await pg_store.replace_source("report", tenant, version(tenant, "old"))
+    before = await snapshot(pg_store, tenant)
+    once = await PostgresChunkStore.connect(database_url, schema=pg_schema, retries=0)
+    try:
+        task = await _replace_while_killed(
+            once, admin, tenant, version(tenant, "new", "longer this time")
+        )
+        assert task.done()
+        error = task.exception()
+        assert isinstance(error, asyncpg.exceptions.PostgresError | asyncpg.InterfaceError)
+    finally:
+        await once.close()
+    assert await snapshot(pg_store, tenant) == before
+    await assert_derived_tables_agree(admin, tenant)
+
+
+async def test_a_killed_write_is_retried_and_lands_whole(
+    pg_store: PostgresChunkStore, admin: asyncpg.Connection
+) -> None:
+    tenant = uuid.uuid4()
+    await pg_store.replace_source("report", tenant, version(tenant, "old"))
+    new = version(tenant, "new", "longer this time")
+    task = await _replace_while_killed(pg_store, admin, tenant, new)
+    assert await task == PASSAGES
+    assert await pg_store.get_by_source("report", tenant) == new
+    await assert_derived_tables_agree(admin, tenant)
+
+
+def _restart_command() -> tuple[list[str], Path]:
+    names = ("LEXPLAIN_TEST_PG_CTL", "LEXPLAIN_TEST_PG_DATA")
+    missing = [name for name in names if not os.environ.get(name)]
+    if missing:
+        pytest.fail(
+            f"{' and '.join(missing)} not set: this test restarts the PostgreSQL server, so it "
+            "needs the server that scripts/test (or `source .ci/pg.sh && pg_start`) starts; "
+            "those export LEXPLAIN_TEST_PG_CTL, LEXPLAIN_TEST_PG_DATA and "
+            "LEXPLAIN_TEST_PG_AS_USER.",
+            pytrace=False,
+        )
+    data = Path(os.environ["LEXPLAIN_TEST_PG_DATA"])
+    # -l: without a log file the restarted server would inherit (and hold open) our pipes.
+    log = str(data.parent / "server.log")
+    command = [os.environ["LEXPLAIN_TEST_PG_CTL"], "-D", str(data), "-l", log, "-m", "fast"]
+    command += ["-w", "restart"]
+    user = os.environ.get("LEXPLAIN_TEST_PG_AS_USER", "")
+    if user:
+        command = ["runuser", "-u", user, "--", *command]
+    return command, data.parent
+
+
+async def test_the_same_store_works_after_a_server_restart(
+    pg_store: PostgresChunkStore,
+) -> None:
+    command, workdir = _restart_command()
+    tenant = uuid.uuid4()
+    old = version(tenant, "old")
+    await pg_store.replace_source("report", tenant, old)
+    before = await snapshot(pg_store, tenant)
+    restarted = subprocess.run(command, cwd=workdir, capture_output=True, text=True, check=False)
+    assert restarted.returncode == 0, restarted.stderr
+    # The pooled connection died with the old server; reads and writes must still succeed.
+    assert await snapshot(pg_store, tenant) == before
+    subprocess.run(command, cwd=workdir, capture_output=True, check=True)
+    new = version(tenant, "new", "longer this time")
+    assert await pg_store.replace_source("report", tenant, new) == PASSAGES
+    assert await pg_store.get_by_source("report", tenant) == new
