@@ -67,6 +67,8 @@ BINARY_NUL_SHARE = 0.05
 _SAMPLE_CHARS = 65536
 #: Control characters that do not occur in text (NUL counted separately), and U+FFFD.
 _CONTROLS = re.compile(r"[\x01-\x08\x0e-\x1f\x7f-\x9f\ufffd]")
+#: Text made only of ASCII, Latin-1 letters and punctuation, and Windows-1252 typography.
+_WESTERN_TEXT = re.compile(r"[\x00-\x7f\u00a0-\u00ff‘’“”–—…€•]*")
 #: Encodings preferred when charset-normalizer finds them as plausible as its first choice.
 _WESTERN = ("cp1252", "latin_1", "iso8859_15")
 _NON_ASCII = re.compile(r"[^\x00-\x7f]")
@@ -154,10 +156,9 @@ def clean_text(text: str) -> tuple[str, list[str]]:
     if nuls:
         text = text.replace("\x00", "")
         notes.append(f"removed {nuls} NUL character{'s' if nuls != 1 else ''}")
-    if _SURROGATES.search(text):
-        fixed = text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+    text, surrogates = _SURROGATES.subn("\ufffd", text)
+    if surrogates:
         notes.append("replaced unpaired UTF-16 surrogates with U+FFFD")
-        text = fixed
     return text, notes
 
 
@@ -193,6 +194,9 @@ def decode_text(data: bytes) -> tuple[str, list[str]]:
                 f"replaced {bad} invalid UTF-8 byte sequence{'s' if bad != 1 else ''} with U+FFFD"
             )
             return _checked_text(lenient, [note])
+    western = _as_western(data)
+    if western is not None:
+        return _checked_text(western, ["decoded as Windows-1252 (not UTF-8)"])
     from charset_normalizer import from_bytes
 
     matches = from_bytes(data)
@@ -206,6 +210,21 @@ def decode_text(data: bytes) -> tuple[str, list[str]]:
             best = match
             break
     return _checked_text(str(best), [f"decoded as {best.encoding} (detected; not UTF-8)"])
+
+
+def _as_western(data: bytes) -> str | None:
+    """``data`` as Windows-1252 when every non-ASCII character is Western European, else None.
+
+    Detection on a short legacy text is a coin toss between 8-bit code pages (charset-normalizer
+    read "naïve" in Latin-1 as Baltic "naļve"); Western European text is the common case, so
+    it is tried first. The cost: a Central European file that happens to decode cleanly as
+    Windows-1252 is misread (ř shows as ø); UTF-8 files never are.
+    """
+    try:
+        text = data.decode("cp1252")
+    except UnicodeDecodeError:
+        return None
+    return text if _WESTERN_TEXT.fullmatch(text) else None
 
 
 def _checked_text(text: str, notes: list[str]) -> tuple[str, list[str]]:

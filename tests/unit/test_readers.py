@@ -1,0 +1,342 @@
+"""Readers turn real files into clean text, or refuse them with a reason in plain words.
+
+Every file here is made in the test (fpdf2, python-docx, zipfile, raw bytes), so each case
+says what the file is.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from core.chunks import storable_text_problem
+from core.readers import (
+    DEFAULT_MAX_BYTES,
+    ReadError,
+    clean_text,
+    decode_text,
+    file_kind,
+    read_file,
+    sanitise_source_id,
+)
+from tests.fixtures.files import docx_bytes, image_only_pdf_bytes, pdf_bytes, zip_bytes
+
+
+def refused(name: str, data: bytes) -> str:
+    with pytest.raises(ReadError) as caught:
+        read_file(name, data)
+    return caught.value.reason
+
+
+def only_text(name: str, data: bytes) -> str:
+    (document,) = read_file(name, data).documents
+    return document.text
+
+
+# --- plain text and Markdown ---------------------------------------------------------------
+
+
+def test_utf8_text_is_read_as_is_and_its_byte_order_mark_dropped() -> None:
+    assert only_text("notes.txt", "Résumé of the wing tests.\n".encode()) == (
+        "Résumé of the wing tests.\n"
+    )
+    assert only_text("notes.md", b"\xef\xbb\xbf# Title\n\nBody") == "# Title\n\nBody"
+
+
+def test_latin1_text_is_detected_and_decoded_without_mojibake() -> None:
+    text = "Café naïve, résumé à la crème brûlée; garçon, façade, déjà vu. " * 3
+    result = read_file("legacy.txt", text.encode("latin-1"))
+    assert result.documents[0].text == text
+    assert result.notes == ["decoded as Windows-1252 (not UTF-8)"]
+
+
+def test_other_legacy_encodings_are_left_to_detection() -> None:
+    text = "Příliš žluťoučký kůň úpěl ďábelské ódy. " * 3
+    result = read_file("czech.txt", text.encode("cp1250"))
+    assert result.documents[0].text == text
+    assert result.notes == ["decoded as cp1250 (detected; not UTF-8)"]
+
+
+def test_utf16_text_with_a_byte_order_mark_is_decoded() -> None:
+    assert only_text("wide.txt", "Flutter of panels".encode("utf-16")) == "Flutter of panels"
+
+
+def test_a_few_invalid_bytes_in_utf8_text_become_replacement_characters_and_are_noted() -> None:
+    data = "Über die Grenzschicht — Messungen. ".encode() * 4 + b"\xff end"
+    result = read_file("mostly-utf8.txt", data)
+    assert result.documents[0].text.startswith("Über die Grenzschicht")
+    assert result.documents[0].text.endswith("\ufffd end")
+    assert result.notes == ["replaced 1 invalid UTF-8 byte sequence with U+FFFD"]
+
+
+def test_an_empty_file_is_refused_saying_it_is_empty() -> None:
+    assert refused("empty.txt", b"") == "the file is empty — nothing stored"
+
+
+def test_a_whitespace_only_file_is_refused_saying_so() -> None:
+    assert refused("blank.md", b" \n\t\r\n  ") == "the file has only whitespace — nothing stored"
+
+
+def test_binary_junk_named_txt_is_refused_as_not_text() -> None:
+    junk = bytes(range(256)) * 8 + os.urandom(4096)
+    assert refused("photo.txt", junk).startswith("not text")
+
+
+def test_nul_bytes_in_text_are_removed_and_reported_so_the_passage_can_be_stored() -> None:
+    data = b"The wing\x00 was tested in the tunnel.\x00 Lift rose with incidence." * 3
+    result = read_file("nul.txt", data)
+    text = result.documents[0].text
+    assert "\x00" not in text and storable_text_problem(text) is None
+    assert text.startswith("The wing was tested in the tunnel. Lift rose")
+    assert result.notes == ["removed 6 NUL characters"]
+
+
+def test_lone_surrogates_are_replaced_so_the_text_is_storable() -> None:
+    text, notes = clean_text("half a pair \ud83d here")
+    assert text == "half a pair \ufffd here" and storable_text_problem(text) is None
+    assert notes == ["replaced unpaired UTF-16 surrogates with U+FFFD"]
+
+
+def test_a_fifty_megabyte_text_file_loads_whole() -> None:
+    line = "Measurements of the boundary layer on a flat plate at Mach 2.5, run {}.\n"
+    data = "".join(line.format(i) for i in range(700_000)).encode()
+    assert 50_000_000 <= len(data) < DEFAULT_MAX_BYTES
+    (document,) = read_file("big.txt", data).documents
+    assert len(document.text) == len(data)
+
+
+def test_a_file_over_the_size_limit_is_refused_before_reading_with_both_sizes() -> None:
+    with pytest.raises(ReadError, match=r"file too large: 2\.0 MiB, the limit is 1\.0 MiB"):
+        read_file("big.txt", b"x" * (2 * 1024 * 1024), max_bytes=1024 * 1024)
+
+
+def test_an_unsupported_extension_is_refused_naming_what_is_supported() -> None:
+    reason = refused("slides.pptx", b"whatever")
+    assert reason.startswith("unsupported file type .pptx (supported: ")
+    assert "docx" in reason and "jsonl" in reason
+
+
+def test_decoding_text_never_guesses_binary_as_text() -> None:
+    with pytest.raises(ReadError):
+        decode_text(b"\x00\x01\x02\x03" * 500)
+
+
+# --- HTML --------------------------------------------------------------------------------
+
+HOSTILE_HTML = b"""<!doctype html>
+<html><head><title>Wing  report</title>
+<style>body { color: red }</style>
+<script>document.write("SCRIPT-TEXT"); fetch("http://example.invalid/steal")</script>
+</head>
+<body onload="alert('ONLOAD-TEXT')">
+<h1>Results</h1>
+<p>The <b>lift</b> rose<br>with incidence.</p>
+<img src="http://example.invalid/pixel.png" onerror="alert('ONERROR-TEXT')">
+<noscript>NOSCRIPT-TEXT</noscript>
+<template><p>TEMPLATE-TEXT</p></template>
+<div hidden>HIDDEN-TEXT</div>
+<a href="javascript:alert(1)" onclick="steal()">a link</a>
+<!-- COMMENT-TEXT -->
+<script type="text/javascript">var x = "SECOND-SCRIPT";</script>
+</body></html>"""
+
+
+def test_html_keeps_visible_text_only_with_paragraph_breaks_and_the_title() -> None:
+    (document,) = read_file("report.html", HOSTILE_HTML).documents
+    assert document.text == "Results\n\nThe lift rose\nwith incidence.\n\na link"
+    assert document.title == "Wing report"
+
+
+def test_script_style_and_event_handler_text_never_reaches_the_passage() -> None:
+    text = only_text("report.htm", HOSTILE_HTML)
+    for hidden in ("SCRIPT", "ONLOAD", "ONERROR", "NOSCRIPT", "TEMPLATE", "HIDDEN", "COMMENT"):
+        assert hidden not in text
+    assert "color: red" not in text and "alert" not in text and "example.invalid" not in text
+
+
+def test_html_with_a_declared_charset_is_decoded_with_it() -> None:
+    page = '<meta charset="iso-8859-1"><p>Café crème</p>'.encode("latin-1")
+    assert only_text("menu.html", page) == "Café crème"
+
+
+def test_html_with_nothing_visible_is_refused() -> None:
+    assert refused("empty.html", b"<html><script>x()</script></html>") == (
+        "the file has no visible text — nothing stored"
+    )
+
+
+# --- PDF ---------------------------------------------------------------------------------
+
+
+def test_pdf_pages_become_paragraphs_and_their_starts_are_kept() -> None:
+    (document,) = read_file(
+        "paper.pdf", pdf_bytes(["Page one text.", "Page two text."], title="A paper")
+    ).documents
+    assert document.text == "Page one text.\n\nPage two text."
+    assert document.title == "A paper"
+    assert document.metadata["page_starts"] == [0, 16]
+
+
+def test_a_truncated_pdf_is_refused_and_nothing_is_half_read() -> None:
+    data = pdf_bytes(["Page one text.", "Page two text."])
+    assert refused("cut.pdf", data[: len(data) // 2]) == (
+        "truncated PDF: the end-of-file marker is missing — nothing stored"
+    )
+
+
+def test_a_password_protected_pdf_is_refused_saying_it_needs_a_password() -> None:
+    data = pdf_bytes(["Secret text."], user_password="open-sesame")
+    assert refused("locked.pdf", data) == "encrypted PDF: it needs a password — nothing stored"
+
+
+def test_a_pdf_encrypted_only_against_editing_opens_and_is_read() -> None:
+    assert only_text("no-edit.pdf", pdf_bytes(["Readable text."], user_password="")) == (
+        "Readable text."
+    )
+
+
+def test_a_scanned_pdf_without_a_text_layer_is_refused_with_a_reason() -> None:
+    assert refused("scan.pdf", image_only_pdf_bytes()) == (
+        "scanned PDF without a text layer — nothing stored"
+    )
+
+
+def test_a_file_named_pdf_that_is_not_one_is_refused() -> None:
+    assert refused("fake.pdf", b"hello there") == "not a PDF: the file does not start with %PDF"
+
+
+# --- DOCX --------------------------------------------------------------------------------
+
+
+def test_docx_paragraphs_are_joined_by_blank_lines_and_tables_kept_in_order() -> None:
+    data = docx_bytes(
+        ["First paragraph.", "", "Second paragraph."],
+        title="Memo",
+        table=[["Mach", "Lift"], ["2.5", "0.31"]],
+    )
+    (document,) = read_file("memo.docx", data).documents
+    assert document.text == "First paragraph.\n\nSecond paragraph.\n\nMach | Lift\n\n2.5 | 0.31"
+    assert document.title == "Memo"
+
+
+def test_a_docx_that_is_a_zip_of_something_else_is_refused_saying_what_is_missing() -> None:
+    data = zip_bytes({"readme.txt": "not a document", "data/values.csv": "1,2"})
+    assert refused("archive.docx", data) == (
+        "not a DOCX: the file is a zip without word/document.xml"
+    )
+
+
+def test_a_docx_that_is_not_a_zip_at_all_is_refused() -> None:
+    assert refused("old.docx", b"\xd0\xcf\x11\xe0 an OLE2 .doc file").startswith(
+        "not a DOCX: the file is not a zip archive"
+    )
+
+
+def test_a_docx_with_a_broken_document_part_is_refused_as_damaged() -> None:
+    data = zip_bytes({"[Content_Types].xml": "<Types/>", "word/document.xml": "<w:document"})
+    assert refused("broken.docx", data).startswith("damaged DOCX")
+
+
+# --- BEIR / JSONL ------------------------------------------------------------------------
+
+
+def jsonl(*lines: object) -> bytes:
+    return "\n".join(x if isinstance(x, str) else json.dumps(x) for x in lines).encode()
+
+
+def test_a_beir_record_becomes_title_newline_text_under_its_own_id() -> None:
+    result = read_file(
+        "corpus.jsonl",
+        jsonl(
+            {"_id": "184", "title": "scale models", "text": "thermo-aeroelastic similarity"},
+            {"_id": 7, "title": "", "text": "no title here"},
+        ),
+    )
+    first, second = result.documents
+    assert (first.source_id, first.text, first.title) == (
+        "184",
+        "scale models\nthermo-aeroelastic similarity",
+        "scale models",
+    )
+    assert (second.source_id, second.text) == ("7", "no title here")
+
+
+def test_a_malformed_jsonl_line_is_skipped_and_reported_and_the_good_lines_kept() -> None:
+    result = read_file(
+        "corpus.jsonl",
+        jsonl(
+            {"_id": "1", "text": "first"},
+            '{"_id": "2", "text": "broken',
+            "[1, 2, 3]",
+            {"title": "no id", "text": "x"},
+            {"_id": "1", "text": "duplicate"},
+            {"_id": "3", "text": "third"},
+        ),
+    )
+    assert [d.source_id for d in result.documents] == ["1", "3"]
+    assert [(p.line, p.reason.split(" (")[0]) for p in result.problems] == [
+        (2, "not valid JSON"),
+        (3, "not a JSON object — line skipped"),
+        (4, 'no "_id" string — line skipped'),
+        (5, "duplicate _id '1'"),
+    ]
+
+
+def test_empty_beir_records_are_skipped_with_a_note_not_an_error() -> None:
+    result = read_file(
+        "corpus.jsonl", jsonl({"_id": "471", "title": "", "text": ""}, {"_id": "1", "text": "x"})
+    )
+    assert [d.source_id for d in result.documents] == ["1"]
+    assert result.problems == [] and result.notes == ["skipped 1 empty record (no title, no text)"]
+
+
+def test_nul_and_surrogate_escapes_in_jsonl_are_cleaned_and_noted_per_line() -> None:
+    result = read_file("c.jsonl", b'{"_id": "1", "text": "a\\u0000b \\ud800 c"}')
+    assert result.documents[0].text == "ab \ufffd c"
+    assert len(result.notes) == 2 and all(n.startswith("line 1: ") for n in result.notes)
+
+
+def test_a_jsonl_file_with_no_usable_line_is_refused_with_the_first_reasons() -> None:
+    assert refused("bad.jsonl", b"{oops\nnot json\n").startswith(
+        "no usable records in the JSONL file (line 1: not valid JSON"
+    )
+
+
+# --- names -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("../../etc/passwd", "passwd"),
+        ("C:\\Users\\bob\\report.docx", "report.docx"),
+        ("evil\x00name\x1b[31m.txt", "evilname[31m.txt"),
+        ("cv\u202egnp.exe.txt", "cvgnp.exe.txt"),
+        ("   ", "unnamed"),
+        ("..", "unnamed"),
+        ("Q3 report (final).pdf", "Q3 report (final).pdf"),
+    ],
+)
+def test_a_file_name_becomes_a_readable_source_id_without_separators_or_controls(
+    name: str, expected: str
+) -> None:
+    assert sanitise_source_id(name) == expected
+
+
+def test_folder_relative_paths_keep_their_folders_joined_without_separators() -> None:
+    assert sanitise_source_id("reports/2024/q1.txt", keep_directories=True) == (
+        "reports__2024__q1.txt"
+    )
+
+
+def test_a_very_long_file_name_is_shortened_keeping_its_extension() -> None:
+    source_id = sanitise_source_id("x" * 500 + ".pdf")
+    assert len(source_id) == 200 and source_id.endswith("….pdf")
+
+
+def test_a_file_name_with_path_separators_and_controls_is_read_under_a_clean_id() -> None:
+    (document,) = read_file("../up/\x07bell.txt", b"text").documents
+    assert document.source_id == "bell.txt"
+    assert file_kind("../up/\x07bell.TXT") == "text"
