@@ -429,6 +429,10 @@ class RuleBasedExtractor:
             for a, b, _ in runs
             if a == b and not sentence_initial(a) and _folded(tokens[a].text) not in NOT_NAMES
         }
+        # A person's surname alone may start a sentence ("Tanaka agreed.").
+        single_names_mid_sentence.update(
+            _folded(tokens[b].text) for a, b, kind in runs if kind == "person" and b > a
+        )
         raw: list[tuple[int, int, str, EntityKind]] = []
         for first, last, evidence in runs:
             head = tokens[first]

@@ -171,7 +171,9 @@ def _looks_binary(text: str) -> bool:
         return False
     nuls = text.count("\x00")
     others = len(_CONTROLS.findall(text))
-    return others / len(text) > BINARY_CONTROL_SHARE or nuls / len(text) > BINARY_NUL_SHARE
+    # A handful of stray control bytes is damage, not binary data (NULs are removed later).
+    too_many_controls = others > 2 and others / len(text) > BINARY_CONTROL_SHARE
+    return too_many_controls or (nuls > 2 and nuls / len(text) > BINARY_NUL_SHARE)
 
 
 def decode_text(data: bytes) -> tuple[str, list[str]]:

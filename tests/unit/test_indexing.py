@@ -1,0 +1,270 @@
+"""Indexing: files -> passages + entities in a store; bad input never costs good data.
+
+Runs against the in-memory store (the reference adapter); the command-line tests load the same
+files into PostgreSQL and compare.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from uuid import UUID
+
+from core.chunks import ChunkingOptions, SourceDocument, StoredChunk, workspace_tenant_id
+from core.entities import RuleBasedExtractor, entity_id, load_entity_list
+from core.indexing import (
+    DocumentRow,
+    IndexReport,
+    UploadResult,
+    index_documents,
+    index_uploads,
+    read_upload,
+)
+from core.stores.memory import InMemoryChunkStore
+from tests.fixtures.files import docx_bytes, image_only_pdf_bytes, pdf_bytes
+
+TENANT = workspace_tenant_id("indexing tests")
+SMALL = ChunkingOptions(size=200, overlap=30)
+
+
+class FailingStore(InMemoryChunkStore):
+    """The memory store, except that writing one source fails (as a lost database would)."""
+
+    def __init__(self, failing_source: str) -> None:
+        super().__init__()
+        self.failing_source = failing_source
+
+    async def replace_source(
+        self, source_id: str, tenant_id: UUID, chunks: Sequence[StoredChunk]
+    ) -> int:
+        if source_id == self.failing_source:
+            raise ConnectionError("connection lost")
+        return await super().replace_source(source_id, tenant_id, chunks)
+
+
+async def load(
+    store: InMemoryChunkStore, files: dict[str, bytes], **options: object
+) -> IndexReport:
+    uploads = [read_upload(name, data) for name, data in files.items()]
+    return await index_uploads(uploads, store, TENANT, **options)  # type: ignore[arg-type]
+
+
+def texts(chunks: Sequence[StoredChunk]) -> list[str]:
+    return [chunk.text for chunk in chunks]
+
+
+MEMO = (
+    "Dr Jane Whitfield of the Royal Aeronautical Society reviewed the tests.\n\n"
+    "The wind tunnel at Farnborough was run by Acme Widgets Ltd for NASA. "
+    "Results agree with theory at small incidence."
+)
+
+
+async def test_a_batch_with_one_bad_file_indexes_the_good_ones_and_reports_the_bad_one() -> None:
+    store = InMemoryChunkStore()
+    report = await load(
+        store,
+        {"memo.txt": MEMO.encode(), "scan.pdf": image_only_pdf_bytes(), "notes.md": b"# Notes"},
+    )
+    assert report.documents_indexed == 2
+    assert [str(r) for r in report.rejected] == [
+        "scan.pdf: scanned PDF without a text layer — nothing stored"
+    ]
+    assert [s.source_id for s in await store.list_sources(TENANT)] == ["memo.txt", "notes.md"]
+    assert not report.ok
+    assert UploadResult(file_name="scan.pdf", error="x").message() == "file scan.pdf: x"
+
+
+async def test_a_failed_re_upload_of_a_stored_source_leaves_its_old_passages_in_place() -> None:
+    store = InMemoryChunkStore()
+    await load(store, {"memo.txt": MEMO.encode()}, chunking=SMALL)
+    before = await store.get_by_source("memo.txt", TENANT)
+    assert before
+    # An unreadable file, a whitespace-only file and a text-less document all store nothing.
+    report = await load(store, {"memo.txt": b"\x00\x01\x02\x03" * 300})
+    assert report.rejected and report.rejected[0].reason.startswith("not text")
+    report = await load(store, {"memo.txt": b"   \n  "})
+    assert report.rejected[0].reason == "the file has only whitespace — nothing stored"
+    blank = SourceDocument(source_id="memo.txt", text=" \n ")
+    report = await index_documents([blank], store, TENANT)
+    assert report.rejected[0].reason == "no text — nothing stored"
+    assert await store.get_by_source("memo.txt", TENANT) == before
+
+
+async def test_a_store_failure_rejects_that_document_only_and_keeps_what_it_had() -> None:
+    store = FailingStore(failing_source="b.txt")
+    old = StoredChunk(
+        tenant_id=TENANT, source_id="b.txt", text="Old beta.", chunk_index=0, start_char=0,
+        end_char=9,
+    )  # fmt: skip
+    await InMemoryChunkStore.replace_source(store, "b.txt", TENANT, [old])
+    first = SourceDocument(source_id="a.txt", text="Alpha passage.")
+    second = SourceDocument(source_id="b.txt", text="Beta passage.")
+    third = SourceDocument(source_id="c.txt", text="Gamma passage.")
+    report = await index_documents([first, second, third], store, TENANT)
+    assert [row.status for row in report.rows] == ["indexed", "rejected", "indexed"]
+    assert report.rejected[0].reason == (
+        "not stored (ConnectionError: connection lost); earlier passages kept"
+    )
+    assert report.documents_indexed == 2
+    assert await store.get_by_source("b.txt", TENANT) == [old]
+
+
+async def test_re_uploading_a_changed_document_replaces_its_passages_and_counts_the_orphans() -> (
+    None
+):
+    store = InMemoryChunkStore()
+    await load(store, {"memo.txt": MEMO.encode()}, chunking=SMALL)
+    old = await store.get_by_source("memo.txt", TENANT)
+    report = await load(store, {"memo.txt": b"A completely new memo."}, chunking=SMALL)
+    (row,) = report.rows
+    assert row.orphans_removed == len(old) and report.orphans_removed == len(old)
+    assert texts(await store.get_by_source("memo.txt", TENANT)) == ["A completely new memo."]
+    same = await load(store, {"memo.txt": b"A completely new memo."}, chunking=SMALL)
+    assert same.orphans_removed == 0 and same.passages_written == 1
+
+
+async def test_progress_is_reported_after_every_document_with_the_batch_total() -> None:
+    seen: list[tuple[int, int, str | None]] = []
+
+    def progress(done: int, total: int, row: DocumentRow) -> None:
+        seen.append((done, total, row.source_id))
+
+    documents = [SourceDocument(source_id=f"d{i}", text=f"text {i}") for i in range(3)]
+    await index_documents(documents, InMemoryChunkStore(), TENANT, on_progress=progress)
+    assert seen == [(1, 3, "d0"), (2, 3, "d1"), (3, 3, "d2")]
+
+
+async def test_two_documents_with_one_source_id_in_a_batch_keep_the_first() -> None:
+    store = InMemoryChunkStore()
+    report = await index_uploads(
+        [read_upload("a/report.txt", b"first"), read_upload("b/report.txt", b"second")],
+        store,
+        TENANT,
+    )
+    assert [r.status for r in report.rows] == ["indexed", "rejected"]
+    assert report.rejected[0].reason == (
+        "same source id as a/report.txt in this batch — the first one was kept"
+    )
+    assert texts(await store.get_by_source("report.txt", TENANT)) == ["first"]
+
+
+async def test_a_mixed_folder_of_real_files_ingests_with_expected_passages_offsets_entities() -> (
+    None
+):
+    html = (
+        b"<html><head><title>Briefing</title><script>var secret = 1;</script></head><body>"
+        b"<p>Mr John Tanaka met Siemens AG in Berlin.</p><p>Tanaka agreed.</p></body></html>"
+    )
+    files = {
+        "memo.txt": MEMO.encode(),
+        "readme.md": b"# Setup\n\nInstall from GitHub.\n",
+        "briefing.html": html,
+        "paper.pdf": pdf_bytes(["Flutter tests at NACA.", "Results by Prof Maria Gonzalez."]),
+        "letter.docx": docx_bytes(["Dear Dr Patel,", "Rolls-Royce plc will attend."]),
+    }
+    store = InMemoryChunkStore()
+    report = await load(store, files, chunking=ChunkingOptions(size=80, overlap=10))
+    assert report.ok and report.documents_indexed == 5
+    uploads = {name: read_upload(name, data).documents[0] for name, data in files.items()}
+    for source_id, document in uploads.items():
+        chunks = await store.get_by_source(source_id, TENANT)
+        assert chunks, source_id
+        for chunk in chunks:
+            assert document.text[chunk.start_char : chunk.end_char] == chunk.text
+            for mention in chunk.metadata.get("mentions", []):
+                assert str(mention["entity_id"]) in {str(e) for e in chunk.entity_ids}
+    assert texts(await store.get_by_source("briefing.html", TENANT)) == [
+        "Mr John Tanaka met Siemens AG in Berlin.\n\nTanaka agreed."
+    ]
+    assert texts(await store.get_by_source("paper.pdf", TENANT)) == [
+        "Flutter tests at NACA.\n\nResults by Prof Maria Gonzalez."
+    ]
+    assert [c.metadata.get("page") for c in await store.get_by_source("paper.pdf", TENANT)] == [1]
+    names = {(s.entity.name, s.entity.kind) for s in await store.list_entities(TENANT)}
+    assert {
+        ("Jane Whitfield", "person"),
+        ("Royal Aeronautical Society", "organisation"),
+        ("Acme Widgets Ltd", "organisation"),
+        ("NASA", "other"),
+        ("John Tanaka", "person"),
+        ("Siemens AG", "organisation"),
+        ("Berlin", "place"),
+        ("NACA", "other"),
+        ("Maria Gonzalez", "person"),
+        ("Patel", "person"),
+        ("Rolls-Royce plc", "organisation"),
+    } <= names
+    tanaka = await store.get_by_entity(entity_id("person", "John Tanaka"), TENANT)
+    (chunk,) = tanaka
+    marked = [chunk.text[m["start"] : m["end"]] for m in chunk.metadata["mentions"]]
+    assert marked == ["John Tanaka", "Siemens AG", "Berlin", "Tanaka"]
+    assert "secret" not in chunk.text
+
+
+async def test_an_entity_list_links_aliases_to_one_stored_entity() -> None:
+    extractor = RuleBasedExtractor(
+        load_entity_list("National Aeronautics and Space Administration,organisation,NASA")
+    )
+    store = InMemoryChunkStore()
+    documents = [
+        SourceDocument(source_id="a", text="The nasa data."),
+        SourceDocument(
+            source_id="b", text="Data from the National Aeronautics and Space Administration."
+        ),
+    ]
+    report = await index_documents(documents, store, TENANT, extractor=extractor)
+    assert report.entities_found == 1
+    (summary,) = await store.list_entities(TENANT)
+    assert summary.entity.name == "National Aeronautics and Space Administration"
+    assert summary.passages == 2
+
+
+async def test_without_an_extractor_passages_carry_no_entities() -> None:
+    store = InMemoryChunkStore()
+    await index_documents(
+        [SourceDocument(source_id="a", text="NASA and Boeing Co.")], store, TENANT, extractor=None
+    )
+    (chunk,) = await store.get_by_source("a", TENANT)
+    assert chunk.entity_ids == [] and "mentions" not in chunk.metadata
+
+
+async def test_whole_document_mode_stores_each_document_as_one_passage() -> None:
+    store = InMemoryChunkStore()
+    long_text = ("A sentence about flutter. " * 200).encode()
+    report = await load(
+        store, {"long.txt": long_text}, chunking=ChunkingOptions(whole_documents=True)
+    )
+    assert report.passages_written == 1
+    (chunk,) = await store.get_by_source("long.txt", TENANT)
+    assert chunk.start_char == 0 and chunk.end_char == len(long_text.strip())
+
+
+async def test_a_jsonl_corpus_with_a_bad_line_loads_the_good_records_and_reports_the_line() -> None:
+    store = InMemoryChunkStore()
+    corpus = b'{"_id": "1", "text": "good one"}\n{broken\n{"_id": "2", "text": "good two"}\n'
+    report = await load(store, {"corpus.jsonl": corpus})
+    assert report.documents_indexed == 2
+    assert [str(r) for r in report.rejected] == [
+        "corpus.jsonl: line 2: not valid JSON (Expecting property name enclosed in double quotes)"
+        " — line skipped"
+    ]
+    (summary,) = report.by_file()
+    assert (summary.documents_indexed, summary.passages_written, len(summary.rejected)) == (2, 2, 1)
+
+
+async def test_nul_bytes_in_an_upload_are_removed_and_the_note_reaches_the_report() -> None:
+    store = InMemoryChunkStore()
+    report = await load(store, {"nul.txt": b"wing\x00 flutter"})
+    assert report.ok and report.rows[0].notes == ["removed 1 NUL character"]
+    assert texts(await store.get_by_source("nul.txt", TENANT)) == ["wing flutter"]
+
+
+async def test_a_fifty_megabyte_text_upload_loads_into_the_memory_store() -> None:
+    line = "Run {}: boundary layer on a flat plate at Mach 2.5; transition moved aft.\n"
+    data = "".join(line.format(i) for i in range(680_000)).encode()
+    assert len(data) > 50_000_000
+    store = InMemoryChunkStore()
+    report = await load(store, {"big.txt": data}, extractor=None)
+    assert report.ok and report.passages_written > 40_000
+    summary = await store.corpus_summary(TENANT)
+    assert summary.passages == report.passages_written
