@@ -23,7 +23,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from core.chunks import ChunkingOptions, workspace_tenant_id
-from core.entities import EntityListError, RuleBasedExtractor, load_entity_list
+from core.entities import EntityExtractor, EntityListError, RuleBasedExtractor, load_entity_list
 from core.indexing import DocumentRow, IndexReport, UploadResult, index_uploads, read_upload
 from core.readers import (
     ReadError,
@@ -37,6 +37,8 @@ from core.stores.port import ChunkStore, Workspace
 
 #: Environment variable holding the default database URL.
 DATABASE_URL_ENV = "LEXPLAIN_DATABASE_URL"
+#: Console width when output is not a terminal.
+PIPED_WIDTH = 200
 #: Exit status when any document was rejected.
 EXIT_REJECTED = 1
 #: Exit status when the command could not run at all.
@@ -149,9 +151,9 @@ def _summary_table(report: IndexReport) -> Table:
 
 
 async def load(args: argparse.Namespace, console: Console) -> int:
-    """Run ``load``; returns the exit status."""
+    """Run ``load`` against the store its arguments name; returns the exit status."""
     try:
-        tenant_id = workspace_tenant_id(args.workspace)
+        workspace_tenant_id(args.workspace)
     except ValueError as exc:
         console.print(f"[red]error:[/red] {exc}")
         return EXIT_UNUSABLE
@@ -175,28 +177,15 @@ async def load(args: argparse.Namespace, console: Console) -> int:
             "[yellow]dry run:[/yellow] no database URL (--database-url or "
             f"{DATABASE_URL_ENV}); files are read, cut and checked, nothing is kept"
         )
-    chunking = ChunkingOptions(whole_documents=args.whole_documents)
     try:
-        await store.upsert_workspace(Workspace(tenant_id=tenant_id, name=args.workspace))
-        with console.status("reading files"):
-            uploads = collect_uploads(args.paths)
-        with Progress(
-            TextColumn("indexing"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
+        report = await load_into(
+            store,
+            args.paths,
+            args.workspace,
+            chunking=ChunkingOptions(whole_documents=args.whole_documents),
+            extractor=extractor,
             console=console,
-            transient=not console.is_terminal,
-        ) as progress:
-            task = progress.add_task("indexing", total=None)
-
-            def advance(done: int, total: int, row: DocumentRow) -> None:
-                progress.update(task, completed=done, total=total)
-
-            report = await index_uploads(
-                uploads, store, tenant_id, chunking=chunking, extractor=extractor,
-                on_progress=advance,
-            )  # fmt: skip
+        )
     finally:
         await store.close()
     console.print(_summary_table(report))
@@ -213,10 +202,46 @@ async def load(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+async def load_into(
+    store: ChunkStore,
+    paths: Sequence[Path],
+    workspace: str,
+    *,
+    chunking: ChunkingOptions,
+    extractor: EntityExtractor | None,
+    console: Console | None = None,
+) -> IndexReport:
+    """What ``load`` does once the store is open: register the workspace, read, index."""
+    console = console or Console(quiet=True)
+    tenant_id = workspace_tenant_id(workspace)
+    await store.upsert_workspace(Workspace(tenant_id=tenant_id, name=workspace))
+    with console.status("reading files"):
+        uploads = collect_uploads(paths)
+    with Progress(
+        TextColumn("indexing"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=not console.is_terminal,
+    ) as progress:
+        task = progress.add_task("indexing", total=None)
+
+        def advance(done: int, total: int, row: DocumentRow) -> None:
+            progress.update(task, completed=done, total=total)
+
+        return await index_uploads(
+            uploads, store, tenant_id, chunking=chunking, extractor=extractor, on_progress=advance
+        )
+
+
 def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None) -> int:
     """Entry point of ``python -m core``; returns the exit status."""
     args = _parser().parse_args(argv)
-    console = Console(file=stdout or sys.stdout, soft_wrap=True)
+    stream = stdout or sys.stdout
+    # Piped output (logs, CI) gets wide tables so file paths are not folded mid-name.
+    width = None if stream.isatty() else PIPED_WIDTH
+    console = Console(file=stream, soft_wrap=True, width=width)
     if args.command == "load":
         return asyncio.run(load(args, console))
     return EXIT_UNUSABLE  # pragma: no cover - argparse rejects unknown commands

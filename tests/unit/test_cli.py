@@ -1,0 +1,203 @@
+"""``python -m core load``: folders, BEIR folders, dry runs, exit status, and both stores.
+
+The PostgreSQL tests load into a fresh schema of the shared server (``pg_store`` from
+tests/conftest.py creates it; the command line reaches it through ``search_path`` in the URL)
+and compare every stored passage with the same load into the in-memory store.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+from pathlib import Path
+from uuid import UUID
+
+import pytest
+
+from core.chunks import ChunkingOptions, workspace_tenant_id
+from core.cli import load_into, main
+from core.entities import RuleBasedExtractor
+from core.stores.memory import InMemoryChunkStore
+from core.stores.port import ChunkStore
+from tests.fixtures.files import docx_bytes, image_only_pdf_bytes, pdf_bytes
+
+ROOT = Path(__file__).resolve().parents[2]
+CRANFIELD = ROOT / "data" / "cranfield"
+
+
+def run(*argv: str) -> tuple[int, str]:
+    out = io.StringIO()
+    status = main(list(argv), stdout=out)
+    return status, out.getvalue()
+
+
+def mixed_folder(root: Path) -> Path:
+    folder = root / "docs"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "memo.txt").write_text("Dr Jane Whitfield visited NASA.\n\nThe tests went well.")
+    (folder / "readme.md").write_text("# Setup\n\nInstall it from GitHub.")
+    (folder / "page.html").write_bytes(
+        b"<p>Siemens AG opened a plant in Berlin.</p><script>x</script>"
+    )
+    (folder / "sub" / "paper.pdf").write_bytes(pdf_bytes(["Flutter at NACA.", "Page two."]))
+    (folder / "sub" / "letter.docx").write_bytes(docx_bytes(["Dear Mr Patel,", "Thanks."]))
+    (folder / "ignored.png").write_bytes(b"\x89PNG not read")
+    (folder / ".hidden").mkdir()
+    (folder / ".hidden" / "secret.txt").write_text("never loaded")
+    return folder
+
+
+@pytest.fixture(autouse=True)
+def no_default_database(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("LEXPLAIN_DATABASE_URL", raising=False)
+
+
+def test_without_a_database_it_is_a_dry_run_that_says_so_and_exits_zero(tmp_path: Path) -> None:
+    status, out = run("load", str(mixed_folder(tmp_path)), "--workspace", "w")
+    assert status == 0
+    assert "dry run: no database URL" in out and "nothing is kept" in out
+    for name in ("memo.txt", "readme.md", "page.html", "sub/paper.pdf", "sub/letter.docx"):
+        assert name in out
+    assert "ignored.png" not in out and "secret" not in out
+    assert "ok: 5 documents stored (dry run, nothing kept)" in out
+
+
+async def test_a_folder_gets_folder_relative_source_ids_without_separators(tmp_path: Path) -> None:
+    store = InMemoryChunkStore()
+    report = await load_into(
+        store, [mixed_folder(tmp_path)], "w", chunking=ChunkingOptions(), extractor=None
+    )
+    assert report.ok
+    sources = [s.source_id for s in await store.list_sources(workspace_tenant_id("w"))]
+    assert sources == ["memo.txt", "page.html", "readme.md", "sub__letter.docx", "sub__paper.pdf"]
+    assert [w.name for w in await store.list_workspaces()] == ["w"]
+
+
+def test_a_rejected_file_makes_the_exit_status_one_and_its_reason_is_printed(
+    tmp_path: Path,
+) -> None:
+    folder = mixed_folder(tmp_path)
+    (folder / "scan.pdf").write_bytes(image_only_pdf_bytes())
+    (folder / "empty.txt").write_bytes(b"")
+    status, out = run("load", str(folder), "--workspace", "w")
+    assert status == 1
+    assert "2 rejected:" in out
+    assert "scan.pdf: scanned PDF without a text layer — nothing stored" in out
+    assert "empty.txt: the file is empty — nothing stored" in out
+    assert "memo.txt" in out  # the good files are still in the summary
+
+
+def test_a_missing_path_is_a_rejection_not_a_crash(tmp_path: Path) -> None:
+    status, out = run("load", str(tmp_path / "nope"), "--workspace", "w")
+    assert status == 1 and "no such file or folder" in out
+
+
+def test_a_bad_entity_list_stops_the_command_before_anything_is_read(tmp_path: Path) -> None:
+    bad = tmp_path / "list.csv"
+    bad.write_text("Mars,planet,\n")
+    status, out = run("load", str(tmp_path), "--workspace", "w", "--entities", str(bad))
+    assert status == 2 and "unknown kind 'planet'" in out
+
+
+def test_an_unreachable_database_is_reported_with_exit_status_two(tmp_path: Path) -> None:
+    url = "postgresql://nobody@127.0.0.1:1/none"
+    status, out = run("load", str(tmp_path), "--workspace", "w", "--database-url", url)
+    assert status == 2 and "cannot open the database" in out
+
+
+def test_the_workspace_is_required_and_the_usage_says_so() -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["load", "x"])
+    assert exited.value.code == 2
+
+
+def test_python_dash_m_core_runs_the_command_line(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("Flutter of panels.")
+    env = {k: v for k, v in os.environ.items() if k != "LEXPLAIN_DATABASE_URL"}
+    done = subprocess.run(
+        [sys.executable, "-m", "core", "load", str(tmp_path / "a.txt"), "--workspace", "w"],
+        capture_output=True, text=True, cwd=ROOT, env=env, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "ok: 1 documents stored (dry run, nothing kept)" in done.stdout
+
+
+async def test_a_beir_folder_loads_each_record_under_its_corpus_id(tmp_path: Path) -> None:
+    store = InMemoryChunkStore()
+    report = await load_into(
+        store, [CRANFIELD], "cran", chunking=ChunkingOptions(whole_documents=True), extractor=None
+    )
+    tenant = workspace_tenant_id("cran")
+    assert report.ok and report.documents_indexed == 1398  # docs 471 and 995 are empty
+    (doc,) = await store.get_by_source("184", tenant)
+    assert doc.text.startswith("scale models for thermo-aeroelastic research .\nscale models")
+    assert doc.metadata["title"] == "scale models for thermo-aeroelastic research ."
+    summary = await store.corpus_summary(tenant)
+    assert summary.sources == summary.passages == 1398
+
+
+# --- both stores ---------------------------------------------------------------------------
+
+
+def schema_url(database_url: str, schema: str) -> str:
+    return f"{database_url}{'&' if '?' in database_url else '?'}search_path={schema}"
+
+
+async def snapshot(store: ChunkStore, tenant: UUID) -> list[dict[str, object]]:
+    rows: list[dict[str, object]] = []
+    for source in await store.list_sources(tenant):
+        rows.extend(
+            c.model_dump(mode="json") for c in await store.get_by_source(source.source_id, tenant)
+        )
+    return rows
+
+
+@pytest.mark.postgres
+async def test_loading_cranfield_fills_postgres_and_memory_with_identical_passages(
+    pg_store: ChunkStore, database_url: str, pg_schema: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LEXPLAIN_DATABASE_URL", schema_url(database_url, pg_schema))
+    status, out = await _run_in_thread(
+        "load", str(CRANFIELD), "--workspace", "cranfield", "--whole-documents"
+    )
+    assert status == 0, out
+    memory = InMemoryChunkStore()
+    await load_into(
+        memory, [CRANFIELD], "cranfield", chunking=ChunkingOptions(whole_documents=True),
+        extractor=RuleBasedExtractor(),
+    )  # fmt: skip
+    tenant = workspace_tenant_id("cranfield")
+    in_postgres = await snapshot(pg_store, tenant)
+    assert len(in_postgres) == 1398
+    assert in_postgres == await snapshot(memory, tenant)
+    assert await pg_store.corpus_summary(tenant) == await memory.corpus_summary(tenant)
+    assert [w.name for w in await pg_store.list_workspaces()] == ["cranfield"]
+
+
+@pytest.mark.postgres
+async def test_mixed_files_with_entities_are_identical_in_both_stores(
+    pg_store: ChunkStore, database_url: str, pg_schema: str, tmp_path: Path
+) -> None:
+    folder = mixed_folder(tmp_path)
+    url = schema_url(database_url, pg_schema)
+    status, out = await _run_in_thread(
+        "load", str(folder), "--workspace", "mixed", "--database-url", url
+    )
+    assert status == 0, out
+    memory = InMemoryChunkStore()
+    await load_into(
+        memory, [folder], "mixed", chunking=ChunkingOptions(), extractor=RuleBasedExtractor()
+    )
+    tenant = workspace_tenant_id("mixed")
+    assert await snapshot(pg_store, tenant) == await snapshot(memory, tenant)
+    assert await pg_store.list_entities(tenant) == await memory.list_entities(tenant)
+    assert len(await pg_store.list_entities(tenant)) >= 5
+
+
+async def _run_in_thread(*argv: str) -> tuple[int, str]:
+    """``main`` runs its own event loop, so from an async test it runs in a worker thread."""
+    import asyncio
+
+    return await asyncio.to_thread(run, *argv)
