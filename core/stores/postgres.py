@@ -6,10 +6,14 @@ from the one shared tokenizer; ``tsvector`` has its own parser and stemming and
 ``ts_rank`` is not BM25, so rankings would differ (and it measured ~7x slower at
 100k passages, see ../shared/notes/postgres-facts.md). The costs of the term table
 are paid with a per-tenant counters row and a per-(tenant, term) df table, both
-maintained in the same transaction as every write, a covering index on
-(tenant_id, term) INCLUDE (chunk_id, tf), and a "count first, tf later" candidate
-query. Writes stage rows with COPY and move them with INSERT ... SELECT inside the
-transaction: row-by-row INSERTs were about 20x slower for bulk loads.
+maintained in the same transaction as every write, and a covering index on
+(tenant_id, term) INCLUDE (chunk_id, tf). The candidate query counts matched terms
+and collects the tf arrays in the same pass over the postings; the notes' "count
+first, tf later" (a second pass for the survivors' tf) measured 1.3-3x slower here
+on Cranfield and on 100k Zipf passages, but the notes saw one-pass aggregation spill
+past work_mem at 1M passages, so that is where the two-pass form should come back.
+Writes stage rows with COPY and move them with INSERT ... SELECT inside the
+transaction, instead of row-by-row INSERTs.
 
 Reads of one query happen in one REPEATABLE READ read-only transaction, so the
 statistics, the document frequencies and the candidates come from one snapshot.
@@ -218,25 +222,20 @@ _CHUNK_COLUMNS: Final = (
     "p.id, p.tenant_id, p.source_id, p.chunk_index, p.start_char, p.end_char, p.text, "
     "p.entity_ids, p.metadata::text AS metadata"
 )
+#: One pass over the query terms' postings (the covering index) gives both the
+#: matched-term count and the tf arrays; the truncation order and LIMIT are in SQL.
 _CANDIDATES: Final = f"""
 WITH top AS (
-    SELECT chunk_id, count(*) AS matched
+    SELECT chunk_id, count(*) AS matched, array_agg(term) AS terms, array_agg(tf) AS tfs
     FROM passage_terms
     WHERE tenant_id = $1 AND term = ANY($2::text[])
     GROUP BY chunk_id
     ORDER BY matched DESC, chunk_id
     LIMIT $3
-), tf AS (
-    SELECT t.chunk_id, array_agg(t.term) AS terms, array_agg(t.tf) AS tfs
-    FROM passage_terms t
-    WHERE t.tenant_id = $1 AND t.term = ANY($2::text[])
-      AND t.chunk_id IN (SELECT chunk_id FROM top)
-    GROUP BY t.chunk_id
 )
-SELECT {_CHUNK_COLUMNS}, p.doc_length, tf.terms, tf.tfs
+SELECT {_CHUNK_COLUMNS}, p.doc_length, top.terms, top.tfs
 FROM top
 JOIN passages p ON p.tenant_id = $1 AND p.id = top.chunk_id
-JOIN tf ON tf.chunk_id = top.chunk_id
 ORDER BY top.matched DESC, top.chunk_id
 """  # noqa: S608 - only the fixed column list is interpolated
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 import threading
 import uuid
 from collections.abc import AsyncIterator
@@ -38,22 +39,68 @@ def test_writers_in_several_threads_keep_the_statistics_exact() -> None:
     ]
     errors: list[BaseException] = []
 
+    async def write(index: int) -> None:
+        for chunk in batches[index]:
+            await store.upsert_many([chunk])
+        if index == 0:
+            await store.delete_by_source("src0", tenant)
+
     def work(index: int) -> None:
         try:
-            for chunk in batches[index]:
-                asyncio.run(store.upsert_many([chunk]))
-            asyncio.run(store.delete_by_source(f"src{index}", tenant)) if index == 0 else None
+            asyncio.run(write(index))
         except BaseException as exc:  # pragma: no cover - reported below
             errors.append(exc)
 
     threads = [threading.Thread(target=work, args=(i,)) for i in range(len(batches))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as possible, to expose races
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
     assert errors == []
     remaining = [c for batch in batches[1:] for c in batch]
     terms = ["shared", "thread0", "thread1", "item7"]
     found = asyncio.run(store.lexical_candidates(terms, tenant, 10_000))
     assert found.stats == corpus_stats([tokenize(c.text) for c in remaining], terms)
     assert len(found.candidates) == len(remaining)
+
+
+def test_threads_replacing_one_source_leave_exactly_one_version_whole() -> None:
+    store = InMemoryChunkStore()
+    tenant = uuid.uuid4()
+    versions = [
+        [make_chunk(tenant, "s", f"version{v} part{i} shared", i) for i in range(30)]
+        for v in range(4)
+    ]
+    errors: list[BaseException] = []
+
+    async def write(index: int) -> None:
+        for _ in range(100):
+            await store.replace_source("s", tenant, versions[index])
+
+    def work(index: int) -> None:
+        try:
+            asyncio.run(write(index))
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(versions))]
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as possible, to expose races
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert errors == []
+    final = asyncio.run(store.get_by_source("s", tenant))
+    assert final in versions
+    terms = ["shared", "version0", "version1", "version2", "version3", "part7"]
+    found = asyncio.run(store.lexical_candidates(terms, tenant, 1000))
+    assert found.stats == corpus_stats([tokenize(c.text) for c in final], terms)
