@@ -551,6 +551,18 @@ class ChunkStoreCompliance:
         assert await store.get(good.id, tenant) is None
         assert (await store.corpus_summary(tenant)).passages == 0
 
+    async def test_entity_and_workspace_names_with_nul_are_rejected_and_not_stored(
+        self, store: ChunkStore
+    ) -> None:
+        tenant = uuid.uuid4()
+        good, bad = Entity(name="Good Name"), Entity(name="Bad\x00Name")
+        with pytest.raises(ValueError, match="NUL"):
+            await store.upsert_entities([good, bad], tenant)
+        assert await store.get_entities([good.entity_id, bad.entity_id], tenant) == []
+        with pytest.raises(ValueError, match="NUL"):
+            await store.upsert_workspace(Workspace(tenant_id=tenant, name="Bad\x00Space"))
+        assert await store.list_workspaces() == []
+
     async def test_a_passage_whose_id_does_not_match_its_text_is_rejected(
         self, store: ChunkStore
     ) -> None:

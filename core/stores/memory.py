@@ -32,6 +32,7 @@ from core.stores.port import (
     SourceSummary,
     TermFrequency,
     Workspace,
+    check_name,
     checked_for_write,
     distinct_terms,
     passage_terms,
@@ -258,6 +259,8 @@ class InMemoryChunkStore:
         return [TermFrequency(term=t, df=-df) for df, t in heapq.nsmallest(limit, found)]
 
     async def upsert_entities(self, entities: Sequence[Entity], tenant_id: UUID) -> int:
+        for entity in entities:
+            check_name(entity.name, "entity")
         latest = {entity.entity_id: entity.model_copy() for entity in entities}
         with self._lock:
             self._tenant(tenant_id).entities.update(latest)
@@ -269,6 +272,7 @@ class InMemoryChunkStore:
             return [known[e].model_copy() for e in dict.fromkeys(entity_ids) if e in known]
 
     async def upsert_workspace(self, workspace: Workspace) -> None:
+        check_name(workspace.name, "workspace")
         with self._lock:
             self._workspaces[workspace.tenant_id] = workspace.model_copy()
 

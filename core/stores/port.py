@@ -165,6 +165,12 @@ def is_storable(value: str) -> bool:
     return _UNSTORABLE.search(value) is None
 
 
+def check_name(name: str, what: str) -> None:
+    """Reject a name no store can hold; the Entity and Workspace models allow NUL."""
+    if not is_storable(name):
+        raise ValueError(f"{what} name {name!r} contains a NUL or a lone surrogate")
+
+
 def distinct_terms(terms: Iterable[str]) -> list[str]:
     """The requested terms, deduplicated and sorted: the keys of ``doc_frequencies``."""
     return sorted(set(terms))

@@ -43,6 +43,7 @@ from core.stores.port import (
     SourceSummary,
     TermFrequency,
     Workspace,
+    check_name,
     checked_for_write,
     distinct_terms,
     is_storable,
@@ -420,6 +421,8 @@ class PostgresChunkStore:
         return await self._run(write)
 
     async def upsert_entities(self, entities: Sequence[Entity], tenant_id: UUID) -> int:
+        for entity in entities:
+            check_name(entity.name, "entity")
         latest = {entity.entity_id: entity for entity in entities}
         if not latest:
             return 0
@@ -437,6 +440,8 @@ class PostgresChunkStore:
         return len(latest)
 
     async def upsert_workspace(self, workspace: Workspace) -> None:
+        check_name(workspace.name, "workspace")
+
         async def write(conn: asyncpg.Connection) -> None:
             await conn.execute(
                 "INSERT INTO workspaces (tenant_id, name) VALUES ($1, $2) "
