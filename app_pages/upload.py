@@ -87,7 +87,7 @@ if reports:
         st.success(
             f"Stored {len(stored)} of {len(reports)} file(s): "
             f"{sum(r.passages_written for r in stored):,} passages, "
-            f"{sum(r.entities_found for r in stored):,} entity mentions found."
+            f"{sum(r.entities_found for r in stored):,} entities found."
         )
     for failed in (r for r in reports if r.error is not None):
         st.error(f"{escape_text(failed.file_name)}: {escape_text(failed.error or '')}")
