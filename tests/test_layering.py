@@ -70,7 +70,7 @@ def test_the_domain_never_imports_a_store_or_the_facade(name: str) -> None:
 
 
 def page_files() -> list[Path]:
-    return [ROOT / "app.py", *python_files("pages")]
+    return [ROOT / "app.py", *python_files("app_pages")]
 
 
 @pytest.mark.parametrize("path", page_files(), ids=lambda p: str(p.relative_to(ROOT)))
