@@ -189,3 +189,11 @@ def test_a_workspace_name_maps_to_one_tenant_id_for_ever() -> None:
     assert workspace_tenant_id("research") == UUID("" + str(workspace_tenant_id("research")))
     with pytest.raises(ValueError, match="empty"):
         workspace_tenant_id("  ")
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=st.text(max_size=400), size=st.integers(1, 60))
+def test_any_unicode_text_is_covered_by_exact_non_blank_slices(text: str, size: int) -> None:
+    spans = chunk_text(text, size, size // 4)
+    assert all(span.text == text[span.start : span.end] and span.text.strip() for span in spans)
+    assert {i for i, c in enumerate(text) if not c.isspace()} <= covered(text, spans)
