@@ -283,7 +283,6 @@ def _html_text(data: bytes) -> tuple[str, str, dict[str, Any], list[str]]:
 
 def _pdf_text(data: bytes) -> tuple[str, str, dict[str, Any], list[str]]:
     from pypdf import PdfReader
-    from pypdf.errors import PdfReadError
 
     if not data.lstrip()[:5].startswith(b"%PDF"):
         raise ReadError("not a PDF: the file does not start with %PDF")
@@ -307,8 +306,9 @@ def _pdf_text(data: bytes) -> tuple[str, str, dict[str, Any], list[str]]:
             title = " ".join(str(info.title).split())
     except ReadError:
         raise
-    except (PdfReadError, ValueError, KeyError, TypeError, AttributeError, OSError) as exc:
-        raise ReadError(f"damaged PDF: {exc} — nothing stored") from exc
+    except Exception as exc:  # pypdf raises many types (IndexError, struct.error ...) on damage
+        detail = str(exc) or type(exc).__name__
+        raise ReadError(f"damaged PDF: {detail} — nothing stored") from exc
     if not pages:
         raise ReadError("PDF without pages — nothing stored")
     if not any(page.strip() for page in pages):

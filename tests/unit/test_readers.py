@@ -10,6 +10,8 @@ import json
 import os
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from core.chunks import storable_text_problem
 from core.readers import (
@@ -340,3 +342,36 @@ def test_a_file_name_with_path_separators_and_controls_is_read_under_a_clean_id(
     (document,) = read_file("../up/\x07bell.txt", b"text").documents
     assert document.source_id == "bell.txt"
     assert file_kind("../up/\x07bell.TXT") == "text"
+
+
+# --- robustness ----------------------------------------------------------------------------
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    data=st.binary(max_size=3000),
+    name=st.sampled_from(["a.txt", "a.md", "a.html", "a.pdf", "a.docx", "a.jsonl"]),
+    prefix=st.sampled_from([b"", b"%PDF-1.4\n", b"PK\x03\x04", b'{"_id": "1", "text": "']),
+)
+def test_any_bytes_give_documents_or_a_read_error_never_a_crash(
+    data: bytes, name: str, prefix: bytes
+) -> None:
+    try:
+        result = read_file(name, prefix + data)
+    except ReadError as exc:
+        assert exc.reason
+    else:
+        for document in result.documents:
+            assert document.text.strip() and storable_text_problem(document.text) is None
+
+
+def test_a_damaged_pdf_body_is_refused_as_damaged_not_crashed() -> None:
+    data = pdf_bytes(["Some text."])
+    middle = len(data) // 2
+    damaged = data[:middle] + b"\x00garbage\xff" * 50 + data[middle + 500 :]
+    try:
+        result = read_file("damaged.pdf", damaged)
+    except ReadError as exc:
+        assert "PDF" in exc.reason
+    else:  # pypdf may recover a readable page from the intact objects
+        assert result.documents[0].text
