@@ -58,6 +58,8 @@ SYNTHETIC_QUERIES = 100
 #: The schema the PostgreSQL store uses (dropped before and after).
 SCHEMA = "bench_stores"
 TENANT = UUID("00000000-0000-0000-0000-00000000b5e0")
+#: One-minute load average when the run started, reported with the numbers.
+LOAD_AT_START = os.getloadavg()[0]
 
 
 def cranfield() -> tuple[list[StoredChunk], list[list[str]]]:
@@ -162,8 +164,9 @@ def write_section(rows: list[str], passages: int) -> None:
         "time, p50/p95 in ms over the query set (Cranfield: its 225 queries; Zipf: "
         f"{SYNTHETIC_QUERIES} queries of 2-5 terms). Zipf: {passages:,} passages of 40-120 "
         f"tokens, s = {ZIPF_S}, {VOCABULARY:,}-term vocabulary. PostgreSQL 15 from "
-        f"`.ci/pg.sh` (fsync off), {os.cpu_count()} cores, Python {platform.python_version()}; "
-        "absolute times move from run to run.\n\n"
+        f"`.ci/pg.sh` (fsync off), {os.cpu_count()} cores, Python {platform.python_version()}, "
+        f"load average {LOAD_AT_START:.1f} at the start (the machine may be shared); absolute "
+        "times move from run to run, the shape is what to read.\n\n"
         "| corpus | store | passages | ingest passages/s | p50 @100 | p95 @100 "
         "| p50 @1000 | p95 @1000 |\n"
         "|---|---|---:|---:|---:|---:|---:|---:|\n"

@@ -58,7 +58,7 @@ _IDENTIFIER: Final = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 _SCHEMA_LOCK: Final = 0x6C6578706C61696E
 #: Attempts after the first when the connection is lost or a write deadlocks.
 DEFAULT_RETRIES: Final = 2
-#: New passages in one write from which the planner statistics are refreshed afterwards.
+#: New passages in one write (and at least a tenth of the tenant) that trigger ANALYZE after it.
 _BULK_PASSAGES: Final = 500
 #: First pause before a retry, doubled per attempt (the server may still be starting).
 _RETRY_PAUSE_S: Final = 0.1
@@ -722,7 +722,6 @@ async def _write_new(
         for row in await conn.fetch(_NEW_TOTALS):
             passages, tokens = totals.get(row["tenant_id"], (0, 0))
             totals[row["tenant_id"]] = (passages + row["passages"], tokens + row["tokens"])
-            bulk = bulk or row["passages"] >= _BULK_PASSAGES
     for tenant_id in sorted(totals):
         passages, tokens = totals[tenant_id]
         if passages or tokens:
