@@ -35,6 +35,15 @@ from core.bm25 import CorpusStats, ScoreExplanation, explain_score, inverse_docu
 from core.chunks import ChunkingOptions, StoredChunk, workspace_tenant_id
 from core.entities import EXTRACTOR_LIMITS as EXTRACTOR_LIMITS  # re-exported for the pages
 from core.entities import Entity
+from core.evaluation import (
+    EvaluationRun,
+    QueryScore,
+    documents_in_rank_order,
+    evaluate_run,
+    parse_qrels,
+    parse_queries,
+)
+from core.evaluation import JudgmentError as JudgmentError  # re-exported for the pages
 from core.indexing import DocumentRow, IndexReport, UploadResult, index_uploads, read_upload
 from core.ranking import LexicalCandidates, rank_chunks
 from core.settings import Settings, describe_store
@@ -46,6 +55,7 @@ from core.stores.port import (
     Workspace,
 )
 from core.tokenize import STOPWORDS, raw_terms, tokenize
+from core.truncation import TruncationReport, WhyNot, analyse_truncation, why_not
 
 T = TypeVar("T")
 
@@ -55,6 +65,9 @@ DEFAULT_WORKSPACE = "default"
 SAMPLE_CORPUS = Path(__file__).resolve().parents[1] / "data" / "cranfield" / "corpus.jsonl"
 #: How the sample is named on screen.
 SAMPLE_LABEL = "Cranfield, 1,400 abstracts"
+#: The sample's queries (BEIR jsonl) and graded judgments (BEIR qrels TSV).
+SAMPLE_QUERIES = SAMPLE_CORPUS.with_name("queries.jsonl")
+SAMPLE_QRELS = SAMPLE_CORPUS.with_name("qrels.tsv")
 #: Large enough to mean "every matching passage" when counting what a limit cuts.
 _UNLIMITED = 2**62
 #: Most terms the corpus term browser lists for one prefix.
@@ -236,6 +249,161 @@ class FileReport(BaseModel):
     error: str | None = None
     #: Recoveries, skipped records and rejected documents, in plain words.
     notes: list[str] = Field(default_factory=list)
+
+
+class UnlimitedEntry(BaseModel):
+    """A passage of the unlimited top-k, and whether the limit cut it before scoring."""
+
+    model_config = ConfigDict(frozen=True)
+
+    rank: int
+    chunk: StoredChunk
+    score: float
+    #: 1-based position in the store's candidate order.
+    candidate_position: int
+    matched_terms: int
+    cut: bool
+
+
+class LimitedEntry(BaseModel):
+    """A passage of the limited top-k, with its rank in the unlimited ranking."""
+
+    model_config = ConfigDict(frozen=True)
+
+    rank: int
+    chunk: StoredChunk
+    score: float
+    candidate_position: int
+    matched_terms: int
+    #: Rank among every scoring candidate when nothing is cut.
+    unlimited_rank: int
+    #: Places gained through the cut (unlimited rank − limited rank; never negative).
+    movement: int
+
+
+class TruncationView(BaseModel):
+    """One query's limited and unlimited top-k side by side, with core's report."""
+
+    model_config = ConfigDict(frozen=True)
+
+    workspace: str
+    query: str
+    k: int
+    limit: int
+    terms: list[str]
+    distinct_terms: list[str]
+    stopwords_dropped: list[str]
+    report: TruncationReport
+    unlimited: list[UnlimitedEntry]
+    limited: list[LimitedEntry]
+    #: Upper end of a limit slider: every matching passage (or the current limit, if larger).
+    limit_max: int
+    empty_reason: EmptyReason | None = None
+
+
+class QueryComparison(BaseModel):
+    """One judged query under limit A and (optionally) limit B."""
+
+    model_config = ConfigDict(frozen=True)
+
+    query_id: str
+    query: str
+    judged: int
+    a: QueryScore
+    b: QueryScore | None = None
+    #: B − A per metric; None without a second run.
+    ndcg_difference: float | None = None
+    recall_difference: float | None = None
+    mrr_difference: float | None = None
+
+
+class EvaluationComparison(BaseModel):
+    """Runs A and B (same queries, same k) row by row, with the differences of the means."""
+
+    model_config = ConfigDict(frozen=True)
+
+    a: EvaluationRun
+    b: EvaluationRun | None = None
+    rows: list[QueryComparison]
+    #: B − A of each mean; None without a second run.
+    ndcg_delta: float | None = None
+    recall_delta: float | None = None
+    mrr_delta: float | None = None
+
+    def to_csv(self) -> str:
+        """One row per judged query: every metric at A (and B, and B − A)."""
+        out = io.StringIO()
+        writer = csv.writer(out)
+        runs = [("A", self.a)] + ([("B", self.b)] if self.b is not None else [])
+        header = ["query_id", "query", "judged"]
+        for name, run in runs:
+            header += [f"{m}@{run.k} limit {run.limit} ({name})" for m in ("ndcg", "recall", "mrr")]
+        if self.b is not None:
+            header += ["ndcg B-A", "recall B-A", "mrr B-A"]
+        writer.writerow(header)
+        for row in self.rows:
+            line: list[object] = [row.query_id, row.query, row.judged]
+            for score in (row.a, row.b):
+                if score is not None:
+                    line += [repr(score.ndcg), repr(score.recall), repr(score.mrr)]
+            if self.b is not None:
+                line += [
+                    repr(row.ndcg_difference),
+                    repr(row.recall_difference),
+                    repr(row.mrr_difference),
+                ]
+            writer.writerow(line)
+        return out.getvalue()
+
+
+def compare_runs(a: EvaluationRun, b: EvaluationRun | None = None) -> EvaluationComparison:
+    """Pair the per-query rows of two runs of the same judgments; differences are B − A."""
+    by_id = {row.query_id: row for row in b.rows} if b is not None else {}
+    rows = []
+    for score in a.rows:
+        other = by_id.get(score.query_id)
+        rows.append(
+            QueryComparison(
+                query_id=score.query_id,
+                query=score.query,
+                judged=score.judged,
+                a=score,
+                b=other,
+                ndcg_difference=None if other is None else other.ndcg - score.ndcg,
+                recall_difference=None if other is None else other.recall - score.recall,
+                mrr_difference=None if other is None else other.mrr - score.mrr,
+            )
+        )
+    return EvaluationComparison(
+        a=a,
+        b=b,
+        rows=rows,
+        ndcg_delta=None if b is None else b.mean_ndcg - a.mean_ndcg,
+        recall_delta=None if b is None else b.mean_recall - a.mean_recall,
+        mrr_delta=None if b is None else b.mean_mrr - a.mean_mrr,
+    )
+
+
+def _top_documents(terms: Sequence[str], handed: LexicalCandidates, k: int) -> list[str]:
+    """The first ``k`` source ids in rank order: more passages are ranked while documents repeat.
+
+    ``rank_chunks`` builds an explanation per returned passage, so ranking every candidate to
+    find k documents would explain hundreds of passages nobody sees; doubling stops early.
+    """
+    want = k
+    while True:
+        ranked = rank_chunks(terms, handed, want)
+        documents = documents_in_rank_order(r.chunk.source_id for r in ranked)
+        if len(documents) >= k or len(ranked) < want:
+            return documents[:k]
+        want *= 2
+
+
+def _decoded(data: bytes, what: str) -> str:
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise JudgmentError(f"the {what} file is not UTF-8 text") from None
 
 
 def _mentions_of(chunk: StoredChunk) -> list[Mention]:
@@ -470,6 +638,174 @@ class LexplainService:
         if not wanted:
             return {}
         return {e.entity_id: e for e in await self._store.get_entities(wanted, tenant)}
+
+    # -- truncation and evaluation ------------------------------------------------------------
+
+    def truncation(
+        self, query: str, k: int = 10, limit: int = 1000, *, workspace: str
+    ) -> TruncationView:
+        """What ``limit`` costs this query: limited and unlimited top-k from one candidate read."""
+        if k < 1:
+            raise ValueError(f"k must be at least 1, got {k}")
+        if limit < 0:
+            raise ValueError(f"limit must be >= 0, got {limit}")
+        return self._call(self._truncation(query, k, limit, workspace))
+
+    async def _truncation(self, query: str, k: int, limit: int, workspace: str) -> TruncationView:
+        terms = tokenize(query)
+        full = await self._store.lexical_candidates(
+            terms, workspace_tenant_id(workspace), _UNLIMITED
+        )
+        report = analyse_truncation(terms, full, k, limit)
+        rows = {row.chunk_id: row for row in report.candidates}
+        unlimited = [
+            UnlimitedEntry(
+                rank=rank,
+                chunk=r.chunk,
+                score=r.score,
+                candidate_position=rows[r.chunk.id].position + 1,
+                matched_terms=rows[r.chunk.id].matched_terms,
+                cut=rows[r.chunk.id].cut,
+            )
+            for rank, r in enumerate(report.unlimited, start=1)
+        ]
+        limited = []
+        for rank, r in enumerate(report.limited, start=1):
+            row = rows[r.chunk.id]
+            # A limited result scores > 0, so it has an unlimited rank.
+            unlimited_rank = row.unlimited_rank or rank
+            limited.append(
+                LimitedEntry(
+                    rank=rank,
+                    chunk=r.chunk,
+                    score=r.score,
+                    candidate_position=row.position + 1,
+                    matched_terms=row.matched_terms,
+                    unlimited_rank=unlimited_rank,
+                    movement=unlimited_rank - rank,
+                )
+            )
+        reason: EmptyReason | None = None
+        if not terms:
+            reason = "no terms left after stopwords"
+        elif not full.candidates:
+            reason = "no passage contains any term"
+        elif not limited:
+            reason = "every match cut by the limit"
+        return TruncationView(
+            workspace=workspace,
+            query=query,
+            k=k,
+            limit=limit,
+            terms=terms,
+            distinct_terms=sorted(set(terms)),
+            stopwords_dropped=[t for t in raw_terms(query) if t in STOPWORDS],
+            report=report,
+            unlimited=unlimited,
+            limited=limited,
+            limit_max=max(report.matching, limit, 1),
+            empty_reason=reason,
+        )
+
+    def why_not(
+        self, query: str, passage: str, k: int = 10, limit: int = 1000, *, workspace: str
+    ) -> WhyNot:
+        """Where one passage stands for ``query``: by chunk id, or a source id's first passage.
+
+        Raises ``KeyError`` when the workspace has neither a passage nor a source of that id.
+        """
+        if k < 1:
+            raise ValueError(f"k must be at least 1, got {k}")
+        if limit < 0:
+            raise ValueError(f"limit must be >= 0, got {limit}")
+        return self._call(self._why_not(query, passage.strip(), k, limit, workspace))
+
+    async def _why_not(
+        self, query: str, passage: str, k: int, limit: int, workspace: str
+    ) -> WhyNot:
+        tenant = workspace_tenant_id(workspace)
+        chunk = await self._store.get(passage, tenant) if passage else None
+        if chunk is None and passage:
+            chunks = await self._store.get_by_source(passage, tenant)
+            chunk = chunks[0] if chunks else None
+        if chunk is None:
+            raise KeyError(f"no passage or source {passage!r} in workspace {workspace!r}")
+        terms = tokenize(query)
+        full = await self._store.lexical_candidates(terms, tenant, _UNLIMITED)
+        return why_not(terms, full, chunk.id, k, limit)
+
+    def passage(self, chunk_id: str, *, workspace: str) -> StoredChunk | None:
+        """One passage by id (None if the workspace has none of that id)."""
+        return self._call(self._store.get(chunk_id, workspace_tenant_id(workspace)))
+
+    @staticmethod
+    def sample_judgments() -> tuple[bytes, bytes]:
+        """The sample's queries (BEIR jsonl) and qrels (BEIR TSV), as uploaded files would be."""
+        return SAMPLE_QUERIES.read_bytes(), SAMPLE_QRELS.read_bytes()
+
+    def evaluate(
+        self,
+        queries_data: bytes,
+        qrels_data: bytes,
+        k: int,
+        limits: Sequence[int],
+        *,
+        workspace: str,
+        on_progress: ProgressCallback | None = None,
+    ) -> list[EvaluationRun]:
+        """One judged run per limit, in the order given; documents judged at their best passage.
+
+        Raises ``JudgmentError`` (its message names the file and line) for unreadable judgments.
+        Each query's candidates are read once, unlimited, and sliced per limit: the store's
+        truncation order is contract, so a slice is exactly a limited read.
+        """
+        if k < 1:
+            raise ValueError(f"k must be at least 1, got {k}")
+        if not limits:
+            raise ValueError("at least one limit is needed")
+        if any(limit < 0 for limit in limits):
+            raise ValueError(f"every limit must be >= 0, got {list(limits)}")
+        try:
+            queries = parse_queries(_decoded(queries_data, "queries"))
+        except JudgmentError as exc:
+            raise JudgmentError(f"queries file: {exc}") from None
+        try:
+            qrels = parse_qrels(_decoded(qrels_data, "qrels"))
+        except JudgmentError as exc:
+            raise JudgmentError(f"qrels file: {exc}") from None
+        judged = {query_id: text for query_id, text in queries.items() if query_id in qrels}
+        if not judged:
+            raise JudgmentError(
+                "no query of the queries file has a judgment in the qrels file "
+                "(the query ids differ)"
+            )
+        return self._call_with_progress(
+            lambda progress: self._evaluate(judged, qrels, k, list(limits), workspace, progress),
+            on_progress,
+        )
+
+    async def _evaluate(
+        self,
+        queries: dict[str, str],
+        qrels: dict[str, dict[str, int]],
+        k: int,
+        limits: list[int],
+        workspace: str,
+        report: Callable[[int, int, str], None],
+    ) -> list[EvaluationRun]:
+        tenant = workspace_tenant_id(workspace)
+        ranked: list[dict[str, list[str]]] = [{} for _ in limits]
+        for done, (query_id, text) in enumerate(queries.items(), start=1):
+            terms = tokenize(text)
+            full = await self._store.lexical_candidates(terms, tenant, _UNLIMITED)
+            for documents, limit in zip(ranked, limits, strict=True):
+                handed = full.model_copy(update={"candidates": full.candidates[:limit]})
+                documents[query_id] = _top_documents(terms, handed, k)
+            report(done, len(queries), query_id)
+        return [
+            evaluate_run(queries, qrels, documents, k, limit)
+            for documents, limit in zip(ranked, limits, strict=True)
+        ]
 
     # -- sources and entities -----------------------------------------------------------------
 
