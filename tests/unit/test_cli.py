@@ -19,8 +19,10 @@ import pytest
 from core.chunks import ChunkingOptions, workspace_tenant_id
 from core.cli import load_into, main
 from core.entities import RuleBasedExtractor
+from core.ranking import rank_chunks
 from core.stores.memory import InMemoryChunkStore
 from core.stores.port import ChunkStore
+from core.tokenize import tokenize
 from tests.fixtures.files import docx_bytes, image_only_pdf_bytes, pdf_bytes
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -172,8 +174,18 @@ async def test_loading_cranfield_fills_postgres_and_memory_with_identical_passag
     in_postgres = await snapshot(pg_store, tenant)
     assert len(in_postgres) == 1398
     assert in_postgres == await snapshot(memory, tenant)
-    assert await pg_store.corpus_summary(tenant) == await memory.corpus_summary(tenant)
+    in_pg, in_memory = await pg_store.corpus_summary(tenant), await memory.corpus_summary(tenant)
+    assert in_pg.model_dump() == in_memory.model_dump()
     assert [w.name for w in await pg_store.list_workspaces()] == ["cranfield"]
+    terms = tokenize("similarity laws for aeroelastic models of heated high speed aircraft")
+    ranked = [
+        [
+            (r.chunk.id, r.score)
+            for r in rank_chunks(terms, await s.lexical_candidates(terms, tenant, 1000), 10)
+        ]
+        for s in (pg_store, memory)
+    ]
+    assert ranked[0] == ranked[1] and len(ranked[0]) == 10
 
 
 @pytest.mark.postgres
