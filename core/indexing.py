@@ -185,13 +185,17 @@ async def index_documents(
     chunking: ChunkingOptions | None = None,
     extractor: EntityExtractor | None = DEFAULT_EXTRACTOR,
     on_progress: ProgressCallback | None = None,
+    concurrency: int = WRITE_CONCURRENCY,
 ) -> IndexReport:
     """Cut, extract and store each document; one bad document never stops the batch.
 
-    ``extractor=None`` stores passages without entities.
+    ``extractor=None`` stores passages without entities; ``concurrency`` is how many documents
+    are written at once (1: strictly one after another).
     """
     items = [_Item(file="", document=document, notes=[]) for document in documents]
-    return await _index_items(items, store, tenant_id, chunking, extractor, on_progress, [])
+    return await _index_items(
+        items, store, tenant_id, chunking, extractor, on_progress, [], concurrency
+    )
 
 
 class _Item(NamedTuple):
@@ -348,6 +352,7 @@ async def index_uploads(
     chunking: ChunkingOptions | None = None,
     extractor: EntityExtractor | None = DEFAULT_EXTRACTOR,
     on_progress: ProgressCallback | None = None,
+    concurrency: int = WRITE_CONCURRENCY,
 ) -> IndexReport:
     """Index the documents of files already read; unreadable files and skipped records are rows.
 
@@ -372,4 +377,6 @@ async def index_uploads(
             # A file's notes go with its first document (one row shows them once).
             notes = list(upload.notes) if position == 0 else []
             items.append(_Item(file=upload.file_name, document=document, notes=notes))
-    return await _index_items(items, store, tenant_id, chunking, extractor, on_progress, early)
+    return await _index_items(
+        items, store, tenant_id, chunking, extractor, on_progress, early, concurrency
+    )

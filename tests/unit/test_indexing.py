@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from uuid import UUID
 
+import pytest
+
 from core.chunks import ChunkingOptions, SourceDocument, StoredChunk, workspace_tenant_id
 from core.entities import RuleBasedExtractor, entity_id, load_entity_list
 from core.indexing import (
@@ -268,3 +270,30 @@ async def test_a_fifty_megabyte_text_upload_loads_into_the_memory_store() -> Non
     assert report.ok and report.passages_written > 40_000
     summary = await store.corpus_summary(TENANT)
     assert summary.passages == report.passages_written
+
+
+async def test_writing_one_at_a_time_or_several_at_once_stores_the_same_and_reports_in_order() -> (
+    None
+):
+    documents = [
+        SourceDocument(source_id=f"doc-{i:02d}", text=f"Report {i} from NASA. " * (i + 1))
+        for i in range(12)
+    ]
+    stores = [InMemoryChunkStore(), InMemoryChunkStore()]
+    reports = [
+        await index_documents(documents, stores[0], TENANT, chunking=SMALL, concurrency=1),
+        await index_documents(documents, stores[1], TENANT, chunking=SMALL, concurrency=4),
+    ]
+    assert reports[0] == reports[1]
+    assert [row.source_id for row in reports[1].rows] == [d.source_id for d in documents]
+    snapshots = [
+        [
+            c
+            for s in await store.list_sources(TENANT)
+            for c in await store.get_by_source(s.source_id, TENANT)
+        ]
+        for store in stores
+    ]
+    assert snapshots[0] == snapshots[1]
+    with pytest.raises(ValueError, match="concurrency"):
+        await index_documents(documents, stores[0], TENANT, concurrency=0)
