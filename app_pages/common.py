@@ -14,7 +14,14 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from core.presentation import term_colours
-from core.service import DEFAULT_WORKSPACE, SAMPLE_LABEL, LexplainService, RankedPassage
+from core.service import (
+    DEFAULT_WORKSPACE,
+    SAMPLE_LABEL,
+    EvaluationRun,
+    LexplainService,
+    RankedPassage,
+    TruncationView,
+)
 
 #: Session-state key of the active workspace name.
 WORKSPACE_KEY = "workspace"
@@ -83,6 +90,103 @@ def length_histogram(lengths: Sequence[int], avg_doc_length: float) -> go.Figure
         margin={"l": 0, "r": 0, "t": 30, "b": 0},
         xaxis_title="passage length (tokens, stopwords excluded)",
         yaxis_title="passages",
+        bargap=0.05,
+    )
+    return figure
+
+
+#: Colours of kept and cut candidates (the same blue as the histograms; red for loss).
+KEPT_COLOUR, CUT_COLOUR = "#4C78A8", "#E45756"
+
+
+def sweep_chart(view: TruncationView) -> go.Figure:
+    """Overlap of the limited with the unlimited top-k as the limit grows (points from core)."""
+    report = view.report
+    figure = go.Figure(
+        go.Scatter(
+            x=[p.limit for p in report.sweep],
+            y=[p.overlap for p in report.sweep],
+            mode="lines+markers",
+            line={"color": KEPT_COLOUR},
+            marker={"size": 4},
+            hovertemplate="limit %{x:,}: overlap %{y:.0%}<extra></extra>",
+            name="overlap",
+        )
+    )
+    figure.add_vline(
+        x=report.smallest_safe_limit,
+        line_dash="dash",
+        line_color="#54A24B",
+        annotation_text=f"smallest safe limit {report.smallest_safe_limit:,}",
+        annotation_position="bottom right",
+    )
+    figure.add_vline(
+        x=view.limit,
+        line_color=CUT_COLOUR,
+        annotation_text=f"limit {view.limit:,}",
+        annotation_position="top left",
+    )
+    figure.update_layout(
+        height=300,
+        margin={"l": 0, "r": 0, "t": 30, "b": 0},
+        xaxis_title="limit (candidates handed to BM25)",
+        yaxis_title=f"share of the unlimited top-{view.k} kept",
+        yaxis={"tickformat": ".0%", "range": [-0.05, 1.05]},
+        showlegend=False,
+    )
+    return figure
+
+
+def score_scatter(view: TruncationView) -> go.Figure:
+    """Every matching passage: matched-term count against BM25 score, cut ones in red."""
+    figure = go.Figure()
+    for cut, name, colour in ((False, "kept", KEPT_COLOUR), (True, "cut", CUT_COLOUR)):
+        rows = [r for r in view.report.candidates if r.cut is cut]
+        figure.add_trace(
+            go.Scatter(
+                x=[r.matched_terms for r in rows],
+                y=[r.score for r in rows],
+                mode="markers",
+                name=f"{name} ({len(rows):,})",
+                marker={"color": colour, "size": 7, "opacity": 0.6},
+                customdata=[[r.source_id, r.chunk_index + 1, r.position + 1] for r in rows],
+                hovertemplate=(
+                    "source %{customdata[0]} · passage %{customdata[1]}<br>"
+                    "candidate #%{customdata[2]:,} · %{x} terms · score %{y:.2f}"
+                    f"<extra>{name}</extra>"
+                ),
+            )
+        )
+    figure.update_layout(
+        height=320,
+        margin={"l": 0, "r": 0, "t": 30, "b": 0},
+        xaxis_title=f"query terms matched (of {len(view.distinct_terms)})",
+        yaxis_title="BM25 score",
+        xaxis={"dtick": 1},
+        legend={"orientation": "h", "y": 1.1},
+    )
+    return figure
+
+
+def ndcg_histogram(runs: Sequence[EvaluationRun]) -> go.Figure:
+    """Per-query nDCG of each run, overlaid."""
+    figure = go.Figure()
+    for run, colour in zip(runs, (KEPT_COLOUR, CUT_COLOUR), strict=False):
+        figure.add_trace(
+            go.Histogram(
+                x=[row.ndcg for row in run.rows],
+                xbins={"start": 0.0, "end": 1.0001, "size": 0.05},
+                name=f"limit {run.limit:,}",
+                marker_color=colour,
+                opacity=0.6,
+            )
+        )
+    figure.update_layout(
+        barmode="overlay",
+        height=300,
+        margin={"l": 0, "r": 0, "t": 30, "b": 0},
+        xaxis_title=f"nDCG@{runs[0].k if runs else ''} per query",
+        yaxis_title="queries",
         bargap=0.05,
     )
     return figure

@@ -35,15 +35,15 @@ from core.bm25 import CorpusStats, ScoreExplanation, explain_score, inverse_docu
 from core.chunks import ChunkingOptions, StoredChunk, workspace_tenant_id
 from core.entities import EXTRACTOR_LIMITS as EXTRACTOR_LIMITS  # re-exported for the pages
 from core.entities import Entity
+from core.evaluation import EvaluationRun as EvaluationRun  # re-exported for the pages
+from core.evaluation import JudgmentError as JudgmentError  # re-exported for the pages
 from core.evaluation import (
-    EvaluationRun,
     QueryScore,
     documents_in_rank_order,
     evaluate_run,
     parse_qrels,
     parse_queries,
 )
-from core.evaluation import JudgmentError as JudgmentError  # re-exported for the pages
 from core.indexing import DocumentRow, IndexReport, UploadResult, index_uploads, read_upload
 from core.ranking import LexicalCandidates, rank_chunks
 from core.settings import Settings, describe_store

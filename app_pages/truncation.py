@@ -1,0 +1,161 @@
+"""Truncation: what the candidate limit costs one query. Rendering only.
+
+The store hands BM25 at most ``limit`` candidates, chosen by matched-term count
+then id, before scoring; this page puts the limited top-k beside the unlimited
+one, names what was cut and where it stood, and sweeps the limit. Every number
+comes from ``service.truncation`` (one unlimited candidate read, analysed by
+``core.truncation``); re-reading the store per slider position was rejected (a
+round trip per point, and two reads may see two snapshots). Query, k and limit
+live in the URL under the Search page's names, so a link reproduces the view.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+
+from app_pages.common import get_service, offer_sample, score_scatter, sweep_chart, workspace
+from core.presentation import escape_text
+from core.service import TruncationView
+
+#: Session keys of the widgets (own keys: Search's widgets keep theirs).
+KEYS = {"q": "t_q", "k": "t_k", "limit": "t_limit"}
+#: Defaults of query, k and limit (a small limit, so the first view shows a cut).
+DEFAULTS: dict[str, Any] = {"q": "", "k": 10, "limit": 100}
+#: Bounds of k and of a limit taken from a link.
+K_MAX, LIMIT_MAX = 100, 10_000_000
+#: The store's candidate order, as the page states it.
+ORDER = "matched-term count ▼, then id ▲"
+
+
+def _int_param(value: str | None, default: int, low: int, high: int) -> int:
+    try:
+        return min(max(int(value or ""), low), high)
+    except ValueError:
+        return default
+
+
+def sync_from_url() -> None:
+    """Adopt q/k/limit from the URL when a link carries them and they changed."""
+    params = st.query_params
+    url = (params.get("q"), params.get("k"), params.get("limit"))
+    if "q" in params and url != st.session_state.get("_truncation_url"):
+        st.session_state["_truncation_url"] = url
+        st.session_state["_t_q"] = params.get("q", "")
+        st.session_state["_t_k"] = _int_param(params.get("k"), DEFAULTS["k"], 1, K_MAX)
+        st.session_state["_t_limit"] = _int_param(
+            params.get("limit"), DEFAULTS["limit"], 0, LIMIT_MAX
+        )
+        for key in KEYS.values():
+            st.session_state[key] = st.session_state[f"_{key}"]
+    for name, key in KEYS.items():
+        # Widget state is dropped when another page runs; the shadow key survives.
+        if key not in st.session_state:
+            st.session_state[key] = st.session_state.get(f"_{key}", DEFAULTS[name])
+
+
+def write_url(query: str, k: int, limit: int) -> None:
+    for key, value in (("t_q", query), ("t_k", k), ("t_limit", limit)):
+        st.session_state[f"_{key}"] = value
+    st.query_params.update({"q": query, "k": str(k), "limit": str(limit)})
+    st.session_state["_truncation_url"] = (query, str(k), str(limit))
+
+
+def passage_label(source_id: str, chunk_index: int) -> str:
+    return f"{escape_text(source_id)} · passage {chunk_index + 1}"
+
+
+def render_unlimited(view: TruncationView, column: Any) -> None:
+    column.markdown(f"**Unlimited top-{view.k}** (every matching passage scored)")
+    total = len(view.distinct_terms)
+    lines = []
+    for entry in view.unlimited:
+        line = (
+            f"{entry.rank}. {passage_label(entry.chunk.source_id, entry.chunk.chunk_index)}"
+            f" &nbsp; **{entry.score:.2f}**"
+        )
+        if entry.cut:
+            line += (
+                f" &nbsp; <span class='lx-cut' style='color:#E45756'>──cut──▶ missing: "
+                f"candidate #{entry.candidate_position:,} of {view.report.matching:,}, "
+                f"matches {entry.matched_terms} of {total} terms</span>"
+            )
+        lines.append(line)
+    column.markdown("  \n".join(lines), unsafe_allow_html=True)
+
+
+def render_limited(view: TruncationView, column: Any) -> None:
+    column.markdown(f"**Limited top-{view.k}** (limit {view.limit:,})")
+    if not view.limited:
+        column.markdown(f"_nothing: {view.empty_reason}_")
+        return
+    lines = []
+    for entry in view.limited:
+        move = f"▲{entry.movement}" if entry.movement > 0 else "="
+        lines.append(
+            f"{entry.rank}. {passage_label(entry.chunk.source_id, entry.chunk.chunk_index)}"
+            f" &nbsp; **{entry.score:.2f}** &nbsp; <span class='lx-move'>{move}</span>"
+        )
+    column.markdown("  \n".join(lines), unsafe_allow_html=True)
+
+
+service = get_service()
+st.title("Truncation")
+st.markdown(
+    "A store hands BM25 at most **limit** candidates, chosen by how many query terms they "
+    "contain, *before* any scoring — so a passage with one rare term can rank first over the "
+    "whole corpus and still be cut. This page shows what the limit costs a query."
+)
+offer_sample(service)
+sync_from_url()
+query = st.text_input("Query", key="t_q", placeholder="e.g. aeroelastic models of heated aircraft")
+k = int(
+    st.columns([1, 4])[0].number_input(
+        "k", min_value=1, max_value=K_MAX, key="t_k", help="Top-k compared."
+    )
+)
+limit = int(st.session_state["t_limit"])
+view = service.truncation(query, k, limit, workspace=workspace()) if query.strip() else None
+# The slider's range follows the query; a new range is a new widget, which would start at its
+# minimum. Writing the value back first carries the limit over.
+st.session_state["t_limit"] = limit
+limit = int(
+    st.slider(
+        "limit",
+        min_value=0,
+        max_value=view.limit_max if view is not None else max(limit, 1000),
+        key="t_limit",
+        help="How many candidates the store hands to BM25, in its order: " + ORDER,
+    )
+)
+write_url(query, k, limit)
+
+if view is None:
+    st.info("Type a query to compare its limited and unlimited rankings.")
+else:
+    terms = " ".join(f"`{escape_text(t)}`" for t in view.terms) or "(none)"
+    dropped = ", ".join(escape_text(t) for t in view.stopwords_dropped) or "none"
+    st.markdown(f"**Terms:** {terms}  \ndropped as stopwords: {dropped}")
+    report = view.report
+    if view.empty_reason in ("no terms left after stopwords", "no passage contains any term"):
+        st.warning(f"Nothing to compare: {view.empty_reason}.")
+    else:
+        st.markdown(
+            f"**Candidate order:** {ORDER} &nbsp;·&nbsp; limit {view.limit:,} of "
+            f"{report.matching:,} matching passages &nbsp;·&nbsp; "
+            f"**{len(report.cut)} of the unlimited top-{view.k} cut**, overlap "
+            f"{report.overlap:.0%} &nbsp;·&nbsp; "
+            f"**smallest safe limit: {report.smallest_safe_limit:,}** "
+            f"(the smallest limit whose top-{view.k} equals the unlimited one)"
+        )
+        left, right = st.columns(2)
+        render_unlimited(view, left)
+        render_limited(view, right)
+        st.markdown("**Sweep:** how much of the unlimited top-k survives as the limit grows")
+        st.plotly_chart(sweep_chart(view), key="sweep", config={"displayModeBar": False})
+        st.markdown(
+            "**Every matching passage:** terms matched against score — the store keeps the "
+            "right of this chart first, so high-scoring passages on the left can be cut"
+        )
+        st.plotly_chart(score_scatter(view), key="scatter", config={"displayModeBar": False})
