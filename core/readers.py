@@ -18,12 +18,12 @@ Source ids: an uploaded file's id is its base name (browsers send only that; a d
 in a name is either an old browser's full path or an attack, and not what the user calls the
 file), with control and bidi-override characters removed and any separator replaced; the
 command line passes a folder-relative path, joined with "__" (``reports__q1.txt``) so ids never
-contain a path separator. A BEIR/JSONL corpus gives each record its ``_id`` unchanged (apart
-from the same cleaning), so relevance judgments (qrels ``corpus-id``) match source ids; two
-corpora with overlapping ids belong in two workspaces.
+contain a path separator. A BEIR/JSONL corpus gives each record its ``_id`` unchanged (only
+control characters removed; a "/" stays, as in DBpedia ids), so relevance judgments (qrels
+``corpus-id``) match source ids; two corpora with overlapping ids belong in two workspaces.
 
 Size: files over ``DEFAULT_MAX_BYTES`` (64 MiB, settable) are refused before parsing, with the
-size in the message. A 50 MB text file loads (about 42,000 passages at the default size).
+size in the message. A 50 MB text file loads (about 48,000 passages at the default size).
 """
 
 from __future__ import annotations
@@ -393,7 +393,10 @@ def _jsonl_documents(data: bytes, result: _Collector, *, prefix: str = "") -> No
         if not isinstance(title, str) or not isinstance(body, str):
             result.problem(number, '"title" and "text" must be strings — line skipped')
             continue
-        source_id = prefix + sanitise_source_id(doc_id)
+        source_id = prefix + _ID_UNSAFE.sub("", doc_id).strip()
+        if not source_id:
+            result.problem(number, f"_id {doc_id!r} has no printable character — line skipped")
+            continue
         if source_id in seen:
             result.problem(
                 number, f"duplicate _id {doc_id!r} (first on line {seen[source_id]}) — line skipped"

@@ -375,3 +375,18 @@ def test_a_damaged_pdf_body_is_refused_as_damaged_not_crashed() -> None:
         assert "PDF" in exc.reason
     else:  # pypdf may recover a readable page from the intact objects
         assert result.documents[0].text
+
+
+def test_a_jsonl_id_is_kept_verbatim_even_with_a_slash_so_qrels_still_match() -> None:
+    result = read_file(
+        "corpus.jsonl",
+        jsonl(
+            {"_id": "<dbpedia:AC/DC>", "text": "band"},
+            {"_id": "<dbpedia:DC>", "text": "city"},
+            {"_id": "ok\x07bell", "text": "x"},
+            {"_id": "\x01\x02", "text": "y"},
+        ),
+    )
+    assert [d.source_id for d in result.documents] == ["<dbpedia:AC/DC>", "<dbpedia:DC>", "okbell"]
+    assert result.documents[2].metadata == {"corpus_id": "ok\x07bell"}
+    assert [p.line for p in result.problems] == [4]
