@@ -7,6 +7,7 @@ would need a name registry in every store and a race to fill it.
 
 from __future__ import annotations
 
+import bisect
 import csv
 import io
 import re
@@ -301,7 +302,7 @@ class RuleBasedExtractor:
 
     def extract(self, text: str) -> list[Mention]:
         taken: list[Mention] = self._listed_mentions(text)
-        covered = [(m.start, m.end) for m in taken]
+        covered = sorted((m.start, m.end) for m in taken)
         tokens = [_Token(m.start(), m.end(), m.group()) for m in _WORD.finditer(text)]
         found = self._rule_mentions(text, tokens, covered)
         return sorted(taken + found, key=lambda m: (m.start, m.end))
@@ -319,8 +320,13 @@ class RuleBasedExtractor:
     def _rule_mentions(
         self, text: str, tokens: list[_Token], covered: list[tuple[int, int]]
     ) -> list[Mention]:
+        covered_starts = [start for start, _ in covered]
+
         def free(token: _Token) -> bool:
-            return not any(token.start < end and start < token.end for start, end in covered)
+            # Listed mentions never overlap each other, so only the one starting last before
+            # the token's end can overlap it.
+            index = bisect.bisect_left(covered_starts, token.end) - 1
+            return index < 0 or covered[index][1] <= token.start
 
         def gap(left: _Token, right: _Token) -> str:
             return text[left.end : right.start]

@@ -18,7 +18,7 @@ import pytest
 
 from core.chunks import ChunkingOptions, workspace_tenant_id
 from core.cli import load_into, main
-from core.entities import RuleBasedExtractor
+from core.entities import RuleBasedExtractor, load_entity_list
 from core.ranking import rank_chunks
 from core.stores.memory import InMemoryChunkStore
 from core.stores.port import ChunkStore
@@ -213,3 +213,20 @@ async def _run_in_thread(*argv: str) -> tuple[int, str]:
     import asyncio
 
     return await asyncio.to_thread(run, *argv)
+
+
+async def test_an_entity_list_given_to_the_command_line_links_its_aliases(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("the jpl team and the Jet Propulsion Laboratory")
+    listing = tmp_path / "entities.csv"
+    listing.write_text("name,kind,aliases\nJet Propulsion Laboratory,organisation,JPL\n")
+    status, out = await _run_in_thread(
+        "load", str(tmp_path / "a.txt"), "--workspace", "w", "--entities", str(listing)
+    )
+    assert status == 0 and "entity list: 1 entities" in out
+    extractor = RuleBasedExtractor(load_entity_list(listing.read_text()))
+    store = InMemoryChunkStore()
+    await load_into(
+        store, [tmp_path / "a.txt"], "w", chunking=ChunkingOptions(), extractor=extractor
+    )
+    (summary,) = await store.list_entities(workspace_tenant_id("w"))
+    assert summary.entity.name == "Jet Propulsion Laboratory" and summary.passages == 1

@@ -196,3 +196,13 @@ def test_an_entity_list_accepts_american_spelling_and_no_header() -> None:
 def test_the_limits_are_stated_in_plain_words_for_the_entities_screen() -> None:
     for limit in ("lower case", "place from an organisation", "rules, not by a language model"):
         assert limit in EXTRACTOR_LIMITS
+
+
+def test_a_listed_name_is_found_once_as_the_listed_entity_not_again_by_the_rules() -> None:
+    extractor = RuleBasedExtractor(load_entity_list("Jet Propulsion Laboratory,organisation,JPL"))
+    mentions = extractor.extract("Engineers at JPL and the Jet Propulsion Laboratory met NASA.")
+    assert [(m.text, m.entity.name) for m in mentions] == [
+        ("JPL", "Jet Propulsion Laboratory"),
+        ("Jet Propulsion Laboratory", "Jet Propulsion Laboratory"),
+        ("NASA", "NASA"),
+    ]
