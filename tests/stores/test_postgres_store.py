@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 
-from core.stores.compliance import ChunkStoreCompliance
+from core.stores.compliance import ChunkStoreCompliance, corpus_chunks
 from core.stores.port import ChunkStore
 from core.stores.postgres import PostgresChunkStore
 
@@ -27,10 +29,6 @@ async def test_a_schema_name_that_is_not_an_identifier_is_refused(database_url: 
 async def test_connecting_twice_to_one_schema_keeps_its_data(
     database_url: str, pg_schema: str, pg_store: PostgresChunkStore
 ) -> None:
-    import uuid
-
-    from core.stores.compliance import corpus_chunks
-
     tenant = uuid.uuid4()
     await pg_store.upsert_many(corpus_chunks(tenant))
     again = await PostgresChunkStore.connect(database_url, schema=pg_schema)
