@@ -586,6 +586,20 @@ class ChunkStoreCompliance:
         assert await store.terms_with_prefix("\x00", tenant, 10) == []
         assert await store.delete_by_source("doc-a\x00", tenant) == 0
 
+    async def test_text_that_looks_like_sql_is_stored_and_found_verbatim(
+        self, store: ChunkStore
+    ) -> None:
+        tenant = uuid.uuid4()
+        source = "x'); DROP TABLE passages; --"
+        chunk = make_chunk(tenant, source, "robert'); DELETE FROM passages; -- %s $1 \\",
+                           metadata={"q": "' OR 1=1 --"})  # fmt: skip
+        await store.upsert_many([chunk])
+        assert await store.get_by_source(source, tenant) == [chunk]
+        found = await store.lexical_candidates(["robert", "delete"], tenant, 10)
+        assert [c.chunk for c in found.candidates] == [chunk]
+        assert [s.source_id for s in await store.list_sources(tenant)] == [source]
+        assert await store.delete_by_source(source, tenant) == 1
+
     async def test_a_100_kb_passage_is_stored_indexed_and_read_back_whole(
         self, store: ChunkStore
     ) -> None:
