@@ -144,9 +144,11 @@ DEFAULT_CHUNK_OVERLAP = 150
 #: Namespace of workspace tenant ids (fixed; changing it would orphan every stored workspace).
 WORKSPACE_NAMESPACE: UUID = UUID("3b8f2f64-5d0c-4c52-9f0e-6a7d1c9e2b43")
 
-#: Boundaries in order of preference; each yields cut positions (the passage ends before them).
+#: Best cut: a blank line (the passage ends before it).
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t\r\f\v]*\n")
+#: Next best: after a full stop, "!" or "?" (and closing quotes/brackets) followed by space.
 _SENTENCE_END = re.compile(r"[.!?][\"'”’)\]]*(?=\s)")
+#: Then a line break, then any whitespace; failing all four, a hard cut at the size.
 _LINE_BREAK = re.compile(r"\n")
 _SPACE = re.compile(r"\s")
 

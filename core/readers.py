@@ -71,7 +71,9 @@ _CONTROLS = re.compile(r"[\x01-\x08\x0e-\x1f\x7f-\x9f\ufffd]")
 _WESTERN_TEXT = re.compile(r"[\x00-\x7f\u00a0-\u00ff‘’“”–—…€•]*")
 #: Encodings preferred when charset-normalizer finds them as plausible as its first choice.
 _WESTERN = ("cp1252", "latin_1", "iso8859_15")
+#: Any non-ASCII character (to count well-formed multi-byte UTF-8 sequences).
 _NON_ASCII = re.compile(r"[^\x00-\x7f]")
+#: Unpaired UTF-16 surrogates (a str can hold them; UTF-8 and PostgreSQL cannot).
 _SURROGATES = re.compile(r"[\ud800-\udfff]")
 #: Elements whose content is never visible text.
 _INVISIBLE_TAGS = (
@@ -95,9 +97,11 @@ _BOMS: tuple[tuple[bytes, str], ...] = (
 )
 #: Characters stripped from source ids: C0/C1 controls, bidi overrides and isolates.
 _ID_UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-#: Paragraph marker used while flattening HTML (a private-use character, never in input).
+#: Paragraph and line markers used while flattening HTML (private-use characters; one already
+#: in the page only adds a break).
 _BLOCK_MARK = "\ue000"
 _LINE_MARK = "\ue001"
+#: Horizontal whitespace collapsed to one space in HTML text.
 _SPACES = re.compile(r"[ \t\r\f\v\u00a0]+")
 
 
