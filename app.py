@@ -57,9 +57,11 @@ st.query_params[WORKSPACE_PARAM] = workspace()
 
 pages = [
     st.Page("app_pages/search.py", title="Search", icon=":material/search:", default=True),
+    st.Page("app_pages/truncation.py", title="Truncation", icon=":material/content_cut:"),
     st.Page("app_pages/upload.py", title="Upload", icon=":material/upload:"),
     st.Page("app_pages/entities.py", title="Entities", icon=":material/sell:"),
     st.Page("app_pages/corpus.py", title="Corpus", icon=":material/bar_chart:"),
+    st.Page("app_pages/evaluate.py", title="Evaluate", icon=":material/fact_check:"),
 ]
 page = st.navigation(pages)
 

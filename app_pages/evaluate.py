@@ -1,0 +1,223 @@
+"""Evaluate: judged metrics of the ranking at one or two candidate limits. Rendering only.
+
+Every number comes from ``service.evaluate`` (one unlimited candidate read per query,
+sliced per limit, judged by ``core.evaluation``) and ``compare_runs`` (differences
+B − A). The result is kept in session state, so sorting the table or switching the
+metric does not re-run 225 queries; re-running on every rerun was rejected for that.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlencode
+
+import streamlit as st
+
+from app_pages.common import get_service, ndcg_histogram, offer_sample, workspace
+from core.presentation import escape_text
+from core.service import EvaluationComparison, JudgmentError, QueryComparison, compare_runs
+
+#: Session key of the chosen judgments: (label, queries bytes, qrels bytes).
+JUDGMENTS_KEY = "ev_judgments"
+#: Session key of the last evaluation and the inputs it answered.
+RESULT_KEY = "ev_result"
+#: Metrics of the table: label -> attribute of a QueryScore / QueryComparison.
+METRICS = {"nDCG": "ndcg", "Recall": "recall", "MRR": "mrr"}
+#: Bounds of k and the limits.
+K_MAX, LIMIT_MAX = 100, 10_000_000
+#: The Search page is the default page, served at the app's root: a link goes there.
+SEARCH_URL = "./"
+
+
+def use_sample() -> None:
+    """Button callback: the sample's queries and judgments become the chosen judgments."""
+    queries, qrels = get_service().sample_judgments()
+    st.session_state[JUDGMENTS_KEY] = ("the sample's judgments (Cranfield)", queries, qrels)
+
+
+def search_link(query: str, k: int, limit: int) -> str:
+    params = {"q": query, "k": str(k), "limit": str(limit), "ws": workspace()}
+    return SEARCH_URL + "?" + urlencode(params)
+
+
+def column_name(run: str, limit: int) -> str:
+    return f"{run}: limit {limit:,}"
+
+
+def table_rows(result: EvaluationComparison, metric: str, k: int) -> list[dict[str, object]]:
+    a, b = result.a, result.b
+
+    def value(row: QueryComparison, run: str) -> float | None:
+        score = row.a if run == "a" else row.b
+        return None if score is None else float(getattr(score, metric))
+
+    rows: list[dict[str, object]] = []
+    for row in result.rows:
+        line: dict[str, object] = {
+            "query id": row.query_id,
+            "query": row.query,
+            "judged": row.judged,
+            column_name("A", a.limit): value(row, "a"),
+        }
+        if b is not None:
+            line[column_name("B", b.limit)] = value(row, "b")
+            line["B − A"] = getattr(row, f"{metric}_difference")
+        line["Search A"] = search_link(row.query, k, a.limit)
+        if b is not None:
+            line["Search B"] = search_link(row.query, k, b.limit)
+        rows.append(line)
+    return rows
+
+
+def render_result(result: EvaluationComparison) -> None:
+    a, b = result.a, result.b
+    k = a.k
+    st.subheader(f"Means over {len(a.rows):,} judged queries")
+    columns = st.columns(3)
+    means = (
+        (f"nDCG@{k}", a.mean_ndcg, None if b is None else b.mean_ndcg, result.ndcg_delta),
+        (f"Recall@{k}", a.mean_recall, None if b is None else b.mean_recall, result.recall_delta),
+        (f"MRR@{k}", a.mean_mrr, None if b is None else b.mean_mrr, result.mrr_delta),
+    )
+    for column, (label, at_a, at_b, delta) in zip(columns, means, strict=True):
+        column.metric(f"{label} · limit {a.limit:,}", f"{at_a:.4f}")
+        if b is not None and at_b is not None and delta is not None:
+            column.metric(
+                f"{label} · limit {b.limit:,}",
+                f"{at_b:.4f}",
+                delta=f"{delta:+.4f}",
+                help=f"the difference to limit {a.limit:,}",
+            )
+    label = st.radio("Metric in the table", list(METRICS), horizontal=True, key="ev_metric")
+    metric = METRICS[label]
+    st.markdown(
+        f"**Per query** ({label}@{k}; click a column header to sort; a link opens the query "
+        "on the Search page)"
+    )
+    rows = table_rows(result, metric, k)
+    number = st.column_config.NumberColumn(format="%.4f")
+    config: dict[str, Any] = {"B − A": st.column_config.NumberColumn(format="%+.4f")}
+    for name, run in (("A", a), ("B", b)):
+        if run is not None:
+            config[column_name(name, run.limit)] = number
+            config[f"Search {name}"] = st.column_config.LinkColumn(
+                f"Search {name}",
+                display_text=f"open at limit {run.limit:,}",
+                help=f"this query on the Search page, k = {k}, limit {run.limit:,}",
+            )
+    st.dataframe(rows, column_config=config, hide_index=True, key="ev_table")
+    st.plotly_chart(
+        ndcg_histogram([r for r in (a, b) if r is not None]),
+        key="ev_histogram",
+        config={"displayModeBar": False},
+    )
+    st.download_button(
+        "Export CSV (every metric per query)",
+        result.to_csv(),
+        file_name="lexplain-evaluation.csv",
+        mime="text/csv",
+    )
+
+
+service = get_service()
+st.title("Evaluate")
+st.markdown(
+    "Judged quality of the ranking at one or two candidate **limits**: nDCG, Recall and MRR "
+    "at k, per query and on average. Documents are judged at their best passage."
+)
+offer_sample(service)
+
+left, right = st.columns(2)
+queries_file = left.file_uploader(
+    "Queries (BEIR queries.jsonl, or TSV: id<TAB>text)", type=["jsonl", "tsv", "txt"]
+)
+qrels_file = right.file_uploader(
+    "Judgments (BEIR qrels TSV, or TREC qrels)", type=["tsv", "txt", "qrels"]
+)
+st.button("Use the sample's judgments (Cranfield)", key="ev_sample", on_click=use_sample)
+uploaded = (
+    (queries_file.file_id, qrels_file.file_id)
+    if queries_file is not None and qrels_file is not None
+    else None
+)
+# A new pair of files wins; the same pair does not undo a later click on the sample button.
+if (
+    queries_file is not None
+    and qrels_file is not None
+    and uploaded != st.session_state.get("_ev_uploaded")
+):
+    st.session_state["_ev_uploaded"] = uploaded
+    st.session_state[JUDGMENTS_KEY] = (
+        f"{queries_file.name} and {qrels_file.name}",
+        queries_file.getvalue(),
+        qrels_file.getvalue(),
+    )
+judgments: tuple[str, bytes, bytes] | None = st.session_state.get(JUDGMENTS_KEY)
+if judgments is None:
+    st.info("Upload a queries file and a judgments file, or use the sample's judgments.")
+else:
+    st.caption(f"Judgments: {escape_text(judgments[0])}")
+
+col_k, col_a, col_b, col_compare = st.columns([1, 1, 1, 2])
+k = int(col_k.number_input("k", min_value=1, max_value=K_MAX, value=10, key="ev_k"))
+limit_a = int(
+    col_a.number_input(
+        "limit A", min_value=0, max_value=LIMIT_MAX, value=1000, step=100, key="ev_limit_a"
+    )
+)
+compare = col_compare.checkbox("compare with limit B", value=True, key="ev_compare")
+limit_b = int(
+    col_b.number_input(
+        "limit B",
+        min_value=0,
+        max_value=LIMIT_MAX,
+        value=100,
+        step=100,
+        key="ev_limit_b",
+        disabled=not compare,
+    )
+)
+limits = [limit_a, limit_b] if compare else [limit_a]
+
+run = st.button("Run the evaluation", key="ev_run", type="primary", disabled=judgments is None)
+if run and judgments is not None:
+    bar = st.progress(0.0, text="Evaluating…")
+
+    def progress(done: int, total: int, query_id: str) -> None:
+        bar.progress(done / total, text=f"Evaluating… query {done:,} of {total:,}")
+
+    try:
+        runs = service.evaluate(
+            judgments[1],
+            judgments[2],
+            k,
+            limits,
+            workspace=workspace(),
+            on_progress=progress,
+        )
+    except JudgmentError as exc:
+        bar.empty()
+        st.session_state.pop(RESULT_KEY, None)
+        st.error(f"The judgments cannot be used: {escape_text(str(exc))}")
+    else:
+        bar.empty()
+        st.session_state[RESULT_KEY] = (
+            (judgments[0], workspace(), k, tuple(limits)),
+            compare_runs(*runs),
+        )
+
+stored = st.session_state.get(RESULT_KEY)
+if stored is not None:
+    (label, ws, run_k, run_limits), result = stored
+    if (label, ws, run_k, run_limits) != (
+        judgments[0] if judgments else None,
+        workspace(),
+        k,
+        tuple(limits),
+    ):
+        st.caption(
+            f"Results below are for {escape_text(label)} in workspace {escape_text(ws)}, "
+            f"k = {run_k}, limits {', '.join(f'{x:,}' for x in run_limits)}: run again for "
+            "the current settings."
+        )
+    render_result(result)
