@@ -171,6 +171,65 @@ def render_compare(result: SearchResult) -> None:
                 )
 
 
+def render_why_not(result: SearchResult) -> None:
+    """Where one chosen passage stands for this query, and what the limit does to it."""
+    with st.expander("why not? — where a passage you expected stands", expanded=False):
+        st.caption(
+            "Type a source id (e.g. the number after “source” above) for its first passage, "
+            "or a passage id."
+        )
+        wanted = st.text_input("Source id or passage id", key="why_not_id").strip()
+        if not wanted:
+            return
+        try:
+            why = service.why_not(
+                result.query, wanted, result.k, result.limit, workspace=workspace()
+            )
+        except KeyError:
+            st.warning(f"No passage or source “{escape_text(wanted)}” in this workspace.")
+            return
+        chunk = service.passage(why.chunk_id, workspace=workspace())
+        where = (
+            f"source {escape_text(chunk.source_id)} · passage {chunk.chunk_index + 1}"
+            if chunk is not None
+            else escape_text(why.chunk_id)
+        )
+        contains = ", ".join(f"`{escape_text(t)}`" for t in why.contained_terms) or "none"
+        lacks = ", ".join(f"`{escape_text(t)}`" for t in why.missing_terms) or "none"
+        lines = [f"**{where}**", f"contains: {contains}  \nlacks: {lacks}"]
+        if why.position is None:
+            lines.append(
+                "It contains no query term: no limit makes it a candidate, so it never ranks."
+            )
+        else:
+            verdict = (
+                f"**the limit {why.limit:,} cut it** before scoring"
+                if why.cut_by_limit
+                else f"the limit {why.limit:,} kept it"
+            )
+            lines.append(
+                f"Candidate position: {why.position:,} candidates ahead of it in the store's "
+                f"order (matched-term count ▼, then id ▲), so {verdict}."
+            )
+            unlimited = (
+                f"rank {why.unlimited_rank:,}" if why.unlimited_rank is not None else "no rank"
+            )
+            lines.append(f"Unlimited (every match scored): {unlimited}, score {why.score:.2f}.")
+            limited = (
+                f"rank {why.limited_rank} of the top-{why.k}"
+                if why.limited_rank is not None
+                else f"not in the top-{why.k}"
+            )
+            lines.append(f"At limit {why.limit:,}: {limited}.")
+            lines.append(
+                f"Smallest limit that puts it in the top-{why.k}: **{why.smallest_limit:,}**."
+                if why.smallest_limit is not None
+                else f"No limit puts it in the top-{why.k}: at least {why.k} candidates "
+                "ahead of it score higher."
+            )
+        st.markdown("  \n".join(lines), unsafe_allow_html=True)
+
+
 service = get_service()
 st.title("Search")
 st.markdown(
@@ -202,12 +261,15 @@ if query.strip():
     )
     if result.empty_reason:
         st.warning(f"No results: {result.empty_reason}.")
+        if result.empty_reason == "every match cut by the limit":
+            render_why_not(result)
     else:
         st.caption(SCORE_NOTE)
         for passage in result.passages:
             render_passage(passage, result)
         if len(result.passages) >= 2:
             render_compare(result)
+        render_why_not(result)
         left, right = st.columns(2)
         left.download_button(
             "Export CSV (with explanations)",
