@@ -35,15 +35,19 @@ def chunk_id(source_id: str, text: str) -> str:
     return digest.hexdigest()
 
 
+#: What no store can hold: NUL (PostgreSQL text) and lone surrogates (UTF-8).
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
 def storable_text_problem(value: str) -> str | None:
     """Why ``value`` cannot be stored (NUL or lone surrogate), or None if it can."""
-    nul = value.find("\x00")
-    if nul >= 0:
-        return f"contains a NUL character at offset {nul}"
-    for offset, char in enumerate(value):
-        if "\ud800" <= char <= "\udfff":
-            return f"contains a lone surrogate U+{ord(char):04X} at offset {offset}"
-    return None
+    found = _UNSTORABLE.search(value)
+    if found is None:
+        return None
+    char, offset = found.group(), found.start()
+    if char == "\x00":
+        return f"contains a NUL character at offset {offset}"
+    return f"contains a lone surrogate U+{ord(char):04X} at offset {offset}"
 
 
 def _check_storable(value: str, what: str) -> str:

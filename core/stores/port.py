@@ -8,7 +8,6 @@ returned objects) is held by ``core.stores.compliance``, one suite for all.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Protocol, runtime_checkable
@@ -16,15 +15,13 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from core.chunks import StoredChunk, chunk_id
+from core.chunks import StoredChunk, chunk_id, storable_text_problem
 from core.entities import Entity
 from core.ranking import LexicalCandidates
 from core.tokenize import tokenize
 
 #: Largest offset or index any store keeps (PostgreSQL bigint); larger ones are rejected everywhere.
 MAX_POSITION = 2**63 - 1
-#: What no store can hold: NUL (PostgreSQL text) and lone surrogates (UTF-8).
-_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
 
 class SourceSummary(BaseModel):
@@ -162,7 +159,7 @@ def passage_terms(text: str) -> tuple[int, Counter[str]]:
 
 def is_storable(value: str) -> bool:
     """False for text no store can hold (a term or key with NUL or a lone surrogate)."""
-    return _UNSTORABLE.search(value) is None
+    return storable_text_problem(value) is None
 
 
 def check_name(name: str, what: str) -> None:
