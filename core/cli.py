@@ -56,8 +56,15 @@ def _parser() -> argparse.ArgumentParser:
             "BEIR folder (corpus.jsonl) into a workspace."
         ),
     )
-    load.add_argument("paths", nargs="+", metavar="PATH", type=Path)
-    load.add_argument("--workspace", required=True, metavar="NAME")
+    load.add_argument(
+        "paths", nargs="+", metavar="PATH", type=Path, help="a file, a folder, or a BEIR folder"
+    )
+    load.add_argument(
+        "--workspace",
+        required=True,
+        metavar="NAME",
+        help="workspace to load into (created if new; the same name is the same workspace)",
+    )
     load.add_argument(
         "--database-url",
         metavar="URL",
