@@ -75,11 +75,12 @@ EXTRACTOR_LIMITS = (
     '("Langley Research Center"), acronyms (NASA), company suffixes (Inc, Ltd, GmbH, plc ...), '
     "person titles (Mr, Dr, Prof ...), and the names and aliases of an uploaded entity list. "
     "So it misses names written in lower case (as in the Cranfield abstracts) or starting with a "
-    "small letter (iPhone), a one-word name that only ever starts a sentence, and names inside "
-    "all-capital text. It cannot tell a place from an organisation unless a suffix, a title or a "
-    'word like "in" or "University" says which, so many names are of kind "other"; and it '
-    "takes capitalised headings and nationality words for names. Spelling variants are different "
-    "entities unless an entity list maps them to one."
+    "small letter (iPhone), a one-word name that only ever starts a sentence, and names in "
+    "all-capital text (three or more words in capitals are taken for a heading). It cannot tell "
+    'a place from an organisation unless a suffix, a title or a word like "in" or '
+    '"University" says which, so many names are of kind "other"; and it takes capitalised '
+    "headings and some nationality words for names. Spelling variants are different entities "
+    "unless an entity list maps them to one."
 )
 
 #: Titles that announce a person; the title itself is not part of the name.
@@ -443,6 +444,8 @@ class RuleBasedExtractor:
         for first, last, evidence in runs:
             head = tokens[first]
             words = [_folded(t.text) for t in tokens[first : last + 1]]
+            if last - first >= 2 and all(_is_acronym(t.text) for t in tokens[first : last + 1]):
+                continue  # three or more words in capitals: a heading or shouting, not a name
             if first == last:
                 word = words[0]
                 if word in NOT_NAMES or word in ORGANISATION_SUFFIXES or len(word) == 1:

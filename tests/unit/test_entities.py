@@ -206,3 +206,9 @@ def test_a_listed_name_is_found_once_as_the_listed_entity_not_again_by_the_rules
         ("Jet Propulsion Laboratory", "Jet Propulsion Laboratory"),
         ("NASA", "NASA"),
     ]
+
+
+def test_a_heading_in_capitals_is_not_taken_for_one_long_name() -> None:
+    assert found("WIND TUNNEL TESTS OF SWEPT WINGS\n\nThe tests at NASA went well.") == [
+        ("NASA", "other")
+    ]
