@@ -1,0 +1,320 @@
+"""Truncation, Evaluate and Search's "why not?" through AppTest, checked against core.
+
+Expected numbers come from core called directly (``analyse_truncation``, ``why_not``,
+``rank_chunks``, ``evaluate_run``) on candidates read from a separate in-memory store
+holding the same sample, never from the service the pages use and never hard-coded.
+The sample is loaded into the app's service once per module.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from core.chunks import ChunkingOptions, workspace_tenant_id
+from core.evaluation import (
+    EvaluationRun,
+    documents_in_rank_order,
+    evaluate_run,
+    parse_qrels,
+    parse_queries,
+)
+from core.indexing import index_uploads, read_upload
+from core.presentation import escape_text
+from core.ranking import LexicalCandidates, rank_chunks
+from core.service import SAMPLE_CORPUS, SAMPLE_QRELS, SAMPLE_QUERIES
+from core.stores.memory import InMemoryChunkStore
+from core.tokenize import tokenize
+from core.truncation import TruncationReport, analyse_truncation, why_not
+
+APP = str(SAMPLE_CORPUS.parents[2] / "app.py")
+#: Cranfield query 1: limit 20 cuts three of its unlimited top-10.
+QUERY = (
+    "what similarity laws must be obeyed when constructing aeroelastic models of heated "
+    "high speed aircraft ."
+)
+UNLIMITED_LINE = re.compile(r"(\d+)\. (.+?) · passage 1 &nbsp; \*\*([0-9.]+)\*\*(.*)")
+LIMITED_LINE = re.compile(
+    r"(\d+)\. (.+?) · passage 1 &nbsp; \*\*([0-9.]+)\*\* &nbsp; <span class='lx-move'>(.+)</span>"
+)
+CUT_NOTE = re.compile(r"missing: candidate #([\d,]+) of ([\d,]+), matches (\d+) of (\d+) terms")
+
+
+class Direct:
+    """The sample in a separate store: candidates in the store's order, read directly."""
+
+    def __init__(self) -> None:
+        self.store = InMemoryChunkStore()
+        self.tenant = workspace_tenant_id("direct")
+        self.loop = asyncio.new_event_loop()
+        self.loop.set_debug(False)
+        upload = read_upload(SAMPLE_CORPUS.name, SAMPLE_CORPUS.read_bytes())
+        self.loop.run_until_complete(
+            index_uploads(
+                [upload], self.store, self.tenant, chunking=ChunkingOptions(whole_documents=True)
+            )
+        )
+
+    def candidates(self, query: str) -> LexicalCandidates:
+        return self.loop.run_until_complete(
+            self.store.lexical_candidates(tokenize(query), self.tenant, 2**62)
+        )
+
+    def report(self, query: str, k: int, limit: int) -> TruncationReport:
+        return analyse_truncation(tokenize(query), self.candidates(query), k, limit)
+
+    def runs(self, k: int, limits: list[int]) -> list[EvaluationRun]:
+        """Whole-document passages: the top-k passages are the top-k documents."""
+        queries = parse_queries(SAMPLE_QUERIES.read_bytes())
+        qrels = parse_qrels(SAMPLE_QRELS.read_bytes())
+        ranked: list[dict[str, list[str]]] = [{} for _ in limits]
+        for query_id, text in queries.items():
+            if query_id not in qrels:
+                continue
+            full = self.candidates(text)
+            for documents, limit in zip(ranked, limits, strict=True):
+                handed = full.model_copy(update={"candidates": full.candidates[:limit]})
+                passages = rank_chunks(tokenize(text), handed, k)
+                documents[query_id] = documents_in_rank_order(r.chunk.source_id for r in passages)
+        return [
+            evaluate_run(queries, qrels, d, k, limit)
+            for d, limit in zip(ranked, limits, strict=True)
+        ]
+
+
+@pytest.fixture(scope="module")
+def direct() -> Iterator[Direct]:
+    found = Direct()
+    yield found
+    found.loop.close()
+
+
+@pytest.fixture(autouse=True, scope="module")
+def in_memory_store() -> Iterator[None]:
+    """The AppTests run on the in-memory store, whatever the shell exports."""
+    patch = pytest.MonkeyPatch()
+    patch.delenv("LEXPLAIN_DATABASE_URL", raising=False)
+    from app_pages.common import get_service
+
+    get_service.clear()  # type: ignore[attr-defined]
+    yield
+    get_service().close()
+    get_service.clear()  # type: ignore[attr-defined]
+    patch.undo()
+
+
+@pytest.fixture(scope="module")
+def cranfield(in_memory_store: None) -> str:
+    from app_pages.common import get_service
+
+    name = f"cranfield-{uuid.uuid4().hex[:8]}"
+    get_service().load_sample(workspace=name)
+    return name
+
+
+def page(path: str, workspace: str, **params: str) -> AppTest:
+    """The app from its entry point with ``params`` in the URL, switched to ``path``."""
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params["ws"] = workspace
+    for key, value in params.items():
+        at.query_params[key] = value
+    at.run()
+    at.switch_page(path).run()
+    no_exception(at)
+    return at
+
+
+def no_exception(at: AppTest) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+
+
+def markdown(at: AppTest) -> list[str]:
+    return [m.value for m in at.markdown]
+
+
+def block(at: AppTest, heading: str) -> list[str]:
+    """The lines of the markdown that follows the one starting with ``heading``."""
+    values = markdown(at)
+    index = next(i for i, v in enumerate(values) if v.startswith(heading))
+    return values[index + 1].split("  \n")
+
+
+def param(at: AppTest, name: str) -> str:
+    value: Any = at.query_params[name]
+    return str(value[0] if isinstance(value, list) else value)
+
+
+def test_the_truncation_page_shows_cores_rankings_and_marks_cut_passages(
+    cranfield: str, direct: Direct
+) -> None:
+    at = page("app_pages/truncation.py", cranfield, q=QUERY, k="10", limit="20")
+    want = direct.report(QUERY, 10, 20)
+    assert at.title[0].value == "Truncation"
+    assert at.slider(key="t_limit").value == 20
+
+    unlimited = [UNLIMITED_LINE.fullmatch(line) for line in block(at, "**Unlimited top-10**")]
+    assert all(unlimited)
+    shown = [(int(m[1]), m[2], m[3]) for m in unlimited if m]
+    assert shown == [
+        (rank, r.chunk.source_id, f"{r.score:.2f}") for rank, r in enumerate(want.unlimited, 1)
+    ]
+    cut_notes = {m[2]: CUT_NOTE.search(m[4]) for m in unlimited if m}
+    rows = {row.chunk_id: row for row in want.candidates}
+    for cut in want.cut:
+        note = cut_notes[cut.ranked.chunk.source_id]
+        assert note is not None, f"{cut.ranked.chunk.source_id} is cut but not marked"
+        assert note.groups() == (
+            f"{cut.position + 1:,}",
+            f"{want.matching:,}",
+            str(cut.matched_terms),
+            str(len(want.terms)),
+        )
+    assert sum(note is not None for note in cut_notes.values()) == len(want.cut) > 0
+
+    limited = [LIMITED_LINE.fullmatch(line) for line in block(at, "**Limited top-10**")]
+    assert all(limited)
+    for rank, (match, ranked) in enumerate(zip(limited, want.limited, strict=True), 1):
+        assert match is not None
+        moved = (rows[ranked.chunk.id].unlimited_rank or 0) - rank
+        assert (match[1], match[2], match[3]) == (
+            str(rank),
+            ranked.chunk.source_id,
+            f"{ranked.score:.2f}",
+        )
+        assert match[4] == (f"▲{moved}" if moved else "=")
+
+    text = "\n".join(markdown(at))
+    assert "matched-term count ▼, then id ▲" in text
+    assert f"**smallest safe limit: {want.smallest_safe_limit:,}**" in text
+    assert f"limit 20 of {want.matching:,} matching passages" in text
+    assert f"**{len(want.cut)} of the unlimited top-10 cut**" in text
+
+    sweep, scatter = (json.loads(c.proto.spec) for c in at.get("plotly_chart"))
+    assert list(sweep["data"][0]["x"]) == [p.limit for p in want.sweep]
+    assert list(sweep["data"][0]["y"]) == [p.overlap for p in want.sweep]
+    kept, cut_trace = scatter["data"]
+    assert list(cut_trace["y"]) == [r.score for r in want.candidates if r.cut]
+    assert list(kept["x"]) == [r.matched_terms for r in want.candidates if not r.cut]
+    assert cut_trace["marker"]["color"] == "#E45756"
+
+
+def test_a_link_reproduces_the_truncation_view_and_the_slider_writes_the_url(
+    cranfield: str, direct: Direct
+) -> None:
+    at = page("app_pages/truncation.py", cranfield, q="aeroelastic models", k="5", limit="7")
+    assert at.text_input(key="t_q").value == "aeroelastic models"
+    assert at.number_input(key="t_k").value == 5
+    assert at.slider(key="t_limit").value == 7
+    want = direct.report("aeroelastic models", 5, 7)
+    assert f"**smallest safe limit: {want.smallest_safe_limit:,}**" in "\n".join(markdown(at))
+
+    at.slider(key="t_limit").set_value(want.smallest_safe_limit).run()
+    no_exception(at)
+    assert param(at, "limit") == str(want.smallest_safe_limit)
+    assert (param(at, "q"), param(at, "k"), param(at, "ws")) == (
+        "aeroelastic models",
+        "5",
+        cranfield,
+    )
+    assert "**0 of the unlimited top-5 cut**" in "\n".join(markdown(at))
+    # A new query keeps the limit (a new slider range must not reset it).
+    at.text_input(key="t_q").input("aeroelastic").run()
+    assert at.slider(key="t_limit").value == want.smallest_safe_limit
+
+
+@pytest.mark.parametrize(
+    ("query", "reason"),
+    [("the of and", "no terms left after stopwords"), ("qqqzzz", "no passage contains any term")],
+)
+def test_an_empty_truncation_says_why(cranfield: str, query: str, reason: str) -> None:
+    at = page("app_pages/truncation.py", cranfield, q=query)
+    assert [w.value for w in at.warning] == [f"Nothing to compare: {reason}."]
+    assert not at.get("plotly_chart")
+
+
+def test_why_not_on_search_explains_a_cut_passage_with_cores_numbers(
+    cranfield: str, direct: Direct
+) -> None:
+    report = direct.report(QUERY, 10, 20)
+    cut = report.cut[0].ranked.chunk
+    want = why_not(tokenize(QUERY), direct.candidates(QUERY), cut.id, 10, 20)
+    at = AppTest.from_file(APP, default_timeout=60)
+    for key, value in {"ws": cranfield, "q": QUERY, "k": "10", "limit": "20"}.items():
+        at.query_params[key] = value
+    at.run()
+    at.text_input(key="why_not_id").input(cut.source_id).run()
+    no_exception(at)
+    answer = next(
+        v for v in markdown(at) if v.startswith(f"**source {cut.source_id} · passage 1**")
+    )
+    assert f"{want.position:,} candidates ahead of it" in answer
+    assert "**the limit 20 cut it**" in answer
+    assert f"rank {want.unlimited_rank:,}, score {want.score:.2f}" in answer
+    assert "At limit 20: not in the top-10." in answer
+    assert f"top-10: **{want.smallest_limit:,}**" in answer
+    assert "lacks: " + ", ".join(f"`{t}`" for t in want.missing_terms) in answer
+
+    at.text_input(key="why_not_id").input("no-such-source").run()
+    assert [w.value for w in at.warning] == [
+        "No passage or source “no-such-source” in this workspace."
+    ]
+
+
+def test_evaluate_runs_on_the_sample_judgments_and_shows_cores_means(
+    cranfield: str, direct: Direct
+) -> None:
+    at = page("app_pages/evaluate.py", cranfield)
+    assert at.title[0].value == "Evaluate"
+    at.button(key="ev_sample").click().run()
+    at.button(key="ev_run").click().run()
+    no_exception(at)
+    a, b = direct.runs(10, [1000, 100])
+    metrics = {m.label: (m.value, m.delta) for m in at.metric}
+    assert metrics["nDCG@10 · limit 1,000"][0] == f"{a.mean_ndcg:.4f}"
+    assert metrics["nDCG@10 · limit 100"] == (
+        f"{b.mean_ndcg:.4f}",
+        f"{b.mean_ndcg - a.mean_ndcg:+.4f}",
+    )
+    assert metrics["Recall@10 · limit 100"][0] == f"{b.mean_recall:.4f}"
+    assert metrics["MRR@10 · limit 1,000"][0] == f"{a.mean_mrr:.4f}"
+
+    table = at.dataframe[0].value
+    assert list(table["query id"]) == [r.query_id for r in a.rows]
+    assert list(table["A: limit 1,000"]) == [r.ndcg for r in a.rows]
+    assert list(table["B: limit 100"]) == [r.ndcg for r in b.rows]
+    first = table.iloc[0]
+    assert first["Search B"].startswith("./?q=what+similarity+laws")
+    assert first["Search B"].endswith(f"&k=10&limit=100&ws={cranfield}")
+
+    at.radio(key="ev_metric").set_value("MRR").run()
+    assert list(at.dataframe[0].value["A: limit 1,000"]) == [r.mrr for r in a.rows]
+
+
+def test_unreadable_judgments_are_reported_in_plain_words(cranfield: str) -> None:
+    at = page("app_pages/evaluate.py", cranfield)
+    at.session_state["ev_judgments"] = ("bad.tsv", b"1\twing\n", b"1\t184\n")
+    at.run()
+    at.button(key="ev_run").click().run()
+    no_exception(at)
+    message = "qrels file: line 1: expected 3 (BEIR) or 4 (TREC) columns, found 2"
+    assert [e.value for e in at.error] == [f"The judgments cannot be used: {escape_text(message)}"]
+    assert not at.metric
+
+
+@pytest.mark.parametrize(
+    ("path", "title"),
+    [("app_pages/truncation.py", "Truncation"), ("app_pages/evaluate.py", "Evaluate")],
+)
+def test_the_new_pages_run_from_the_entry_point_on_an_empty_workspace(
+    path: str, title: str
+) -> None:
+    at = page(path, f"empty-{uuid.uuid4().hex[:8]}")
+    assert at.title[0].value == title
+    assert "load_sample" in [b.key for b in at.button]
