@@ -226,6 +226,18 @@ def test_evaluate_on_cranfield_equals_core_at_limits_1000_and_100(
     assert len(lines) == judged + 1 and lines[0].startswith("query_id,query,judged,ndcg@10")
 
 
+def test_evaluate_hands_each_limit_exactly_its_first_candidates(
+    service: LexplainService, direct: Direct
+) -> None:
+    """Small limits, where one candidate more or less changes the top-k of most queries."""
+    queries_all, qrels = service.sample_judgments()
+    queries = b"\n".join(queries_all.splitlines()[:15])
+    limits = [0, 1, 2, 20, 182]
+    runs = service.evaluate(queries, qrels, 10, limits, workspace=SAMPLE)
+    assert runs == expected_runs(direct, queries, qrels, 10, limits, SAMPLE, whole_documents=True)
+    assert runs[0].mean_recall == 0.0 < runs[1].mean_mrr
+
+
 def test_evaluation_judges_documents_filling_k_past_repeated_passages(
     service: LexplainService, direct: Direct
 ) -> None:
