@@ -289,6 +289,9 @@ def test_evaluate_runs_on_the_sample_judgments_and_shows_cores_means(
     assert list(table["query id"]) == [r.query_id for r in a.rows]
     assert list(table["A: limit 1,000"]) == [r.ndcg for r in a.rows]
     assert list(table["B: limit 100"]) == [r.ndcg for r in b.rows]
+    assert list(table["B − A"]) == [
+        rb.ndcg - ra.ndcg for ra, rb in zip(a.rows, b.rows, strict=True)
+    ]
     first = table.iloc[0]
     assert first["Search B"].startswith("./?q=what+similarity+laws")
     assert first["Search B"].endswith(f"&k=10&limit=100&ws={cranfield}")
