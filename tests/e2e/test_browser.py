@@ -194,6 +194,17 @@ def test_a_shared_link_reproduces_the_view(server: str, page: Page) -> None:
     expect(page.get_by_text("3 of", exact=False).first).to_be_visible()
 
 
+def test_a_truncation_link_shows_the_cut_and_both_charts(server: str, page: Page) -> None:
+    params = urlencode({"ws": "e2e", "q": QUERY, "k": "10", "limit": "20"})
+    page.goto(f"{server}/truncation?{params}")
+    expect(page.get_by_role("heading", name="Truncation")).to_be_visible()
+    settle(page)
+    expect(page.locator(".lx-cut").first).to_contain_text("missing: candidate #")
+    expect(page.locator(".js-plotly-plot")).to_have_count(2)
+    assert "limit=20" in page.url
+    shot(page, "truncation")
+
+
 def test_uploaded_script_and_img_payloads_render_as_text(server: str, page: Page) -> None:
     hostile = (
         "Engine notes by Dr Ada Lovelace.\n\n"
