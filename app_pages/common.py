@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import plotly.graph_objects as go
 import streamlit as st
 
-from core.presentation import term_colours
+from core.presentation import escape_text, term_colours
 from core.service import (
     DEFAULT_WORKSPACE,
     SAMPLE_LABEL,
@@ -149,7 +149,10 @@ def score_scatter(view: TruncationView) -> go.Figure:
                 mode="markers",
                 name=f"{name} ({len(rows):,})",
                 marker={"color": colour, "size": 7, "opacity": 0.6},
-                customdata=[[r.source_id, r.chunk_index + 1, r.position + 1] for r in rows],
+                # Plotly reads hover text as a subset of HTML: source ids are user data.
+                customdata=[
+                    [escape_text(r.source_id), r.chunk_index + 1, r.position + 1] for r in rows
+                ],
                 hovertemplate=(
                     "source %{customdata[0]} · passage %{customdata[1]}<br>"
                     "candidate #%{customdata[2]:,} · %{x} terms · score %{y:.2f}"
