@@ -8,7 +8,8 @@ per-session creation would give every browser tab its own empty in-memory store.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import plotly.graph_objects as go
 import streamlit as st
@@ -221,3 +222,47 @@ def offer_sample(service: LexplainService) -> None:
         + (f" ({'; '.join(report.notes)})" if report.notes else "")
         + ". Try a query, e.g. “aeroelastic models of heated high speed aircraft”."
     )
+
+
+#: Bounds of k and of a limit, in the inputs and when taken from a link.
+K_MAX, LIMIT_MAX = 100, 10_000_000
+
+
+def _int_param(value: str | None, default: int, low: int, high: int) -> int:
+    try:
+        return min(max(int(value or ""), low), high)
+    except ValueError:
+        return default
+
+
+def sync_query_params(keys: Mapping[str, str], defaults: Mapping[str, Any], marker: str) -> None:
+    """Adopt q/k/limit from the URL when a link carries them and they changed.
+
+    ``keys`` maps the URL names (q, k, limit) to this page's widget keys; each widget
+    key has a shadow ``_<key>`` that survives page switches (Streamlit drops the
+    state of widgets that did not render). ``marker`` remembers the URL last adopted.
+    """
+    params = st.query_params
+    url = (params.get("q"), params.get("k"), params.get("limit"))
+    if "q" in params and url != st.session_state.get(marker):
+        st.session_state[marker] = url
+        st.session_state[f"_{keys['q']}"] = params.get("q", "")
+        st.session_state[f"_{keys['k']}"] = _int_param(params.get("k"), defaults["k"], 1, K_MAX)
+        st.session_state[f"_{keys['limit']}"] = _int_param(
+            params.get("limit"), defaults["limit"], 0, LIMIT_MAX
+        )
+        for key in keys.values():
+            st.session_state[key] = st.session_state[f"_{key}"]
+    for name, key in keys.items():
+        if key not in st.session_state:
+            st.session_state[key] = st.session_state.get(f"_{key}", defaults[name])
+
+
+def write_query_params(
+    keys: Mapping[str, str], marker: str, query: str, k: int, limit: int
+) -> None:
+    """Put q/k/limit in the URL (a shareable link) and in the widgets' shadow keys."""
+    for name, value in (("q", query), ("k", k), ("limit", limit)):
+        st.session_state[f"_{keys[name]}"] = value
+    st.query_params.update({"q": query, "k": str(k), "limit": str(limit)})
+    st.session_state[marker] = (query, str(k), str(limit))

@@ -10,7 +10,16 @@ from typing import Any
 
 import streamlit as st
 
-from app_pages.common import contribution_bar, get_service, offer_sample, workspace
+from app_pages.common import (
+    K_MAX,
+    LIMIT_MAX,
+    contribution_bar,
+    get_service,
+    offer_sample,
+    sync_query_params,
+    workspace,
+    write_query_params,
+)
 from core.presentation import (
     FORMULA,
     IDF_FORMULA,
@@ -35,8 +44,10 @@ LIMIT_HELP = (
 )
 #: Widget keys and their defaults; also the URL parameters (same names).
 DEFAULTS: dict[str, Any] = {"q": "", "k": 10, "limit": 1000}
-#: Bounds of the numeric inputs.
-K_MAX, LIMIT_MAX = 100, 10_000_000
+#: This page's widget keys per URL name (the same names).
+KEYS = {"q": "q", "k": "k", "limit": "limit"}
+#: Session key of the URL this page last adopted.
+URL_MARKER = "_search_url"
 
 NUMBER_FORMATS = {
     "idf": st.column_config.NumberColumn("idf", format="%.4f"),
@@ -46,37 +57,12 @@ NUMBER_FORMATS = {
 }
 
 
-def _int_param(value: str | None, default: int, low: int, high: int) -> int:
-    try:
-        return min(max(int(value or ""), low), high)
-    except ValueError:
-        return default
-
-
 def sync_from_url() -> None:
-    """Adopt q/k/limit from the URL when it carries them and they changed (a shared link)."""
-    params = st.query_params
-    url = (params.get("q"), params.get("k"), params.get("limit"))
-    if "q" in params and url != st.session_state.get("_search_url"):
-        st.session_state["_search_url"] = url
-        st.session_state["_q"] = params.get("q", "")
-        st.session_state["_k"] = _int_param(params.get("k"), DEFAULTS["k"], 1, K_MAX)
-        st.session_state["_limit"] = _int_param(
-            params.get("limit"), DEFAULTS["limit"], 0, LIMIT_MAX
-        )
-        for key in DEFAULTS:
-            st.session_state[key] = st.session_state[f"_{key}"]
-    for key, default in DEFAULTS.items():
-        # Widget state is dropped when another page runs; the shadow key survives.
-        if key not in st.session_state:
-            st.session_state[key] = st.session_state.get(f"_{key}", default)
+    sync_query_params(KEYS, DEFAULTS, URL_MARKER)
 
 
 def write_url(query: str, k: int, limit: int) -> None:
-    for key, value in (("q", query), ("k", k), ("limit", limit)):
-        st.session_state[f"_{key}"] = value
-    st.query_params.update({"q": query, "k": str(k), "limit": str(limit)})
-    st.session_state["_search_url"] = (query, str(k), str(limit))
+    write_query_params(KEYS, URL_MARKER, query, k, limit)
 
 
 def explanation_table(passage: RankedPassage) -> list[dict[str, object]]:

@@ -15,7 +15,16 @@ from typing import Any
 
 import streamlit as st
 
-from app_pages.common import get_service, offer_sample, score_scatter, sweep_chart, workspace
+from app_pages.common import (
+    K_MAX,
+    get_service,
+    offer_sample,
+    score_scatter,
+    sweep_chart,
+    sync_query_params,
+    workspace,
+    write_query_params,
+)
 from core.presentation import escape_text
 from core.service import TruncationView
 
@@ -23,43 +32,18 @@ from core.service import TruncationView
 KEYS = {"q": "t_q", "k": "t_k", "limit": "t_limit"}
 #: Defaults of query, k and limit (a small limit, so the first view shows a cut).
 DEFAULTS: dict[str, Any] = {"q": "", "k": 10, "limit": 100}
-#: Bounds of k and of a limit taken from a link.
-K_MAX, LIMIT_MAX = 100, 10_000_000
+#: Session key of the URL this page last adopted.
+URL_MARKER = "_truncation_url"
 #: The store's candidate order, as the page states it.
 ORDER = "matched-term count ▼, then id ▲"
 
 
-def _int_param(value: str | None, default: int, low: int, high: int) -> int:
-    try:
-        return min(max(int(value or ""), low), high)
-    except ValueError:
-        return default
-
-
 def sync_from_url() -> None:
-    """Adopt q/k/limit from the URL when a link carries them and they changed."""
-    params = st.query_params
-    url = (params.get("q"), params.get("k"), params.get("limit"))
-    if "q" in params and url != st.session_state.get("_truncation_url"):
-        st.session_state["_truncation_url"] = url
-        st.session_state["_t_q"] = params.get("q", "")
-        st.session_state["_t_k"] = _int_param(params.get("k"), DEFAULTS["k"], 1, K_MAX)
-        st.session_state["_t_limit"] = _int_param(
-            params.get("limit"), DEFAULTS["limit"], 0, LIMIT_MAX
-        )
-        for key in KEYS.values():
-            st.session_state[key] = st.session_state[f"_{key}"]
-    for name, key in KEYS.items():
-        # Widget state is dropped when another page runs; the shadow key survives.
-        if key not in st.session_state:
-            st.session_state[key] = st.session_state.get(f"_{key}", DEFAULTS[name])
+    sync_query_params(KEYS, DEFAULTS, URL_MARKER)
 
 
 def write_url(query: str, k: int, limit: int) -> None:
-    for key, value in (("t_q", query), ("t_k", k), ("t_limit", limit)):
-        st.session_state[f"_{key}"] = value
-    st.query_params.update({"q": query, "k": str(k), "limit": str(limit)})
-    st.session_state["_truncation_url"] = (query, str(k), str(limit))
+    write_query_params(KEYS, URL_MARKER, query, k, limit)
 
 
 def passage_label(source_id: str, chunk_index: int) -> str:
