@@ -13,12 +13,11 @@ from urllib.parse import urlsplit
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-#: Default passage size in characters (the chunker prefers a paragraph/sentence cut near it).
-DEFAULT_CHUNK_SIZE = 1200
-#: Default overlap between consecutive passages, in characters.
-DEFAULT_CHUNK_OVERLAP = 150
-#: Default largest accepted upload per file, in megabytes.
-DEFAULT_MAX_UPLOAD_MB = 50
+from core.chunks import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE
+from core.readers import DEFAULT_MAX_BYTES
+
+#: Default largest accepted upload per file, in megabytes: the readers' own limit.
+DEFAULT_MAX_UPLOAD_MB = DEFAULT_MAX_BYTES // (1024 * 1024)
 
 
 class Settings(BaseSettings):
