@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from core.bm25 import CorpusStats, QueryScorer, ScoreExplanation
 from core.chunks import StoredChunk
@@ -33,6 +33,20 @@ class LexicalCandidates(BaseModel):
 
     stats: CorpusStats
     candidates: list[LexicalCandidate] = Field(default_factory=list)
+    #: Passages containing at least one requested term, before the limit cut (same snapshot);
+    #: never fewer than the candidates handed over.
+    matching: int = Field(default=0, ge=0)
+
+    @model_validator(mode="after")
+    def _matching_covers_the_candidates(self) -> LexicalCandidates:
+        if self.matching < len(self.candidates):
+            object.__setattr__(self, "matching", len(self.candidates))
+        return self
+
+    @property
+    def cut_by_limit(self) -> int:
+        """Matching passages the limit kept from being scored."""
+        return self.matching - len(self.candidates)
 
 
 class RankedChunk(BaseModel):

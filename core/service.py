@@ -564,14 +564,9 @@ class LexplainService:
         tenant = workspace_tenant_id(workspace)
         terms = tokenize(query)
         dropped = [t for t in raw_terms(query) if t in STOPWORDS]
-        everything = await self._store.lexical_candidates(terms, tenant, _UNLIMITED)
-        matching = len(everything.candidates)
-        # The ranking uses exactly what the store hands over under ``limit``.
-        handed: LexicalCandidates = (
-            everything
-            if matching <= limit
-            else await self._store.lexical_candidates(terms, tenant, limit)
-        )
+        # One read, one snapshot: the store counts what matched and hands over ``limit``.
+        handed = await self._store.lexical_candidates(terms, tenant, limit)
+        matching = handed.matching
         ranked = rank_chunks(terms, handed, k)
         position = {c.chunk.id: i + 1 for i, c in enumerate(handed.candidates)}
         names = await self._entity_names([r.chunk for r in ranked], tenant)
@@ -607,7 +602,7 @@ class LexplainService:
             doc_frequencies=dict(stats.doc_frequencies),
             matching_passages=matching,
             candidates_returned=len(handed.candidates),
-            cut_by_limit=matching - len(handed.candidates),
+            cut_by_limit=handed.cut_by_limit,
             passages=passages,
             empty_reason=reason,
         )

@@ -281,6 +281,22 @@ class ChunkStoreCompliance:
             assert found.stats == expected
             assert len(found.candidates) == min(limit, len(expected_order(chunks, terms)))
 
+    async def test_the_matching_count_is_every_passage_with_a_term_whatever_the_limit(
+        self, store: ChunkStore
+    ) -> None:
+        tenant = uuid.uuid4()
+        chunks = corpus_chunks(tenant)
+        await store.upsert_many(chunks)
+        terms = ["ocean", "coast", "unseen"]
+        matching = len(expected_order(chunks, terms))
+        assert 1 < matching < len(chunks)
+        for limit in (0, 1, matching, 1000):
+            found = await store.lexical_candidates(terms, tenant, limit)
+            assert found.matching == matching
+            assert found.cut_by_limit == matching - min(limit, matching)
+        assert (await store.lexical_candidates(["unseen"], tenant, 10)).matching == 0
+        assert (await store.lexical_candidates([], tenant, 10)).matching == 0
+
     async def test_an_absent_term_is_in_the_document_frequencies_with_zero(
         self, store: ChunkStore
     ) -> None:

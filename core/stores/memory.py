@@ -198,12 +198,12 @@ class InMemoryChunkStore:
                 avg_doc_length=tenant.tokens / n_docs if n_docs else 0.0,
                 doc_frequencies={t: len(tenant.postings.get(t, ())) for t in wanted},
             )
-            if limit == 0:
-                return LexicalCandidates(stats=stats)
             matched: dict[str, int] = {}
             for term in wanted:
                 for chunk_id in tenant.postings.get(term, ()):
                     matched[chunk_id] = matched.get(chunk_id, 0) + 1
+            if limit == 0:
+                return LexicalCandidates(stats=stats, matching=len(matched))
             kept = heapq.nsmallest(limit, matched.items(), key=lambda item: (-item[1], item[0]))
             candidates = []
             for chunk_id, _ in kept:
@@ -215,7 +215,7 @@ class InMemoryChunkStore:
                         term_frequencies={t: forward[t] for t in wanted if t in forward},
                     )
                 )
-        return LexicalCandidates(stats=stats, candidates=candidates)
+        return LexicalCandidates(stats=stats, candidates=candidates, matching=len(matched))
 
     async def list_sources(self, tenant_id: UUID) -> list[SourceSummary]:
         with self._lock:

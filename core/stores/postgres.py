@@ -224,22 +224,28 @@ _CHUNK_COLUMNS: Final = (
     "p.id, p.tenant_id, p.source_id, p.chunk_index, p.start_char, p.end_char, p.text, "
     "p.entity_ids, p.metadata::text AS metadata"
 )
-#: One pass over the query terms' postings (the covering index) gives both the
-#: matched-term count and the tf arrays; the truncation order and LIMIT are in SQL.
+#: One pass over the query terms' postings (the covering index) gives the matched-term
+#: count, the tf arrays, and (a window over the groups, before LIMIT) how many passages
+#: match at all; the truncation order and LIMIT are in SQL.
 _CANDIDATES: Final = f"""
 WITH top AS (
-    SELECT chunk_id, count(*) AS matched, array_agg(term) AS terms, array_agg(tf) AS tfs
+    SELECT chunk_id, count(*) AS matched, array_agg(term) AS terms, array_agg(tf) AS tfs,
+           count(*) OVER () AS matching
     FROM passage_terms
     WHERE tenant_id = $1 AND term = ANY($2::text[])
     GROUP BY chunk_id
     ORDER BY matched DESC, chunk_id
     LIMIT $3
 )
-SELECT {_CHUNK_COLUMNS}, p.doc_length, top.terms, top.tfs
+SELECT {_CHUNK_COLUMNS}, p.doc_length, top.terms, top.tfs, top.matching
 FROM top
 JOIN passages p ON p.tenant_id = $1 AND p.id = top.chunk_id
 ORDER BY top.matched DESC, top.chunk_id
 """  # noqa: S608 - only the fixed column list is interpolated
+#: How many passages contain any of the terms, for a limit of 0 (no candidate rows to carry it).
+_MATCHING: Final = """
+SELECT count(DISTINCT chunk_id) FROM passage_terms WHERE tenant_id = $1 AND term = ANY($2::text[])
+"""
 
 
 def _chunk(row: asyncpg.Record) -> StoredChunk:
@@ -530,8 +536,12 @@ class PostgresChunkStore:
                 )
                 present = [str(r["term"]) for r in found]
                 rows = []
+                matching = 0
                 if limit > 0 and present:
                     rows = await conn.fetch(_CANDIDATES, tenant_id, present, limit)
+                    matching = int(rows[0]["matching"]) if rows else 0
+                elif present:
+                    matching = int(await conn.fetchval(_MATCHING, tenant_id, present))
             n_docs = 0 if totals is None else int(totals["passages"])
             tokens = 0 if totals is None else int(totals["tokens"])
             frequencies = dict.fromkeys(wanted, 0)
@@ -550,7 +560,7 @@ class PostgresChunkStore:
                 )
                 for row in rows
             ]
-            return LexicalCandidates(stats=stats, candidates=candidates)
+            return LexicalCandidates(stats=stats, candidates=candidates, matching=matching)
 
         return await self._run(read)
 
