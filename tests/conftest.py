@@ -1,4 +1,4 @@
-"""Shared fixtures: the PostgreSQL server the store tests run against.
+"""Shared fixtures: the PostgreSQL server the store tests run against; hypothesis settings.
 
 The server is never optional: a missing DATABASE_URL fails the Postgres tests with
 instructions instead of skipping them, because a skipped store suite in CI is a
@@ -14,8 +14,16 @@ from collections.abc import AsyncIterator, Iterator
 
 import asyncpg
 import pytest
+from hypothesis import HealthCheck, settings
 
 from core.stores.postgres import PostgresChunkStore
+
+# Properties are checked for what they assert, not how fast one example runs: a per-example
+# deadline on a shared 2-core CI machine fails correct code at random.
+settings.register_profile(
+    "lexplain", deadline=None, suppress_health_check=[HealthCheck.too_slow], print_blob=True
+)
+settings.load_profile("lexplain")
 
 #: Every table the PostgreSQL store creates, emptied between tests of one module.
 STORE_TABLES = "passage_terms, passages, term_df, tenant_counters, entities, workspaces"
