@@ -63,3 +63,9 @@ for passage in service.entity_passages(chosen.entity_id, workspace=ws):
         if end < len(chunk.text):
             with st.expander("show all"):
                 st.markdown(highlight_html(chunk.text, spans), unsafe_allow_html=True)
+        st.page_link(
+            "app_pages/search.py",
+            label="why not? — where this passage stands in a search for the entity",
+            icon=":material/help:",
+            query_params={"q": chosen.name, "k": "10", "limit": "1000", "ws": ws, "why": chunk.id},
+        )

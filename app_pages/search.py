@@ -48,6 +48,8 @@ DEFAULTS: dict[str, Any] = {"q": "", "k": 10, "limit": 1000}
 KEYS = {"q": "q", "k": "k", "limit": "limit"}
 #: Session key of the URL this page last adopted.
 URL_MARKER = "_search_url"
+#: URL parameter naming a passage for "why not?" (links from other screens set it).
+WHY_PARAM = "why"
 
 NUMBER_FORMATS = {
     "idf": st.column_config.NumberColumn("idf", format="%.4f"),
@@ -157,9 +159,19 @@ def render_compare(result: SearchResult) -> None:
                 )
 
 
+def adopt_why_param() -> None:
+    """A link may name the passage to look up (``why=<passage id>``), e.g. from Entities."""
+    wanted = st.query_params.get(WHY_PARAM)
+    if wanted and wanted != st.session_state.get("_why_url"):
+        st.session_state["_why_url"] = wanted
+        st.session_state["why_not_id"] = wanted
+
+
 def render_why_not(result: SearchResult) -> None:
     """Where one chosen passage stands for this query, and what the limit does to it."""
-    with st.expander("why not? — where a passage you expected stands", expanded=False):
+    adopt_why_param()
+    asked = bool(st.session_state.get("why_not_id"))
+    with st.expander("why not? — where a passage you expected stands", expanded=asked):
         st.caption(
             "Type a source id (e.g. the number after “source” above) for its first passage, "
             "or a passage id."

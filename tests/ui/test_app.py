@@ -16,11 +16,13 @@ from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qsl
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from core.bm25 import CorpusStats, ScoreExplanation, corpus_stats, explain_score
+from core.chunks import chunk_id as passage_id
 from core.presentation import compare_explanations, escape_text
 from core.readers import read_file
 from core.tokenize import tokenize
@@ -328,6 +330,30 @@ def test_the_entities_page_marks_mentions_and_searches_for_an_entity() -> None:
     assert at.title[0].value == "Search"
     assert at.text_input(key="q").value == "NASA"
     assert len(headers(at)) == 2
+
+
+def test_each_passage_of_an_entity_links_to_why_not_on_search() -> None:
+    ws = fresh()
+    at = app(ws)
+    at.switch_page("app_pages/upload.py").run()
+    at.file_uploader[0].set_value(
+        [("a.txt", b"NASA tested the wing. NASA was pleased.", "text/plain")]
+    ).run()
+    at.button(key="index_files").click().run()
+    at.switch_page("app_pages/entities.py").run()
+    [link] = at.get("page_link")
+    params = dict(parse_qsl(link.proto.query_string))
+    chunk_id = params["why"]
+    # A short file is one passage: the link names that passage, not just its source.
+    assert chunk_id == passage_id("a.txt", "NASA tested the wing. NASA was pleased.")
+    assert params["q"] == "NASA"
+    assert params["ws"] == ws
+    # Follow the link: Search adopts the passage and opens "why not?" with core's answer.
+    follow = app(ws, **params)
+    follow.switch_page("app_pages/search.py").run()
+    no_exception(follow)
+    assert follow.text_input(key="why_not_id").value == chunk_id
+    assert any("Unlimited (every match scored): rank 1" in v for v in markdown(follow))
 
 
 def test_the_corpus_page_counts_and_browses_terms(cranfield: str, expected: Expected) -> None:
