@@ -14,6 +14,8 @@ from core.service import TermInfo
 
 #: How many passages of a chosen term are shown with their text.
 PREVIEW_PASSAGES = 5
+#: Most passages of one term fetched for the table (a common term in a large corpus has many).
+TERM_PASSAGES_SHOWN = 2000
 
 service = get_service()
 ws = workspace()
@@ -56,7 +58,13 @@ if terms:
         key="term_choice",
         format_func=lambda t: f"{t} (df {next(x.df for x in terms if x.term == t):,})",
     )
-    rows = service.term_passages(chosen, workspace=ws)
+    rows = service.term_passages(chosen, workspace=ws, limit=TERM_PASSAGES_SHOWN)
+    df = next(x.df for x in terms if x.term == chosen)
+    if df > len(rows):
+        st.caption(
+            f"{len(rows):,} of the {df:,} passages containing “{escape_text(chosen)}” "
+            "(the first by passage id), ordered by tf."
+        )
     st.dataframe(
         [
             {
