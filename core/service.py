@@ -106,8 +106,8 @@ class RankedPassage(BaseModel):
     candidate_position: int
 
 
-class SearchResult(BaseModel):
-    """Everything the search page shows for one query, all numbers from core."""
+class QueryView(BaseModel):
+    """What every query screen shows first: the query, k, limit and how it was tokenised."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -121,6 +121,38 @@ class SearchResult(BaseModel):
     distinct_terms: list[str]
     #: Query words dropped as stopwords, in query order.
     stopwords_dropped: list[str]
+    #: Why nothing is listed, when nothing is.
+    empty_reason: EmptyReason | None = None
+
+
+def _query_view(query: str, k: int, limit: int, workspace: str) -> dict[str, Any]:
+    """The QueryView fields of one query: one tokenisation for every screen."""
+    terms = tokenize(query)
+    return {
+        "workspace": workspace,
+        "query": query,
+        "k": k,
+        "limit": limit,
+        "terms": terms,
+        "distinct_terms": sorted(set(terms)),
+        "stopwords_dropped": [t for t in raw_terms(query) if t in STOPWORDS],
+    }
+
+
+def _empty_reason(terms: Sequence[str], matching: int, shown: int) -> EmptyReason | None:
+    """Nothing silently disappears: the first reason a result list is empty."""
+    if not terms:
+        return "no terms left after stopwords"
+    if matching == 0:
+        return "no passage contains any term"
+    if shown == 0:
+        return "every match cut by the limit"
+    return None
+
+
+class SearchResult(QueryView):
+    """Everything the search page shows for one query, all numbers from core."""
+
     n_docs: int
     avg_doc_length: float
     doc_frequencies: dict[str, int]
@@ -131,7 +163,6 @@ class SearchResult(BaseModel):
     #: Matching passages the limit cut before scoring.
     cut_by_limit: int
     passages: list[RankedPassage]
-    empty_reason: EmptyReason | None = None
 
     def to_json(self) -> str:
         """The result list with every explanation, as JSON."""
@@ -281,24 +312,14 @@ class LimitedEntry(BaseModel):
     movement: int
 
 
-class TruncationView(BaseModel):
+class TruncationView(QueryView):
     """One query's limited and unlimited top-k side by side, with core's report."""
 
-    model_config = ConfigDict(frozen=True)
-
-    workspace: str
-    query: str
-    k: int
-    limit: int
-    terms: list[str]
-    distinct_terms: list[str]
-    stopwords_dropped: list[str]
     report: TruncationReport
     unlimited: list[UnlimitedEntry]
     limited: list[LimitedEntry]
     #: Upper end of a limit slider: every matching passage (or the current limit, if larger).
     limit_max: int
-    empty_reason: EmptyReason | None = None
 
 
 class QueryComparison(BaseModel):
@@ -562,8 +583,8 @@ class LexplainService:
 
     async def _search(self, query: str, k: int, limit: int, workspace: str) -> SearchResult:
         tenant = workspace_tenant_id(workspace)
-        terms = tokenize(query)
-        dropped = [t for t in raw_terms(query) if t in STOPWORDS]
+        view = _query_view(query, k, limit, workspace)
+        terms = view["terms"]
         # One read, one snapshot: the store counts what matched and hands over ``limit``.
         handed = await self._store.lexical_candidates(terms, tenant, limit)
         matching = handed.matching
@@ -581,22 +602,10 @@ class LexplainService:
             )
             for i, r in enumerate(ranked)
         ]
-        reason: EmptyReason | None = None
-        if not terms:
-            reason = "no terms left after stopwords"
-        elif matching == 0:
-            reason = "no passage contains any term"
-        elif not passages:
-            reason = "every match cut by the limit"
         stats = handed.stats
         return SearchResult(
-            workspace=workspace,
-            query=query,
-            k=k,
-            limit=limit,
-            terms=terms,
-            distinct_terms=sorted(set(terms)),
-            stopwords_dropped=dropped,
+            **view,
+            empty_reason=_empty_reason(terms, matching, len(passages)),
             n_docs=stats.n_docs,
             avg_doc_length=stats.avg_doc_length,
             doc_frequencies=dict(stats.doc_frequencies),
@@ -604,7 +613,6 @@ class LexplainService:
             candidates_returned=len(handed.candidates),
             cut_by_limit=handed.cut_by_limit,
             passages=passages,
-            empty_reason=reason,
         )
 
     def explain(self, query: str, chunk_id: str, *, workspace: str) -> ScoreExplanation:
@@ -647,7 +655,8 @@ class LexplainService:
         return self._call(self._truncation(query, k, limit, workspace))
 
     async def _truncation(self, query: str, k: int, limit: int, workspace: str) -> TruncationView:
-        terms = tokenize(query)
+        view = _query_view(query, k, limit, workspace)
+        terms = view["terms"]
         full = await self._store.lexical_candidates(
             terms, workspace_tenant_id(workspace), _UNLIMITED
         )
@@ -680,26 +689,13 @@ class LexplainService:
                     movement=unlimited_rank - rank,
                 )
             )
-        reason: EmptyReason | None = None
-        if not terms:
-            reason = "no terms left after stopwords"
-        elif not full.candidates:
-            reason = "no passage contains any term"
-        elif not limited:
-            reason = "every match cut by the limit"
         return TruncationView(
-            workspace=workspace,
-            query=query,
-            k=k,
-            limit=limit,
-            terms=terms,
-            distinct_terms=sorted(set(terms)),
-            stopwords_dropped=[t for t in raw_terms(query) if t in STOPWORDS],
+            **view,
+            empty_reason=_empty_reason(terms, report.matching, len(limited)),
             report=report,
             unlimited=unlimited,
             limited=limited,
             limit_max=max(report.matching, limit, 1),
-            empty_reason=reason,
         )
 
     def why_not(
