@@ -13,7 +13,6 @@ import html as _html
 import re
 import uuid
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl
@@ -66,28 +65,7 @@ def expected() -> Expected:
     return Expected()
 
 
-@pytest.fixture(autouse=True, scope="module")
-def in_memory_store() -> Iterator[None]:
-    """The AppTests run on the in-memory store, whatever the shell exports."""
-    patch = pytest.MonkeyPatch()
-    patch.delenv("LEXPLAIN_DATABASE_URL", raising=False)
-    from app_pages.common import get_service
-
-    get_service.clear()  # type: ignore[attr-defined]
-    yield
-    get_service().close()
-    get_service.clear()  # type: ignore[attr-defined]
-    patch.undo()
-
-
-@pytest.fixture(scope="module")
-def cranfield(in_memory_store: None) -> str:
-    """A workspace holding the sample collection, loaded through the service once."""
-    from app_pages.common import get_service
-
-    name = f"cranfield-{uuid.uuid4().hex[:8]}"
-    get_service().load_sample(workspace=name)
-    return name
+pytestmark = pytest.mark.usefixtures("in_memory_store")
 
 
 def app(workspace: str, **params: str) -> AppTest:

@@ -96,27 +96,7 @@ def direct() -> Iterator[Direct]:
     found.loop.close()
 
 
-@pytest.fixture(autouse=True, scope="module")
-def in_memory_store() -> Iterator[None]:
-    """The AppTests run on the in-memory store, whatever the shell exports."""
-    patch = pytest.MonkeyPatch()
-    patch.delenv("LEXPLAIN_DATABASE_URL", raising=False)
-    from app_pages.common import get_service
-
-    get_service.clear()  # type: ignore[attr-defined]
-    yield
-    get_service().close()
-    get_service.clear()  # type: ignore[attr-defined]
-    patch.undo()
-
-
-@pytest.fixture(scope="module")
-def cranfield(in_memory_store: None) -> str:
-    from app_pages.common import get_service
-
-    name = f"cranfield-{uuid.uuid4().hex[:8]}"
-    get_service().load_sample(workspace=name)
-    return name
+pytestmark = pytest.mark.usefixtures("in_memory_store")
 
 
 def page(path: str, workspace: str, **params: str) -> AppTest:
