@@ -12,12 +12,19 @@ contributions in the same order, so an explanation adds up to the ranker's score
 exactly, not approximately. The
 alternative, a fast scorer and a separate "explainer", is how explanations in
 other engines drift from the scores they claim to explain.
+
+``QueryScorer`` takes k1, b and the IDF form as arguments so the what-if rankers
+(``core.rankers``) and the textbook class (``core.classic``) go through this same
+arithmetic; their defaults are the module constants, the only ones a store's own
+ranking ever uses. A second copy of the formula per ranker would be shorter to
+write and would let the what-if and the workspace's own score drift apart.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
+from enum import StrEnum
 from typing import Final
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -26,6 +33,15 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 BM25_K1: Final[float] = 1.2
 #: Length normalisation: 0 ignores passage length, 1 normalises fully (Lucene's default).
 BM25_B: Final[float] = 0.75
+
+
+class IdfForm(StrEnum):
+    """Which IDF a scorer uses."""
+
+    #: ``ln(1 + (N - df + 0.5) / (df + 0.5))``: positive for every df; the workspace's own.
+    LUCENE = "lucene"
+    #: ``ln((N - df + 0.5) / (df + 0.5))``: the textbook; <= 0 for df >= N/2.
+    CLASSIC = "classic"
 
 
 class CorpusStats(BaseModel):
@@ -80,6 +96,7 @@ class ScoreExplanation(BaseModel):
     terms: list[TermContribution]
     k1: float = BM25_K1
     b: float = BM25_B
+    idf_form: IdfForm = IdfForm.LUCENE
 
 
 def inverse_document_frequency(term: str, stats: CorpusStats) -> float:
@@ -91,15 +108,26 @@ def _idf(df: int, n_docs: int) -> float:
     return math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
 
 
-def _length_norm(doc_length: int, avg_doc_length: float) -> float:
+def classic_idf(df: int, n_docs: int) -> float:
+    """The textbook IDF, ``ln((N - df + 0.5) / (df + 0.5))``: zero or below from df >= N/2."""
+    return math.log((n_docs - df + 0.5) / (df + 0.5))
+
+
+#: The IDF function of each form.
+IDF_FUNCTIONS: Final = {IdfForm.LUCENE: _idf, IdfForm.CLASSIC: classic_idf}
+
+
+def _length_norm(
+    doc_length: int, avg_doc_length: float, k1: float = BM25_K1, b: float = BM25_B
+) -> float:
     # avgdl = 0 means every document is empty: the length ratio is taken as 0.
     ratio = doc_length / avg_doc_length if avg_doc_length > 0 else 0.0
-    return BM25_K1 * (1.0 - BM25_B + BM25_B * ratio)
+    return k1 * (1.0 - b + b * ratio)
 
 
-def _tf_part(tf: int, norm: float) -> float:
+def _tf_part(tf: int, norm: float, k1: float = BM25_K1) -> float:
     """The saturated, length-normalised TF factor; the one place it is written."""
-    return tf * (BM25_K1 + 1.0) / (tf + norm)
+    return tf * (k1 + 1.0) / (tf + norm)
 
 
 class QueryScorer:
@@ -109,36 +137,53 @@ class QueryScorer:
     idf per candidate would repeat the same work for every one of them.
     """
 
-    __slots__ = ("_stats", "_terms")
+    __slots__ = ("_b", "_idf_form", "_k1", "_stats", "_terms")
 
-    def __init__(self, terms: Iterable[str], stats: CorpusStats) -> None:
+    def __init__(
+        self,
+        terms: Iterable[str],
+        stats: CorpusStats,
+        *,
+        k1: float = BM25_K1,
+        b: float = BM25_B,
+        idf_form: IdfForm = IdfForm.LUCENE,
+    ) -> None:
+        if not (math.isfinite(k1) and k1 >= 0):
+            raise ValueError(f"k1 must be a finite number >= 0, got {k1}")
+        if not 0.0 <= b <= 1.0:
+            raise ValueError(f"b must be within 0..1, got {b}")
+        idf = IDF_FUNCTIONS[idf_form]
         self._stats = stats
+        self._k1 = k1
+        self._b = b
+        self._idf_form = idf_form
         self._terms = [
-            (term, stats.df(term), _idf(stats.df(term), stats.n_docs))
-            for term in sorted(set(terms))
+            (term, stats.df(term), idf(stats.df(term), stats.n_docs)) for term in sorted(set(terms))
         ]
 
     def score(self, term_frequencies: Mapping[str, int], doc_length: int) -> float:
         """Contributions summed in sorted term order (absent terms add exactly nothing)."""
         if self._stats.n_docs == 0:
             return 0.0
-        norm = _length_norm(doc_length, self._stats.avg_doc_length)
+        k1 = self._k1
+        norm = _length_norm(doc_length, self._stats.avg_doc_length, k1, self._b)
         score = 0.0
         for term, _, idf in self._terms:
             tf = term_frequencies.get(term, 0)
             if tf > 0:
-                score += idf * _tf_part(tf, norm)
+                score += idf * _tf_part(tf, norm, k1)
         return score
 
     def explain(self, term_frequencies: Mapping[str, int], doc_length: int) -> ScoreExplanation:
         """The per-term breakdown whose contributions sum, in order, to ``score``."""
         stats = self._stats
-        norm = _length_norm(doc_length, stats.avg_doc_length)
+        k1 = self._k1
+        norm = _length_norm(doc_length, stats.avg_doc_length, k1, self._b)
         parts: list[TermContribution] = []
         score = 0.0
         for term, df, idf in self._terms:
             tf = max(term_frequencies.get(term, 0), 0)
-            tf_part = _tf_part(tf, norm) if tf > 0 and stats.n_docs > 0 else 0.0
+            tf_part = _tf_part(tf, norm, k1) if tf > 0 and stats.n_docs > 0 else 0.0
             contribution = idf * tf_part if tf_part else 0.0
             score += contribution
             parts.append(
@@ -155,7 +200,7 @@ class QueryScorer:
                     length_norm=norm,
                 )
             )
-        return ScoreExplanation(score=score, terms=parts)
+        return ScoreExplanation(score=score, terms=parts, k1=k1, b=self._b, idf_form=self._idf_form)
 
 
 def bm25_score(

@@ -13,7 +13,17 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Modules of the domain: pure, no store, no screen, no facade.
-DOMAIN = ("tokenize", "bm25", "ranking", "chunks", "metrics", "classic", "entities", "readers")
+DOMAIN = (
+    "tokenize",
+    "bm25",
+    "ranking",
+    "rankers",
+    "chunks",
+    "metrics",
+    "classic",
+    "entities",
+    "readers",
+)
 #: What a page may import from core: the facade and pure formatting helpers.
 PAGE_ALLOWED_CORE = ("core.service", "core.presentation", "core.highlight", "core.settings")
 

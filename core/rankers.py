@@ -1,0 +1,240 @@
+"""What-if rankers: the same candidate read ranked under other BM25 settings.
+
+Three rankers: the workspace's own BM25 (the module constants of ``core.bm25``,
+the only ones a store's ranking ever uses), the textbook BM25 of ``core.classic``
+(k1 1.5, b 0.75, the classic IDF that goes negative), and BM25 with k1 and b the
+analyst sets (Lucene's IDF). Each is a ``Ranker`` value, and every one of them
+scores through ``core.bm25.QueryScorer``, so a what-if differs from the
+workspace's ranking in exactly the parameters it names and nothing else.
+
+Both sides of a comparison are computed here, in the domain, from ONE candidate
+read: the same statistics, the same tf and lengths. A what-if therefore needs no
+re-index and no second query, and a difference between two rankings is a
+difference of formula, never of snapshot. The alternative, a store method per
+ranker (or k1/b passed down to SQL), would put a second copy of the formula in
+every store and let a concurrent write slip between the two reads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from enum import StrEnum
+from typing import Final
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from core.bm25 import BM25_B, BM25_K1, IdfForm, QueryScorer, ScoreExplanation
+from core.classic import CLASSIC_B, CLASSIC_K1
+from core.ranking import LexicalCandidate, LexicalCandidates, RankedChunk, rank_chunks
+
+#: Largest k1 a what-if accepts: beyond it saturation is effectively off, the numbers unreadable.
+MAX_K1: Final[float] = 100.0
+
+
+class RankerKind(StrEnum):
+    """Which BM25 a ranker is."""
+
+    #: The workspace's own: k1 = BM25_K1, b = BM25_B, Lucene's IDF. What Search shows.
+    WORKSPACE = "workspace"
+    #: ``core.classic``: k1 = 1.5, b = 0.75, the textbook IDF.
+    CLASSIC = "classic"
+    #: Lucene's IDF with the analyst's k1 and b.
+    CUSTOM = "custom"
+
+
+class Ranker(BaseModel):
+    """One BM25 variant; build it with ``Ranker.of`` to get each kind's fixed parameters."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: RankerKind
+    k1: float = Field(ge=0.0, le=MAX_K1, allow_inf_nan=False)
+    b: float = Field(ge=0.0, le=1.0, allow_inf_nan=False)
+
+    @model_validator(mode="after")
+    def _fixed_kinds_keep_their_parameters(self) -> Ranker:
+        fixed = _FIXED.get(self.kind)
+        if fixed is not None and (self.k1, self.b) != fixed:
+            raise ValueError(
+                f"the {self.kind.value} ranker has k1 = {fixed[0]:g}, b = {fixed[1]:g}; "
+                f"got k1 = {self.k1:g}, b = {self.b:g} (use the custom ranker to change them)"
+            )
+        return self
+
+    @classmethod
+    def of(cls, kind: RankerKind | str, k1: float | None = None, b: float | None = None) -> Ranker:
+        """The ranker of ``kind``; k1/b only matter for ``custom`` (default: the workspace's)."""
+        kind = RankerKind(kind)
+        fixed = _FIXED.get(kind)
+        if fixed is not None:
+            return cls(kind=kind, k1=fixed[0], b=fixed[1])
+        return cls(kind=kind, k1=BM25_K1 if k1 is None else k1, b=BM25_B if b is None else b)
+
+    @property
+    def idf_form(self) -> IdfForm:
+        return IdfForm.CLASSIC if self.kind is RankerKind.CLASSIC else IdfForm.LUCENE
+
+    @property
+    def label(self) -> str:
+        """How the screens name this ranker."""
+        if self.kind is RankerKind.WORKSPACE:
+            return f"workspace BM25 (k1 {self.k1:g}, b {self.b:g})"
+        if self.kind is RankerKind.CLASSIC:
+            return f"textbook BM25 (k1 {self.k1:g}, b {self.b:g}, classic idf)"
+        return f"BM25 k1 {self.k1:g}, b {self.b:g}"
+
+    def scorer(self, terms: Sequence[str], candidates: LexicalCandidates) -> QueryScorer:
+        return QueryScorer(terms, candidates.stats, k1=self.k1, b=self.b, idf_form=self.idf_form)
+
+
+#: Kinds whose parameters are not the analyst's to set.
+_FIXED: Final[dict[RankerKind, tuple[float, float]]] = {
+    RankerKind.WORKSPACE: (BM25_K1, BM25_B),
+    RankerKind.CLASSIC: (CLASSIC_K1, CLASSIC_B),
+}
+
+
+def _matches(candidate: LexicalCandidate) -> bool:
+    return any(tf > 0 for tf in candidate.term_frequencies.values())
+
+
+def score_all(
+    ranker: Ranker, terms: Sequence[str], candidates: LexicalCandidates
+) -> list[tuple[float, LexicalCandidate]]:
+    """Every candidate that contains a query term, scored, by score descending then id.
+
+    A classic score can be zero or negative (a common term's IDF is); such a passage
+    still matched, so it is ranked, below every positive one, not dropped.
+    """
+    if not terms:
+        return []
+    scorer = ranker.scorer(terms, candidates)
+    scored = [
+        (scorer.score(c.term_frequencies, c.doc_length), c)
+        for c in candidates.candidates
+        if _matches(c)
+    ]
+    scored.sort(key=lambda item: (-item[0], item[1].chunk.id))
+    return scored
+
+
+def rank_with(
+    ranker: Ranker, terms: Sequence[str], candidates: LexicalCandidates, k: int
+) -> list[RankedChunk]:
+    """The top ``k`` under ``ranker``, with explanations; the workspace's is ``rank_chunks``."""
+    if k < 0:
+        raise ValueError(f"k must be >= 0, got {k}")
+    if ranker.kind is RankerKind.WORKSPACE:
+        return rank_chunks(terms, candidates, k)
+    scorer = ranker.scorer(terms, candidates)
+    return [
+        RankedChunk(
+            chunk=c.chunk,
+            score=score,
+            explanation=scorer.explain(c.term_frequencies, c.doc_length),
+        )
+        for score, c in score_all(ranker, terms, candidates)[:k]
+    ]
+
+
+class RankMovement(BaseModel):
+    """Where one passage stands under A and under B (1-based ranks among every match)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    chunk_id: str
+    source_id: str
+    chunk_index: int
+    rank_a: int
+    rank_b: int
+    score_a: float
+    score_b: float
+    in_top_a: bool
+    in_top_b: bool
+
+    @property
+    def movement(self) -> int:
+        """Places gained going from A to B: positive when B ranks it higher."""
+        return self.rank_a - self.rank_b
+
+
+class RankingComparison(BaseModel):
+    """Two rankers over one candidate read: both lists, movements and their overlap at k."""
+
+    model_config = ConfigDict(frozen=True)
+
+    terms: list[str]
+    k: int
+    ranker_a: Ranker
+    ranker_b: Ranker
+    a: list[RankedChunk]
+    b: list[RankedChunk]
+    #: Every passage in either top k, ordered by its rank under A, then under B.
+    movements: list[RankMovement]
+    #: Passages in both top-k lists.
+    shared: int = Field(ge=0)
+    #: shared / the length of the lists (1.0 when nothing matched).
+    overlap: float = Field(ge=0.0, le=1.0)
+    #: Candidates ranked (those that contain a query term).
+    ranked: int = Field(ge=0)
+
+
+def compare_rankers(
+    terms: Sequence[str],
+    candidates: LexicalCandidates,
+    k: int,
+    a: Ranker,
+    b: Ranker,
+) -> RankingComparison:
+    """Rank one candidate read under ``a`` and ``b``; movement of every passage in either top k."""
+    if k < 0:
+        raise ValueError(f"k must be >= 0, got {k}")
+    all_a = score_all(a, terms, candidates)
+    all_b = score_all(b, terms, candidates)
+    rank_a = {c.chunk.id: (i + 1, s) for i, (s, c) in enumerate(all_a)}
+    rank_b = {c.chunk.id: (i + 1, s) for i, (s, c) in enumerate(all_b)}
+    top_a = rank_with(a, terms, candidates, k)
+    top_b = rank_with(b, terms, candidates, k)
+    ids_a = [r.chunk.id for r in top_a]
+    ids_b = [r.chunk.id for r in top_b]
+    chunks = {r.chunk.id: r.chunk for r in [*top_a, *top_b]}
+    movements = [
+        RankMovement(
+            chunk_id=cid,
+            source_id=chunks[cid].source_id,
+            chunk_index=chunks[cid].chunk_index,
+            rank_a=rank_a[cid][0],
+            rank_b=rank_b[cid][0],
+            score_a=rank_a[cid][1],
+            score_b=rank_b[cid][1],
+            in_top_a=cid in set(ids_a),
+            in_top_b=cid in set(ids_b),
+        )
+        for cid in dict.fromkeys([*ids_a, *ids_b])
+    ]
+    movements.sort(key=lambda m: (m.rank_a, m.rank_b))
+    shared = len(set(ids_a) & set(ids_b))
+    size = max(len(ids_a), len(ids_b))
+    return RankingComparison(
+        terms=sorted(set(terms)),
+        k=k,
+        ranker_a=a,
+        ranker_b=b,
+        a=top_a,
+        b=top_b,
+        movements=movements,
+        shared=shared,
+        overlap=shared / size if size else 1.0,
+        ranked=len(all_a),
+    )
+
+
+def explain_under(
+    ranker: Ranker, terms: Sequence[str], candidates: LexicalCandidates, chunk_id: str
+) -> ScoreExplanation | None:
+    """The per-term breakdown of one candidate under ``ranker``; None if it is not a candidate."""
+    for candidate in candidates.candidates:
+        if candidate.chunk.id == chunk_id:
+            scorer = ranker.scorer(terms, candidates)
+            return scorer.explain(candidate.term_frequencies, candidate.doc_length)
+    return None
