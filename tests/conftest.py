@@ -1,8 +1,15 @@
-"""Shared fixtures: the PostgreSQL server the store tests run against; hypothesis settings.
+"""Shared fixtures: the PostgreSQL servers the store tests run against; hypothesis settings.
 
 The server is never optional: a missing DATABASE_URL fails the Postgres tests with
 instructions instead of skipping them, because a skipped store suite in CI is a
 suite that silently stopped guarding anything.
+
+Two servers: the Debian PostgreSQL 15 that scripts/test starts (``DATABASE_URL``), and the
+embedded PostgreSQL 18 from the wheel that ``scripts/run`` uses by default, started once per
+session in a temporary folder. Only the store compliance suite and the parity tests run on
+both (a module opts in by overriding ``database_url`` with ``both_database_urls``): they are
+what holds both major versions identical to the in-memory reference; everything else runs once,
+on the CI server, to keep the suite's time in check.
 """
 
 from __future__ import annotations
@@ -11,11 +18,13 @@ import asyncio
 import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 
 import asyncpg
 import pytest
 from hypothesis import HealthCheck, settings
 
+from core import embedded
 from core.stores.postgres import PostgresChunkStore
 
 # Properties are checked for what they assert, not how fast one example runs: a per-example
@@ -30,7 +39,8 @@ STORE_TABLES = "passage_terms, passages, term_df, tenant_counters, entities, wor
 
 
 @pytest.fixture(scope="session")
-def database_url() -> str:
+def ci_database_url() -> str:
+    """The Debian PostgreSQL that scripts/test starts (DATABASE_URL)."""
     url = os.environ.get("DATABASE_URL", "")
     if not url:
         pytest.fail(
@@ -40,6 +50,29 @@ def database_url() -> str:
             pytrace=False,
         )
     return url
+
+
+@pytest.fixture(scope="session")
+def database_url(ci_database_url: str) -> str:
+    """The server a PostgreSQL test runs on; the store suites override it to run on both."""
+    return ci_database_url
+
+
+@pytest.fixture(scope="session")
+def embedded_database_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The embedded PostgreSQL 18, in a temporary folder, without fsync (tests only)."""
+    data_dir: Path = tmp_path_factory.mktemp("embedded-pg")
+    server = embedded.acquire(data_dir, durable=False, settings={"max_connections": "200"})
+    yield server.url
+    embedded.release(data_dir)
+
+
+@pytest.fixture(scope="session", params=["postgresql-15-ci", "embedded-postgresql-18"])
+def both_database_urls(request: pytest.FixtureRequest) -> str:
+    """Each server in turn: the CI's Debian PostgreSQL, then the embedded one."""
+    if request.param == "embedded-postgresql-18":
+        return str(request.getfixturevalue("embedded_database_url"))
+    return str(request.getfixturevalue("ci_database_url"))
 
 
 async def _drop_schema(url: str, schema: str) -> None:

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from uuid import UUID
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -34,6 +35,12 @@ WORDS = ("wing", "Wing", "flow", "shock", "mach", "the", "über", "drag", "lift"
 TERMS = (*sorted({t for w in WORDS for t in tokenize(w)}), "absent")
 
 Ranking = list[tuple[str, float]]
+
+
+@pytest.fixture(scope="module")
+def database_url(both_database_urls: str) -> str:
+    """This module runs on the CI's PostgreSQL 15 and on the embedded PostgreSQL 18."""
+    return both_database_urls
 
 
 async def ranking(

@@ -11,6 +11,12 @@ from core.stores.port import ChunkStore
 from core.stores.postgres import PostgresChunkStore
 
 
+@pytest.fixture(scope="module")
+def database_url(both_database_urls: str) -> str:
+    """This module runs on the CI's PostgreSQL 15 and on the embedded PostgreSQL 18."""
+    return both_database_urls
+
+
 class TestPostgresChunkStore(ChunkStoreCompliance):
     @pytest.fixture
     async def store(self, pg_store: PostgresChunkStore) -> ChunkStore:

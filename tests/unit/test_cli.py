@@ -1,5 +1,8 @@
 """``python -m core load``: folders, BEIR folders, dry runs, exit status, and both stores.
 
+Without a URL the command writes into the embedded PostgreSQL of ``LEXPLAIN_DATA_DIR``, which
+every test here points at its own temporary folder, never the project's ``.lexplain``.
+
 The PostgreSQL tests load into a fresh schema of the shared server (``pg_store`` from
 tests/conftest.py creates it; the command line reaches it through ``search_path`` in the URL)
 and compare every stored passage with the same load into the in-memory store.
@@ -7,21 +10,26 @@ and compare every stored passage with the same load into the in-memory store.
 
 from __future__ import annotations
 
+import asyncio
 import io
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from uuid import UUID
 
 import pytest
 
+from core import embedded
 from core.chunks import ChunkingOptions, workspace_tenant_id
 from core.cli import load_into, main
 from core.entities import RuleBasedExtractor, load_entity_list
 from core.ranking import rank_chunks
+from core.settings import Settings
 from core.stores.memory import InMemoryChunkStore
 from core.stores.port import ChunkStore
+from core.stores.select import open_store
 from core.tokenize import tokenize
 from tests.fixtures.files import docx_bytes, image_only_pdf_bytes, pdf_bytes
 
@@ -52,18 +60,75 @@ def mixed_folder(root: Path) -> Path:
 
 
 @pytest.fixture(autouse=True)
-def no_default_database(monkeypatch: pytest.MonkeyPatch) -> None:
+def no_default_database(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Path]:
+    """No URL, no store override, and a private embedded data folder (stopped afterwards)."""
     monkeypatch.delenv("LEXPLAIN_DATABASE_URL", raising=False)
+    monkeypatch.delenv("LEXPLAIN_STORE", raising=False)
+    data_dir = tmp_path / "lexplain-data"
+    monkeypatch.setenv("LEXPLAIN_DATA_DIR", str(data_dir))
+    yield data_dir
+    embedded.stop(data_dir)
 
 
-def test_without_a_database_it_is_a_dry_run_that_says_so_and_exits_zero(tmp_path: Path) -> None:
-    status, out = run("load", str(mixed_folder(tmp_path)), "--workspace", "w")
+def test_a_dry_run_says_so_keeps_nothing_and_exits_zero(
+    tmp_path: Path, no_default_database: Path
+) -> None:
+    status, out = run("load", str(mixed_folder(tmp_path)), "--workspace", "w", "--dry-run")
     assert status == 0
-    assert "dry run: no database URL" in out and "nothing is kept" in out
+    assert "dry run:" in out and "nothing is kept" in out
     for name in ("memo.txt", "readme.md", "page.html", "sub/paper.pdf", "sub/letter.docx"):
         assert name in out
     assert "ignored.png" not in out and "secret" not in out
-    assert "ok: 5 documents stored (dry run, nothing kept)" in out
+    assert "ok: 5 documents read and checked (dry run, nothing kept)" in out
+    assert "stored" not in out.splitlines()[-1]
+    assert not no_default_database.exists(), "a dry run started the embedded server"
+
+
+def test_without_a_url_it_loads_into_the_embedded_store_the_app_opens(
+    tmp_path: Path, no_default_database: Path
+) -> None:
+    status, out = run("load", str(mixed_folder(tmp_path)), "--workspace", "notes")
+    assert status == 0, out
+    assert "ok: 5 documents stored in workspace 'notes' (PostgreSQL (embedded," in out
+    assert embedded.running(no_default_database) is None, "the command left its server running"
+
+    async def what_the_app_sees() -> tuple[list[str], int]:
+        store = await open_store(Settings())  # what the app opens from the same environment
+        try:
+            names = [w.name for w in await store.list_workspaces()]
+            return names, (await store.corpus_summary(workspace_tenant_id("notes"))).passages
+        finally:
+            await store.close()
+
+    names, passages = asyncio.run(what_the_app_sees())
+    assert "notes" in names and passages >= 5
+
+
+def test_a_data_folder_of_a_newer_postgresql_stops_the_load_in_plain_words(
+    tmp_path: Path, no_default_database: Path
+) -> None:
+    pgdata = no_default_database / "pgdata"
+    pgdata.mkdir(parents=True)
+    (pgdata / "PG_VERSION").write_text("19\n")
+    status, out = run("load", str(mixed_folder(tmp_path)), "--workspace", "w")
+    assert status == 2
+    assert "written by PostgreSQL 19, newer than the embedded PostgreSQL 18" in out
+    assert sorted(p.name for p in pgdata.iterdir()) == ["PG_VERSION"]
+
+
+def test_db_runs_the_embedded_pg_dump_against_the_embedded_server(
+    tmp_path: Path, no_default_database: Path
+) -> None:
+    (tmp_path / "a.txt").write_text("Flutter of panels.")
+    assert run("load", str(tmp_path / "a.txt"), "--workspace", "w")[0] == 0
+    dump = tmp_path / "lexplain.sql"
+    status, out = run("db", "pg_dump", "-f", str(dump))
+    assert status == 0, out
+    assert "pg_dump -h " in out
+    assert "CREATE TABLE" in dump.read_text() and "Flutter of panels." in dump.read_text()
+    assert embedded.running(no_default_database) is None
+    status, out = run("db", "status")
+    assert status == 0 and "not running" in out
 
 
 async def test_a_folder_gets_folder_relative_source_ids_without_separators(tmp_path: Path) -> None:
@@ -92,7 +157,7 @@ def test_a_rejected_file_makes_the_exit_status_one_and_its_reason_is_printed(
 
 
 def test_a_missing_path_is_a_rejection_not_a_crash(tmp_path: Path) -> None:
-    status, out = run("load", str(tmp_path / "nope"), "--workspace", "w")
+    status, out = run("load", str(tmp_path / "nope"), "--workspace", "w", "--dry-run")
     assert status == 1 and "no such file or folder" in out
 
 
@@ -119,11 +184,12 @@ def test_python_dash_m_core_runs_the_command_line(tmp_path: Path) -> None:
     (tmp_path / "a.txt").write_text("Flutter of panels.")
     env = {k: v for k, v in os.environ.items() if k != "LEXPLAIN_DATABASE_URL"}
     done = subprocess.run(
-        [sys.executable, "-m", "core", "load", str(tmp_path / "a.txt"), "--workspace", "w"],
+        [sys.executable, "-m", "core", "load", str(tmp_path / "a.txt"), "--workspace", "w",
+         "--dry-run"],
         capture_output=True, text=True, cwd=ROOT, env=env, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    assert "ok: 1 documents stored (dry run, nothing kept)" in done.stdout
+    assert "ok: 1 documents read and checked (dry run, nothing kept)" in done.stdout
 
 
 async def test_a_beir_folder_loads_each_record_under_its_corpus_id(tmp_path: Path) -> None:
