@@ -11,14 +11,18 @@ from __future__ import annotations
 import streamlit as st
 
 from app_pages.common import WORKSPACE_KEY, WORKSPACE_PARAM, get_service, workspace
-from core.service import DEFAULT_WORKSPACE
+from core.service import DEFAULT_WORKSPACE, StoreUnavailable
 
 #: Non-widget copy of the workspace: survives page switches that drop widget state.
 SHADOW_KEY = "_workspace"
 
 st.set_page_config(page_title="lexplain", page_icon="🔎", layout="wide")
 
-service = get_service()
+try:
+    service = get_service()
+except StoreUnavailable as exc:  # plain words, and nothing else can work without a store
+    st.error(f"lexplain cannot open its store. {exc}", icon=":material/database:")
+    st.stop()
 
 
 def create_workspace() -> None:

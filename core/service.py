@@ -29,10 +29,11 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 from uuid import UUID
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from core.bm25 import CorpusStats, ScoreExplanation, explain_score, inverse_document_frequency
 from core.chunks import ChunkingOptions, StoredChunk, workspace_tenant_id
+from core.embedded import EmbeddedServerError
 from core.entities import EXTRACTOR_LIMITS as EXTRACTOR_LIMITS  # re-exported for the pages
 from core.entities import Entity
 from core.evaluation import EvaluationRun as EvaluationRun  # re-exported for the pages
@@ -54,6 +55,7 @@ from core.stores.port import (
     SourceSummary,
     Workspace,
 )
+from core.stores.select import open_store
 from core.tokenize import STOPWORDS, raw_terms, tokenize
 from core.truncation import TruncationReport, WhyNot, analyse_truncation, why_not
 
@@ -442,6 +444,10 @@ def _mentions_of(chunk: StoredChunk) -> list[Mention]:
     return mentions
 
 
+class StoreUnavailable(RuntimeError):
+    """The configured store cannot be opened; the message says why and what to do."""
+
+
 class LexplainService:
     """One store on one background event loop; synchronous methods for the pages."""
 
@@ -475,25 +481,31 @@ class LexplainService:
 
     @classmethod
     def from_settings(cls, settings: Settings | None = None) -> LexplainService:
-        """The store the settings name: PostgreSQL when a URL is set, else in memory."""
-        settings = settings or Settings()
-        if settings.database_url is None:
+        """The store the settings name (``core.stores.select.open_store``).
 
-            async def memory() -> ChunkStore:
-                from core.stores.memory import InMemoryChunkStore
+        Raises ``StoreUnavailable`` with plain words when the settings are wrong or the store
+        cannot be opened (the embedded server cannot start, a server is unreachable).
+        """
+        try:
+            settings = settings or Settings()
+        except ValidationError as exc:
+            problems = "; ".join(str(error["msg"]) for error in exc.errors())
+            raise StoreUnavailable(f"The LEXPLAIN_* settings are wrong: {problems}.") from exc
+        chosen = settings
+        label = describe_store(chosen)
 
-                return InMemoryChunkStore()
+        async def factory() -> ChunkStore:
+            return await open_store(chosen)
 
-            return cls(memory, store_label=describe_store(None), settings=settings)
-        dsn = settings.database_url.get_secret_value()
-        schema = settings.database_schema
-
-        async def postgres() -> ChunkStore:
-            from core.stores.postgres import PostgresChunkStore
-
-            return await PostgresChunkStore.connect(dsn, schema=schema)
-
-        return cls(postgres, store_label=describe_store(dsn), settings=settings)
+        try:
+            return cls(factory, store_label=label, settings=chosen)
+        except EmbeddedServerError as exc:
+            raise StoreUnavailable(str(exc)) from exc
+        except Exception as exc:  # asyncpg/OS errors: the message is what the user needs
+            raise StoreUnavailable(
+                f"Cannot open the store ({label}): {exc}. Check LEXPLAIN_DATABASE_URL and that "
+                "the server is running; nothing was changed."
+            ) from exc
 
     # -- plumbing ---------------------------------------------------------------------------
 

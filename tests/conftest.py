@@ -38,6 +38,17 @@ settings.load_profile("lexplain")
 STORE_TABLES = "passage_terms, passages, term_df, tenant_counters, entities, workspaces"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def private_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """No test (nor a server it starts) ever touches the project's own ``.lexplain``."""
+    data_dir = tmp_path_factory.mktemp("lexplain-data")
+    patch = pytest.MonkeyPatch()
+    patch.setenv("LEXPLAIN_DATA_DIR", str(data_dir))
+    yield data_dir
+    embedded.stop(data_dir)
+    patch.undo()
+
+
 @pytest.fixture(scope="session")
 def ci_database_url() -> str:
     """The Debian PostgreSQL that scripts/test starts (DATABASE_URL)."""

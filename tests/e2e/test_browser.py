@@ -61,6 +61,7 @@ def free_port() -> int:
 def server() -> Iterator[str]:
     port = free_port()
     env = {k: v for k, v in os.environ.items() if k != "LEXPLAIN_DATABASE_URL"}
+    env["LEXPLAIN_STORE"] = "memory"  # explicit: the default is the embedded server
     ARTIFACTS.mkdir(exist_ok=True)
     log = (ARTIFACTS / "streamlit.log").open("w")
     proc = subprocess.Popen(

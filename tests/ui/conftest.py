@@ -17,6 +17,7 @@ def in_memory_store() -> Iterator[None]:
     """The AppTests run on the in-memory store, whatever the shell exports."""
     patch = pytest.MonkeyPatch()
     patch.delenv("LEXPLAIN_DATABASE_URL", raising=False)
+    patch.setenv("LEXPLAIN_STORE", "memory")  # explicit: the default is the embedded server
     from app_pages.common import get_service
 
     get_service.clear()  # type: ignore[attr-defined]

@@ -22,6 +22,7 @@ def postgres_service(database_url: str, pg_schema: str) -> Iterator[None]:
     from app_pages.common import get_service
 
     patch = pytest.MonkeyPatch()
+    patch.delenv("LEXPLAIN_STORE", raising=False)
     patch.setenv("LEXPLAIN_DATABASE_URL", database_url)
     patch.setenv("LEXPLAIN_DATABASE_SCHEMA", pg_schema)
     get_service.clear()  # type: ignore[attr-defined]

@@ -28,7 +28,7 @@ DOCS = {
 
 @pytest.fixture(scope="module")
 def service() -> Iterator[LexplainService]:
-    svc = LexplainService.from_settings(Settings(database_url=None))
+    svc = LexplainService.from_settings(Settings(store="memory"))
     reports = svc.upload_files(
         [(name, text.encode()) for name, text in DOCS.items()], workspace="unit"
     )
@@ -208,13 +208,14 @@ def test_export_carries_every_explanation(service: LexplainService) -> None:
 
 
 def test_the_store_label_never_shows_a_password() -> None:
-    label = describe_store("postgresql://lex:s3cret@db.example:5433/lexplain")
-    assert label == "PostgreSQL lexplain@db.example:5433"
+    label = describe_store(Settings(database_url="postgresql://lex:s3cret@db.example:5433/x"))
+    assert label == "PostgreSQL x@db.example:5433"
     assert "s3cret" not in label and "lex:" not in label
-    assert describe_store(None) == "in-memory (lost on restart)"
+    assert describe_store(Settings(store="memory")) == "in-memory (lost on restart)"
 
 
 def test_settings_read_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("LEXPLAIN_STORE", raising=False)
     monkeypatch.setenv("LEXPLAIN_DATABASE_URL", "postgresql://u:pw@h/db")
     monkeypatch.setenv("LEXPLAIN_CHUNK_SIZE", "800")
     settings = Settings()
@@ -224,7 +225,7 @@ def test_settings_read_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_a_closed_service_refuses_calls() -> None:
-    svc = LexplainService.from_settings(Settings(database_url=None))
+    svc = LexplainService.from_settings(Settings(store="memory"))
     svc.close()
     svc.close()
     with pytest.raises(RuntimeError):

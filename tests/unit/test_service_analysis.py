@@ -87,7 +87,7 @@ def direct() -> Iterator[Direct]:
 
 @pytest.fixture(scope="module")
 def service() -> Iterator[LexplainService]:
-    svc = LexplainService.from_settings(Settings(database_url=None))
+    svc = LexplainService.from_settings(Settings(store="memory"))
     svc.load_sample(workspace=SAMPLE)
     reports = svc.upload_files(
         [(n, t.encode()) for n, t in SMALL_DOCS.items()], workspace=SMALL, chunking=SMALL_CHUNKING

@@ -1,0 +1,131 @@
+"""What a user uploads is still there after `streamlit run` restarts: the embedded PostgreSQL.
+
+A real browser uploads a file into the app running on the default store (the embedded
+server, here in a temporary data folder), the app process is stopped, which stops the server
+with it, a new `streamlit run` starts the server again on the same folder, and a search finds
+the passage.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urlencode
+
+import pytest
+from playwright.sync_api import Browser, Page, expect, sync_playwright
+
+from core import embedded
+
+pytestmark = pytest.mark.e2e
+expect.set_options(timeout=30_000)
+
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "tests" / "artifacts"
+#: Debian's Chromium; Playwright's own browser download is never used.
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"]
+#: A passage no sample collection holds, with a word to search for.
+TEXT = "Quasiperiodic flutter of the Zanzibar wing panel was measured twice.\n"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextlib.contextmanager
+def streamlit(data_dir: Path, log_name: str) -> Iterator[str]:
+    """`streamlit run app.py` on the default store with ``data_dir``; stopped on exit."""
+    port = free_port()
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("LEXPLAIN_DATABASE_URL", "LEXPLAIN_STORE", "LEXPLAIN_DATA_DIR")
+    }
+    env["LEXPLAIN_DATA_DIR"] = str(data_dir)
+    ARTIFACTS.mkdir(exist_ok=True)
+    with (ARTIFACTS / log_name).open("w") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+             "--server.port", str(port), "--server.address", "127.0.0.1",
+             "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
+            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+        url = f"http://127.0.0.1:{port}"
+        try:
+            deadline = time.monotonic() + 60
+            while True:
+                health = f"{url}/_stcore/health"
+                with contextlib.suppress(OSError), urllib.request.urlopen(health, timeout=2) as r:
+                    if r.read() == b"ok":
+                        break
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    pytest.fail(f"streamlit did not start; see {ARTIFACTS / log_name}")
+                time.sleep(0.2)
+            yield url
+        finally:
+            proc.terminate()  # what Ctrl-C in scripts/run amounts to
+            proc.wait(30)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: apt-get install chromium (never `playwright install`)")
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+def new_page(browser: Browser) -> Page:
+    page = browser.new_page(viewport={"width": 1280, "height": 1400})
+    page.set_default_timeout(60_000)
+    return page
+
+
+def settle(page: Page) -> None:
+    page.wait_for_timeout(300)
+    expect(page.get_by_test_id("stStatusWidget")).to_have_count(0, timeout=60_000)
+
+
+def test_an_uploaded_file_is_found_by_search_after_the_app_restarts(
+    browser: Browser, tmp_path: Path
+) -> None:
+    data_dir = tmp_path / "lexplain-data"
+    document = tmp_path / "restart-notes.txt"
+    document.write_text(TEXT, encoding="utf-8")
+    label = f"Store: PostgreSQL (embedded, {data_dir / 'pgdata'})"
+    try:
+        with streamlit(data_dir, "streamlit-restart-1.log") as url:
+            page = new_page(browser)
+            page.goto(f"{url}/upload?ws=kept")
+            expect(page.get_by_role("heading", name="Upload")).to_be_visible()
+            expect(page.get_by_text(label)).to_be_visible()
+            page.locator("input[type=file]").set_input_files(str(document))
+            page.get_by_role("button", name="Index the files").click()
+            settle(page)
+            expect(page.get_by_text("Stored 1 of 1 file(s): 1 passages")).to_be_visible()
+            page.close()
+        assert embedded.running(data_dir) is None, "the server outlived the app that used it"
+
+        with streamlit(data_dir, "streamlit-restart-2.log") as url:
+            page = new_page(browser)
+            page.goto(f"{url}/?{urlencode({'ws': 'kept', 'q': 'zanzibar'})}")
+            expect(page.get_by_text(label)).to_be_visible()
+            settle(page)
+            passage = page.locator(".lx-passage").first
+            expect(passage).to_contain_text("Zanzibar wing panel")
+            expect(passage.locator('mark[data-term="zanzibar"]')).to_have_count(1)
+            page.close()
+    finally:
+        embedded.stop(data_dir)

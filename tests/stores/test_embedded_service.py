@@ -1,0 +1,94 @@
+"""The app's service on the default store, the embedded PostgreSQL: what it stores survives.
+
+"Restart" here is what a user does: close the app (the service closes its store, which
+releases the server, and the last user's release stops it), start it again on the same
+data folder (a new server process, the same files), and look.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from core import embedded
+from core.service import LexplainService, StoreUnavailable
+from core.settings import Settings
+
+ROOT = Path(__file__).resolve().parents[2]
+#: The first Cranfield records: a real corpus, small enough to load twice per run.
+SAMPLE_LINES = 150
+QUERIES = ("aeroelastic models of heated high speed aircraft", "boundary layer transition")
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Iterator[Settings]:
+    data_dir = tmp_path / "lexplain-data"
+    yield Settings(data_dir=data_dir)
+    embedded.stop(data_dir)
+
+
+def cranfield_part() -> bytes:
+    lines = (ROOT / "data" / "cranfield" / "corpus.jsonl").read_bytes().splitlines()
+    return b"\n".join(lines[:SAMPLE_LINES]) + b"\n"
+
+
+def test_a_restarted_service_finds_the_same_workspaces_passages_and_results(
+    settings: Settings,
+) -> None:
+    assert settings.store_kind == "embedded"
+    first = LexplainService.from_settings(settings)
+    try:
+        assert first.store_label.startswith("PostgreSQL (embedded, ")
+        (report,) = first.upload_files(
+            [("cranfield-part.jsonl", cranfield_part())], workspace="kept"
+        )
+        assert report.error is None and report.passages_written > 100
+        first.create_workspace("empty one")
+        pid = embedded.running(settings.data_dir)
+        assert pid is not None
+        before = (
+            first.list_workspaces(),
+            first.list_sources(workspace="kept"),
+            first.corpus(workspace="kept"),
+            [first.search(q, workspace="kept").model_dump_json() for q in QUERIES],
+        )
+    finally:
+        first.close()
+    assert embedded.running(settings.data_dir) is None, "closing the app left the server up"
+
+    second = LexplainService.from_settings(settings)
+    try:
+        running = embedded.running(settings.data_dir)
+        assert running is not None and running.pid != pid.pid
+        after = (
+            second.list_workspaces(),
+            second.list_sources(workspace="kept"),
+            second.corpus(workspace="kept"),
+            [second.search(q, workspace="kept").model_dump_json() for q in QUERIES],
+        )
+    finally:
+        second.close()
+    assert "kept" in before[0] and "empty one" in before[0]
+    assert after == before
+
+
+def test_a_data_folder_the_embedded_server_cannot_use_stops_the_service_in_plain_words(
+    settings: Settings,
+) -> None:
+    pgdata = settings.data_dir / "pgdata"
+    pgdata.mkdir(parents=True)
+    (pgdata / "PG_VERSION").write_text("21\n")
+    with pytest.raises(StoreUnavailable, match="PostgreSQL 21, newer than"):
+        LexplainService.from_settings(settings)
+    assert sorted(p.name for p in pgdata.iterdir()) == ["PG_VERSION"]
+
+
+def test_wrong_store_settings_stop_the_service_naming_the_settings(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("LEXPLAIN_STORE", "postgres")
+    monkeypatch.delenv("LEXPLAIN_DATABASE_URL", raising=False)
+    with pytest.raises(StoreUnavailable, match="LEXPLAIN_STORE=postgres needs"):
+        LexplainService.from_settings()
