@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import shlex
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -304,7 +305,7 @@ def db(args: argparse.Namespace, console: Console) -> int:
             a in ("-d", "--dbname") or a.startswith("--dbname=") for a in args.tool_args
         ):
             command += ["-d", embedded.DATABASE]
-        console.print(f"running: {' '.join(command)}", markup=False, highlight=False)
+        console.print(f"running: {shlex.join(command)}", markup=False, highlight=False)
         return subprocess.run(command, check=False, env=embedded.server_environment()).returncode
     finally:
         embedded.release(data_dir)

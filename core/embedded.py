@@ -361,9 +361,15 @@ def _explain_failure(what: str, output: str, data_dir: Path, log: Path) -> Embed
             f"folder; nothing stored was changed. Server log: {log}"
         )
     if "permission denied" in lowered:
+        who = (
+            f"the system user {SERVER_USER!r} the server runs as (every parent folder needs o+x)"
+            if os.geteuid() == 0
+            else "the user running lexplain"
+        )
         return EmbeddedServerError(
             f"The embedded PostgreSQL could not {what}: permission denied ({tail}). Make "
-            f"{data_dir} writable by the user running lexplain; nothing stored was changed."
+            f"{data_dir} reachable and writable by {who}, or set LEXPLAIN_DATA_DIR to another "
+            "folder; nothing stored was changed."
         )
     return EmbeddedServerError(
         f"The embedded PostgreSQL could not {what}: {tail or 'no message'}. Nothing stored was "
@@ -496,8 +502,8 @@ def acquire(
                 server_settings.update(fsync="off", synchronous_commit="off")
             pgdata.mkdir(mode=0o700, exist_ok=True)
             if user is not None:
-                _grant_traverse(pgdata.parent)
-                _grant_traverse(binaries)
+                _grant_traverse(pgdata.parent.resolve())
+                _grant_traverse(binaries.resolve())
                 entry = pwd.getpwnam(user)
                 os.chown(pgdata, entry.pw_uid, entry.pw_gid)
             if pgdata_major(pgdata) is None:
@@ -512,12 +518,14 @@ def acquire(
 def release(data_dir: Path) -> bool:
     """Undo one ``acquire``; stop the server if no living process uses it. True if stopped."""
     data_dir = data_dir.resolve()
-    count = _held.get(data_dir, 0)
-    if count > 1:
-        _held[data_dir] = count - 1
+    if not (data_dir / LOCK_NAME).exists():
         return False
-    _held.pop(data_dir, None)
     with _locked(data_dir):
+        count = _held.get(data_dir, 0)
+        if count > 1:
+            _held[data_dir] = count - 1
+            return False
+        _held.pop(data_dir, None)
         remaining = [pid for pid in _read_users(data_dir) if pid != os.getpid()]
         _write_users(data_dir, remaining)
         if remaining or _postmaster(data_dir / PGDATA_NAME) is None:

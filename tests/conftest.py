@@ -15,7 +15,10 @@ on the CI server, to keep the suite's time in check.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import shutil
+import tempfile
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -38,15 +41,38 @@ settings.load_profile("lexplain")
 STORE_TABLES = "passage_terms, passages, term_df, tenant_counters, entities, workspaces"
 
 
+@contextlib.contextmanager
+def server_data_dir() -> Iterator[Path]:
+    """A data folder for an embedded server, stopped and removed afterwards.
+
+    Outside pytest's ``tmp_path`` on purpose: pytest makes ``/tmp/pytest-of-<user>`` 0700 again
+    at every session start, so on a machine where others run pytest too, a server running as
+    ``lexplain-pg`` (as root) loses its way into its own data folder in the middle of a test.
+    """
+    folder = Path(tempfile.mkdtemp(prefix="lexplain-test-"))
+    data_dir = folder / "data"
+    try:
+        yield data_dir
+    finally:
+        embedded.stop(data_dir)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def embedded_data_dir() -> Iterator[Path]:
+    """A fresh data folder for the embedded server (see ``server_data_dir``)."""
+    with server_data_dir() as data_dir:
+        yield data_dir
+
+
 @pytest.fixture(scope="session", autouse=True)
-def private_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+def private_data_dir() -> Iterator[Path]:
     """No test (nor a server it starts) ever touches the project's own ``.lexplain``."""
-    data_dir = tmp_path_factory.mktemp("lexplain-data")
-    patch = pytest.MonkeyPatch()
-    patch.setenv("LEXPLAIN_DATA_DIR", str(data_dir))
-    yield data_dir
-    embedded.stop(data_dir)
-    patch.undo()
+    with server_data_dir() as data_dir:
+        patch = pytest.MonkeyPatch()
+        patch.setenv("LEXPLAIN_DATA_DIR", str(data_dir))
+        yield data_dir
+        patch.undo()
 
 
 @pytest.fixture(scope="session")
@@ -70,12 +96,12 @@ def database_url(ci_database_url: str) -> str:
 
 
 @pytest.fixture(scope="session")
-def embedded_database_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def embedded_database_url() -> Iterator[str]:
     """The embedded PostgreSQL 18, in a temporary folder, without fsync (tests only)."""
-    data_dir: Path = tmp_path_factory.mktemp("embedded-pg")
-    server = embedded.acquire(data_dir, durable=False, settings={"max_connections": "200"})
-    yield server.url
-    embedded.release(data_dir)
+    with server_data_dir() as data_dir:
+        server = embedded.acquire(data_dir, durable=False, settings={"max_connections": "200"})
+        yield server.url
+        embedded.release(data_dir)
 
 
 @pytest.fixture(scope="session", params=["postgresql-15-ci", "embedded-postgresql-18"])

@@ -99,9 +99,9 @@ def settle(page: Page) -> None:
 
 
 def test_an_uploaded_file_is_found_by_search_after_the_app_restarts(
-    browser: Browser, tmp_path: Path
+    browser: Browser, tmp_path: Path, embedded_data_dir: Path
 ) -> None:
-    data_dir = tmp_path / "lexplain-data"
+    data_dir = embedded_data_dir
     document = tmp_path / "restart-notes.txt"
     document.write_text(TEXT, encoding="utf-8")
     label = f"Store: PostgreSQL (embedded, {data_dir / 'pgdata'})"

@@ -13,7 +13,6 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,11 +26,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
-def data_dir(tmp_path: Path) -> Iterator[Path]:
+def data_dir(embedded_data_dir: Path) -> Path:
     """A data folder whose server, if a test leaves one running, is stopped afterwards."""
-    folder = tmp_path / "lexplain-data"
-    yield folder
-    embedded.stop(folder)
+    return embedded_data_dir
 
 
 def snapshot(folder: Path) -> dict[str, bytes]:

@@ -7,7 +7,6 @@ data folder (a new server process, the same files), and look.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,10 +22,8 @@ QUERIES = ("aeroelastic models of heated high speed aircraft", "boundary layer t
 
 
 @pytest.fixture
-def settings(tmp_path: Path) -> Iterator[Settings]:
-    data_dir = tmp_path / "lexplain-data"
-    yield Settings(data_dir=data_dir)
-    embedded.stop(data_dir)
+def settings(embedded_data_dir: Path) -> Settings:
+    return Settings(data_dir=embedded_data_dir)
 
 
 def cranfield_part() -> bytes:

@@ -15,7 +15,6 @@ import io
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from uuid import UUID
 
@@ -60,14 +59,12 @@ def mixed_folder(root: Path) -> Path:
 
 
 @pytest.fixture(autouse=True)
-def no_default_database(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Path]:
+def no_default_database(monkeypatch: pytest.MonkeyPatch, embedded_data_dir: Path) -> Path:
     """No URL, no store override, and a private embedded data folder (stopped afterwards)."""
     monkeypatch.delenv("LEXPLAIN_DATABASE_URL", raising=False)
     monkeypatch.delenv("LEXPLAIN_STORE", raising=False)
-    data_dir = tmp_path / "lexplain-data"
-    monkeypatch.setenv("LEXPLAIN_DATA_DIR", str(data_dir))
-    yield data_dir
-    embedded.stop(data_dir)
+    monkeypatch.setenv("LEXPLAIN_DATA_DIR", str(embedded_data_dir))
+    return embedded_data_dir
 
 
 def test_a_dry_run_says_so_keeps_nothing_and_exits_zero(
