@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -20,26 +19,22 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Page, expect
 
 from core import embedded
+
+# The browser fixture and helpers of the main browser test: one Chromium setup for both.
+from tests.e2e.test_browser import browser, free_port, settle
+
+__all__ = ["browser"]  # a fixture: used by name, not referenced
 
 pytestmark = pytest.mark.e2e
 expect.set_options(timeout=30_000)
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "tests" / "artifacts"
-#: Debian's Chromium; Playwright's own browser download is never used.
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"]
 #: A passage no sample collection holds, with a word to search for.
 TEXT = "Quasiperiodic flutter of the Zanzibar wing panel was measured twice.\n"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @contextlib.contextmanager
@@ -77,25 +72,10 @@ def streamlit(data_dir: Path, log_name: str) -> Iterator[str]:
             proc.wait(30)
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} is missing: apt-get install chromium (never `playwright install`)")
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
-
-
 def new_page(browser: Browser) -> Page:
     page = browser.new_page(viewport={"width": 1280, "height": 1400})
     page.set_default_timeout(60_000)
     return page
-
-
-def settle(page: Page) -> None:
-    page.wait_for_timeout(300)
-    expect(page.get_by_test_id("stStatusWidget")).to_have_count(0, timeout=60_000)
 
 
 def test_an_uploaded_file_is_found_by_search_after_the_app_restarts(

@@ -31,6 +31,16 @@ def cranfield_part() -> bytes:
     return b"\n".join(lines[:SAMPLE_LINES]) + b"\n"
 
 
+def what_a_user_sees(service: LexplainService) -> tuple[object, ...]:
+    """Workspaces, the sources and corpus figures of one, and full search results."""
+    return (
+        service.list_workspaces(),
+        service.list_sources(workspace="kept"),
+        service.corpus(workspace="kept"),
+        [service.search(q, workspace="kept").model_dump_json() for q in QUERIES],
+    )
+
+
 def test_a_restarted_service_finds_the_same_workspaces_passages_and_results(
     settings: Settings,
 ) -> None:
@@ -45,12 +55,7 @@ def test_a_restarted_service_finds_the_same_workspaces_passages_and_results(
         first.create_workspace("empty one")
         pid = embedded.running(settings.data_dir)
         assert pid is not None
-        before = (
-            first.list_workspaces(),
-            first.list_sources(workspace="kept"),
-            first.corpus(workspace="kept"),
-            [first.search(q, workspace="kept").model_dump_json() for q in QUERIES],
-        )
+        before = what_a_user_sees(first)
     finally:
         first.close()
     assert embedded.running(settings.data_dir) is None, "closing the app left the server up"
@@ -59,12 +64,7 @@ def test_a_restarted_service_finds_the_same_workspaces_passages_and_results(
     try:
         running = embedded.running(settings.data_dir)
         assert running is not None and running.pid != pid.pid
-        after = (
-            second.list_workspaces(),
-            second.list_sources(workspace="kept"),
-            second.corpus(workspace="kept"),
-            [second.search(q, workspace="kept").model_dump_json() for q in QUERIES],
-        )
+        after = what_a_user_sees(second)
     finally:
         second.close()
     assert "kept" in before[0] and "empty one" in before[0]
