@@ -18,6 +18,7 @@ script thread): the loop thread queues progress events, the caller drains them.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import csv
 import io
 import queue
@@ -471,12 +472,19 @@ class LexplainService:
         except BaseException:
             self._stop_loop()
             raise
+        # Close the store before the interpreter's own exit hooks stop the embedded server,
+        # so a pool never watches its server shut down under it (atexit runs last-in first).
+        atexit.register(self.close)
 
     async def _open(self, factory: Callable[[], Awaitable[ChunkStore]]) -> ChunkStore:
         store = await factory()
-        await store.upsert_workspace(
-            Workspace(tenant_id=workspace_tenant_id(DEFAULT_WORKSPACE), name=DEFAULT_WORKSPACE)
-        )
+        try:
+            await store.upsert_workspace(
+                Workspace(tenant_id=workspace_tenant_id(DEFAULT_WORKSPACE), name=DEFAULT_WORKSPACE)
+            )
+        except BaseException:
+            await store.close()
+            raise
         return store
 
     @classmethod
@@ -560,6 +568,7 @@ class LexplainService:
         """Close the store and stop the loop thread (idempotent)."""
         if self._closed:
             return
+        atexit.unregister(self.close)
         try:
             self._call(self._store.close())
         finally:

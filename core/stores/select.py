@@ -30,8 +30,10 @@ class EmbeddedPostgresStore(PostgresChunkStore):
         try:
             await super().close()
         finally:
+            # Directly, not in a worker thread: at interpreter exit (the service's atexit
+            # close) the default executor no longer takes work; a stop takes ~0.1 s.
             if data_dir is not None:
-                await asyncio.to_thread(embedded.release, data_dir)
+                embedded.release(data_dir)
 
 
 async def open_embedded(data_dir: Path, *, schema: str | None = None) -> EmbeddedPostgresStore:

@@ -97,6 +97,8 @@ def test_an_uploaded_file_is_found_by_search_after_the_app_restarts(
             expect(page.get_by_text("Stored 1 of 1 file(s): 1 passages")).to_be_visible()
             page.close()
         assert embedded.running(data_dir) is None, "the server outlived the app that used it"
+        shutdown = (ARTIFACTS / "streamlit-restart-1.log").read_text()
+        assert "Traceback" not in shutdown, "the app's exit was not clean (store vs server)"
 
         with streamlit(data_dir, "streamlit-restart-2.log") as url:
             page = new_page(browser)
