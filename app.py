@@ -1,8 +1,9 @@
 """lexplain: the Streamlit entry point. Navigation, sidebar, nothing else.
 
-``st.navigation`` over one file per screen (the modern API: explicit page list,
-titles and default page; the ``pages/`` auto-discovery it replaces cannot hide
-helper modules or choose a default). The sidebar holds what every page shares:
+``st.navigation`` over one file per screen in ``pages/`` (the modern API: explicit
+page list, titles and default page; the legacy auto-discovery of ``pages/`` cannot
+hide helper modules or choose a default, and ``pages.common.screen`` turns it off
+when Streamlit still runs a screen without this file). The sidebar holds what every page shares:
 the workspace (also in the URL, so a link reproduces it) and the active store.
 """
 
@@ -10,8 +11,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app_pages.common import WORKSPACE_KEY, WORKSPACE_PARAM, get_service, workspace
 from core.service import DEFAULT_WORKSPACE, StoreUnavailable
+from pages.common import FRAMED_KEY, WORKSPACE_KEY, WORKSPACE_PARAM, get_service, workspace
 
 #: Non-widget copy of the workspace: survives page switches that drop widget state.
 SHADOW_KEY = "_workspace"
@@ -47,6 +48,9 @@ elif WORKSPACE_KEY not in st.session_state and current in names:
     st.session_state[WORKSPACE_KEY] = current
 if st.session_state.get(WORKSPACE_KEY) not in names:
     st.session_state[WORKSPACE_KEY] = DEFAULT_WORKSPACE if DEFAULT_WORKSPACE in names else names[0]
+# Written back explicitly: a run that ended before the selector rendered (a screen Streamlit
+# ran without this file, see pages.common.screen) would otherwise reset it to its first option.
+st.session_state[WORKSPACE_KEY] = st.session_state[WORKSPACE_KEY]
 
 with st.sidebar:
     st.markdown("### lexplain")
@@ -60,13 +64,14 @@ st.session_state[SHADOW_KEY] = workspace()
 st.query_params[WORKSPACE_PARAM] = workspace()
 
 pages = [
-    st.Page("app_pages/search.py", title="Search", icon=":material/search:", default=True),
-    st.Page("app_pages/truncation.py", title="Truncation", icon=":material/content_cut:"),
-    st.Page("app_pages/upload.py", title="Upload", icon=":material/upload:"),
-    st.Page("app_pages/entities.py", title="Entities", icon=":material/sell:"),
-    st.Page("app_pages/corpus.py", title="Corpus", icon=":material/bar_chart:"),
-    st.Page("app_pages/evaluate.py", title="Evaluate", icon=":material/fact_check:"),
+    st.Page("pages/search.py", title="Search", icon=":material/search:", default=True),
+    st.Page("pages/truncation.py", title="Truncation", icon=":material/content_cut:"),
+    st.Page("pages/upload.py", title="Upload", icon=":material/upload:"),
+    st.Page("pages/entities.py", title="Entities", icon=":material/sell:"),
+    st.Page("pages/corpus.py", title="Corpus", icon=":material/bar_chart:"),
+    st.Page("pages/evaluate.py", title="Evaluate", icon=":material/fact_check:"),
 ]
 page = st.navigation(pages)
-
+# The screen checks this (pages.common.screen): a screen Streamlit ran without app.py reruns.
+st.session_state[FRAMED_KEY] = True
 page.run()

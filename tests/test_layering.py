@@ -80,7 +80,7 @@ def test_the_domain_never_imports_a_store_or_the_facade(name: str) -> None:
 
 
 def page_files() -> list[Path]:
-    return [ROOT / "app.py", *python_files("app_pages")]
+    return [ROOT / "app.py", *python_files("pages")]
 
 
 @pytest.mark.parametrize("path", page_files(), ids=lambda p: str(p.relative_to(ROOT)))

@@ -153,6 +153,19 @@ def cranfield_184() -> tuple[dict[str, int], float]:
     return {p.term: p.tf for p in explanation.terms if p.tf}, explanation.score
 
 
+def test_a_deep_link_as_the_servers_first_request_has_the_sidebar(server: str, page: Page) -> None:
+    """First in this module: Streamlit runs a ``pages/`` file bare until navigation ran once."""
+    page.goto(f"{server}/corpus?ws=e2e-first")
+    expect(page.get_by_role("heading", name="Corpus")).to_be_visible()
+    settle(page)
+    sidebar = page.get_by_test_id("stSidebar")
+    expect(sidebar.get_by_text("Store: in-memory (lost on restart)")).to_be_visible()
+    expect(sidebar.get_by_role("combobox")).to_have_value("e2e-first")
+    expect(page.get_by_text("Page not found")).to_have_count(0)
+    expect(sidebar.get_by_role("link", name="Truncation")).to_be_visible()
+    expect(sidebar.get_by_role("link", name="common")).to_have_count(0)
+
+
 def test_a_newcomer_loads_the_sample_searches_and_reads_an_explanation(
     server: str, page: Page, cranfield_184: tuple[dict[str, int], float]
 ) -> None:

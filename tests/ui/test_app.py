@@ -249,7 +249,7 @@ def test_an_empty_result_says_why(
 def test_uploaded_files_are_indexed_reported_and_rendered_as_text() -> None:
     ws = fresh()
     at = app(ws)
-    at.switch_page("app_pages/upload.py").run()
+    at.switch_page("pages/upload.py").run()
     hostile = (
         b"Dr Ada Lovelace met Charles Babbage at the Royal Society.\n\n"
         b"<script>alert('x')</script> <img src=x onerror=alert(1)> analytical engine"
@@ -270,7 +270,7 @@ def test_uploaded_files_are_indexed_reported_and_rendered_as_text() -> None:
     assert report["broken.pdf"]["passages written"] == 0
     assert [r["source"] for r in rows(at, 1)] == ["notes.txt"]
 
-    at.switch_page("app_pages/search.py").run()
+    at.switch_page("pages/search.py").run()
     at.text_input(key="q").input("engine script").run()
     no_exception(at)
     (html,) = passage_html(at)
@@ -286,7 +286,7 @@ def test_uploaded_files_are_indexed_reported_and_rendered_as_text() -> None:
 def test_the_entities_page_marks_mentions_and_searches_for_an_entity() -> None:
     ws = fresh()
     at = app(ws)
-    at.switch_page("app_pages/upload.py").run()
+    at.switch_page("pages/upload.py").run()
     at.file_uploader[0].set_value(
         [
             ("a.txt", b"NASA tested the wing. The results of NASA were good.", "text/plain"),
@@ -294,7 +294,7 @@ def test_the_entities_page_marks_mentions_and_searches_for_an_entity() -> None:
         ]
     ).run()
     at.button(key="index_files").click().run()
-    at.switch_page("app_pages/entities.py").run()
+    at.switch_page("pages/entities.py").run()
     no_exception(at)
     assert any("by rules, not by a language model" in c.value for c in at.caption)
     table = rows(at, 0)
@@ -313,12 +313,12 @@ def test_the_entities_page_marks_mentions_and_searches_for_an_entity() -> None:
 def test_each_passage_of_an_entity_links_to_why_not_on_search() -> None:
     ws = fresh()
     at = app(ws)
-    at.switch_page("app_pages/upload.py").run()
+    at.switch_page("pages/upload.py").run()
     at.file_uploader[0].set_value(
         [("a.txt", b"NASA tested the wing. NASA was pleased.", "text/plain")]
     ).run()
     at.button(key="index_files").click().run()
-    at.switch_page("app_pages/entities.py").run()
+    at.switch_page("pages/entities.py").run()
     [link] = at.get("page_link")
     params = dict(parse_qsl(link.proto.query_string))
     chunk_id = params["why"]
@@ -328,7 +328,7 @@ def test_each_passage_of_an_entity_links_to_why_not_on_search() -> None:
     assert params["ws"] == ws
     # Follow the link: Search adopts the passage and opens "why not?" with core's answer.
     follow = app(ws, **params)
-    follow.switch_page("app_pages/search.py").run()
+    follow.switch_page("pages/search.py").run()
     no_exception(follow)
     assert follow.text_input(key="why_not_id").value == chunk_id
     assert any("Unlimited (every match scored): rank 1" in v for v in markdown(follow))
@@ -336,7 +336,7 @@ def test_each_passage_of_an_entity_links_to_why_not_on_search() -> None:
 
 def test_the_corpus_page_counts_and_browses_terms(cranfield: str, expected: Expected) -> None:
     at = app(cranfield)
-    at.switch_page("app_pages/corpus.py").run()
+    at.switch_page("pages/corpus.py").run()
     no_exception(at)
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Passages (N)"] == f"{expected.stats.n_docs:,}"
@@ -360,7 +360,7 @@ def test_the_corpus_page_counts_and_browses_terms(cranfield: str, expected: Expe
 def test_deleting_a_source_removes_its_passages() -> None:
     ws = fresh()
     at = app(ws)
-    at.switch_page("app_pages/upload.py").run()
+    at.switch_page("pages/upload.py").run()
     at.file_uploader[0].set_value(
         [("keep.md", b"# Keep\nwings", "text/markdown"), ("drop.md", b"# Drop\nwings", "")]
     ).run()
@@ -368,7 +368,7 @@ def test_deleting_a_source_removes_its_passages() -> None:
     at.multiselect(key="doomed").set_value(["drop.md"]).run()
     at.button(key="delete_sources").click().run()
     no_exception(at)
-    at.switch_page("app_pages/search.py").run()
+    at.switch_page("pages/search.py").run()
     at.text_input(key="q").input("wings").run()
     assert [h[2] for h in headers(at)] == ["keep.md"]
 
@@ -387,10 +387,10 @@ def test_a_new_workspace_is_created_selected_and_put_in_the_url() -> None:
 @pytest.mark.parametrize(
     ("page", "title"),
     [
-        ("app_pages/search.py", "Search"),
-        ("app_pages/upload.py", "Upload"),
-        ("app_pages/entities.py", "Entities"),
-        ("app_pages/corpus.py", "Corpus"),
+        ("pages/search.py", "Search"),
+        ("pages/upload.py", "Upload"),
+        ("pages/entities.py", "Entities"),
+        ("pages/corpus.py", "Corpus"),
     ],
 )
 def test_every_page_runs_from_the_entry_point(cranfield: str, page: str, title: str) -> None:
@@ -405,7 +405,7 @@ def test_pages_compute_no_numbers() -> None:
     import ast
 
     forbidden = {"math", "statistics", "numpy", "core.bm25", "core.ranking", "core.stores"}
-    for path in [ROOT / "app.py", *sorted((ROOT / "app_pages").glob("*.py"))]:
+    for path in [ROOT / "app.py", *sorted((ROOT / "pages").glob("*.py"))]:
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):

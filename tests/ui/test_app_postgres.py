@@ -19,7 +19,7 @@ pytestmark = pytest.mark.postgres
 
 @pytest.fixture(scope="module", autouse=True)
 def postgres_service(database_url: str, pg_schema: str) -> Iterator[None]:
-    from app_pages.common import get_service
+    from pages.common import get_service
 
     patch = pytest.MonkeyPatch()
     patch.delenv("LEXPLAIN_STORE", raising=False)

@@ -134,7 +134,7 @@ def param(at: AppTest, name: str) -> str:
 def test_the_truncation_page_shows_cores_rankings_and_marks_cut_passages(
     cranfield: str, direct: Direct
 ) -> None:
-    at = page("app_pages/truncation.py", cranfield, q=QUERY, k="10", limit="20")
+    at = page("pages/truncation.py", cranfield, q=QUERY, k="10", limit="20")
     want = direct.report(QUERY, 10, 20)
     assert at.title[0].value == "Truncation"
     assert at.slider(key="t_limit").value == 20
@@ -188,7 +188,7 @@ def test_the_truncation_page_shows_cores_rankings_and_marks_cut_passages(
 def test_a_link_reproduces_the_truncation_view_and_the_slider_writes_the_url(
     cranfield: str, direct: Direct
 ) -> None:
-    at = page("app_pages/truncation.py", cranfield, q="aeroelastic models", k="5", limit="7")
+    at = page("pages/truncation.py", cranfield, q="aeroelastic models", k="5", limit="7")
     assert at.text_input(key="t_q").value == "aeroelastic models"
     assert at.number_input(key="t_k").value == 5
     assert at.slider(key="t_limit").value == 7
@@ -214,7 +214,7 @@ def test_a_link_reproduces_the_truncation_view_and_the_slider_writes_the_url(
     [("the of and", "no terms left after stopwords"), ("qqqzzz", "no passage contains any term")],
 )
 def test_an_empty_truncation_says_why(cranfield: str, query: str, reason: str) -> None:
-    at = page("app_pages/truncation.py", cranfield, q=query)
+    at = page("pages/truncation.py", cranfield, q=query)
     assert [w.value for w in at.warning] == [f"Nothing to compare: {reason}."]
     assert not at.get("plotly_chart")
 
@@ -250,7 +250,7 @@ def test_why_not_on_search_explains_a_cut_passage_with_cores_numbers(
 def test_evaluate_runs_on_the_sample_judgments_and_shows_cores_means(
     cranfield: str, direct: Direct
 ) -> None:
-    at = page("app_pages/evaluate.py", cranfield)
+    at = page("pages/evaluate.py", cranfield)
     assert at.title[0].value == "Evaluate"
     at.button(key="ev_sample").click().run()
     at.button(key="ev_run").click().run()
@@ -281,7 +281,7 @@ def test_evaluate_runs_on_the_sample_judgments_and_shows_cores_means(
 
 
 def test_unreadable_judgments_are_reported_in_plain_words(cranfield: str) -> None:
-    at = page("app_pages/evaluate.py", cranfield)
+    at = page("pages/evaluate.py", cranfield)
     at.session_state["ev_judgments"] = ("bad.tsv", b"1\twing\n", b"1\t184\n")
     at.run()
     at.button(key="ev_run").click().run()
@@ -293,7 +293,7 @@ def test_unreadable_judgments_are_reported_in_plain_words(cranfield: str) -> Non
 
 @pytest.mark.parametrize(
     ("path", "title"),
-    [("app_pages/truncation.py", "Truncation"), ("app_pages/evaluate.py", "Evaluate")],
+    [("pages/truncation.py", "Truncation"), ("pages/evaluate.py", "Evaluate")],
 )
 def test_the_new_pages_run_from_the_entry_point_on_an_empty_workspace(
     path: str, title: str

@@ -15,18 +15,18 @@ from typing import Any
 
 import streamlit as st
 
-from app_pages.common import (
+from core.presentation import escape_text
+from core.service import TruncationView
+from pages.common import (
     K_MAX,
-    get_service,
     offer_sample,
     score_scatter,
+    screen,
     sweep_chart,
     sync_query_params,
     workspace,
     write_query_params,
 )
-from core.presentation import escape_text
-from core.service import TruncationView
 
 #: Session keys of the widgets (own keys: Search's widgets keep theirs).
 KEYS = {"q": "t_q", "k": "t_k", "limit": "t_limit"}
@@ -84,7 +84,7 @@ def render_limited(view: TruncationView, column: Any) -> None:
     column.markdown("  \n".join(lines), unsafe_allow_html=True)
 
 
-service = get_service()
+service = screen()
 st.title("Truncation")
 st.markdown(
     "A store hands BM25 at most **limit** candidates, chosen by how many query terms they "

@@ -13,6 +13,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 import streamlit as st
+from streamlit.runtime.pages_manager import PagesManager
 
 from core.presentation import escape_text, term_colours
 from core.service import (
@@ -24,6 +25,10 @@ from core.service import (
     TruncationView,
 )
 
+#: Session key app.py sets right before it runs a screen: a screen run without it ran bare.
+FRAMED_KEY = "_framed"
+#: Session key marking the one rerun a bare screen asks for.
+REFRAMING_KEY = "_reframing"
 #: Session-state key of the active workspace name.
 WORKSPACE_KEY = "workspace"
 #: URL query parameter of the workspace (shared by every page).
@@ -34,6 +39,31 @@ WORKSPACE_PARAM = "ws"
 def get_service() -> LexplainService:
     """The process-wide service, configured from ``LEXPLAIN_*`` settings."""
     return LexplainService.from_settings()
+
+
+def screen() -> LexplainService:
+    """Start a screen inside app.py's frame; returns the service. Every screen calls it first.
+
+    The screens live in ``pages/``, the folder Streamlit's legacy multipage mode discovers.
+    Streamlit decides that mode from the folder's existence until ``st.navigation`` has run
+    once in the process, so the first request a server answers, if it is a deep link to a
+    screen, runs the screen file bare: no sidebar, no workspace (the previous session saw
+    this and renamed the folder ``app_pages/``, which hid the cause). A bare run is detected
+    here (app.py sets ``FRAMED_KEY`` just before it runs a screen): the screen turns the
+    legacy mode off for the process, as ``st.navigation`` would, and reruns, so app.py
+    draws the frame and runs the screen. Drawing the sidebar in every
+    screen instead would keep the legacy menu, which lists helper modules as pages.
+    """
+    if st.session_state.pop(FRAMED_KEY, False):
+        st.session_state.pop(REFRAMING_KEY, None)
+        return get_service()
+    if not st.session_state.get(REFRAMING_KEY):
+        st.session_state[REFRAMING_KEY] = True  # one rerun, never a loop
+        # What ``st.navigation`` itself does first (streamlit/commands/navigation.py); calling
+        # st.navigation here instead shows the user a "page not found" dialog.
+        PagesManager.uses_pages_directory = False
+        st.rerun()
+    return get_service()
 
 
 def workspace() -> str:

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app_pages.common import get_service, workspace
 from core.presentation import escape_text
+from pages.common import screen, workspace
 
 #: File types the readers handle (jsonl = a BEIR corpus, many documents per file).
 FILE_TYPES = ["txt", "md", "html", "htm", "pdf", "docx", "jsonl"]
 
-service = get_service()
+service = screen()
 ws = workspace()
 st.title("Upload")
 st.markdown(

@@ -10,16 +10,6 @@ from typing import Any
 
 import streamlit as st
 
-from app_pages.common import (
-    K_MAX,
-    LIMIT_MAX,
-    contribution_bar,
-    get_service,
-    offer_sample,
-    sync_query_params,
-    workspace,
-    write_query_params,
-)
 from core.presentation import (
     FORMULA,
     IDF_FORMULA,
@@ -36,6 +26,16 @@ from core.presentation import (
     term_spans,
 )
 from core.service import RankedPassage, SearchResult
+from pages.common import (
+    K_MAX,
+    LIMIT_MAX,
+    contribution_bar,
+    offer_sample,
+    screen,
+    sync_query_params,
+    workspace,
+    write_query_params,
+)
 
 #: What the limit means, next to its input.
 LIMIT_HELP = (
@@ -228,7 +228,7 @@ def render_why_not(result: SearchResult) -> None:
         st.markdown("  \n".join(lines), unsafe_allow_html=True)
 
 
-service = get_service()
+service = screen()
 st.title("Search")
 st.markdown(
     "**lexplain** ranks passages with BM25 and shows the arithmetic behind every score: "

@@ -8,16 +8,16 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app_pages.common import get_service, length_histogram, offer_sample, workspace
 from core.presentation import escape_text, highlight_html, term_spans
 from core.service import TermInfo
+from pages.common import length_histogram, offer_sample, screen, workspace
 
 #: How many passages of a chosen term are shown with their text.
 PREVIEW_PASSAGES = 5
 #: Most passages of one term fetched for the table (a common term in a large corpus has many).
 TERM_PASSAGES_SHOWN = 2000
 
-service = get_service()
+service = screen()
 ws = workspace()
 st.title("Corpus")
 view = service.corpus(workspace=ws)

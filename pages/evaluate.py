@@ -13,9 +13,9 @@ from urllib.parse import urlencode
 
 import streamlit as st
 
-from app_pages.common import get_service, ndcg_histogram, offer_sample, workspace
 from core.presentation import escape_text
 from core.service import EvaluationComparison, JudgmentError, QueryComparison, compare_runs
+from pages.common import get_service, ndcg_histogram, offer_sample, screen, workspace
 
 #: Session key of the chosen judgments: (label, queries bytes, qrels bytes).
 JUDGMENTS_KEY = "ev_judgments"
@@ -119,7 +119,7 @@ def render_result(result: EvaluationComparison) -> None:
     )
 
 
-service = get_service()
+service = screen()
 st.title("Evaluate")
 st.markdown(
     "Judged quality of the ranking at one or two candidate **limits**: nDCG, Recall and MRR "

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app_pages.common import get_service, offer_sample, workspace
 from core.presentation import Span, clip_end, escape_text, highlight_html
 from core.service import EXTRACTOR_LIMITS
+from pages.common import offer_sample, screen, workspace
 
-service = get_service()
+service = screen()
 ws = workspace()
 st.title("Entities")
 st.caption(EXTRACTOR_LIMITS)
@@ -47,7 +47,7 @@ chosen_id = st.selectbox(
 chosen = by_id[chosen_id].entity
 if st.button(f"Search for “{chosen.name}”", key="search_entity"):
     st.switch_page(
-        "app_pages/search.py", query_params={"q": chosen.name, "k": "10", "limit": "1000", "ws": ws}
+        "pages/search.py", query_params={"q": chosen.name, "k": "10", "limit": "1000", "ws": ws}
     )
 for passage in service.entity_passages(chosen.entity_id, workspace=ws):
     chunk = passage.chunk
@@ -64,7 +64,7 @@ for passage in service.entity_passages(chosen.entity_id, workspace=ws):
             with st.expander("show all"):
                 st.markdown(highlight_html(chunk.text, spans), unsafe_allow_html=True)
         st.page_link(
-            "app_pages/search.py",
+            "pages/search.py",
             label="why not? — where this passage stands in a search for the entity",
             icon=":material/help:",
             query_params={"q": chosen.name, "k": "10", "limit": "1000", "ws": ws, "why": chunk.id},
