@@ -24,7 +24,13 @@ from core.chunks import StoredChunk, chunk_id
 from core.entities import Entity
 from core.ranking import rank_chunks
 from core.stores.port import ChunkStore, Workspace
-from core.tokenize import tokenize
+from core.tokenize import Profile, tokenize
+
+PLAIN, ENGLISH = Profile.PLAIN, Profile.ENGLISH
+#: Both profiles, plain first.
+PROFILES = (PLAIN, ENGLISH)
+#: Passages in the re-index race: enough that a re-index yields to readers several times.
+REINDEX_PASSAGES = 3_000
 
 #: Passages of a source long enough that an index compared as text would put 10 before 2.
 MANY = 12
@@ -85,10 +91,12 @@ async def snapshot(store: ChunkStore, tenant_id: UUID) -> dict[str, Any]:
     }
 
 
-def expected_order(chunks: Sequence[StoredChunk], terms: Sequence[str]) -> list[str]:
+def expected_order(
+    chunks: Sequence[StoredChunk], terms: Sequence[str], profile: Profile = PLAIN
+) -> list[str]:
     """Ids by distinct requested terms contained, descending, then id: the truncation rule."""
     wanted = set(terms)
-    matched = {c.id: len(wanted & set(tokenize(c.text))) for c in chunks}
+    matched = {c.id: len(wanted & set(tokenize(c.text, profile))) for c in chunks}
     return sorted((i for i, n in matched.items() if n > 0), key=lambda i: (-matched[i], i))
 
 
@@ -758,3 +766,118 @@ class ChunkStoreCompliance:
         found = await store.lexical_candidates(terms, tenant, 1000)
         assert found.stats == corpus_stats([tokenize(c.text) for c in remaining], terms)
         assert [c.chunk.id for c in found.candidates] == expected_order(remaining, terms)
+
+    # -- tokenizer profiles -------------------------------------------------------------
+
+    async def test_a_workspace_keeps_the_profile_it_was_created_with(
+        self, store: ChunkStore
+    ) -> None:
+        tenant = uuid.uuid4()
+        await store.upsert_workspace(Workspace(tenant_id=tenant, name="e", profile=ENGLISH))
+        await store.upsert_workspace(Workspace(tenant_id=tenant, name="renamed"))
+        assert await store.list_workspaces() == [
+            Workspace(tenant_id=tenant, name="renamed", profile=ENGLISH)
+        ]
+
+    async def test_an_english_workspace_indexes_stemmed_terms_on_every_write_path(
+        self, store: ChunkStore
+    ) -> None:
+        tenant = uuid.uuid4()
+        await store.upsert_workspace(Workspace(tenant_id=tenant, name="e", profile=ENGLISH))
+        chunks = corpus_chunks(tenant)
+        await store.upsert_many(chunks[:3])
+        await store.replace_source("doc-b", tenant, [c for c in chunks if c.source_id == "doc-b"])
+        await store.upsert_many(chunks[3:])
+        terms = tokenize("glaciers tides rivers coasts oceans", ENGLISH)
+        assert terms == ["glacier", "tide", "river", "coast", "ocean"]
+        found = await store.lexical_candidates(terms, tenant, 1000)
+        stemmed = [tokenize(c.text, ENGLISH) for c in chunks]
+        assert found.stats == corpus_stats(stemmed, terms)
+        assert [c.chunk.id for c in found.candidates] == expected_order(chunks, terms, ENGLISH)
+        for candidate in found.candidates:
+            counts = Counter(tokenize(candidate.chunk.text, ENGLISH))
+            assert candidate.term_frequencies == {t: counts[t] for t in terms if counts[t]}
+            assert candidate.doc_length == len(tokenize(candidate.chunk.text, ENGLISH))
+        assert [t.term for t in await store.terms_with_prefix("glac", tenant, 10)] == ["glacier"]
+        summary = await store.corpus_summary(tenant)
+        assert summary.vocabulary == len({t for tokens in stemmed for t in tokens})
+
+    async def test_passages_written_before_their_english_workspace_exists_are_reindexed(
+        self, store: ChunkStore
+    ) -> None:
+        tenant = uuid.uuid4()
+        chunks = corpus_chunks(tenant)
+        await store.upsert_many(chunks)
+        await store.upsert_workspace(Workspace(tenant_id=tenant, name="late", profile=ENGLISH))
+        terms = ["tide", "glacier"]
+        found = await store.lexical_candidates(terms, tenant, 1000)
+        assert found.stats == corpus_stats([tokenize(c.text, ENGLISH) for c in chunks], terms)
+
+    async def test_reindexing_moves_every_statistic_to_the_new_profile_and_back(
+        self, store: ChunkStore
+    ) -> None:
+        tenant = uuid.uuid4()
+        await store.upsert_workspace(Workspace(tenant_id=tenant, name="w"))
+        chunks = corpus_chunks(tenant)
+        await store.upsert_many(chunks)
+        before = await snapshot(store, tenant)
+        progress: list[tuple[int, int]] = []
+        reindexed = await store.reindex(
+            tenant, ENGLISH, lambda done, total: progress.append((done, total))
+        )
+        assert reindexed == len(chunks) and progress[-1] == (len(chunks), len(chunks))
+        assert [w.profile for w in await store.list_workspaces()] == [ENGLISH]
+        terms = ["tide", "tides", "glacier", "river"]
+        found = await store.lexical_candidates(terms, tenant, 1000)
+        assert found.stats == corpus_stats([tokenize(c.text, ENGLISH) for c in chunks], terms)
+        assert [c.chunk.id for c in found.candidates] == expected_order(chunks, terms, ENGLISH)
+        assert await store.doc_lengths(tenant) == sorted(
+            len(tokenize(c.text, ENGLISH)) for c in chunks
+        )
+        # A write after the re-index uses the new profile.
+        extra = make_chunk(tenant, "doc-d", "Rivers and glaciers", 0)
+        await store.upsert_many([extra])
+        found = await store.lexical_candidates(terms, tenant, 1000)
+        every = [*chunks, extra]
+        assert found.stats == corpus_stats([tokenize(c.text, ENGLISH) for c in every], terms)
+        await store.delete_by_source("doc-d", tenant)
+        await store.reindex(tenant, PLAIN)
+        assert await snapshot(store, tenant) == before
+
+    async def test_reindexing_an_unknown_workspace_raises_key_error(
+        self, store: ChunkStore
+    ) -> None:
+        with pytest.raises(KeyError, match="no workspace"):
+            await store.reindex(uuid.uuid4(), ENGLISH)
+
+    async def test_readers_never_see_a_half_reindexed_workspace(self, store: ChunkStore) -> None:
+        tenant = uuid.uuid4()
+        await store.upsert_workspace(Workspace(tenant_id=tenant, name="big"))
+        chunks = [
+            make_chunk(tenant, f"s{i % 7}", f"waves tides part{i} " + "ocean " * (i % 5), i)
+            for i in range(REINDEX_PASSAGES)
+        ]
+        await store.upsert_many(chunks)
+        terms = ["wave", "waves", "tide", "tides", "ocean"]
+        allowed = [corpus_stats([tokenize(c.text, p) for c in chunks], terms) for p in PROFILES]
+        assert allowed[0] != allowed[1]
+        done = asyncio.Event()
+
+        async def reindex() -> None:
+            await store.reindex(tenant, ENGLISH)
+            done.set()
+
+        async def reader() -> list[int]:
+            seen: list[int] = []
+            while not done.is_set():
+                found = await store.lexical_candidates(terms, tenant, 10)
+                assert found.stats in allowed
+                seen.append(allowed.index(found.stats))
+                await asyncio.sleep(0)
+            return seen
+
+        _, *seen = await asyncio.gather(reindex(), reader(), reader())
+        assert all(s == sorted(s) for s in seen), "a reader saw the old index after the new one"
+        assert any(0 in s for s in seen), "no read ran while the re-index was building"
+        found = await store.lexical_candidates(terms, tenant, 10)
+        assert found.stats == allowed[1]

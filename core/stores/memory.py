@@ -11,10 +11,18 @@ that a single-machine exploration store does not need.
 
 Every chunk is deep-copied on the way in and on the way out: callers own what
 they pass and what they get back.
+
+A tenant is tokenised with its workspace's profile. ``reindex`` builds a whole new
+``_Tenant`` outside the lock (yielding to the loop between batches, so searches
+keep running on the old one) and swaps it in under the lock if no write touched
+the tenant meanwhile, else starts again: readers see the old index or the new
+one, never a mix. Patching the postings in place would need no second copy of
+the index but would show readers a half-stemmed corpus.
 """
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import heapq
 import threading
@@ -29,6 +37,7 @@ from core.ranking import LexicalCandidate, LexicalCandidates
 from core.stores.port import (
     CorpusSummary,
     EntitySummary,
+    ReindexProgress,
     SourceSummary,
     TermFrequency,
     Workspace,
@@ -37,6 +46,7 @@ from core.stores.port import (
     distinct_terms,
     passage_terms,
 )
+from core.tokenize import DEFAULT_PROFILE, Profile
 
 
 @dataclass
@@ -53,14 +63,19 @@ class _Tenant:
     mentions: dict[UUID, set[str]] = field(default_factory=dict)
     entities: dict[UUID, Entity] = field(default_factory=dict)
     tokens: int = 0
+    #: The tokenizer profile every passage of this index was tokenised with.
+    profile: Profile = DEFAULT_PROFILE
+    #: Bumped by every passage write, so a re-index can tell whether it raced one.
+    version: int = 0
 
     def add(self, chunk: StoredChunk) -> None:
+        self.version += 1
         previous = self.chunks.get(chunk.id)
         if previous is not None:
             # Same key means same source and text, so the terms are unchanged.
             self._unlink_entities(previous)
         else:
-            length, tfs = passage_terms(chunk.text)
+            length, tfs = passage_terms(chunk.text, self.profile)
             self.lengths[chunk.id] = length
             self.forward[chunk.id] = dict(tfs)
             self.tokens += length
@@ -72,6 +87,7 @@ class _Tenant:
             self.mentions.setdefault(entity, set()).add(chunk.id)
 
     def remove(self, chunk_id: str) -> None:
+        self.version += 1
         chunk = self.chunks.pop(chunk_id)
         self._unlink_entities(chunk)
         self.tokens -= self.lengths.pop(chunk_id)
@@ -98,6 +114,18 @@ class _Tenant:
         return _copy(self.chunks[chunk_id])
 
 
+#: Passages re-tokenised between two progress reports (and two yields to the loop).
+_REINDEX_BATCH = 500
+
+
+def _rebuilt(tenant: _Tenant, profile: Profile) -> _Tenant:
+    """The same passages and entities, indexed under ``profile``."""
+    fresh = _Tenant(profile=profile, entities=tenant.entities, version=tenant.version + 1)
+    for chunk in tenant.chunks.values():
+        fresh.add(chunk)
+    return fresh
+
+
 def _copy(chunk: StoredChunk) -> StoredChunk:
     """A copy sharing nothing mutable; ~10x faster than ``model_copy(deep=True)``."""
     return chunk.model_copy(
@@ -119,8 +147,12 @@ class InMemoryChunkStore:
     def _tenant(self, tenant_id: UUID) -> _Tenant:
         tenant = self._tenants.get(tenant_id)
         if tenant is None:
-            tenant = self._tenants[tenant_id] = _Tenant()
+            tenant = self._tenants[tenant_id] = _Tenant(profile=self._profile(tenant_id))
         return tenant
+
+    def _profile(self, tenant_id: UUID) -> Profile:
+        workspace = self._workspaces.get(tenant_id)
+        return DEFAULT_PROFILE if workspace is None else workspace.profile
 
     def _peek(self, tenant_id: UUID) -> _Tenant:
         """The tenant for reading: an unknown tenant reads as empty, and is not created."""
@@ -274,7 +306,46 @@ class InMemoryChunkStore:
     async def upsert_workspace(self, workspace: Workspace) -> None:
         check_name(workspace.name, "workspace")
         with self._lock:
+            known = self._workspaces.get(workspace.tenant_id)
+            if known is not None:
+                workspace = workspace.model_copy(update={"profile": known.profile})
             self._workspaces[workspace.tenant_id] = workspace.model_copy()
+            tenant = self._tenants.get(workspace.tenant_id)
+            if tenant is not None and tenant.profile != workspace.profile:
+                # Passages written before their workspace existed were tokenised as plain.
+                self._tenants[workspace.tenant_id] = _rebuilt(tenant, workspace.profile)
+
+    async def reindex(
+        self, tenant_id: UUID, profile: Profile, on_progress: ReindexProgress | None = None
+    ) -> int:
+        profile = Profile(profile)
+        while True:
+            with self._lock:
+                workspace = self._workspaces.get(tenant_id)
+                if workspace is None:
+                    raise KeyError(f"no workspace with tenant id {tenant_id}")
+                old = self._tenants.get(tenant_id)
+                chunks = list(old.chunks.values()) if old is not None else []
+                version = old.version if old is not None else 0
+            fresh = _Tenant(profile=profile)
+            for done, chunk in enumerate(chunks, start=1):
+                fresh.add(chunk)
+                if done % _REINDEX_BATCH == 0:
+                    if on_progress is not None:
+                        on_progress(done, len(chunks))
+                    await asyncio.sleep(0)  # let searches run on the old index meanwhile
+            with self._lock:
+                current = self._tenants.get(tenant_id)
+                if current is not old or (old is not None and old.version != version):
+                    continue  # a write changed the tenant while we built: build again
+                if old is not None:
+                    fresh.entities = old.entities
+                    fresh.version = old.version + 1
+                self._tenants[tenant_id] = fresh
+                self._workspaces[tenant_id] = workspace.model_copy(update={"profile": profile})
+            if on_progress is not None:
+                on_progress(len(chunks), len(chunks))
+            return len(chunks)
 
     async def list_workspaces(self) -> list[Workspace]:
         with self._lock:

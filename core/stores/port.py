@@ -9,7 +9,7 @@ returned objects) is held by ``core.stores.compliance``, one suite for all.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol, runtime_checkable
 from uuid import UUID
 
@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from core.chunks import StoredChunk, chunk_id, storable_text_problem
 from core.entities import Entity
 from core.ranking import LexicalCandidates
-from core.tokenize import tokenize
+from core.tokenize import DEFAULT_PROFILE, Profile, tokenize
 
 #: Largest offset or index any store keeps (PostgreSQL bigint); larger ones are rejected everywhere.
 MAX_POSITION = 2**63 - 1
@@ -67,12 +67,18 @@ class TermFrequency(BaseModel):
 
 
 class Workspace(BaseModel):
-    """A named tenant."""
+    """A named tenant and the tokenizer profile every write and query of it uses."""
 
     model_config = ConfigDict(frozen=True)
 
     tenant_id: UUID
     name: str = Field(min_length=1)
+    #: Chosen at creation; changed only by ``ChunkStore.reindex`` (which re-tokenises everything).
+    profile: Profile = DEFAULT_PROFILE
+
+
+#: Called during a re-index with (passages done, passages in all).
+ReindexProgress = Callable[[int, int], None]
 
 
 @runtime_checkable
@@ -142,7 +148,24 @@ class ChunkStore(Protocol):
         """The known entities among ``entity_ids``, in the order asked; unknown ids omitted."""
         ...
 
-    async def upsert_workspace(self, workspace: Workspace) -> None: ...
+    async def upsert_workspace(self, workspace: Workspace) -> None:
+        """Create a workspace, or rename it; an existing workspace keeps its profile.
+
+        A tenant's passages are tokenised with the profile of its workspace (``plain`` when
+        the tenant has none); a new workspace's profile is taken from ``workspace``.
+        """
+        ...
+
+    async def reindex(
+        self, tenant_id: UUID, profile: Profile, on_progress: ReindexProgress | None = None
+    ) -> int:
+        """Re-tokenise every passage of the tenant under ``profile`` and make it the workspace's.
+
+        Atomic: until the new index is complete, every read sees the old one, whole; then
+        passages, term index, statistics and the workspace's profile change together.
+        Returns the passages re-indexed. An unknown workspace raises KeyError.
+        """
+        ...
 
     async def list_workspaces(self) -> list[Workspace]:
         """Ordered by name."""
@@ -151,9 +174,9 @@ class ChunkStore(Protocol):
     async def close(self) -> None: ...
 
 
-def passage_terms(text: str) -> tuple[int, Counter[str]]:
+def passage_terms(text: str, profile: Profile = DEFAULT_PROFILE) -> tuple[int, Counter[str]]:
     """A passage's doc_length (tokens, repeats included) and tf per term: one tokenisation."""
-    tokens = tokenize(text)
+    tokens = tokenize(text, profile)
     return len(tokens), Counter(tokens)
 
 

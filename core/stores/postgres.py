@@ -15,6 +15,15 @@ past work_mem at 1M passages, so that is where the two-pass form should come bac
 Writes stage rows with COPY and move them with INSERT ... SELECT inside the
 transaction, instead of row-by-row INSERTs.
 
+Each tenant is tokenised with its workspace's profile (``workspaces.profile``).
+A write stages its rows under the profile it read, then, inside its transaction,
+takes the workspace row FOR SHARE and checks the profile is still that one (else
+stages again); ``reindex`` takes the row FOR UPDATE and rewrites the term index,
+lengths, df and counters in one transaction, so writes wait for it and readers
+see the old index (MVCC) until it commits. Building the new index in shadow
+tables and renaming them would keep writes going during a re-index, at the cost
+of a second schema per tenant; one transaction is simpler and exactly as atomic.
+
 Reads of one query happen in one REPEATABLE READ read-only transaction, so the
 statistics, the document frequencies and the candidates come from one snapshot.
 Calls are retried on a lost connection (a server restart, a killed backend):
@@ -41,6 +50,7 @@ from core.ranking import LexicalCandidate, LexicalCandidates
 from core.stores.port import (
     CorpusSummary,
     EntitySummary,
+    ReindexProgress,
     SourceSummary,
     TermFrequency,
     Workspace,
@@ -50,6 +60,7 @@ from core.stores.port import (
     is_storable,
     passage_terms,
 )
+from core.tokenize import DEFAULT_PROFILE, Profile
 
 T = TypeVar("T")
 
@@ -129,6 +140,7 @@ CREATE TABLE IF NOT EXISTS workspaces (
     tenant_id uuid PRIMARY KEY,
     name text COLLATE "C" NOT NULL
 );
+ALTER TABLE workspaces ADD COLUMN IF NOT EXISTS profile text NOT NULL DEFAULT 'plain';
 """
 
 _STAGE: Final = """
@@ -355,25 +367,42 @@ class PostgresChunkStore:
         batch = checked_for_write(chunks)
         if not batch:
             return 0
-        rows = _stage_rows(batch)
+        tenants = sorted({chunk.tenant_id for chunk in batch})
+        profiles = await self._profiles(tenants)
+        rows = _stage_rows(batch, profiles)
 
         async def write(conn: asyncpg.Connection) -> bool:
+            nonlocal profiles, rows
             async with conn.transaction():
+                now = await _locked_profiles(conn, tenants)
+                if now != profiles:  # a re-index committed since we staged: stage again
+                    profiles, rows = now, _stage_rows(batch, now)
                 return await _write_new(conn, rows, {})
 
         if await self._run(write):
             await self._refresh_statistics()
         return len(batch)
 
+    async def _profiles(self, tenants: Sequence[UUID]) -> dict[UUID, Profile]:
+        async def read(conn: asyncpg.Connection) -> dict[UUID, Profile]:
+            return await _read_profiles(conn, tenants, lock=False)
+
+        return await self._run(read)
+
     async def replace_source(
         self, source_id: str, tenant_id: UUID, chunks: Sequence[StoredChunk]
     ) -> int:
         batch = checked_for_write(chunks, tenant_id=tenant_id, source_id=source_id)
-        rows = _stage_rows(batch)
         keep = {chunk.id for chunk in batch}
+        profiles = await self._profiles([tenant_id])
+        rows = _stage_rows(batch, profiles)
 
         async def write(conn: asyncpg.Connection) -> tuple[int, bool]:
+            nonlocal profiles, rows
             async with conn.transaction():
+                now = await _locked_profiles(conn, [tenant_id])
+                if now != profiles:  # a re-index committed since we staged: stage again
+                    profiles, rows = now, _stage_rows(batch, now)
                 await conn.execute(
                     "SELECT pg_advisory_xact_lock($1)", _source_lock_key(tenant_id, source_id)
                 )
@@ -463,15 +492,45 @@ class PostgresChunkStore:
     async def upsert_workspace(self, workspace: Workspace) -> None:
         check_name(workspace.name, "workspace")
 
-        async def write(conn: asyncpg.Connection) -> None:
-            await conn.execute(
-                "INSERT INTO workspaces (tenant_id, name) VALUES ($1, $2) "
-                "ON CONFLICT (tenant_id) DO UPDATE SET name = EXCLUDED.name",
+        async def write(conn: asyncpg.Connection) -> bool:
+            # Created as plain: passages written before the workspace existed were tokenised
+            # so; a new workspace of another profile is then re-indexed to it, below.
+            inserted = await conn.fetchval(
+                "INSERT INTO workspaces (tenant_id, name, profile) VALUES ($1, $2, $3) "
+                "ON CONFLICT (tenant_id) DO UPDATE SET name = EXCLUDED.name "
+                "RETURNING (xmax = 0)",
                 workspace.tenant_id,
                 workspace.name,
+                DEFAULT_PROFILE.value,
             )
+            return bool(inserted)
 
-        await self._run(write)
+        if await self._run(write) and workspace.profile is not DEFAULT_PROFILE:
+            await self.reindex(workspace.tenant_id, workspace.profile)
+
+    async def reindex(
+        self, tenant_id: UUID, profile: Profile, on_progress: ReindexProgress | None = None
+    ) -> int:
+        profile = Profile(profile)
+
+        async def write(conn: asyncpg.Connection) -> int:
+            async with conn.transaction():
+                found = await conn.fetchval(
+                    "SELECT 1 FROM workspaces WHERE tenant_id = $1 FOR UPDATE", tenant_id
+                )
+                if found is None:
+                    raise KeyError(f"no workspace with tenant id {tenant_id}")
+                count = await _reindex(conn, tenant_id, profile, on_progress)
+                await conn.execute(
+                    "UPDATE workspaces SET profile = $2 WHERE tenant_id = $1",
+                    tenant_id,
+                    profile.value,
+                )
+                return count
+
+        count = await self._run(write)
+        await self._refresh_statistics()
+        return count
 
     # -- reads ----------------------------------------------------------------
 
@@ -675,9 +734,12 @@ class PostgresChunkStore:
     async def list_workspaces(self) -> list[Workspace]:
         async def read(conn: asyncpg.Connection) -> list[Workspace]:
             rows = await conn.fetch(
-                "SELECT tenant_id, name FROM workspaces ORDER BY name, tenant_id"
+                "SELECT tenant_id, name, profile FROM workspaces ORDER BY name, tenant_id"
             )
-            return [Workspace(tenant_id=r["tenant_id"], name=r["name"]) for r in rows]
+            return [
+                Workspace(tenant_id=r["tenant_id"], name=r["name"], profile=r["profile"])
+                for r in rows
+            ]
 
         return await self._run(read)
 
@@ -695,11 +757,11 @@ async def _create_schema(conn: asyncpg.Connection, schema: str | None) -> None:
 _Staged = tuple[tuple[Any, ...], list[tuple[UUID, str, str, int]]]
 
 
-def _stage_rows(batch: Iterable[StoredChunk]) -> list[_Staged]:
-    """Tokenise each passage once, outside any transaction (CPU, not lock time)."""
+def _stage_rows(batch: Iterable[StoredChunk], profiles: dict[UUID, Profile]) -> list[_Staged]:
+    """Tokenise each passage once, with its tenant's profile, outside any transaction."""
     staged: list[_Staged] = []
     for chunk in batch:
-        length, tfs = passage_terms(chunk.text)
+        length, tfs = passage_terms(chunk.text, profiles.get(chunk.tenant_id, DEFAULT_PROFILE))
         row = (
             chunk.tenant_id,
             chunk.id,
@@ -774,3 +836,89 @@ async def _delete_ids(conn: asyncpg.Connection, tenant_id: UUID, ids: list[str])
     await conn.execute(_LOWER_DF, tenant_id, terms, counts)
     lengths = await conn.fetch(_DELETE_PASSAGES, tenant_id, ids)
     return sum(int(r["doc_length"]) for r in lengths)
+
+
+async def _read_profiles(
+    conn: asyncpg.Connection, tenants: Sequence[UUID], *, lock: bool
+) -> dict[UUID, Profile]:
+    """Each tenant's profile (plain without a workspace); ``lock`` holds the rows FOR SHARE."""
+    rows = await conn.fetch(_PROFILES_LOCKED if lock else _PROFILES, list(tenants))
+    found = {r["tenant_id"]: Profile(r["profile"]) for r in rows}
+    return {tenant: found.get(tenant, DEFAULT_PROFILE) for tenant in tenants}
+
+
+async def _locked_profiles(
+    conn: asyncpg.Connection, tenants: Sequence[UUID]
+) -> dict[UUID, Profile]:
+    """The profiles, with the workspace rows held until commit so no re-index runs meanwhile."""
+    return await _read_profiles(conn, tenants, lock=True)
+
+
+#: The tenants' workspace profiles, and the same holding the rows until commit.
+_PROFILES: Final = (
+    "SELECT tenant_id, profile FROM workspaces WHERE tenant_id = ANY($1::uuid[]) ORDER BY tenant_id"
+)
+_PROFILES_LOCKED: Final = _PROFILES + " FOR SHARE"
+
+#: Passages re-tokenised per COPY in a re-index (and between two progress reports).
+_REINDEX_BATCH: Final = 2_000
+
+
+async def _reindex(
+    conn: asyncpg.Connection,
+    tenant_id: UUID,
+    profile: Profile,
+    on_progress: ReindexProgress | None,
+) -> int:
+    """Rewrite the tenant's term rows, lengths, df and token count under ``profile``.
+
+    Runs inside the caller's transaction: nothing of it is visible until that commits.
+    """
+    ids = [
+        r["id"]
+        for r in await conn.fetch(
+            "SELECT id FROM passages WHERE tenant_id = $1 ORDER BY id", tenant_id
+        )
+    ]
+    await conn.execute("DELETE FROM passage_terms WHERE tenant_id = $1", tenant_id)
+    await conn.execute("DELETE FROM term_df WHERE tenant_id = $1", tenant_id)
+    await conn.execute(
+        'CREATE TEMP TABLE reindex_lengths (id text COLLATE "C", doc_length integer) ON COMMIT DROP'
+    )
+    for start in range(0, len(ids), _REINDEX_BATCH):
+        rows = await conn.fetch(
+            "SELECT id, text FROM passages WHERE tenant_id = $1 AND id = ANY($2::text[])",
+            tenant_id,
+            ids[start : start + _REINDEX_BATCH],
+        )
+        lengths: list[tuple[str, int]] = []
+        terms: list[tuple[UUID, str, str, int]] = []
+        for row in rows:
+            length, tfs = passage_terms(row["text"], profile)
+            lengths.append((row["id"], length))
+            terms.extend((tenant_id, row["id"], term, tf) for term, tf in tfs.items())
+        await conn.copy_records_to_table("reindex_lengths", records=lengths)
+        await conn.copy_records_to_table(
+            "passage_terms", records=terms, columns=("tenant_id", "chunk_id", "term", "tf")
+        )
+        if on_progress is not None:
+            on_progress(min(start + _REINDEX_BATCH, len(ids)), len(ids))
+    await conn.execute(
+        "UPDATE passages p SET doc_length = r.doc_length FROM reindex_lengths r "
+        "WHERE p.tenant_id = $1 AND p.id = r.id AND p.doc_length <> r.doc_length",
+        tenant_id,
+    )
+    await conn.execute(
+        "INSERT INTO term_df (tenant_id, term, df) SELECT tenant_id, term, count(*) "
+        "FROM passage_terms WHERE tenant_id = $1 GROUP BY tenant_id, term",
+        tenant_id,
+    )
+    await conn.execute(
+        "UPDATE tenant_counters SET tokens = "
+        "(SELECT coalesce(sum(doc_length), 0) FROM passages WHERE tenant_id = $1) "
+        "WHERE tenant_id = $1",
+        tenant_id,
+    )
+    if on_progress is not None and not ids:
+        on_progress(0, 0)
+    return len(ids)

@@ -23,9 +23,9 @@ from core.chunks import StoredChunk
 from core.ranking import rank_chunks
 from core.stores.compliance import make_chunk
 from core.stores.memory import InMemoryChunkStore
-from core.stores.port import ChunkStore
+from core.stores.port import ChunkStore, Workspace
 from core.stores.postgres import PostgresChunkStore
-from core.tokenize import tokenize
+from core.tokenize import Profile, tokenize
 
 #: The Cranfield collection in BEIR layout, shipped with the repository.
 CRANFIELD = Path(__file__).resolve().parents[2] / "data" / "cranfield"
@@ -127,9 +127,9 @@ def cranfield_chunks(tenant: UUID) -> list[StoredChunk]:
     return chunks
 
 
-def cranfield_queries() -> list[list[str]]:
+def cranfield_queries(profile: Profile = Profile.PLAIN) -> list[list[str]]:
     with (CRANFIELD / "queries.jsonl").open(encoding="utf-8") as lines:
-        return [tokenize(json.loads(line)["text"]) for line in lines]
+        return [tokenize(json.loads(line)["text"], profile) for line in lines]
 
 
 async def test_both_adapters_rank_cranfield_identically(pg_store: PostgresChunkStore) -> None:
@@ -149,3 +149,25 @@ async def test_both_adapters_rank_cranfield_identically(pg_store: PostgresChunkS
             if await ranking(pg_store, terms, tenant, limit, 10) != expected:
                 differing.append((limit, number))
     assert differing == []
+
+
+async def test_both_adapters_rank_cranfield_identically_under_the_english_profile(
+    pg_store: PostgresChunkStore,
+) -> None:
+    tenant = uuid.uuid4()
+    chunks = cranfield_chunks(tenant)
+    memory = InMemoryChunkStore()
+    workspace = Workspace(tenant_id=tenant, name="cranfield-en", profile=Profile.ENGLISH)
+    for store in (memory, pg_store):
+        await store.upsert_workspace(workspace)
+        await store.upsert_many(chunks)
+    queries = cranfield_queries(Profile.ENGLISH)
+    assert queries[0][:4] == ["what", "similar", "law", "must"]  # "similarity laws" stemmed
+    differing = []
+    for limit in (1000, 100):
+        for number, terms in enumerate(queries, start=1):
+            expected = await ranking(memory, terms, tenant, limit, 10)
+            if await ranking(pg_store, terms, tenant, limit, 10) != expected:
+                differing.append((limit, number))
+    assert differing == []
+    assert await pg_store.corpus_summary(tenant) == await memory.corpus_summary(tenant)
