@@ -8,7 +8,10 @@ tokenizer's own definition (NFKC, casefold, letter/digit runs) and maps them
 back to offsets in the original text, so the marks of a term are exactly its
 tf; the alternative, a case-insensitive regex over the raw text, disagrees with
 the tokenizer on ligatures, "ß", decomposed accents and stopwords, and the
-count shown would no longer be the count scored.
+count shown would no longer be the count scored. Under a stemming profile
+each surface form is mapped to its indexed term with the workspace's own
+tokenizer (``index_terms``), and the mark is labelled with the indexed term, so
+"models" and "model" are both marks of ``model`` and the marks still equal its tf.
 
 All HTML built here escapes user text first (``html.escape``) and then encodes
 the characters Streamlit's Markdown would interpret (``*``, ``_``, ``$``, ...),
@@ -26,8 +29,8 @@ from typing import Final
 
 from pydantic import BaseModel, ConfigDict
 
-from core.bm25 import ScoreExplanation, TermContribution
-from core.tokenize import raw_terms
+from core.bm25 import IdfForm, ScoreExplanation, TermContribution
+from core.tokenize import DEFAULT_PROFILE, STOPWORDS, Profile, index_terms, raw_terms
 
 #: The tokenizer's term pattern (a run of Unicode letters and digits), applied after normalising.
 _TERM: Final = re.compile(r"[^\W_]+")
@@ -45,6 +48,10 @@ _ESCAPES: Final = str.maketrans({c: f"&#{ord(c)};" for c in "&<>\"'\\`*_{}[]#|~$
 FORMULA: Final = "score = Σ over query terms idf(t) · tf·(k1+1) / (tf + k1·(1 − b + b·dl/avgdl))"
 #: The IDF, as the page prints it.
 IDF_FORMULA: Final = "idf(t) = ln(1 + (N − df + 0.5) / (df + 0.5))"
+#: The textbook IDF (core.classic), as the Compare screen prints it.
+CLASSIC_IDF_FORMULA: Final = "idf(t) = ln((N − df + 0.5) / (df + 0.5))"
+#: The IDF formula of each form.
+IDF_FORMULAS: Final = {IdfForm.LUCENE: IDF_FORMULA, IdfForm.CLASSIC: CLASSIC_IDF_FORMULA}
 #: Why Elasticsearch users see other numbers, and what a score can be compared with.
 SCORE_NOTE: Final = (
     "Lucene 8+ and Elasticsearch drop the constant (k1+1) from the numerator, so their scores "
@@ -97,32 +104,51 @@ def _normalised_with_offsets(text: str) -> tuple[str, list[int], list[int]] | No
     return normalised, starts, ends
 
 
-def term_spans(text: str, terms: Iterable[str]) -> list[Span]:
-    """Where each of ``terms`` (tokenizer terms) occurs in ``text``, as original offsets.
+class _Indexer:
+    """Surface form -> indexed term under one profile, each distinct form stemmed once."""
 
-    The number of spans per term equals the term's tf in ``tokenize(text)``, except when
-    two terms share one original character (e.g. "½" is the terms "1" and "2"): a
-    character is marked once.
+    def __init__(self, profile: Profile) -> None:
+        self._profile = profile
+        self._seen: dict[str, str | None] = {}
+
+    def __call__(self, surface: str) -> str | None:
+        if surface not in self._seen:
+            self._seen[surface] = (
+                None if surface in STOPWORDS else index_terms([surface], self._profile)[0]
+            )
+        return self._seen[surface]
+
+
+def term_spans(text: str, terms: Iterable[str], profile: Profile = DEFAULT_PROFILE) -> list[Span]:
+    """Where each of ``terms`` (indexed terms) occurs in ``text``, as original offsets.
+
+    Every surface form whose indexed term under ``profile`` is one of ``terms`` is
+    marked, labelled with that indexed term. The number of spans per term equals the
+    term's tf in ``tokenize(text, profile)``, except when two terms share one original
+    character (e.g. "½" is the terms "1" and "2"): a character is marked once.
     """
     wanted = set(terms)
     spans: list[Span] = []
     if not wanted:
         return spans
+    indexed = _Indexer(profile)
     mapped = _normalised_with_offsets(text)
     last_end = 0
     if mapped is None:
         # Fallback: tokenise each raw run on its own; exact for all but exotic compositions.
         for match in _TERM.finditer(text):
-            for term in raw_terms(match.group()):
-                if term in wanted and match.start() >= last_end:
+            for surface in raw_terms(match.group()):
+                term = indexed(surface)
+                if term is not None and term in wanted and match.start() >= last_end:
                     spans.append(Span(start=match.start(), end=match.end(), label=term))
                     last_end = match.end()
         return spans
     normalised, starts, ends = mapped
     for match in _TERM.finditer(normalised):
-        term = match.group()
-        if term not in wanted:
+        found = indexed(match.group())
+        if found is None or found not in wanted:
             continue
+        term = found
         start, end = starts[match.start()], ends[match.end() - 1]
         if start < last_end:
             continue
@@ -203,6 +229,15 @@ def formula_line(part: TermContribution, k1: float, b: float) -> str:
         f"{part.term}: {_num(part.idf)} × {part.tf}·{k1 + 1:g} / "
         f"({part.tf} + {k1:g}·({1 - b:g} + {b:g}·{part.doc_length}/{_num(part.avg_doc_length, 2)}))"
         f" = {_num(part.idf)} × {_num(part.tf_part)} = {_num(part.contribution)}"
+    )
+
+
+def idf_line(part: TermContribution, idf_form: IdfForm) -> str:
+    """One term's IDF written out with its numbers substituted, in the ranker's form."""
+    one = "1 + " if idf_form is IdfForm.LUCENE else ""
+    return (
+        f"idf({part.term}) = ln({one}({part.n_docs} − {part.df} + 0.5) / ({part.df} + 0.5))"
+        f" = {_num(part.idf)}"
     )
 
 
