@@ -94,3 +94,20 @@ def test_screens_reach_core_only_through_the_facade(path: Path) -> None:
         if name.startswith("core.") and not name.startswith(PAGE_ALLOWED_CORE)
     }
     assert not deeper, f"{path.name} imports {sorted(deeper)}: pages call core.service only"
+
+
+#: The facade's screen families: each stands alone on the shared runner and common views.
+SERVICE_FAMILIES = ("search", "analysis", "library", "corpus")
+
+
+@pytest.mark.parametrize("name", SERVICE_FAMILIES)
+def test_a_screen_family_of_the_facade_depends_only_on_the_runner_and_common(name: str) -> None:
+    path = ROOT / "core" / "service" / f"{name}.py"
+    if not path.exists():
+        pytest.fail(f"core/service/{name}.py is a screen family and must exist")
+    found = imported_modules(path.read_text(encoding="utf-8"), f"core.service.{name}")
+    siblings = {m for m in found if m.startswith("core.service.") and m.count(".") == 2} - {
+        "core.service.runner",
+        "core.service.common",
+    }
+    assert not siblings, f"core/service/{name}.py imports {sorted(siblings)}"

@@ -1,0 +1,78 @@
+"""The synchronous facade the screens call: one method per user action.
+
+A package by screen family, so a new screen adds a module instead of growing one:
+
+| module | what |
+| --- | --- |
+| ``runner`` | the one background event loop and store every family shares |
+| ``common`` | the query view, the empty-result rule, entity names |
+| ``search`` | Search: ranked passages and their explanations |
+| ``analysis`` | Truncation, "why not?", Evaluate |
+| ``library`` | Upload, sources, Entities, workspaces |
+| ``corpus`` | Corpus: counts, lengths, the term browser |
+| ``facade`` | ``LexplainService`` (all families on one store) and opening the store |
+
+The service composes core (tokenizer, store port, ``rank_chunks``, indexing) and
+returns pydantic models the pages render; it never formats and never imports
+streamlit, so it is tested without a browser (tests/unit/test_service*.py).
+Everything a page or test imports is re-exported here: ``from core.service import X``.
+"""
+
+from __future__ import annotations
+
+from core.entities import EXTRACTOR_LIMITS
+from core.evaluation import EvaluationRun, JudgmentError
+from core.service.analysis import (
+    SAMPLE_QRELS,
+    SAMPLE_QUERIES,
+    EvaluationComparison,
+    LimitedEntry,
+    QueryComparison,
+    TruncationView,
+    UnlimitedEntry,
+    compare_runs,
+)
+from core.service.common import DEFAULT_WORKSPACE, EmptyReason, QueryView
+from core.service.corpus import TERM_BROWSER_LIMIT, CorpusView, TermInfo, TermPassage
+from core.service.facade import LexplainService, StoreUnavailable
+from core.service.library import (
+    SAMPLE_CORPUS,
+    SAMPLE_LABEL,
+    EntityPassage,
+    FileReport,
+    Mention,
+)
+from core.service.runner import ProgressCallback
+from core.service.search import PassageView, RankedPassage, SearchResult
+
+__all__ = [
+    "DEFAULT_WORKSPACE",
+    "EXTRACTOR_LIMITS",
+    "SAMPLE_CORPUS",
+    "SAMPLE_LABEL",
+    "SAMPLE_QRELS",
+    "SAMPLE_QUERIES",
+    "TERM_BROWSER_LIMIT",
+    "CorpusView",
+    "EmptyReason",
+    "EntityPassage",
+    "EvaluationComparison",
+    "EvaluationRun",
+    "FileReport",
+    "JudgmentError",
+    "LexplainService",
+    "LimitedEntry",
+    "Mention",
+    "PassageView",
+    "ProgressCallback",
+    "QueryComparison",
+    "QueryView",
+    "RankedPassage",
+    "SearchResult",
+    "StoreUnavailable",
+    "TermInfo",
+    "TermPassage",
+    "TruncationView",
+    "UnlimitedEntry",
+    "compare_runs",
+]

@@ -1,0 +1,339 @@
+"""Truncation, why-not and evaluation: what the candidate limit costs, on real data.
+
+Each action reads a query's candidates once, unlimited, and lets ``core.truncation``
+or ``core.evaluation`` slice them per limit: the store's truncation order is
+contract, so a slice is exactly a limited read. Reading once per limit was rejected
+(a round trip per limit, and two reads may see two snapshots).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from core.chunks import StoredChunk, workspace_tenant_id
+from core.evaluation import (
+    EvaluationRun,
+    JudgmentError,
+    QueryScore,
+    documents_in_rank_order,
+    evaluate_run,
+    parse_qrels,
+    parse_queries,
+)
+from core.ranking import LexicalCandidates, rank_chunks
+from core.service.common import (
+    _UNLIMITED,
+    QueryView,
+    check_k_limit,
+    empty_reason,
+    query_view,
+)
+from core.service.runner import ProgressCallback, StoreRunner
+from core.tokenize import tokenize
+from core.truncation import TruncationReport, WhyNot, analyse_truncation, why_not
+
+#: The sample's queries (BEIR jsonl) and graded judgments (BEIR qrels TSV).
+SAMPLE_QUERIES = Path(__file__).resolve().parents[2] / "data" / "cranfield" / "queries.jsonl"
+SAMPLE_QRELS = SAMPLE_QUERIES.with_name("qrels.tsv")
+
+
+class UnlimitedEntry(BaseModel):
+    """A passage of the unlimited top-k, and whether the limit cut it before scoring."""
+
+    model_config = ConfigDict(frozen=True)
+
+    rank: int
+    chunk: StoredChunk
+    score: float
+    #: 1-based position in the store's candidate order.
+    candidate_position: int
+    matched_terms: int
+    cut: bool
+
+
+class LimitedEntry(BaseModel):
+    """A passage of the limited top-k, with its rank in the unlimited ranking."""
+
+    model_config = ConfigDict(frozen=True)
+
+    rank: int
+    chunk: StoredChunk
+    score: float
+    candidate_position: int
+    matched_terms: int
+    #: Rank among every scoring candidate when nothing is cut.
+    unlimited_rank: int
+    #: Places gained through the cut (unlimited rank − limited rank; never negative).
+    movement: int
+
+
+class TruncationView(QueryView):
+    """One query's limited and unlimited top-k side by side, with core's report."""
+
+    report: TruncationReport
+    unlimited: list[UnlimitedEntry]
+    limited: list[LimitedEntry]
+    #: Upper end of a limit slider: every matching passage (or the current limit, if larger).
+    limit_max: int
+
+
+class QueryComparison(BaseModel):
+    """One judged query under limit A and (optionally) limit B."""
+
+    model_config = ConfigDict(frozen=True)
+
+    query_id: str
+    query: str
+    judged: int
+    a: QueryScore
+    b: QueryScore | None = None
+    #: B − A per metric; None without a second run.
+    ndcg_difference: float | None = None
+    recall_difference: float | None = None
+    mrr_difference: float | None = None
+
+
+class EvaluationComparison(BaseModel):
+    """Runs A and B (same queries, same k) row by row, with the differences of the means."""
+
+    model_config = ConfigDict(frozen=True)
+
+    a: EvaluationRun
+    b: EvaluationRun | None = None
+    rows: list[QueryComparison]
+    #: B − A of each mean; None without a second run.
+    ndcg_delta: float | None = None
+    recall_delta: float | None = None
+    mrr_delta: float | None = None
+
+    def to_csv(self) -> str:
+        """One row per judged query: every metric at A (and B, and B − A)."""
+        out = io.StringIO()
+        writer = csv.writer(out)
+        runs = [("A", self.a)] + ([("B", self.b)] if self.b is not None else [])
+        header = ["query_id", "query", "judged"]
+        for name, run in runs:
+            header += [f"{m}@{run.k} limit {run.limit} ({name})" for m in ("ndcg", "recall", "mrr")]
+        if self.b is not None:
+            header += ["ndcg B-A", "recall B-A", "mrr B-A"]
+        writer.writerow(header)
+        for row in self.rows:
+            line: list[object] = [row.query_id, row.query, row.judged]
+            for score in (row.a, row.b):
+                if score is not None:
+                    line += [repr(score.ndcg), repr(score.recall), repr(score.mrr)]
+            if self.b is not None:
+                line += [
+                    repr(row.ndcg_difference),
+                    repr(row.recall_difference),
+                    repr(row.mrr_difference),
+                ]
+            writer.writerow(line)
+        return out.getvalue()
+
+
+def compare_runs(a: EvaluationRun, b: EvaluationRun | None = None) -> EvaluationComparison:
+    """Pair the per-query rows of two runs of the same judgments; differences are B − A."""
+    by_id = {row.query_id: row for row in b.rows} if b is not None else {}
+    rows = []
+    for score in a.rows:
+        other = by_id.get(score.query_id)
+        rows.append(
+            QueryComparison(
+                query_id=score.query_id,
+                query=score.query,
+                judged=score.judged,
+                a=score,
+                b=other,
+                ndcg_difference=None if other is None else other.ndcg - score.ndcg,
+                recall_difference=None if other is None else other.recall - score.recall,
+                mrr_difference=None if other is None else other.mrr - score.mrr,
+            )
+        )
+    return EvaluationComparison(
+        a=a,
+        b=b,
+        rows=rows,
+        ndcg_delta=None if b is None else b.mean_ndcg - a.mean_ndcg,
+        recall_delta=None if b is None else b.mean_recall - a.mean_recall,
+        mrr_delta=None if b is None else b.mean_mrr - a.mean_mrr,
+    )
+
+
+def _top_documents(terms: Sequence[str], handed: LexicalCandidates, k: int) -> list[str]:
+    """The first ``k`` source ids in rank order: more passages are ranked while documents repeat.
+
+    ``rank_chunks`` builds an explanation per returned passage, so ranking every candidate to
+    find k documents would explain hundreds of passages nobody sees; doubling stops early.
+    """
+    want = k
+    while True:
+        ranked = rank_chunks(terms, handed, want)
+        documents = documents_in_rank_order(r.chunk.source_id for r in ranked)
+        if len(documents) >= k or len(ranked) < want:
+            return documents[:k]
+        want *= 2
+
+
+def _decoded(data: bytes, what: str) -> str:
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise JudgmentError(f"the {what} file is not UTF-8 text") from None
+
+
+class AnalysisActions(StoreRunner):
+    """The Truncation and Evaluate screens' actions, and Search's "why not?"."""
+
+    def truncation(
+        self, query: str, k: int = 10, limit: int = 1000, *, workspace: str
+    ) -> TruncationView:
+        """What ``limit`` costs this query: limited and unlimited top-k from one candidate read."""
+        check_k_limit(k, limit)
+        return self._call(self._truncation(query, k, limit, workspace))
+
+    async def _truncation(self, query: str, k: int, limit: int, workspace: str) -> TruncationView:
+        view = query_view(query, k, limit, workspace)
+        terms = view["terms"]
+        full = await self._store.lexical_candidates(
+            terms, workspace_tenant_id(workspace), _UNLIMITED
+        )
+        report = analyse_truncation(terms, full, k, limit)
+        rows = {row.chunk_id: row for row in report.candidates}
+        unlimited = [
+            UnlimitedEntry(
+                rank=rank,
+                chunk=r.chunk,
+                score=r.score,
+                candidate_position=rows[r.chunk.id].position + 1,
+                matched_terms=rows[r.chunk.id].matched_terms,
+                cut=rows[r.chunk.id].cut,
+            )
+            for rank, r in enumerate(report.unlimited, start=1)
+        ]
+        limited = []
+        for rank, r in enumerate(report.limited, start=1):
+            row = rows[r.chunk.id]
+            # A limited result scores > 0, so it has an unlimited rank.
+            unlimited_rank = row.unlimited_rank or rank
+            limited.append(
+                LimitedEntry(
+                    rank=rank,
+                    chunk=r.chunk,
+                    score=r.score,
+                    candidate_position=row.position + 1,
+                    matched_terms=row.matched_terms,
+                    unlimited_rank=unlimited_rank,
+                    movement=unlimited_rank - rank,
+                )
+            )
+        return TruncationView(
+            **view,
+            empty_reason=empty_reason(terms, report.matching, len(limited)),
+            report=report,
+            unlimited=unlimited,
+            limited=limited,
+            limit_max=max(report.matching, limit, 1),
+        )
+
+    def why_not(
+        self, query: str, passage: str, k: int = 10, limit: int = 1000, *, workspace: str
+    ) -> WhyNot:
+        """Where one passage stands for ``query``: by chunk id, or a source id's first passage.
+
+        Raises ``KeyError`` when the workspace has neither a passage nor a source of that id.
+        """
+        check_k_limit(k, limit)
+        return self._call(self._why_not(query, passage.strip(), k, limit, workspace))
+
+    async def _why_not(
+        self, query: str, passage: str, k: int, limit: int, workspace: str
+    ) -> WhyNot:
+        tenant = workspace_tenant_id(workspace)
+        chunk = await self._store.get(passage, tenant) if passage else None
+        if chunk is None and passage:
+            chunks = await self._store.get_by_source(passage, tenant)
+            chunk = chunks[0] if chunks else None
+        if chunk is None:
+            raise KeyError(f"no passage or source {passage!r} in workspace {workspace!r}")
+        terms = tokenize(query)
+        full = await self._store.lexical_candidates(terms, tenant, _UNLIMITED)
+        return why_not(terms, full, chunk.id, k, limit)
+
+    def passage(self, chunk_id: str, *, workspace: str) -> StoredChunk | None:
+        """One passage by id (None if the workspace has none of that id)."""
+        return self._call(self._store.get(chunk_id, workspace_tenant_id(workspace)))
+
+    @staticmethod
+    def sample_judgments() -> tuple[bytes, bytes]:
+        """The sample's queries (BEIR jsonl) and qrels (BEIR TSV), as uploaded files would be."""
+        return SAMPLE_QUERIES.read_bytes(), SAMPLE_QRELS.read_bytes()
+
+    def evaluate(
+        self,
+        queries_data: bytes,
+        qrels_data: bytes,
+        k: int,
+        limits: Sequence[int],
+        *,
+        workspace: str,
+        on_progress: ProgressCallback | None = None,
+    ) -> list[EvaluationRun]:
+        """One judged run per limit, in the order given; documents judged at their best passage.
+
+        Raises ``JudgmentError`` (its message names the file and line) for unreadable judgments.
+        Each query's candidates are read once, unlimited, and sliced per limit: the store's
+        truncation order is contract, so a slice is exactly a limited read.
+        """
+        if k < 1:
+            raise ValueError(f"k must be at least 1, got {k}")
+        if not limits:
+            raise ValueError("at least one limit is needed")
+        if any(limit < 0 for limit in limits):
+            raise ValueError(f"every limit must be >= 0, got {list(limits)}")
+        try:
+            queries = parse_queries(_decoded(queries_data, "queries"))
+        except JudgmentError as exc:
+            raise JudgmentError(f"queries file: {exc}") from None
+        try:
+            qrels = parse_qrels(_decoded(qrels_data, "qrels"))
+        except JudgmentError as exc:
+            raise JudgmentError(f"qrels file: {exc}") from None
+        judged = {query_id: text for query_id, text in queries.items() if query_id in qrels}
+        if not judged:
+            raise JudgmentError(
+                "no query of the queries file has a judgment in the qrels file "
+                "(the query ids differ)"
+            )
+        return self._call_with_progress(
+            lambda progress: self._evaluate(judged, qrels, k, list(limits), workspace, progress),
+            on_progress,
+        )
+
+    async def _evaluate(
+        self,
+        queries: dict[str, str],
+        qrels: dict[str, dict[str, int]],
+        k: int,
+        limits: list[int],
+        workspace: str,
+        report: Callable[[int, int, str], None],
+    ) -> list[EvaluationRun]:
+        tenant = workspace_tenant_id(workspace)
+        ranked: list[dict[str, list[str]]] = [{} for _ in limits]
+        for done, (query_id, text) in enumerate(queries.items(), start=1):
+            terms = tokenize(text)
+            full = await self._store.lexical_candidates(terms, tenant, _UNLIMITED)
+            for documents, limit in zip(ranked, limits, strict=True):
+                handed = full.model_copy(update={"candidates": full.candidates[:limit]})
+                documents[query_id] = _top_documents(terms, handed, k)
+            report(done, len(queries), query_id)
+        return [
+            evaluate_run(queries, qrels, documents, k, limit)
+            for documents, limit in zip(ranked, limits, strict=True)
+        ]

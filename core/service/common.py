@@ -1,0 +1,93 @@
+"""What several screen families share: the query view, the empty-result rule, entity names.
+
+One tokenisation of a query for every screen (Search and Truncation show the same
+terms and the same reason for an empty list); defining it per screen was how the
+two screens came to disagree before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal
+from uuid import UUID
+
+from pydantic import BaseModel, ConfigDict
+
+from core.chunks import StoredChunk
+from core.entities import Entity
+from core.stores.port import ChunkStore
+from core.tokenize import STOPWORDS, raw_terms, tokenize
+
+#: The workspace every fresh store starts with.
+DEFAULT_WORKSPACE = "default"
+#: Large enough to mean "every matching passage" when counting what a limit cuts.
+_UNLIMITED = 2**62
+
+#: Why a search returned nothing, in the words the page shows.
+EmptyReason = Literal[
+    "no terms left after stopwords",
+    "no passage contains any term",
+    "every match cut by the limit",
+]
+
+
+class QueryView(BaseModel):
+    """What every query screen shows first: the query, k, limit and how it was tokenised."""
+
+    model_config = ConfigDict(frozen=True)
+
+    workspace: str
+    query: str
+    k: int
+    limit: int
+    #: The query's terms as tokenised (stopwords dropped), in order, repeats kept.
+    terms: list[str]
+    #: The distinct terms BM25 sums over, sorted (the explanation's order).
+    distinct_terms: list[str]
+    #: Query words dropped as stopwords, in query order.
+    stopwords_dropped: list[str]
+    #: Why nothing is listed, when nothing is.
+    empty_reason: EmptyReason | None = None
+
+
+def query_view(query: str, k: int, limit: int, workspace: str) -> dict[str, Any]:
+    """The QueryView fields of one query: one tokenisation for every screen."""
+    terms = tokenize(query)
+    return {
+        "workspace": workspace,
+        "query": query,
+        "k": k,
+        "limit": limit,
+        "terms": terms,
+        "distinct_terms": sorted(set(terms)),
+        "stopwords_dropped": [t for t in raw_terms(query) if t in STOPWORDS],
+    }
+
+
+def empty_reason(terms: Sequence[str], matching: int, shown: int) -> EmptyReason | None:
+    """Nothing silently disappears: the first reason a result list is empty."""
+    if not terms:
+        return "no terms left after stopwords"
+    if matching == 0:
+        return "no passage contains any term"
+    if shown == 0:
+        return "every match cut by the limit"
+    return None
+
+
+def check_k_limit(k: int, limit: int) -> None:
+    """The bounds every query action checks before reading anything."""
+    if k < 1:
+        raise ValueError(f"k must be at least 1, got {k}")
+    if limit < 0:
+        raise ValueError(f"limit must be >= 0, got {limit}")
+
+
+async def entity_names(
+    store: ChunkStore, chunks: Sequence[StoredChunk], tenant: UUID
+) -> dict[UUID, Entity]:
+    """The entities the given passages mention, by id (one read)."""
+    wanted = list(dict.fromkeys(e for c in chunks for e in c.entity_ids))
+    if not wanted:
+        return {}
+    return {e.entity_id: e for e in await store.get_entities(wanted, tenant)}

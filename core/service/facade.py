@@ -1,0 +1,78 @@
+"""The facade the screens call: every screen family's actions on one store.
+
+``LexplainService`` is the combination of the families (``search``, ``analysis``,
+``library``, ``corpus``), each a ``StoreRunner`` subclass in its own module, so a new
+screen adds a module and a base class here instead of growing one file. One class
+per family composed by attribute (``service.search.run(...)``) was rejected: every
+page and test would change its calls, and the families would still share one runner.
+This module also chooses and opens the store the settings name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from uuid import UUID
+
+from pydantic import ValidationError
+
+from core.chunks import workspace_tenant_id
+from core.embedded import EmbeddedServerError
+from core.service.analysis import AnalysisActions
+from core.service.common import DEFAULT_WORKSPACE
+from core.service.corpus import CorpusActions
+from core.service.library import LibraryActions
+from core.service.search import SearchActions
+from core.settings import Settings, describe_store
+from core.stores.port import ChunkStore, Workspace
+from core.stores.select import open_store
+
+
+class StoreUnavailable(RuntimeError):
+    """The configured store cannot be opened; the message says why and what to do."""
+
+
+class LexplainService(SearchActions, AnalysisActions, LibraryActions, CorpusActions):
+    """One store on one background event loop; synchronous methods for the pages."""
+
+    async def _open(self, factory: Callable[[], Awaitable[ChunkStore]]) -> ChunkStore:
+        store = await factory()
+        try:
+            await store.upsert_workspace(
+                Workspace(tenant_id=workspace_tenant_id(DEFAULT_WORKSPACE), name=DEFAULT_WORKSPACE)
+            )
+        except BaseException:
+            await store.close()
+            raise
+        return store
+
+    @classmethod
+    def from_settings(cls, settings: Settings | None = None) -> LexplainService:
+        """The store the settings name (``core.stores.select.open_store``).
+
+        Raises ``StoreUnavailable`` with plain words when the settings are wrong or the store
+        cannot be opened (the embedded server cannot start, a server is unreachable).
+        """
+        try:
+            settings = settings or Settings()
+        except ValidationError as exc:
+            problems = "; ".join(str(error["msg"]) for error in exc.errors())
+            raise StoreUnavailable(f"The LEXPLAIN_* settings are wrong: {problems}.") from exc
+        chosen = settings
+        label = describe_store(chosen)
+
+        async def factory() -> ChunkStore:
+            return await open_store(chosen)
+
+        try:
+            return cls(factory, store_label=label, settings=chosen)
+        except EmbeddedServerError as exc:
+            raise StoreUnavailable(str(exc)) from exc
+        except Exception as exc:  # asyncpg/OS errors: the message is what the user needs
+            raise StoreUnavailable(
+                f"Cannot open the store ({label}): {exc}. Check LEXPLAIN_DATABASE_URL and that "
+                "the server is running; nothing was changed."
+            ) from exc
+
+    @staticmethod
+    def tenant(workspace: str) -> UUID:
+        return workspace_tenant_id(workspace)

@@ -1,0 +1,212 @@
+"""Upload, sources, entities and workspaces: what a workspace holds and how it got there.
+
+Reading, cutting and extracting happen in ``core.indexing``; these actions run it on
+the store's loop and turn its per-document rows into one report per file, the unit
+a user uploaded. Reporting per document was rejected: a BEIR file holds thousands.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from uuid import UUID
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from core.chunks import ChunkingOptions, StoredChunk, workspace_tenant_id
+from core.entities import Entity
+from core.indexing import DocumentRow, IndexReport, UploadResult, index_uploads, read_upload
+from core.service.common import entity_names
+from core.service.runner import ProgressCallback, StoreRunner
+from core.stores.port import EntitySummary, SourceSummary, Workspace
+
+#: The sample collection shipped with the repository (BEIR layout).
+SAMPLE_CORPUS = Path(__file__).resolve().parents[2] / "data" / "cranfield" / "corpus.jsonl"
+#: How the sample is named on screen.
+SAMPLE_LABEL = "Cranfield, 1,400 abstracts"
+
+
+class Mention(BaseModel):
+    """An entity mention inside one passage (offsets into the passage text)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    start: int
+    end: int
+    entity_id: UUID
+
+
+class EntityPassage(BaseModel):
+    """A passage of an entity, with where that entity is mentioned in it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    chunk: StoredChunk
+    entities: list[Entity]
+    mentions: list[Mention]
+
+
+class FileReport(BaseModel):
+    """What happened to one uploaded file."""
+
+    model_config = ConfigDict(frozen=True)
+
+    file_name: str
+    documents: int = 0
+    passages_written: int = 0
+    entities_found: int = 0
+    passages_replaced: int = 0
+    error: str | None = None
+    #: Recoveries, skipped records and rejected documents, in plain words.
+    notes: list[str] = Field(default_factory=list)
+
+
+def _mentions_of(chunk: StoredChunk) -> list[Mention]:
+    raw = chunk.metadata.get("mentions")
+    mentions: list[Mention] = []
+    if not isinstance(raw, list):
+        return mentions
+    for item in raw:
+        try:
+            mention = Mention.model_validate(item)
+        except ValueError:
+            continue
+        if 0 <= mention.start < mention.end <= len(chunk.text):
+            mentions.append(mention)
+    return mentions
+
+
+class LibraryActions(StoreRunner):
+    """The Upload and Entities screens' actions, and the sidebar's workspaces."""
+
+    def list_workspaces(self) -> list[str]:
+        """Workspace names, sorted."""
+        return [w.name for w in self._call(self._store.list_workspaces())]
+
+    def create_workspace(self, name: str) -> str:
+        """Create (or keep) the workspace ``name``; returns its cleaned name."""
+        cleaned = name.strip()
+        workspace = Workspace(tenant_id=workspace_tenant_id(cleaned), name=cleaned)
+        self._call(self._store.upsert_workspace(workspace))
+        return cleaned
+
+    def list_sources(self, *, workspace: str) -> list[SourceSummary]:
+        return self._call(self._store.list_sources(workspace_tenant_id(workspace)))
+
+    def delete_source(self, source_id: str, *, workspace: str) -> int:
+        """Delete a source's passages; returns how many were deleted."""
+        return self._call(self._store.delete_by_source(source_id, workspace_tenant_id(workspace)))
+
+    def list_entities(self, *, workspace: str) -> list[EntitySummary]:
+        return self._call(self._store.list_entities(workspace_tenant_id(workspace)))
+
+    def entity_passages(self, entity_id: UUID, *, workspace: str) -> list[EntityPassage]:
+        """The passages mentioning an entity, in the store's order, with its mentions."""
+        return self._call(self._entity_passages(entity_id, workspace))
+
+    async def _entity_passages(self, entity_id: UUID, workspace: str) -> list[EntityPassage]:
+        tenant = workspace_tenant_id(workspace)
+        chunks = await self._store.get_by_entity(entity_id, tenant)
+        names = await entity_names(self._store, chunks, tenant)
+        return [
+            EntityPassage(
+                chunk=chunk,
+                entities=[names[e] for e in chunk.entity_ids if e in names],
+                mentions=[m for m in _mentions_of(chunk) if m.entity_id == entity_id],
+            )
+            for chunk in chunks
+        ]
+
+    def chunking(
+        self, size: int | None = None, overlap: int | None = None, whole_documents: bool = False
+    ) -> ChunkingOptions:
+        """Chunking options, defaulting to the settings."""
+        return ChunkingOptions(
+            size=size if size is not None else self.settings.chunk_size,
+            overlap=overlap if overlap is not None else self.settings.chunk_overlap,
+            whole_documents=whole_documents,
+        )
+
+    def upload_files(
+        self,
+        files: Sequence[tuple[str, bytes]],
+        *,
+        workspace: str,
+        chunking: ChunkingOptions | None = None,
+        on_progress: ProgressCallback | None = None,
+    ) -> list[FileReport]:
+        """Read, cut, extract and store each file; one report per file, errors in plain words.
+
+        A bad file or document never stops the others; re-uploading a file replaces its
+        passages (``core.indexing``: one ``replace_source`` per document).
+        """
+        uploads = [
+            read_upload(name, data, max_bytes=self.settings.max_upload_bytes)
+            for name, data in files
+        ]
+        report = self._call_with_progress(
+            lambda progress: self._index_uploads(uploads, workspace, chunking, progress),
+            on_progress,
+        )
+        return _file_reports([name for name, _ in files], report)
+
+    def load_sample(
+        self, *, workspace: str, on_progress: ProgressCallback | None = None
+    ) -> FileReport:
+        """Load the Cranfield sample: whole-document passages, source id = the doc's _id."""
+        upload = read_upload(SAMPLE_CORPUS.name, SAMPLE_CORPUS.read_bytes())
+        report = self._call_with_progress(
+            lambda progress: self._index_uploads(
+                [upload], workspace, ChunkingOptions(whole_documents=True), progress
+            ),
+            on_progress,
+        )
+        (summary,) = _file_reports([SAMPLE_CORPUS.name], report)
+        return summary.model_copy(update={"file_name": SAMPLE_LABEL})
+
+    async def _index_uploads(
+        self,
+        uploads: Sequence[UploadResult],
+        workspace: str,
+        chunking: ChunkingOptions | None,
+        report: Callable[[int, int, str], None],
+    ) -> IndexReport:
+        tenant = workspace_tenant_id(workspace)
+        await self._store.upsert_workspace(Workspace(tenant_id=tenant, name=workspace))
+        return await index_uploads(
+            uploads,
+            self._store,
+            tenant,
+            chunking=chunking or self.chunking(),
+            on_progress=lambda done, total, row: report(done, total, row.source_id or row.file),
+        )
+
+
+def _file_reports(names: Sequence[str], report: IndexReport) -> list[FileReport]:
+    """One report per file name, in the order given, from the per-document rows."""
+    rows: dict[str, list[DocumentRow]] = {}
+    for row in report.rows:
+        rows.setdefault(row.file, []).append(row)
+    out: list[FileReport] = []
+    for name in dict.fromkeys(names):
+        mine = rows.get(name, [])
+        indexed = [r for r in mine if r.status == "indexed"]
+        rejected = [r.reason or "rejected" for r in mine if r.status == "rejected"]
+        notes = [note for r in mine for note in r.notes]
+        error = None
+        if not indexed:
+            error = "; ".join(dict.fromkeys(rejected)) or "nothing in the file — nothing stored"
+        elif rejected:
+            notes = [f"{len(rejected)} document(s) rejected: " + "; ".join(rejected[:5]), *notes]
+        out.append(
+            FileReport(
+                file_name=name,
+                documents=len(indexed),
+                passages_written=sum(r.passages_written for r in indexed),
+                entities_found=sum(r.entities_found for r in indexed),
+                passages_replaced=sum(r.orphans_removed for r in indexed),
+                error=error,
+                notes=notes,
+            )
+        )
+    return out

@@ -1,0 +1,124 @@
+"""The one background event loop every screen family shares, and the store on it.
+
+Streamlit reruns page scripts in worker threads, while the stores are async and
+an asyncpg pool is bound to the event loop that created it. So the service owns
+ONE background thread running ONE event loop, creates the store on it, and every
+public method submits a coroutine there and waits (``run_coroutine_threadsafe``).
+The rejected alternative, ``asyncio.run`` per call, makes a new loop each time:
+a pool created on the first loop breaks on the second, and a new pool per click
+costs a connection handshake per action.
+
+Progress callbacks run in the CALLER's thread (Streamlit can only draw from the
+script thread): the loop thread queues progress events, the caller drains them.
+Each screen family (``search``, ``analysis``, ``library``, ``corpus``) subclasses
+``StoreRunner`` and adds its actions; ``facade.LexplainService`` combines them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import queue
+import threading
+from collections.abc import Awaitable, Callable, Coroutine
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from typing import Any, TypeVar
+
+from core.settings import Settings
+from core.stores.port import ChunkStore
+
+T = TypeVar("T")
+
+#: A progress report: (done, total, label of the item just done).
+ProgressCallback = Callable[[int, int, str], None]
+
+
+class StoreRunner:
+    """One store on one background event loop; the synchronous bridge every action uses."""
+
+    def __init__(
+        self,
+        store_factory: Callable[[], Awaitable[ChunkStore]],
+        *,
+        store_label: str = "in-memory (lost on restart)",
+        settings: Settings | None = None,
+    ) -> None:
+        self.settings = settings or Settings()
+        self.store_label = store_label
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(
+            target=self._loop.run_forever, name="lexplain-store-loop", daemon=True
+        )
+        self._thread.start()
+        self._closed = False
+        try:
+            self._store: ChunkStore = self._call(self._open(store_factory))
+        except BaseException:
+            self._stop_loop()
+            raise
+        # Close the store before the interpreter's own exit hooks stop the embedded server,
+        # so a pool never watches its server shut down under it (atexit runs last-in first).
+        atexit.register(self.close)
+
+    async def _open(self, factory: Callable[[], Awaitable[ChunkStore]]) -> ChunkStore:
+        """Open the store on the loop (the facade also creates the default workspace)."""
+        return await factory()
+
+    def _submit(self, coro: Coroutine[Any, Any, T]) -> Future[T]:
+        if self._closed:
+            coro.close()
+            raise RuntimeError("the service is closed")
+        return asyncio.run_coroutine_threadsafe(coro, self._loop)
+
+    def _call(self, coro: Coroutine[Any, Any, T]) -> T:
+        future = self._submit(coro)
+        try:
+            return future.result(timeout=self.settings.call_timeout_s)
+        except FutureTimeout:
+            future.cancel()
+            raise TimeoutError(
+                f"the store did not answer within {self.settings.call_timeout_s:g} s"
+            ) from None
+
+    def _call_with_progress(
+        self,
+        make: Callable[[Callable[[int, int, str], None]], Coroutine[Any, Any, T]],
+        on_progress: ProgressCallback | None,
+    ) -> T:
+        """Run ``make(report)`` on the loop; ``report`` events reach ``on_progress`` here."""
+        events: queue.SimpleQueue[tuple[int, int, str]] = queue.SimpleQueue()
+        future = self._submit(make(lambda done, total, label: events.put((done, total, label))))
+
+        def drain() -> None:
+            while True:
+                try:
+                    event = events.get_nowait()
+                except queue.Empty:
+                    return
+                if on_progress is not None:
+                    on_progress(*event)
+
+        while True:
+            try:
+                result = future.result(timeout=0.05)
+            except FutureTimeout:
+                drain()
+                continue
+            drain()
+            return result
+
+    def _stop_loop(self) -> None:
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=10)
+
+    def close(self) -> None:
+        """Close the store and stop the loop thread (idempotent)."""
+        if self._closed:
+            return
+        atexit.unregister(self.close)
+        try:
+            self._call(self._store.close())
+        finally:
+            self._closed = True
+            self._stop_loop()

@@ -1,0 +1,182 @@
+"""Search and explanations: one ranked list with the arithmetic behind every score.
+
+The actions read the store once per query (``lexical_candidates`` with the user's
+limit, which also counts what matched) and hand ``core.ranking`` the candidates;
+nothing here scores. Re-reading unlimited to count the matches was rejected: two
+reads may see two snapshots and cost a second round trip.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from core.bm25 import ScoreExplanation, explain_score
+from core.chunks import StoredChunk, workspace_tenant_id
+from core.entities import Entity
+from core.ranking import rank_chunks
+from core.service.common import (
+    _UNLIMITED,
+    QueryView,
+    check_k_limit,
+    empty_reason,
+    entity_names,
+    query_view,
+)
+from core.service.runner import StoreRunner
+from core.tokenize import tokenize
+
+
+class PassageView(BaseModel):
+    """A passage with the names of the entities it mentions."""
+
+    model_config = ConfigDict(frozen=True)
+
+    chunk: StoredChunk
+    entities: list[Entity] = Field(default_factory=list)
+
+
+class RankedPassage(BaseModel):
+    """One ranked result: rank (1-based), score, the arithmetic, and entity names."""
+
+    model_config = ConfigDict(frozen=True)
+
+    rank: int
+    chunk: StoredChunk
+    score: float
+    explanation: ScoreExplanation
+    entities: list[Entity] = Field(default_factory=list)
+    #: 1-based position in the store's candidate order (matched-term count desc, id asc).
+    candidate_position: int
+
+
+class SearchResult(QueryView):
+    """Everything the search page shows for one query, all numbers from core."""
+
+    n_docs: int
+    avg_doc_length: float
+    doc_frequencies: dict[str, int]
+    #: Passages containing at least one query term (in the whole corpus).
+    matching_passages: int
+    #: Candidates the store handed to BM25 (at most ``limit``).
+    candidates_returned: int
+    #: Matching passages the limit cut before scoring.
+    cut_by_limit: int
+    passages: list[RankedPassage]
+
+    def to_json(self) -> str:
+        """The result list with every explanation, as JSON."""
+        return self.model_dump_json(indent=2)
+
+    def to_csv(self) -> str:
+        """One row per (passage, query term): the explanation table of every result."""
+        out = io.StringIO()
+        writer = csv.writer(out)
+        writer.writerow(
+            [
+                "rank",
+                "score",
+                "source_id",
+                "chunk_index",
+                "start_char",
+                "end_char",
+                "chunk_id",
+                "term",
+                "tf",
+                "df",
+                "N",
+                "idf",
+                "dl",
+                "avgdl",
+                "tf_part",
+                "contribution",
+            ]
+        )
+        for passage in self.passages:
+            chunk = passage.chunk
+            for part in passage.explanation.terms:
+                writer.writerow(
+                    [
+                        passage.rank,
+                        repr(passage.score),
+                        chunk.source_id,
+                        chunk.chunk_index,
+                        chunk.start_char,
+                        chunk.end_char,
+                        chunk.id,
+                        part.term,
+                        part.tf,
+                        part.df,
+                        part.n_docs,
+                        repr(part.idf),
+                        part.doc_length,
+                        repr(part.avg_doc_length),
+                        repr(part.tf_part),
+                        repr(part.contribution),
+                    ]
+                )
+        return out.getvalue()
+
+
+class SearchActions(StoreRunner):
+    """The Search screen's actions."""
+
+    def search(self, query: str, k: int = 10, limit: int = 1000, *, workspace: str) -> SearchResult:
+        """Rank the workspace's passages for ``query``; says why when nothing is found."""
+        check_k_limit(k, limit)
+        return self._call(self._search(query, k, limit, workspace))
+
+    async def _search(self, query: str, k: int, limit: int, workspace: str) -> SearchResult:
+        tenant = workspace_tenant_id(workspace)
+        view = query_view(query, k, limit, workspace)
+        terms = view["terms"]
+        # One read, one snapshot: the store counts what matched and hands over ``limit``.
+        handed = await self._store.lexical_candidates(terms, tenant, limit)
+        matching = handed.matching
+        ranked = rank_chunks(terms, handed, k)
+        position = {c.chunk.id: i + 1 for i, c in enumerate(handed.candidates)}
+        names = await entity_names(self._store, [r.chunk for r in ranked], tenant)
+        passages = [
+            RankedPassage(
+                rank=i + 1,
+                chunk=r.chunk,
+                score=r.score,
+                explanation=r.explanation,
+                entities=[names[e] for e in r.chunk.entity_ids if e in names],
+                candidate_position=position[r.chunk.id],
+            )
+            for i, r in enumerate(ranked)
+        ]
+        stats = handed.stats
+        return SearchResult(
+            **view,
+            empty_reason=empty_reason(terms, matching, len(passages)),
+            n_docs=stats.n_docs,
+            avg_doc_length=stats.avg_doc_length,
+            doc_frequencies=dict(stats.doc_frequencies),
+            matching_passages=matching,
+            candidates_returned=len(handed.candidates),
+            cut_by_limit=handed.cut_by_limit,
+            passages=passages,
+        )
+
+    def explain(self, query: str, chunk_id: str, *, workspace: str) -> ScoreExplanation:
+        """The explanation of one passage for ``query``, whether or not it was ranked."""
+        return self._call(self._explain(query, chunk_id, workspace))
+
+    async def _explain(self, query: str, chunk_id: str, workspace: str) -> ScoreExplanation:
+        tenant = workspace_tenant_id(workspace)
+        terms = tokenize(query)
+        found = await self._store.lexical_candidates(terms, tenant, _UNLIMITED)
+        for candidate in found.candidates:
+            if candidate.chunk.id == chunk_id:
+                return explain_score(
+                    terms, candidate.term_frequencies, candidate.doc_length, found.stats
+                )
+        chunk = await self._store.get(chunk_id, tenant)
+        if chunk is None:
+            raise KeyError(f"no passage {chunk_id} in workspace {workspace!r}")
+        # It contains no query term: every tf is 0, and so is every contribution.
+        return explain_score(terms, {}, len(tokenize(chunk.text)), found.stats)
