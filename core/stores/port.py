@@ -24,6 +24,15 @@ from core.tokenize import DEFAULT_PROFILE, Profile, tokenize
 MAX_POSITION = 2**63 - 1
 
 
+class ConnectionLost(RuntimeError):
+    """A store lost its database while working and gave up after its retries.
+
+    Raised instead of the driver's own errors (``InterfaceError: cannot call
+    Transaction.__aexit__ ...``), whose wording tells a user nothing; the message says what
+    was being done and, for a write, that nothing of it was stored.
+    """
+
+
 class SourceSummary(BaseModel):
     """One source (uploaded document) of a tenant."""
 

@@ -23,10 +23,20 @@ import asyncpg
 import pytest
 
 from core.stores.compliance import make_chunk, snapshot
+from core.stores.port import ConnectionLost
 from core.stores.postgres import PostgresChunkStore
 
 #: Passages per version of the source being replaced.
 PASSAGES = 60
+#: Writes made while a killer terminates writing backends (the hang showed in 3 of 4 runs of 20).
+KILLED_WRITES = 12
+#: Passages per killed write: enough COPY data (~2 MB) to fill a stalled backend's socket.
+KILLED_PASSAGES = 1_500
+#: Seconds a write may take while its backend is being killed: a guard against a wait without
+#: end (the retries pause 0.1 + 0.2 s), not a speed assertion.
+RETURN_BOUND_S = 30.0
+#: Passages of the write killed in its COPY (~7 MB of COPY data).
+STALLED_PASSAGES = 5_000
 
 
 @pytest.fixture
@@ -136,7 +146,11 @@ async def test_a_write_whose_connection_is_killed_leaves_the_previous_source_who
         )
         assert task.done()
         error = task.exception()
-        assert isinstance(error, asyncpg.exceptions.PostgresError | asyncpg.InterfaceError)
+        assert isinstance(error, ConnectionLost)
+        assert str(error).startswith(
+            "the connection was lost while writing source 'report' (1 attempt); nothing of it "
+            "was stored; the previous version is kept"
+        )
     finally:
         await once.close()
     assert await snapshot(pg_store, tenant) == before
@@ -193,3 +207,78 @@ async def test_the_same_store_works_after_a_server_restart(
     new = version(tenant, "new", "longer this time")
     assert await pg_store.replace_source("report", tenant, new) == PASSAGES
     assert await pg_store.get_by_source("report", tenant) == new
+
+
+def _bulky(tenant: UUID, name: str, passages: int = KILLED_PASSAGES) -> list[Any]:
+    filler = " ".join(f"{name}{j} filler{j % 97} words{j % 13}" for j in range(60))
+    return [
+        make_chunk(tenant, "report", f"{name} passage{i} {filler}", i)
+        for i in range(KILLED_PASSAGES)
+    ]
+
+
+async def _kill_writers(admin: asyncpg.Connection, stop: asyncio.Event, copy_only: bool) -> int:
+    """Terminate the store's backends that are inside a COPY (where the hang was) or inside
+    any write, again and again until told to stop."""
+    which = "query ILIKE 'COPY%'"
+    if not copy_only:
+        which = f"(backend_xid IS NOT NULL OR {which})"
+    killed = 0
+    while not stop.is_set():
+        killed += await admin.fetchval(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "  # noqa: S608
+            f"WHERE application_name = 'lexplain' AND pid <> pg_backend_pid() AND {which}"
+        )
+        await asyncio.sleep(0.005 * (killed % 7))
+    return int(killed)
+
+
+async def test_a_write_whose_backend_is_killed_again_and_again_always_returns_in_bounded_time(
+    pg_store: PostgresChunkStore, admin: asyncpg.Connection
+) -> None:
+    tenant = uuid.uuid4()
+    versions = [_bulky(tenant, "alpha"), _bulky(tenant, "beta")]
+    await pg_store.replace_source("report", tenant, versions[0])
+    stored = versions[0]
+    outcomes: list[str] = []
+    for attempt in range(KILLED_WRITES):
+        new = versions[(attempt + 1) % 2]
+        stop = asyncio.Event()
+        killer = asyncio.create_task(_kill_writers(admin, stop, copy_only=attempt % 2 == 0))
+        try:
+            async with asyncio.timeout(RETURN_BOUND_S):
+                try:
+                    await pg_store.replace_source("report", tenant, new)
+                    outcomes.append("stored")
+                except ConnectionLost as exc:
+                    assert "nothing of it was stored; the previous version is kept" in str(exc)
+                    outcomes.append("refused")
+        finally:
+            stop.set()
+            await killer
+        now = await pg_store.get_by_source("report", tenant)
+        # Whole, never mixed: the new version, or (refused) the previous one.
+        assert now in (new, stored)
+        stored = now
+    assert "refused" in outcomes
+    await assert_derived_tables_agree(admin, tenant)
+
+
+async def test_a_write_killed_during_its_copy_ends_in_plain_words_with_the_old_source_whole(
+    database_url: str, pg_schema: str, pg_store: PostgresChunkStore, admin: asyncpg.Connection
+) -> None:
+    tenant = uuid.uuid4()
+    await pg_store.replace_source("report", tenant, version(tenant, "old"))
+    before = await snapshot(pg_store, tenant)
+    once = await PostgresChunkStore.connect(database_url, schema=pg_schema, retries=0)
+    stop = asyncio.Event()
+    killer = asyncio.create_task(_kill_writers(admin, stop, copy_only=True))
+    try:
+        async with asyncio.timeout(RETURN_BOUND_S):
+            with pytest.raises(ConnectionLost, match="nothing of it was stored"):
+                await once.replace_source("report", tenant, _bulky(tenant, "big", STALLED_PASSAGES))
+    finally:
+        stop.set()
+        await killer
+        await once.close()
+    assert await snapshot(pg_store, tenant) == before
