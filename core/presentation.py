@@ -217,6 +217,11 @@ def chip_html(names: Iterable[str]) -> str:
     return "".join(chips)
 
 
+def count(n: int, noun: str, plural: str | None = None) -> str:
+    """``n`` with thousands separators and the noun in the right number: "1 candidate"."""
+    return f"{n:,} {noun if n == 1 else plural or noun + 's'}"
+
+
 def _num(value: float, places: int = 4) -> str:
     return f"{value:.{places}f}"
 

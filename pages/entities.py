@@ -10,7 +10,7 @@ from __future__ import annotations
 import streamlit as st
 
 from core.presentation import Span, clip_end, escape_text, highlight_html
-from core.service import EXTRACTOR_LIMITS
+from core.service import EXAMPLE_WITH_NAMES, EXTRACTOR_LIMITS
 from pages.common import offer_sample, screen, workspace
 
 service = screen()
@@ -22,7 +22,15 @@ if not entities:
     if not service.list_sources(workspace=ws):
         offer_sample(service)
     else:
-        st.info("No entities were found in this workspace's passages.")
+        st.info(
+            "No names were found in this workspace's passages. Names are found by their capital "
+            "letters, so lower-case text has none to find — the Cranfield sample is such a text. "
+            f"The bundled example `{EXAMPLE_WITH_NAMES.name}` names people, organisations and "
+            "places; add it to see this screen at work, or upload your own files."
+        )
+        if st.button("Add the example with names", key="load_example"):
+            service.load_example_with_names(workspace=ws)
+            st.rerun()
     st.stop()
 
 needle = st.text_input("Filter by name", key="entity_filter").casefold().strip()

@@ -17,6 +17,7 @@ from core.presentation import (
     chip_html,
     clip_end,
     compare_explanations,
+    count,
     escape_text,
     explanation_rows,
     formula_lines,
@@ -246,18 +247,29 @@ limit = int(
 )
 write_url(query, k, limit)
 
-if query.strip():
+if query and not query.strip():
+    st.info("The query is only spaces: type words to search for.")
+elif query.strip():
     result = service.search(query, k, limit, workspace=workspace())
     terms = " ".join(f"`{escape_text(t)}`" for t in result.terms) or "(none)"
     dropped = ", ".join(escape_text(t) for t in result.stopwords_dropped) or "none"
     st.markdown(f"**Terms:** {terms}  \ndropped as stopwords: {dropped}")
-    st.markdown(
+    corpus_line = (
         f"**Corpus:** N = {result.n_docs:,} passages, avgdl = {result.avg_doc_length:.2f} tokens"
-        f" &nbsp;·&nbsp; **{len(result.passages)} of {result.matching_passages:,} matching "
-        f"passages shown** &nbsp;·&nbsp; {result.cut_by_limit:,} cut by the limit "
-        f"({result.candidates_returned:,} candidates scored)"
     )
-    if result.empty_reason:
+    if result.terms:
+        corpus_line += (
+            f" &nbsp;·&nbsp; **{len(result.passages)} of {result.matching_passages:,} matching "
+            f"passages shown** &nbsp;·&nbsp; {result.cut_by_limit:,} cut by the limit "
+            f"({count(result.candidates_returned, 'candidate')} scored)"
+        )
+    st.markdown(corpus_line)
+    if result.empty_reason == "no terms left after stopwords":
+        st.warning(
+            "No results: no terms left after stopwords (every word of the query is a "
+            "stopword, and stopwords are never indexed)."
+        )
+    elif result.empty_reason:
         st.warning(f"No results: {result.empty_reason}.")
         if result.empty_reason == "every match cut by the limit":
             render_why_not(result)

@@ -36,6 +36,7 @@ from core.service.common import DEFAULT_WORKSPACE, EmptyReason, QueryView
 from core.service.corpus import TERM_BROWSER_LIMIT, CorpusView, TermInfo, TermPassage
 from core.service.facade import LexplainService, StoreUnavailable
 from core.service.library import (
+    EXAMPLE_WITH_NAMES,
     SAMPLE_CORPUS,
     SAMPLE_LABEL,
     EntityPassage,
@@ -47,6 +48,7 @@ from core.service.search import PassageView, RankedPassage, SearchResult
 
 __all__ = [
     "DEFAULT_WORKSPACE",
+    "EXAMPLE_WITH_NAMES",
     "EXTRACTOR_LIMITS",
     "SAMPLE_CORPUS",
     "SAMPLE_LABEL",

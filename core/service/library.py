@@ -22,8 +22,10 @@ from core.stores.port import EntitySummary, SourceSummary, Workspace
 
 #: The sample collection shipped with the repository (BEIR layout).
 SAMPLE_CORPUS = Path(__file__).resolve().parents[2] / "data" / "cranfield" / "corpus.jsonl"
-#: How the sample is named on screen.
-SAMPLE_LABEL = "Cranfield, 1,400 abstracts"
+#: How the sample is named on screen: what it loads (two of the 1,400 records are empty).
+SAMPLE_LABEL = "Cranfield, 1,398 aeronautics abstracts"
+#: A small bundled file that names people, organisations and places (the sample names none).
+EXAMPLE_WITH_NAMES = SAMPLE_CORPUS.parents[1] / "examples" / "wind-tunnel-notes.md"
 
 
 class Mention(BaseModel):
@@ -163,6 +165,13 @@ class LibraryActions(StoreRunner):
         )
         (summary,) = _file_reports([SAMPLE_CORPUS.name], report)
         return summary.model_copy(update={"file_name": SAMPLE_LABEL})
+
+    def load_example_with_names(self, *, workspace: str) -> FileReport:
+        """Add the bundled example that names people, organisations and places."""
+        (report,) = self.upload_files(
+            [(EXAMPLE_WITH_NAMES.name, EXAMPLE_WITH_NAMES.read_bytes())], workspace=workspace
+        )
+        return report
 
     async def _index_uploads(
         self,

@@ -150,11 +150,16 @@ class SearchActions(StoreRunner):
             for i, r in enumerate(ranked)
         ]
         stats = handed.stats
+        n_docs, avg_doc_length = stats.n_docs, stats.avg_doc_length
+        if not terms:
+            # The store reads nothing for no terms (contract); the corpus is still there.
+            summary = await self._store.corpus_summary(tenant)
+            n_docs, avg_doc_length = summary.passages, summary.avg_doc_length
         return SearchResult(
             **view,
             empty_reason=empty_reason(terms, matching, len(passages)),
-            n_docs=stats.n_docs,
-            avg_doc_length=stats.avg_doc_length,
+            n_docs=n_docs,
+            avg_doc_length=avg_doc_length,
             doc_frequencies=dict(stats.doc_frequencies),
             matching_passages=matching,
             candidates_returned=len(handed.candidates),

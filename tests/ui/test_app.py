@@ -126,7 +126,7 @@ def test_the_first_screen_says_what_this_is_and_offers_the_sample() -> None:
     assert at.title[0].value == "Search"
     assert any("ranks passages with BM25" in v for v in markdown(at))
     labels = [b.label for b in at.button]
-    assert "Load the sample collection (Cranfield, 1,400 abstracts)" in labels
+    assert "Load the sample collection (Cranfield, 1,398 aeronautics abstracts)" in labels
     assert any(c.value == "Store: in-memory (lost on restart)" for c in at.sidebar.caption)
 
 
@@ -243,7 +243,27 @@ def test_an_empty_result_says_why(
 ) -> None:
     at = app(cranfield, q=query, **params)
     no_exception(at)
-    assert [w.value for w in at.warning] == [f"No results: {reason}."]
+    (warning,) = [w.value for w in at.warning]
+    assert warning.startswith(f"No results: {reason}")
+
+
+def test_a_stopword_query_shows_the_real_corpus_and_says_no_term_was_left(
+    cranfield: str, expected: Expected
+) -> None:
+    at = app(cranfield, q="the of and")
+    no_exception(at)
+    corpus = next(m for m in markdown(at) if m.startswith("**Corpus:**"))
+    assert corpus == (
+        f"**Corpus:** N = {len(expected.tokens):,} passages, "
+        f"avgdl = {expected.stats.avg_doc_length:.2f} tokens"
+    )
+    assert "no terms left after stopwords" in at.warning[0].value
+
+
+def test_a_query_of_spaces_says_why_nothing_is_shown(cranfield: str) -> None:
+    at = app(cranfield, q="   ")
+    no_exception(at)
+    assert [i.value for i in at.info] == ["The query is only spaces: type words to search for."]
 
 
 def test_uploaded_files_are_indexed_reported_and_rendered_as_text() -> None:
@@ -281,6 +301,21 @@ def test_uploaded_files_are_indexed_reported_and_rendered_as_text() -> None:
     shown = _html.unescape(re.sub(r"<(?!br>)[^>]+>", "", html).replace("<br>", "\n"))
     assert shown == hostile.decode()
     assert any("lx-chip" in v and "Ada Lovelace" in v for v in markdown(at))
+
+
+def test_a_workspace_without_names_points_to_the_bundled_example_and_loads_it() -> None:
+    name = fresh()
+    at = app(name)
+    at.button(key="load_sample").click().run()
+    at.switch_page("pages/entities.py").run()
+    no_exception(at)
+    (info,) = [i.value for i in at.info]
+    assert "the Cranfield sample is such a text" in info
+    assert "wind-tunnel-notes.md" in info
+    at.button(key="load_example").click().run()
+    no_exception(at)
+    names = [r["name"] for r in rows(at, 0)]
+    assert "Ada Lovelace" in names and "Royal Aeronautical Society" in names
 
 
 def test_the_entities_page_marks_mentions_and_searches_for_an_entity() -> None:

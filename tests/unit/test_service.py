@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from core.bm25 import corpus_stats, explain_score, inverse_document_frequency
-from core.service import LexplainService
+from core.service import SAMPLE_LABEL, LexplainService
 from core.settings import Settings, describe_store
 from core.tokenize import tokenize
 
@@ -87,6 +87,24 @@ def test_an_empty_result_says_why(
     result = service.search(query, k=10, limit=limit, workspace="unit")
     assert result.passages == []
     assert result.empty_reason == reason
+
+
+def test_a_query_with_no_terms_still_reports_the_whole_corpus(service: LexplainService) -> None:
+    result = service.search("the of and", k=10, limit=1000, workspace="unit")
+    summary = service.corpus(workspace="unit").summary
+    assert (result.n_docs, result.avg_doc_length) == (summary.passages, summary.avg_doc_length)
+    assert result.n_docs == 4
+
+
+def test_the_sample_is_named_by_the_passages_it_loads(service: LexplainService) -> None:
+    report = service.load_sample(workspace="sample-label")
+    assert f"{report.passages_written:,} " in SAMPLE_LABEL
+
+
+def test_the_bundled_example_has_names_for_the_entities_screen(service: LexplainService) -> None:
+    service.load_example_with_names(workspace="names")
+    kinds = {e.entity.kind for e in service.list_entities(workspace="names")}
+    assert {"person", "organisation", "place"} <= kinds
 
 
 def test_explain_gives_the_same_numbers_as_the_ranking(service: LexplainService) -> None:
