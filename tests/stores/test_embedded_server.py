@@ -232,3 +232,17 @@ def test_libpq_variables_in_the_environment_do_not_move_the_server(
     assert embedded.running(data_dir) == server
     assert asyncio.run(query(server.url, "SELECT 1")) == 1
     assert embedded.release(data_dir) is True
+
+
+def test_a_full_disk_reported_by_postgresql_becomes_plain_words(tmp_path: Path) -> None:
+    # A full disk cannot be provoked here without mounting a filesystem; this holds the
+    # translation of PostgreSQL's own message (the free-space check above runs for real).
+    output = (
+        '2026-12-01 01:00:00 UTC [42] PANIC:  could not write to file "pg_wal/xlogtemp.42": '
+        "No space left on device\n"
+    )
+    error = embedded._explain_failure("start", output, tmp_path, tmp_path / "none.log")
+    assert str(error).startswith(
+        f"The embedded PostgreSQL could not start: the disk holding {tmp_path} is full."
+    )
+    assert "Free some space" in str(error) and "nothing stored was changed" in str(error)
