@@ -20,6 +20,7 @@ so a passage containing ``<script>`` or ``<img onerror=...>`` shows as text.
 
 from __future__ import annotations
 
+import colorsys
 import html
 import re
 import unicodedata
@@ -34,10 +35,12 @@ from core.tokenize import DEFAULT_PROFILE, STOPWORDS, Profile, index_terms, raw_
 
 #: The tokenizer's term pattern (a run of Unicode letters and digits), applied after normalising.
 _TERM: Final = re.compile(r"[^\W_]+")
-#: A qualitative palette with enough contrast for marks and bars; cycles beyond its length.
+#: A qualitative palette (Tableau 10) whose colours are far apart; used while a query has at most
+#: this many distinct terms. More terms get evenly spaced hues instead (``term_colours``): cycling
+#: the palette gave two terms the same colour, and a 12-colour palette had two near-twins.
 PALETTE: Final[tuple[str, ...]] = (
-    "#4C78A8", "#F58518", "#54A24B", "#E45756", "#72B7B2", "#B279A2",
-    "#EECA3B", "#9D755D", "#FF9DA6", "#BAB0AC", "#2F6B9A", "#C44E52",
+    "#4C78A8", "#F58518", "#54A24B", "#E45756", "#72B7B2",
+    "#B279A2", "#EECA3B", "#9D755D", "#FF9DA6", "#79706E",
 )  # fmt: skip
 #: Passages longer than this many characters are clipped, with a "show all" next to them.
 CLIP_CHARS: Final = 1500
@@ -52,6 +55,15 @@ IDF_FORMULA: Final = "idf(t) = ln(1 + (N − df + 0.5) / (df + 0.5))"
 CLASSIC_IDF_FORMULA: Final = "idf(t) = ln((N − df + 0.5) / (df + 0.5))"
 #: The IDF formula of each form.
 IDF_FORMULAS: Final = {IdfForm.LUCENE: IDF_FORMULA, IdfForm.CLASSIC: CLASSIC_IDF_FORMULA}
+#: The store's candidate order, in words (one definition for every screen that shows it).
+CANDIDATE_ORDER: Final = "most query terms matched first; ties by passage id"
+#: Why ties go by passage id, for the places where a tie decides what the limit cuts.
+TIE_NOTE: Final = (
+    "Passages matching the same number of query terms are ordered by their passage id, an "
+    "internal SHA-256 of source and text: arbitrary to a reader, but a total order that every "
+    "store gives the same way, so the same limit cuts the same passages in memory and in "
+    "PostgreSQL. Relevance plays no part before scoring."
+)
 #: Why Elasticsearch users see other numbers, and what a score can be compared with.
 SCORE_NOTE: Final = (
     "Lucene 8+ and Elasticsearch drop the constant (k1+1) from the numerator, so their scores "
@@ -71,9 +83,22 @@ class Span(BaseModel):
     label: str
 
 
+def spread_colours(n: int) -> list[str]:
+    """``n`` distinguishable colours: the palette, or evenly spaced hues in two lightnesses."""
+    if n <= len(PALETTE):
+        return list(PALETTE[:n])
+    colours = []
+    for i in range(n):
+        # Hues walk around the circle; neighbours in hue differ in lightness too.
+        red, green, blue = colorsys.hls_to_rgb(i / n, 0.42 if i % 2 else 0.62, 0.75)
+        colours.append(f"#{round(red * 255):02X}{round(green * 255):02X}{round(blue * 255):02X}")
+    return colours
+
+
 def term_colours(terms: Iterable[str]) -> dict[str, str]:
-    """One colour per distinct term, by sorted order, so every result uses the same colours."""
-    return {term: PALETTE[i % len(PALETTE)] for i, term in enumerate(sorted(set(terms)))}
+    """One distinct colour per distinct term, by sorted order: every result uses the same ones."""
+    distinct = sorted(set(terms))
+    return dict(zip(distinct, spread_colours(len(distinct)), strict=True))
 
 
 def _normalised_with_offsets(text: str) -> tuple[str, list[int], list[int]] | None:

@@ -72,8 +72,13 @@ def workspace() -> str:
     return name if isinstance(name, str) and name else DEFAULT_WORKSPACE
 
 
-def contribution_bar(passage: RankedPassage, terms: Sequence[str]) -> go.Figure:
-    """A stacked horizontal bar of one passage's per-term contributions (numbers from core)."""
+def contribution_bar(passage: RankedPassage, terms: Sequence[str], scale: float) -> go.Figure:
+    """A stacked horizontal bar of one passage's per-term contributions (numbers from core).
+
+    ``scale`` is the x-axis end shared by every bar of a result list (the top score), so a
+    bar's length is its score: each bar drawn to its own full width made 10.58 and 4.62 look
+    the same.
+    """
     colours = term_colours(terms)
     figure = go.Figure()
     for part in sorted(passage.explanation.terms, key=lambda p: (-p.contribution, p.term)):
@@ -100,8 +105,8 @@ def contribution_bar(passage: RankedPassage, terms: Sequence[str]) -> go.Figure:
         height=70,
         margin={"l": 0, "r": 0, "t": 0, "b": 0},
         showlegend=False,
-        xaxis={"visible": False},
-        yaxis={"visible": False},
+        xaxis={"visible": False, "range": [0, scale], "fixedrange": True},
+        yaxis={"visible": False, "fixedrange": True},
     )
     return figure
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import streamlit as st
 
 from core.presentation import Span, clip_end, escape_text, highlight_html
-from core.service import EXAMPLE_WITH_NAMES, EXTRACTOR_LIMITS
+from core.service import EXAMPLE_WITH_NAMES, EXTRACTOR_LIMITS, PASSAGE_MARK
 from pages.common import offer_sample, screen, workspace
 
 service = screen()
@@ -75,5 +75,11 @@ for passage in service.entity_passages(chosen.entity_id, workspace=ws):
             "pages/search.py",
             label="why not? — where this passage stands in a search for the entity",
             icon=":material/help:",
-            query_params={"q": chosen.name, "k": "10", "limit": "1000", "ws": ws, "why": chunk.id},
+            query_params={
+                "q": chosen.name,
+                "k": "10",
+                "limit": "1000",
+                "ws": ws,
+                "why": f"{chunk.source_id}{PASSAGE_MARK}{chunk.chunk_index + 1}",
+            },
         )

@@ -11,6 +11,7 @@ from typing import Any
 import streamlit as st
 
 from core.presentation import (
+    CANDIDATE_ORDER,
     FORMULA,
     IDF_FORMULA,
     SCORE_NOTE,
@@ -26,7 +27,7 @@ from core.presentation import (
     term_colours,
     term_spans,
 )
-from core.service import RankedPassage, SearchResult
+from core.service import PASSAGE_MARK, RankedPassage, SearchResult
 from pages.common import (
     K_MAX,
     LIMIT_MAX,
@@ -68,13 +69,27 @@ def write_url(query: str, k: int, limit: int) -> None:
     write_query_params(KEYS, URL_MARKER, query, k, limit)
 
 
-def explanation_table(passage: RankedPassage) -> list[dict[str, object]]:
+#: Pixels of one dataframe row and of its header: tables are sized to show every row.
+ROW_PX, HEADER_PX = 35, 38
+
+
+def explanation_table(passage: RankedPassage, key: str) -> None:
+    """Every term's numbers, all rows visible, with the total stated above (never scrolled to)."""
     rows = explanation_rows(passage.explanation)
-    rows.append({"term": "total = score", "contribution": passage.explanation.score})
-    return rows
+    st.markdown(
+        f"**total = {passage.explanation.score:.4f}** = the score above "
+        f"(the sum of the contribution column)"
+    )
+    st.dataframe(
+        rows,
+        column_config=NUMBER_FORMATS,
+        hide_index=True,
+        key=key,
+        height=HEADER_PX + ROW_PX * len(rows) + 2,
+    )
 
 
-def render_passage(passage: RankedPassage, result: SearchResult) -> None:
+def render_passage(passage: RankedPassage, result: SearchResult, scale: float) -> None:
     chunk = passage.chunk
     colours = term_colours(result.distinct_terms)
     with st.container(border=True):
@@ -85,7 +100,7 @@ def render_passage(passage: RankedPassage, result: SearchResult) -> None:
             unsafe_allow_html=True,
         )
         st.plotly_chart(
-            contribution_bar(passage, result.distinct_terms),
+            contribution_bar(passage, result.distinct_terms, scale),
             key=f"bar-{passage.rank}",
             config={"displayModeBar": False},
         )
@@ -113,12 +128,7 @@ def render_passage(passage: RankedPassage, result: SearchResult) -> None:
                 f"`{IDF_FORMULA}` &nbsp; N = {part.n_docs:,}, "
                 f"avgdl = {part.avg_doc_length:.2f}, dl = {part.doc_length}"
             )
-            st.dataframe(
-                explanation_table(passage),
-                column_config=NUMBER_FORMATS,
-                hide_index=True,
-                key=f"explain-{passage.rank}",
-            )
+            explanation_table(passage, key=f"explain-{passage.rank}")
             st.code("\n".join(formula_lines(passage.explanation)), language=None, wrap_lines=True)
             st.caption(SCORE_NOTE)
 
@@ -139,6 +149,7 @@ def render_compare(result: SearchResult) -> None:
         comparison = compare_explanations(
             a.explanation, b.explanation, names=(f"#{rank_a}", f"#{rank_b}")
         )
+        # The point first: who wins and on which terms; the full arithmetic below, full width.
         st.markdown(escape_text(comparison.summary))
         st.dataframe(
             [{"term": d.term, "A": d.a, "B": d.b, "A − B": d.difference} for d in comparison.terms],
@@ -149,15 +160,9 @@ def render_compare(result: SearchResult) -> None:
             hide_index=True,
             key="cmp-diff",
         )
-        for column, passage in ((left, a), (right, b)):
-            with column:
-                st.caption(escape_text(label(passage.rank)))
-                st.dataframe(
-                    explanation_table(passage),
-                    column_config=NUMBER_FORMATS,
-                    hide_index=True,
-                    key=f"cmp-{passage.rank}-{column is left}",
-                )
+        for name, passage in (("A", a), ("B", b)):
+            st.caption(f"{name}: " + escape_text(label(passage.rank)))
+            explanation_table(passage, key=f"cmp-{name}")
 
 
 def adopt_why_param() -> None:
@@ -174,10 +179,10 @@ def render_why_not(result: SearchResult) -> None:
     asked = bool(st.session_state.get("why_not_id"))
     with st.expander("why not? — where a passage you expected stands", expanded=asked):
         st.caption(
-            "Type a source id (e.g. the number after “source” above) for its first passage, "
-            "or a passage id."
+            f"Type a source id (e.g. the number after “source” above) for its first passage, "
+            f"or source{PASSAGE_MARK}n for its n-th passage (e.g. 184{PASSAGE_MARK}1)."
         )
-        wanted = st.text_input("Source id or passage id", key="why_not_id").strip()
+        wanted = st.text_input("Source id, source#n or passage id", key="why_not_id").strip()
         if not wanted:
             return
         try:
@@ -206,9 +211,14 @@ def render_why_not(result: SearchResult) -> None:
                 if why.cut_by_limit
                 else f"the limit {why.limit:,} kept it"
             )
+            ahead = (
+                "no candidate ahead of it"
+                if why.position == 0
+                else count(why.position, "candidate") + " ahead of it"
+            )
             lines.append(
-                f"Candidate position: {why.position:,} candidates ahead of it in the store's "
-                f"order (matched-term count ▼, then id ▲), so {verdict}."
+                f"Candidate #{why.position + 1:,} in the store's order ({ahead}; "
+                f"{CANDIDATE_ORDER}), so {verdict}."
             )
             unlimited = (
                 f"rank {why.unlimited_rank:,}" if why.unlimited_rank is not None else "no rank"
@@ -275,8 +285,9 @@ elif query.strip():
             render_why_not(result)
     else:
         st.caption(SCORE_NOTE)
+        top = max(p.score for p in result.passages)
         for passage in result.passages:
-            render_passage(passage, result)
+            render_passage(passage, result, top)
         if len(result.passages) >= 2:
             render_compare(result)
         render_why_not(result)

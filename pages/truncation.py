@@ -15,7 +15,7 @@ from typing import Any
 
 import streamlit as st
 
-from core.presentation import escape_text
+from core.presentation import CANDIDATE_ORDER, TIE_NOTE, escape_text
 from core.service import TruncationView
 from pages.common import (
     K_MAX,
@@ -34,8 +34,6 @@ KEYS = {"q": "t_q", "k": "t_k", "limit": "t_limit"}
 DEFAULTS: dict[str, Any] = {"q": "", "k": 10, "limit": 100}
 #: Session key of the URL this page last adopted.
 URL_MARKER = "_truncation_url"
-#: The store's candidate order, as the page states it.
-ORDER = "matched-term count ▼, then id ▲"
 
 
 def sync_from_url() -> None:
@@ -60,10 +58,15 @@ def render_unlimited(view: TruncationView, column: Any) -> None:
             f" &nbsp; **{entry.score:.2f}**"
         )
         if entry.cut:
+            tie = (
+                ", as many as the last kept candidate: cut by the passage-id tie-break"
+                if entry.matched_terms == view.last_kept_terms
+                else ""
+            )
             line += (
                 f" &nbsp; <span class='lx-cut' style='color:#E45756'>──cut──▶ missing: "
                 f"candidate #{entry.candidate_position:,} of {view.report.matching:,}, "
-                f"matches {entry.matched_terms} of {total} terms</span>"
+                f"matches {entry.matched_terms} of {total} terms{tie}</span>"
             )
         lines.append(line)
     column.markdown("  \n".join(lines), unsafe_allow_html=True)
@@ -110,7 +113,7 @@ limit = int(
         min_value=0,
         max_value=view.limit_max if view is not None else max(limit, 1000),
         key="t_limit",
-        help="How many candidates the store hands to BM25, in its order: " + ORDER,
+        help="How many candidates the store hands to BM25, in its order: " + CANDIDATE_ORDER,
     )
 )
 write_url(query, k, limit)
@@ -126,13 +129,14 @@ else:
         st.warning(f"Nothing to compare: {view.empty_reason}.")
     else:
         st.markdown(
-            f"**Candidate order:** {ORDER} &nbsp;·&nbsp; limit {view.limit:,} of "
+            f"**Candidate order:** {CANDIDATE_ORDER} &nbsp;·&nbsp; limit {view.limit:,} of "
             f"{report.matching:,} matching passages &nbsp;·&nbsp; "
             f"**{len(report.cut)} of the unlimited top-{view.k} cut**, overlap "
             f"{report.overlap:.0%} &nbsp;·&nbsp; "
             f"**smallest safe limit: {report.smallest_safe_limit:,}** "
             f"(the smallest limit whose top-{view.k} equals the unlimited one)"
         )
+        st.caption(TIE_NOTE)
         left, right = st.columns(2)
         render_unlimited(view, left)
         render_limited(view, right)

@@ -23,6 +23,7 @@ from __future__ import annotations
 from core.entities import EXTRACTOR_LIMITS
 from core.evaluation import EvaluationRun, JudgmentError
 from core.service.analysis import (
+    PASSAGE_MARK,
     SAMPLE_QRELS,
     SAMPLE_QUERIES,
     EvaluationComparison,
@@ -50,6 +51,7 @@ __all__ = [
     "DEFAULT_WORKSPACE",
     "EXAMPLE_WITH_NAMES",
     "EXTRACTOR_LIMITS",
+    "PASSAGE_MARK",
     "SAMPLE_CORPUS",
     "SAMPLE_LABEL",
     "SAMPLE_QRELS",

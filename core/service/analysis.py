@@ -37,6 +37,8 @@ from core.service.runner import ProgressCallback, StoreRunner
 from core.tokenize import tokenize
 from core.truncation import TruncationReport, WhyNot, analyse_truncation, why_not
 
+#: Separates a source id from a passage number (1-based) where a passage is named in words.
+PASSAGE_MARK = "#"
 #: The sample's queries (BEIR jsonl) and graded judgments (BEIR qrels TSV).
 SAMPLE_QUERIES = Path(__file__).resolve().parents[2] / "data" / "cranfield" / "queries.jsonl"
 SAMPLE_QRELS = SAMPLE_QUERIES.with_name("qrels.tsv")
@@ -80,6 +82,9 @@ class TruncationView(QueryView):
     limited: list[LimitedEntry]
     #: Upper end of a limit slider: every matching passage (or the current limit, if larger).
     limit_max: int
+    #: Matched-term count of the last candidate the limit keeps, when the limit cuts any:
+    #: a cut passage matching as many terms lost on the passage-id tie-break alone.
+    last_kept_terms: int | None = None
 
 
 class QueryComparison(BaseModel):
@@ -239,12 +244,18 @@ class AnalysisActions(StoreRunner):
             unlimited=unlimited,
             limited=limited,
             limit_max=max(report.matching, limit, 1),
+            last_kept_terms=next(
+                (r.matched_terms for r in report.candidates if r.position == limit - 1), None
+            )
+            if 0 < limit < report.matching
+            else None,
         )
 
     def why_not(
         self, query: str, passage: str, k: int = 10, limit: int = 1000, *, workspace: str
     ) -> WhyNot:
-        """Where one passage stands for ``query``: by chunk id, or a source id's first passage.
+        """Where one passage stands for ``query``: by passage id, a source id (its first
+        passage), or ``<source id>#<n>`` (its n-th passage, as the screens number them).
 
         Raises ``KeyError`` when the workspace has neither a passage nor a source of that id.
         """
@@ -259,6 +270,11 @@ class AnalysisActions(StoreRunner):
         if chunk is None and passage:
             chunks = await self._store.get_by_source(passage, tenant)
             chunk = chunks[0] if chunks else None
+        source, _, number = passage.rpartition(PASSAGE_MARK)
+        if chunk is None and source and number.isdigit():
+            chunks = await self._store.get_by_source(source, tenant)
+            index = int(number) - 1
+            chunk = chunks[index] if 0 <= index < len(chunks) else None
         if chunk is None:
             raise KeyError(f"no passage or source {passage!r} in workspace {workspace!r}")
         terms = tokenize(query)

@@ -10,6 +10,7 @@ production); the Cranfield workspace is loaded once per module.
 from __future__ import annotations
 
 import html as _html
+import json
 import re
 import uuid
 from collections import Counter
@@ -21,7 +22,6 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from core.bm25 import CorpusStats, ScoreExplanation, corpus_stats, explain_score
-from core.chunks import chunk_id as passage_id
 from core.presentation import compare_explanations, escape_text
 from core.readers import read_file
 from core.tokenize import tokenize
@@ -167,9 +167,16 @@ def test_cranfield_query_1_shows_core_ranking_and_explanations(
         tf = {p.term: p.tf for p in expected.explanations[source].terms if p.tf}
         assert dict(Counter(MARK.findall(html))) == tf
 
-    # The explanation table of #1 carries core's numbers unchanged, total = score.
+    # The explanation table of #1 carries core's numbers unchanged; the total is stated
+    # above it (a total row at the bottom of a scrolled table went unseen, with None cells).
     explanation = expected.explanations["184"]
     table = rows(at, 0)
+    assert all(None not in row.values() for row in table)
+    assert len(table) == len(explanation.terms)
+    assert (
+        f"**total = {explanation.score:.4f}** = the score above "
+        "(the sum of the contribution column)"
+    ) in markdown(at)
     by_term = {r["term"]: r for r in table}
     for part in explanation.terms:
         row = by_term[part.term]
@@ -182,7 +189,6 @@ def test_cranfield_query_1_shows_core_ranking_and_explanations(
         assert row["idf"] == part.idf
         assert row["avgdl"] == part.avg_doc_length
         assert row["contribution"] == part.contribution
-    assert by_term["total = score"]["contribution"] == explanation.score
     formula = at.code[0].value
     aero = next(p for p in explanation.terms if p.term == "aeroelastic")
     assert (
@@ -205,7 +211,12 @@ def test_compare_says_which_terms_decide_between_two_results(
     comparison = compare_explanations(
         expected.explanations[first], expected.explanations[second], names=("#1", "#2")
     )
-    assert escape_text(comparison.summary) in markdown(at)
+    values = markdown(at)
+    assert escape_text(comparison.summary) in values
+    # The summary and the difference lead; each side's full table follows, full width.
+    summary_at = values.index(escape_text(comparison.summary))
+    totals = [i for i, v in enumerate(values) if v.startswith("**total = ") and i > summary_at]
+    assert len(totals) >= 2
     diff = table_with(at, "A − B")
     assert [r["term"] for r in diff] == [d.term for d in comparison.terms]
     assert [r["A − B"] for r in diff] == [d.difference for d in comparison.terms]
@@ -215,6 +226,16 @@ def test_compare_says_which_terms_decide_between_two_results(
         expected.explanations[first], expected.explanations[third], names=("#1", "#3")
     )
     assert escape_text(again.summary) in markdown(at)
+
+
+def test_every_contribution_bar_is_drawn_on_the_top_scores_scale(
+    cranfield: str, expected: Expected
+) -> None:
+    at = app(cranfield, q=QUERY)
+    specs = [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
+    top = expected.explanations[expected.ranking[0]].score
+    assert len(specs) == 10
+    assert all(spec["layout"]["xaxis"]["range"] == [0, top] for spec in specs)
 
 
 def test_a_shared_link_reproduces_query_k_limit_and_workspace(
@@ -356,16 +377,16 @@ def test_each_passage_of_an_entity_links_to_why_not_on_search() -> None:
     at.switch_page("pages/entities.py").run()
     [link] = at.get("page_link")
     params = dict(parse_qsl(link.proto.query_string))
-    chunk_id = params["why"]
-    # A short file is one passage: the link names that passage, not just its source.
-    assert chunk_id == passage_id("a.txt", "NASA tested the wing. NASA was pleased.")
+    named = params["why"]
+    # The link names the passage as the screens do (source and number), not by a 64-hex id.
+    assert named == "a.txt#1"
     assert params["q"] == "NASA"
     assert params["ws"] == ws
     # Follow the link: Search adopts the passage and opens "why not?" with core's answer.
     follow = app(ws, **params)
     follow.switch_page("pages/search.py").run()
     no_exception(follow)
-    assert follow.text_input(key="why_not_id").value == chunk_id
+    assert follow.text_input(key="why_not_id").value == named
     assert any("Unlimited (every match scored): rank 1" in v for v in markdown(follow))
 
 

@@ -171,7 +171,7 @@ def test_the_truncation_page_shows_cores_rankings_and_marks_cut_passages(
         assert match[4] == (f"▲{moved}" if moved else "=")
 
     text = "\n".join(markdown(at))
-    assert "matched-term count ▼, then id ▲" in text
+    assert "**Candidate order:** most query terms matched first; ties by passage id" in text
     assert f"**smallest safe limit: {want.smallest_safe_limit:,}**" in text
     assert f"limit 20 of {want.matching:,} matching passages" in text
     assert f"**{len(want.cut)} of the unlimited top-10 cut**" in text
@@ -183,6 +183,29 @@ def test_the_truncation_page_shows_cores_rankings_and_marks_cut_passages(
     assert list(cut_trace["y"]) == [r.score for r in want.candidates if r.cut]
     assert list(kept["x"]) == [r.matched_terms for r in want.candidates if not r.cut]
     assert cut_trace["marker"]["color"] == "#E45756"
+
+
+def test_a_cut_decided_by_the_passage_id_tie_break_says_so(cranfield: str, direct: Direct) -> None:
+    """'boundary layer transition' at limit 20: the unlimited #1 matches all three terms, as
+    does the last kept candidate, and is cut only because of its passage id."""
+    query = "boundary layer transition"
+    at = page("pages/truncation.py", cranfield, q=query, k="10", limit="20")
+    want = direct.report(query, 10, 20)
+    by_position = {row.position: row for row in want.candidates}
+    last_kept = by_position[19].matched_terms
+    lines = {
+        m[2]: m[4]
+        for m in (UNLIMITED_LINE.fullmatch(x) for x in block(at, "**Unlimited top-10**"))
+        if m
+    }
+    ties = [c for c in want.cut if c.matched_terms == last_kept]
+    others = [c for c in want.cut if c.matched_terms != last_kept]
+    assert ties, "the example no longer shows a tie-break cut"
+    for cut in ties:
+        assert "cut by the passage-id tie-break" in lines[cut.ranked.chunk.source_id]
+    for cut in others:
+        assert "tie-break" not in lines[cut.ranked.chunk.source_id]
+    assert any("ordered by their passage id" in c.value for c in at.caption)
 
 
 def test_a_link_reproduces_the_truncation_view_and_the_slider_writes_the_url(
@@ -234,6 +257,8 @@ def test_why_not_on_search_explains_a_cut_passage_with_cores_numbers(
     answer = next(
         v for v in markdown(at) if v.startswith(f"**source {cut.source_id} · passage 1**")
     )
+    assert want.position is not None
+    assert f"Candidate #{want.position + 1:,} in the store's order" in answer
     assert f"{want.position:,} candidates ahead of it" in answer
     assert "**the limit 20 cut it**" in answer
     assert f"rank {want.unlimited_rank:,}, score {want.score:.2f}" in answer

@@ -190,3 +190,30 @@ def test_compare_refuses_explanations_of_different_queries() -> None:
         compare_explanations(
             _explain(CORPUS[0], CORPUS, "models"), _explain(CORPUS[0], CORPUS, "heated")
         )
+
+
+def _lab(colour: str) -> tuple[float, float, float]:
+    """sRGB hex to CIELAB (D65), to measure how different two colours look."""
+    rgb = [int(colour[i : i + 2], 16) / 255 for i in (1, 3, 5)]
+    lin = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in rgb]
+    x = (0.4124 * lin[0] + 0.3576 * lin[1] + 0.1805 * lin[2]) / 0.95047
+    y = 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+    z = (0.0193 * lin[0] + 0.1192 * lin[1] + 0.9505 * lin[2]) / 1.08883
+
+    def f(t: float) -> float:
+        return t ** (1 / 3) if t > 0.008856 else 7.787 * t + 16 / 116
+
+    return 116 * f(y) - 16, 500 * (f(x) - f(y)), 200 * (f(y) - f(z))
+
+
+@pytest.mark.parametrize("n", [2, 10, 11, 13, 20])
+def test_every_term_of_a_query_gets_a_clearly_different_colour(n: int) -> None:
+    """The README's query has 13 terms; a 12-colour cycle gave two of them the same blue."""
+    colours = list(term_colours([f"t{i:02d}" for i in range(n)]).values())
+    labs = [_lab(c) for c in colours]
+    closest = min(
+        sum((p - q) ** 2 for p, q in zip(a, b, strict=True)) ** 0.5
+        for i, a in enumerate(labs)
+        for b in labs[i + 1 :]
+    )
+    assert closest > 12, f"two of {n} term colours are only ΔE {closest:.1f} apart"

@@ -193,6 +193,18 @@ def test_why_not_by_source_id_uses_the_sources_first_passage(
     )
 
 
+def test_why_not_by_source_and_number_uses_that_passage(service: LexplainService) -> None:
+    passages = service.list_sources(workspace=SMALL)
+    long = next(s for s in passages if s.source_id == "long.txt")
+    assert long.passages >= 2
+    second = service.why_not("zeppelin flight", "long.txt#2", 3, 1, workspace=SMALL)
+    first = service.why_not("zeppelin flight", "long.txt#1", 3, 1, workspace=SMALL)
+    assert second.chunk_id != first.chunk_id
+    assert first == service.why_not("zeppelin flight", "long.txt", 3, 1, workspace=SMALL)
+    with pytest.raises(KeyError):
+        service.why_not("zeppelin flight", f"long.txt#{long.passages + 1}", 3, 1, workspace=SMALL)
+
+
 def test_why_not_for_an_unknown_id_raises_key_error(service: LexplainService) -> None:
     with pytest.raises(KeyError, match="no passage or source 'nope'"):
         service.why_not(QUERY, "nope", 10, 20, workspace=SAMPLE)
