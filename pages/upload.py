@@ -9,6 +9,7 @@ from __future__ import annotations
 import streamlit as st
 
 from core.presentation import escape_text
+from core.service import ChunkingOptions
 from pages.common import screen, workspace
 
 #: File types the readers handle (jsonl = a BEIR corpus, many documents per file).
@@ -51,12 +52,16 @@ overlap = right.number_input(
     disabled=whole,
     key="chunk_overlap",
 )
-if st.button("Index the files", type="primary", disabled=not files, key="index_files"):
-    try:
-        options = service.chunking(int(size), int(overlap), whole_documents=whole)
-    except ValueError as exc:
-        st.error(f"Chunking options: {exc}")
-        st.stop()
+# The form is checked as it is filled in, before any file is read.
+options: ChunkingOptions | None
+try:
+    options = service.chunking(int(size), int(overlap), whole_documents=whole)
+except ValueError as exc:
+    options = None
+    st.error(f"Passage size and overlap: {escape_text(str(exc))}")
+if st.button(
+    "Index the files", type="primary", disabled=not files or options is None, key="index_files"
+):
     bar = st.progress(0.0, text="Indexing…")
 
     def progress(done: int, total: int, name: str) -> None:
@@ -95,18 +100,34 @@ if reports:
         [
             {
                 "file": r.file_name,
+                "result": "error" if r.error else "stored",
                 "documents": r.documents,
-                "passages written": r.passages_written,
-                "entities found": r.entities_found,
-                "replaced passages": r.passages_replaced,
-                "result": f"error: {r.error}" if r.error else "stored",
-                "notes": "; ".join(r.notes),
+                "passages before → after": f"{r.passages_before:,} → {r.passages_written:,}",
+                "unchanged": r.passages_unchanged,
+                "new": r.passages_new,
+                "removed": r.passages_removed,
+                "entity mentions": r.entities_found,
             }
             for r in reports
         ],
+        column_config={
+            "passages before → after": st.column_config.TextColumn(
+                help="Passages of the file's sources before this upload, and now"
+            ),
+            "unchanged": st.column_config.NumberColumn(
+                help="Passages already stored with the same text"
+            ),
+            "removed": st.column_config.NumberColumn(
+                help="Passages of the earlier version whose text is no longer in the file"
+            ),
+        },
         hide_index=True,
         key="upload-report",
     )
+    # Errors and notes are sentences: shown in full below the table, never cut off in a cell.
+    for r in reports:
+        if r.notes:
+            st.caption(f"{escape_text(r.file_name)}: " + escape_text("; ".join(r.notes)))
 
 st.subheader("Sources")
 sources = service.list_sources(workspace=ws)

@@ -20,6 +20,7 @@ Everything a page or test imports is re-exported here: ``from core.service impor
 
 from __future__ import annotations
 
+from core.chunks import ChunkingOptions
 from core.entities import EXTRACTOR_LIMITS
 from core.evaluation import EvaluationRun, JudgmentError
 from core.service.analysis import (
@@ -57,6 +58,7 @@ __all__ = [
     "SAMPLE_QRELS",
     "SAMPLE_QUERIES",
     "TERM_BROWSER_LIMIT",
+    "ChunkingOptions",
     "CorpusView",
     "EmptyReason",
     "EntityPassage",

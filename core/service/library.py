@@ -7,11 +7,11 @@ a user uploaded. Reporting per document was rejected: a BEIR file holds thousand
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from uuid import UUID
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from core.chunks import ChunkingOptions, StoredChunk, workspace_tenant_id
 from core.entities import Entity
@@ -55,9 +55,18 @@ class FileReport(BaseModel):
 
     file_name: str
     documents: int = 0
+    #: Passages the file's sources had before this upload (0 for new sources).
+    passages_before: int = 0
+    #: Passages the file's sources have now (every one written; unchanged ones are rewritten).
     passages_written: int = 0
+    #: Of those, passages that were already stored with the same text (same content id).
+    passages_unchanged: int = 0
+    #: Of those, passages whose text was not stored before.
+    passages_new: int = 0
+    #: Passages of the earlier version that are gone (their text is no longer in the file).
+    passages_removed: int = 0
+    #: Entity mentions found (a name mentioned twice counts twice).
     entities_found: int = 0
-    passages_replaced: int = 0
     error: str | None = None
     #: Recoveries, skipped records and rejected documents, in plain words.
     notes: list[str] = Field(default_factory=list)
@@ -122,12 +131,24 @@ class LibraryActions(StoreRunner):
     def chunking(
         self, size: int | None = None, overlap: int | None = None, whole_documents: bool = False
     ) -> ChunkingOptions:
-        """Chunking options, defaulting to the settings."""
-        return ChunkingOptions(
-            size=size if size is not None else self.settings.chunk_size,
-            overlap=overlap if overlap is not None else self.settings.chunk_overlap,
-            whole_documents=whole_documents,
-        )
+        """Chunking options, defaulting to the settings.
+
+        Raises ``ValueError`` in plain words (pydantic's report, with its error count and
+        documentation link, is for developers).
+        """
+        try:
+            return ChunkingOptions(
+                size=size if size is not None else self.settings.chunk_size,
+                overlap=overlap if overlap is not None else self.settings.chunk_overlap,
+                whole_documents=whole_documents,
+            )
+        except ValidationError as exc:
+            problems = [
+                str(error["ctx"]["error"]) if "error" in error.get("ctx", {}) else error["msg"]
+                for error in exc.errors()
+            ]
+            words = "; ".join(problems)
+            raise ValueError(words[:1].upper() + words[1:] + ".") from None
 
     def upload_files(
         self,
@@ -146,24 +167,29 @@ class LibraryActions(StoreRunner):
             read_upload(name, data, max_bytes=self.settings.max_upload_bytes)
             for name, data in files
         ]
+        before = self._passage_counts(workspace)
         report = self._call_with_progress(
             lambda progress: self._index_uploads(uploads, workspace, chunking, progress),
             on_progress,
         )
-        return _file_reports([name for name, _ in files], report)
+        return _file_reports([name for name, _ in files], report, before)
+
+    def _passage_counts(self, workspace: str) -> dict[str, int]:
+        return {s.source_id: s.passages for s in self.list_sources(workspace=workspace)}
 
     def load_sample(
         self, *, workspace: str, on_progress: ProgressCallback | None = None
     ) -> FileReport:
         """Load the Cranfield sample: whole-document passages, source id = the doc's _id."""
         upload = read_upload(SAMPLE_CORPUS.name, SAMPLE_CORPUS.read_bytes())
+        before = self._passage_counts(workspace)
         report = self._call_with_progress(
             lambda progress: self._index_uploads(
                 [upload], workspace, ChunkingOptions(whole_documents=True), progress
             ),
             on_progress,
         )
-        (summary,) = _file_reports([SAMPLE_CORPUS.name], report)
+        (summary,) = _file_reports([SAMPLE_CORPUS.name], report, before)
         return summary.model_copy(update={"file_name": SAMPLE_LABEL})
 
     def load_example_with_names(self, *, workspace: str) -> FileReport:
@@ -191,8 +217,14 @@ class LibraryActions(StoreRunner):
         )
 
 
-def _file_reports(names: Sequence[str], report: IndexReport) -> list[FileReport]:
-    """One report per file name, in the order given, from the per-document rows."""
+def _file_reports(
+    names: Sequence[str], report: IndexReport, before: Mapping[str, int]
+) -> list[FileReport]:
+    """One report per file name, in the order given, from the per-document rows.
+
+    ``before`` is every source's passage count before the upload: content-addressed ids make
+    "unchanged" = before − removed, since a passage whose text stayed keeps its id.
+    """
     rows: dict[str, list[DocumentRow]] = {}
     for row in report.rows:
         rows.setdefault(row.file, []).append(row)
@@ -207,13 +239,21 @@ def _file_reports(names: Sequence[str], report: IndexReport) -> list[FileReport]
             error = "; ".join(dict.fromkeys(rejected)) or "nothing in the file — nothing stored"
         elif rejected:
             notes = [f"{len(rejected)} document(s) rejected: " + "; ".join(rejected[:5]), *notes]
+        sources = dict.fromkeys(r.source_id for r in indexed if r.source_id)
+        before_total = sum(before.get(source, 0) for source in sources)
+        removed = sum(r.orphans_removed for r in indexed)
+        written = sum(r.passages_written for r in indexed)
+        unchanged = min(max(before_total - removed, 0), written)
         out.append(
             FileReport(
                 file_name=name,
                 documents=len(indexed),
-                passages_written=sum(r.passages_written for r in indexed),
+                passages_written=written,
                 entities_found=sum(r.entities_found for r in indexed),
-                passages_replaced=sum(r.orphans_removed for r in indexed),
+                passages_before=before_total,
+                passages_unchanged=unchanged,
+                passages_new=written - unchanged,
+                passages_removed=removed,
                 error=error,
                 notes=notes,
             )

@@ -305,11 +305,19 @@ def test_uploaded_files_are_indexed_reported_and_rendered_as_text() -> None:
     no_exception(at)
     report = {r["file"]: r for r in rows(at, 0)}
     assert report["notes.txt"]["result"] == "stored"
-    assert report["notes.txt"]["passages written"] == 1
-    assert report["notes.txt"]["entities found"] >= 2
-    assert report["broken.pdf"]["result"].startswith("error: ")
-    assert report["broken.pdf"]["passages written"] == 0
+    assert report["notes.txt"]["passages before → after"] == "0 → 1"
+    assert (report["notes.txt"]["new"], report["notes.txt"]["unchanged"]) == (1, 0)
+    assert report["notes.txt"]["entity mentions"] >= 2
+    assert report["broken.pdf"]["result"] == "error"
+    assert any(e.value.startswith("broken.pdf: ") for e in at.error)
+    assert report["broken.pdf"]["passages before → after"] == "0 → 0"
     assert [r["source"] for r in rows(at, 1)] == ["notes.txt"]
+
+    # The same file again: every passage unchanged, none removed.
+    at.button(key="index_files").click().run()
+    again = {r["file"]: r for r in rows(at, 0)}["notes.txt"]
+    assert again["passages before → after"] == "1 → 1"
+    assert (again["unchanged"], again["new"], again["removed"]) == (1, 0, 0)
 
     at.switch_page("pages/search.py").run()
     at.text_input(key="q").input("engine script").run()
@@ -337,6 +345,19 @@ def test_a_workspace_without_names_points_to_the_bundled_example_and_loads_it() 
     no_exception(at)
     names = [r["name"] for r in rows(at, 0)]
     assert "Ada Lovelace" in names and "Royal Aeronautical Society" in names
+
+
+def test_an_overlap_not_below_the_passage_size_is_refused_in_plain_words() -> None:
+    at = app(fresh())
+    at.switch_page("pages/upload.py").run()
+    at.file_uploader[0].set_value([("a.txt", b"Some text about wings.", "text/plain")]).run()
+    at.number_input(key="chunk_size").set_value(100).run()
+    at.number_input(key="chunk_overlap").set_value(500).run()
+    no_exception(at)
+    (error,) = [e.value for e in at.error]
+    assert error.startswith("Passage size and overlap: Overlap (500) must be smaller than the")
+    assert "pydantic" not in error and "validation error" not in error
+    assert at.button(key="index_files").disabled
 
 
 def test_the_entities_page_marks_mentions_and_searches_for_an_entity() -> None:

@@ -177,10 +177,25 @@ def test_a_bad_file_is_reported_in_plain_words_and_does_not_stop_the_batch(
 
 def test_reuploading_a_file_replaces_its_passages(service: LexplainService) -> None:
     text = ("First paragraph about wings. " * 30 + "\n\n") * 3
-    service.upload_files([("r.txt", text.encode())], workspace="replace")
+    (first,) = service.upload_files([("r.txt", text.encode())], workspace="replace")
     (again,) = service.upload_files([("r.txt", b"one short passage")], workspace="replace")
-    assert again.passages_written == 1 and again.passages_replaced >= 1
+    assert again.passages_written == 1 and again.passages_removed == first.passages_written
+    assert (again.passages_before, again.passages_unchanged) == (first.passages_written, 0)
     assert [s.passages for s in service.list_sources(workspace="replace")] == [1]
+
+
+def test_reuploading_the_same_files_reports_every_passage_unchanged(
+    service: LexplainService,
+) -> None:
+    """Nine files re-indexed showed "0 replaced" each: the count named leftovers removed."""
+    files = [(f"f{i}.txt", (f"Passage {i} about wings. " * 80).encode()) for i in range(3)]
+    first = service.upload_files(files, workspace="same")
+    again = service.upload_files(files, workspace="same")
+    for before, after in zip(first, again, strict=True):
+        assert before.passages_before == 0 and before.passages_unchanged == 0
+        assert after.passages_before == after.passages_written == before.passages_written
+        assert after.passages_unchanged == after.passages_written
+        assert after.passages_removed == 0
 
 
 def test_progress_is_reported_in_the_calling_thread(service: LexplainService) -> None:
