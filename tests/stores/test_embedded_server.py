@@ -246,3 +246,17 @@ def test_a_full_disk_reported_by_postgresql_becomes_plain_words(tmp_path: Path) 
         f"The embedded PostgreSQL could not start: the disk holding {tmp_path} is full."
     )
     assert "Free some space" in str(error) and "nothing stored was changed" in str(error)
+
+
+def test_a_data_folder_too_deep_for_a_socket_path_gets_its_socket_in_the_temp_folder(
+    embedded_data_dir: Path,
+) -> None:
+    data_dir = embedded_data_dir / ("deep-" * 20)
+    assert len(str(data_dir / "pgdata" / embedded.SOCKET_FILE)) > embedded.MAX_SOCKET_PATH
+    server = embedded.acquire(data_dir, durable=False)
+    try:
+        assert server.socket_dir != data_dir / "pgdata"
+        assert len(str(server.socket_dir / embedded.SOCKET_FILE)) <= embedded.MAX_SOCKET_PATH
+        assert asyncio.run(query(server.url, "SELECT 1")) == 1
+    finally:
+        assert embedded.release(data_dir) is True
