@@ -23,10 +23,12 @@ write and would let the what-if and the workspace's own score drift apart.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from enum import StrEnum
-from typing import Final
+from typing import Final, cast, overload
 
+import numpy as np
+import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 #: Term-frequency saturation: how fast repeats stop adding score (Lucene's default).
@@ -117,17 +119,40 @@ def classic_idf(df: int, n_docs: int) -> float:
 IDF_FUNCTIONS: Final = {IdfForm.LUCENE: _idf, IdfForm.CLASSIC: classic_idf}
 
 
+@overload
 def _length_norm(
-    doc_length: int, avg_doc_length: float, k1: float = BM25_K1, b: float = BM25_B
-) -> float:
+    doc_length: int, avg_doc_length: float, k1: float = ..., b: float = ...
+) -> float: ...
+@overload
+def _length_norm(
+    doc_length: npt.NDArray[np.int64], avg_doc_length: float, k1: float = ..., b: float = ...
+) -> npt.NDArray[np.float64]: ...
+def _length_norm(
+    doc_length: int | npt.NDArray[np.int64],
+    avg_doc_length: float,
+    k1: float = BM25_K1,
+    b: float = BM25_B,
+) -> float | npt.NDArray[np.float64]:
     # avgdl = 0 means every document is empty: the length ratio is taken as 0.
+    # numpy float64 element-wise operations round exactly as Python floats do, so an array
+    # of lengths gets, element by element, the bits a single length gets.
     ratio = doc_length / avg_doc_length if avg_doc_length > 0 else 0.0
     return k1 * (1.0 - b + b * ratio)
 
 
-def _tf_part(tf: int, norm: float, k1: float = BM25_K1) -> float:
+@overload
+def _tf_part(tf: int, norm: float, k1: float = ...) -> float: ...
+@overload
+def _tf_part(
+    tf: npt.NDArray[np.int64], norm: float | npt.NDArray[np.float64], k1: float = ...
+) -> npt.NDArray[np.float64]: ...
+def _tf_part(
+    tf: int | npt.NDArray[np.int64],
+    norm: float | npt.NDArray[np.float64],
+    k1: float = BM25_K1,
+) -> float | npt.NDArray[np.float64]:
     """The saturated, length-normalised TF factor; the one place it is written."""
-    return tf * (k1 + 1.0) / (tf + norm)
+    return cast("float | npt.NDArray[np.float64]", tf * (k1 + 1.0) / (tf + norm))
 
 
 class QueryScorer:
@@ -173,6 +198,37 @@ class QueryScorer:
             if tf > 0:
                 score += idf * _tf_part(tf, norm, k1)
         return score
+
+    def score_columns(
+        self,
+        columns: Sequence[str],
+        tfs: npt.NDArray[np.int64],
+        doc_lengths: npt.NDArray[np.int64],
+    ) -> npt.NDArray[np.float64]:
+        """``score`` for many passages at once: row i of ``tfs`` holds the tf of each column term.
+
+        The same formula in the same order (sorted terms, from 0.0, a term with tf 0 adding
+        nothing), so each element has exactly the bits ``score`` gives that passage.
+        """
+        scores = np.zeros(len(doc_lengths), dtype=np.float64)
+        if self._stats.n_docs == 0 or not len(doc_lengths):
+            return scores
+        k1 = self._k1
+        norm = _length_norm(doc_lengths, self._stats.avg_doc_length, k1, self._b)
+        column = {term: j for j, term in enumerate(columns)}
+        for term, _, idf in self._terms:
+            j = column.get(term)
+            if j is None:
+                continue
+            tf = tfs[:, j]
+            present = tf > 0
+            if not present.any():
+                continue
+            with np.errstate(divide="ignore", invalid="ignore"):
+                part = idf * _tf_part(tf, norm, k1)
+            # Adding 0.0 leaves a float unchanged, so an absent term adds exactly nothing.
+            scores += np.where(present, part, 0.0)
+        return scores
 
     def explain(self, term_frequencies: Mapping[str, int], doc_length: int) -> ScoreExplanation:
         """The per-term breakdown whose contributions sum, in order, to ``score``."""

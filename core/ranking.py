@@ -1,21 +1,35 @@
 """Candidates to ranked passages: pure, deterministic, store-agnostic.
 
-Every candidate is scored with the one BM25 implementation; zero scores (no
-query term present) are dropped; order is score descending then chunk id
-ascending, a total order, so two stores handing over the same candidates in any
-order produce the identical list. Explanations are built only for the k that are
-returned: building them for every candidate would cost a model per candidate
-for rows nobody sees.
+Candidates cross the store port in columns (numpy arrays, one row per passage, in the
+store's truncation order) rather than as one pydantic model per passage: at a million
+passages an unlimited read (what Truncation, why-not and Evaluate do) would otherwise
+build a million models nobody looks at. Only the ``k`` rows returned become
+``StoredChunk`` objects, through the lookup the store hands over with the columns. The
+per-passage model, ``LexicalCandidate``, remains as a view (``candidates``) and as a
+way to build columns from rows (``LexicalCandidates(stats=..., candidates=[...])``).
+
+Every candidate is scored with the one BM25 implementation (``QueryScorer.score_columns``
+is ``score`` element-wise, same formula, same order, same bits); zero scores (no query
+term present) are dropped; order is score descending then chunk id ascending, a total
+order, so two stores handing over the same candidates in any order produce the
+identical list. The id tie-break is an integer compare on ``id_order``. Explanations are
+built only for the k that are returned.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
+import numpy as np
+import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from core.bm25 import CorpusStats, QueryScorer, ScoreExplanation
 from core.chunks import StoredChunk
+
+#: Rows (positions in the truncation order) -> the caller's own copies of those passages.
+ChunkLookup = Callable[[Sequence[int]], list[StoredChunk]]
 
 
 class LexicalCandidate(BaseModel):
@@ -28,25 +42,168 @@ class LexicalCandidate(BaseModel):
     term_frequencies: dict[str, int] = Field(default_factory=dict)
 
 
+def _ints(values: Any = ()) -> npt.NDArray[np.int64]:
+    return np.asarray(values, dtype=np.int64)
+
+
+def _frozen(array: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    array.flags.writeable = False
+    return array
+
+
+def _no_chunks(rows: Sequence[int]) -> list[StoredChunk]:
+    if len(rows):
+        raise IndexError(f"no candidate rows to look up, asked for {len(rows)}")
+    return []
+
+
+def id_order_of(ids: npt.NDArray[np.object_]) -> npt.NDArray[np.int64]:
+    """Each id's rank among ``ids`` in ascending order: the integer tie-break key."""
+    order = np.argsort(ids, kind="stable")
+    ranks = np.empty(len(ids), dtype=np.int64)
+    ranks[order] = np.arange(len(ids), dtype=np.int64)
+    return ranks
+
+
 class LexicalCandidates(BaseModel):
-    """Whole-corpus statistics plus the (possibly truncated) candidate passages."""
+    """Whole-corpus statistics plus the (possibly truncated) candidates, as columns.
+
+    Row i is the i-th passage of the store's truncation order (distinct requested terms
+    matched desc, then chunk id asc). ``tfs[i, j]`` is row i's tf of ``terms[j]``;
+    ``id_order`` ranks the rows' chunk ids (any integers ordered as the ids are).
+    """
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
 
     stats: CorpusStats
-    candidates: list[LexicalCandidate] = Field(default_factory=list)
+    #: The requested terms, distinct and sorted: the columns of ``tfs``.
+    terms: tuple[str, ...] = ()
+    #: Chunk id per row (object array of str).
+    ids: npt.NDArray[np.object_] = Field(default_factory=lambda: np.empty(0, dtype=object))
+    #: Integers ordered as the rows' chunk ids are (ties between scores compare these).
+    id_order: npt.NDArray[np.int64] = Field(default_factory=_ints)
+    #: Token count per row, repeats and all (stopwords excluded).
+    doc_lengths: npt.NDArray[np.int64] = Field(default_factory=_ints)
+    #: tf per row and requested term, shape (rows, len(terms)).
+    tfs: npt.NDArray[np.int64] = Field(default_factory=lambda: np.zeros((0, 0), dtype=np.int64))
     #: Passages containing at least one requested term, before the limit cut (same snapshot);
     #: never fewer than the candidates handed over.
     matching: int = Field(default=0, ge=0)
+    #: Rows -> copies of their passages, from the snapshot the columns were read from.
+    lookup: ChunkLookup = _no_chunks
+
+    @model_validator(mode="before")
+    @classmethod
+    def _columns_from_rows(cls, data: Any) -> Any:
+        """``candidates=[LexicalCandidate, ...]`` (in truncation order) becomes columns."""
+        if not isinstance(data, dict) or "candidates" not in data:
+            return data
+        data = dict(data)
+        rows: list[LexicalCandidate] = list(data.pop("candidates"))
+        stats: CorpusStats = data["stats"]
+        if "terms" not in data:
+            names = set(stats.doc_frequencies)
+            for row in rows:
+                names.update(row.term_frequencies)
+            data["terms"] = tuple(sorted(names))
+        terms: tuple[str, ...] = tuple(data["terms"])
+        ids = np.empty(len(rows), dtype=object)
+        ids[:] = [row.chunk.id for row in rows]
+        data["ids"] = ids
+        data["id_order"] = id_order_of(ids)
+        data["doc_lengths"] = _ints([row.doc_length for row in rows])
+        tfs = np.zeros((len(rows), len(terms)), dtype=np.int64)
+        for i, row in enumerate(rows):
+            for j, term in enumerate(terms):
+                tfs[i, j] = row.term_frequencies.get(term, 0)
+        data["tfs"] = tfs
+        chunks = [row.chunk for row in rows]
+        data["lookup"] = lambda wanted: [chunks[i].model_copy(deep=True) for i in wanted]
+        return data
 
     @model_validator(mode="after")
-    def _matching_covers_the_candidates(self) -> LexicalCandidates:
-        if self.matching < len(self.candidates):
-            object.__setattr__(self, "matching", len(self.candidates))
+    def _columns_agree(self) -> LexicalCandidates:
+        n = len(self.ids)
+        if n == 0 and self.tfs.size == 0:
+            object.__setattr__(self, "tfs", np.zeros((0, len(self.terms)), dtype=np.int64))
+        if self.tfs.shape != (n, len(self.terms)):
+            raise ValueError(f"tfs has shape {self.tfs.shape}, not ({n}, {len(self.terms)})")
+        if len(self.id_order) != n or len(self.doc_lengths) != n:
+            raise ValueError("ids, id_order and doc_lengths must have one entry per row")
+        for array in (self.ids, self.id_order, self.doc_lengths, self.tfs):
+            _frozen(array)
+        if self.matching < n:
+            object.__setattr__(self, "matching", n)
         return self
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def __eq__(self, other: object) -> bool:
+        """Same statistics, same rows in the same order, same passages (ids equal, not approx)."""
+        if not isinstance(other, LexicalCandidates):
+            return NotImplemented
+        return (
+            self.stats == other.stats
+            and self.terms == other.terms
+            and self.matching == other.matching
+            and list(self.ids) == list(other.ids)
+            and np.array_equal(self.doc_lengths, other.doc_lengths)
+            and np.array_equal(self.tfs, other.tfs)
+            and self.chunks(range(len(self))) == other.chunks(range(len(other)))
+        )
+
+    __hash__ = None  # type: ignore[assignment]
 
     @property
     def cut_by_limit(self) -> int:
         """Matching passages the limit kept from being scored."""
-        return self.matching - len(self.candidates)
+        return self.matching - len(self)
+
+    @property
+    def matched_terms(self) -> npt.NDArray[np.int64]:
+        """Distinct requested terms each row contains."""
+        counts: npt.NDArray[np.int64] = np.count_nonzero(self.tfs > 0, axis=1).astype(np.int64)
+        return counts
+
+    def chunks(self, rows: Sequence[int] | npt.NDArray[np.int64]) -> list[StoredChunk]:
+        """The caller's own copies of the passages at ``rows``."""
+        return self.lookup([int(r) for r in rows])
+
+    def term_frequencies(self, row: int) -> dict[str, int]:
+        """Row ``row``'s tf of each requested term it contains."""
+        return {t: int(tf) for t, tf in zip(self.terms, self.tfs[row], strict=True) if tf > 0}
+
+    def row_of(self, chunk_id: str) -> int | None:
+        """The row of ``chunk_id``, None if it is no candidate."""
+        found = np.flatnonzero(self.ids == chunk_id)
+        return int(found[0]) if len(found) else None
+
+    def head(self, limit: int) -> LexicalCandidates:
+        """The first ``limit`` rows: exactly what a read with that limit hands over."""
+        if limit < 0:
+            raise ValueError(f"limit must be >= 0, got {limit}")
+        return self.model_copy(
+            update={
+                "ids": self.ids[:limit],
+                "id_order": self.id_order[:limit],
+                "doc_lengths": self.doc_lengths[:limit],
+                "tfs": self.tfs[:limit],
+            }
+        )
+
+    @property
+    def candidates(self) -> list[LexicalCandidate]:
+        """Every row as a model (the caller's own copies); for small lists and tests."""
+        chunks = self.chunks(range(len(self)))
+        return [
+            LexicalCandidate.model_construct(
+                chunk=chunk,
+                doc_length=int(self.doc_lengths[i]),
+                term_frequencies=self.term_frequencies(i),
+            )
+            for i, chunk in enumerate(chunks)
+        ]
 
 
 class RankedChunk(BaseModel):
@@ -59,24 +216,66 @@ class RankedChunk(BaseModel):
     explanation: ScoreExplanation
 
 
+def candidate_scores(
+    terms: Sequence[str], candidates: LexicalCandidates
+) -> npt.NDArray[np.float64]:
+    """Every row's BM25 score for ``terms`` (0.0 for a row with none of them)."""
+    scorer = QueryScorer(terms, candidates.stats)
+    return scorer.score_columns(candidates.terms, candidates.tfs, candidates.doc_lengths)
+
+
+def top_rows(
+    scores: npt.NDArray[np.float64], id_order: npt.NDArray[np.int64], k: int
+) -> npt.NDArray[np.int64]:
+    """Rows of the ``k`` best positive scores: score descending, then chunk id ascending."""
+    rows = np.flatnonzero(scores > 0.0)
+    if k <= 0 or not len(rows):
+        return rows[:0]
+    if len(rows) > k:
+        kept = scores[rows]
+        # Everything scoring at least the k-th best, ties at the boundary included.
+        kth = np.partition(kept, len(kept) - k)[len(kept) - k]
+        rows = rows[kept >= kth]
+    order = np.lexsort((id_order[rows], -scores[rows]))
+    return rows[order[:k]]
+
+
 def rank_chunks(terms: Sequence[str], candidates: LexicalCandidates, k: int) -> list[RankedChunk]:
     """The top ``k`` candidates by BM25, ties broken by chunk id ascending."""
     if k < 0:
         raise ValueError(f"k must be >= 0, got {k}")
     if k == 0 or not terms:
         return []
+    scores = candidate_scores(terms, candidates)
+    return ranked_rows(terms, candidates, top_rows(scores, candidates.id_order, k), scores)
+
+
+def ranked_rows(
+    terms: Sequence[str],
+    candidates: LexicalCandidates,
+    rows: npt.NDArray[np.int64],
+    scores: npt.NDArray[np.float64],
+) -> list[RankedChunk]:
+    """The rows given, as explained results; each explanation sums to the row's score."""
     scorer = QueryScorer(terms, candidates.stats)
-    scored: list[tuple[float, str, LexicalCandidate]] = []
-    for candidate in candidates.candidates:
-        score = scorer.score(candidate.term_frequencies, candidate.doc_length)
-        if score > 0.0:
-            scored.append((score, candidate.chunk.id, candidate))
-    scored.sort(key=lambda item: (-item[0], item[1]))
+    chunks = candidates.chunks(rows)
     ranked: list[RankedChunk] = []
-    for score, _, candidate in scored[:k]:
-        explanation = scorer.explain(candidate.term_frequencies, candidate.doc_length)
-        ranked.append(RankedChunk(chunk=candidate.chunk, score=score, explanation=explanation))
+    for row, chunk in zip(rows, chunks, strict=True):
+        explanation = scorer.explain(
+            candidates.term_frequencies(int(row)), int(candidates.doc_lengths[row])
+        )
+        ranked.append(RankedChunk(chunk=chunk, score=float(scores[row]), explanation=explanation))
     return ranked
 
 
-__all__ = ["CorpusStats", "LexicalCandidate", "LexicalCandidates", "RankedChunk", "rank_chunks"]
+__all__ = [
+    "ChunkLookup",
+    "CorpusStats",
+    "LexicalCandidate",
+    "LexicalCandidates",
+    "RankedChunk",
+    "candidate_scores",
+    "rank_chunks",
+    "ranked_rows",
+    "top_rows",
+]

@@ -150,7 +150,7 @@ def analyse_truncation(
         return len(kept) / len(unlimited_positions)
 
     unlimited = rank_chunks(terms, full, k)
-    limited = rank_chunks(terms, full.model_copy(update={"candidates": full.candidates[:limit]}), k)
+    limited = rank_chunks(terms, full.head(limit), k)
     cut = [
         CutPassage(
             ranked=ranked,

@@ -346,7 +346,7 @@ class AnalysisActions(StoreRunner):
             terms = tokenize(text)
             full = await self._store.lexical_candidates(terms, tenant, _UNLIMITED)
             for documents, limit in zip(ranked, limits, strict=True):
-                handed = full.model_copy(update={"candidates": full.candidates[:limit]})
+                handed = full.head(limit)
                 documents[query_id] = _top_documents(terms, handed, k)
             report(done, len(queries), query_id)
         return [

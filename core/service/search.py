@@ -136,7 +136,7 @@ class SearchActions(StoreRunner):
         handed = await self._store.lexical_candidates(terms, tenant, limit)
         matching = handed.matching
         ranked = rank_chunks(terms, handed, k)
-        position = {c.chunk.id: i + 1 for i, c in enumerate(handed.candidates)}
+        position = {chunk_id: i + 1 for i, chunk_id in enumerate(handed.ids)}
         names = await entity_names(self._store, [r.chunk for r in ranked], tenant)
         passages = [
             RankedPassage(
@@ -162,7 +162,7 @@ class SearchActions(StoreRunner):
             avg_doc_length=avg_doc_length,
             doc_frequencies=dict(stats.doc_frequencies),
             matching_passages=matching,
-            candidates_returned=len(handed.candidates),
+            candidates_returned=len(handed),
             cut_by_limit=handed.cut_by_limit,
             passages=passages,
         )
@@ -175,11 +175,11 @@ class SearchActions(StoreRunner):
         tenant = workspace_tenant_id(workspace)
         terms = tokenize(query)
         found = await self._store.lexical_candidates(terms, tenant, _UNLIMITED)
-        for candidate in found.candidates:
-            if candidate.chunk.id == chunk_id:
-                return explain_score(
-                    terms, candidate.term_frequencies, candidate.doc_length, found.stats
-                )
+        row = found.row_of(chunk_id)
+        if row is not None:
+            return explain_score(
+                terms, found.term_frequencies(row), int(found.doc_lengths[row]), found.stats
+            )
         chunk = await self._store.get(chunk_id, tenant)
         if chunk is None:
             raise KeyError(f"no passage {chunk_id} in workspace {workspace!r}")

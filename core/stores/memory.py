@@ -30,10 +30,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from uuid import UUID
 
+import numpy as np
+import numpy.typing as npt
+
 from core.bm25 import CorpusStats
 from core.chunks import StoredChunk
 from core.entities import Entity
-from core.ranking import LexicalCandidate, LexicalCandidates
+from core.ranking import LexicalCandidates
 from core.stores.port import (
     CorpusSummary,
     EntitySummary,
@@ -67,6 +70,8 @@ class _Tenant:
     profile: Profile = DEFAULT_PROFILE
     #: Bumped by every passage write, so a re-index can tell whether it raced one.
     version: int = 0
+    #: The columnar image queries read, rebuilt on the first read after a write.
+    image: _Columns | None = None
 
     def add(self, chunk: StoredChunk) -> None:
         self.version += 1
@@ -112,6 +117,106 @@ class _Tenant:
 
     def copy_of(self, chunk_id: str) -> StoredChunk:
         return _copy(self.chunks[chunk_id])
+
+    def columns(self) -> _Columns:
+        """The columnar image of this version (call under the store's lock)."""
+        if self.image is None or self.image.version != self.version:
+            self.image = _Columns.of(self)
+        return self.image
+
+
+@dataclass
+class _Columns:
+    """A read-only columnar image of one tenant version: rows are chunk ids in ascending order.
+
+    Built on the first read after a write and kept until the next write, so the row of a
+    passage is its rank in chunk-id order and ties between scores are integer compares.
+    Postings become arrays lazily, one term at a time, the first time a query asks.
+    """
+
+    version: int
+    ids: npt.NDArray[np.object_]
+    lengths: npt.NDArray[np.int64]
+    chunks: list[StoredChunk]
+    rows: dict[str, int]
+    #: term -> (rows ascending, tf per row).
+    arrays: dict[str, tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]] = field(
+        default_factory=dict
+    )
+
+    @classmethod
+    def of(cls, tenant: _Tenant) -> _Columns:
+        order = sorted(tenant.chunks)
+        ids = np.empty(len(order), dtype=object)
+        ids[:] = order
+        return cls(
+            version=tenant.version,
+            ids=ids,
+            lengths=np.fromiter((tenant.lengths[i] for i in order), np.int64, len(order)),
+            chunks=[tenant.chunks[i] for i in order],
+            rows={chunk_id: row for row, chunk_id in enumerate(order)},
+        )
+
+    def posting(
+        self, tenant: _Tenant, term: str
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        found = self.arrays.get(term)
+        if found is None:
+            posting = tenant.postings.get(term, {})
+            rows = np.fromiter((self.rows[c] for c in posting), np.int64, len(posting))
+            tfs = np.fromiter(posting.values(), np.int64, len(posting))
+            order = np.argsort(rows, kind="stable")
+            found = self.arrays[term] = (rows[order], tfs[order])
+        return found
+
+    def candidates(
+        self,
+        stats: CorpusStats,
+        wanted: list[str],
+        postings: list[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]],
+        limit: int,
+    ) -> LexicalCandidates:
+        """Rows matching a term, by distinct terms matched desc then id asc, first ``limit``."""
+        counts = np.zeros(len(self.ids), dtype=np.int32)
+        for rows, _ in postings:
+            counts[rows] += 1
+        matched = np.flatnonzero(counts)
+        if limit == 0 or not len(matched):
+            return LexicalCandidates(stats=stats, terms=tuple(wanted), matching=len(matched))
+        per_row = counts[matched]
+        levels: list[npt.NDArray[np.int64]] = []
+        taken = 0
+        for level in range(len(wanted), 0, -1):
+            if taken >= limit:
+                break
+            # Rows ascend, so each level is already in chunk-id order.
+            rows_at = matched[per_row == level]
+            levels.append(rows_at)
+            taken += len(rows_at)
+        selected = np.concatenate(levels)[:limit]
+        tfs = np.zeros((len(selected), len(wanted)), dtype=np.int64)
+        for j, (rows, values) in enumerate(postings):
+            if not len(rows):
+                continue
+            at = np.searchsorted(rows, selected)
+            at[at >= len(rows)] = 0
+            hit = rows[at] == selected
+            tfs[hit, j] = values[at[hit]]
+        chunks = self.chunks
+
+        def lookup(wanted_rows: Sequence[int]) -> list[StoredChunk]:
+            return [_copy(chunks[int(selected[row])]) for row in wanted_rows]
+
+        return LexicalCandidates(
+            stats=stats,
+            terms=tuple(wanted),
+            ids=self.ids[selected],
+            id_order=selected,
+            doc_lengths=self.lengths[selected],
+            tfs=tfs,
+            matching=len(matched),
+            lookup=lookup,
+        )
 
 
 #: Passages re-tokenised between two progress reports (and two yields to the loop).
@@ -230,24 +335,9 @@ class InMemoryChunkStore:
                 avg_doc_length=tenant.tokens / n_docs if n_docs else 0.0,
                 doc_frequencies={t: len(tenant.postings.get(t, ())) for t in wanted},
             )
-            matched: dict[str, int] = {}
-            for term in wanted:
-                for chunk_id in tenant.postings.get(term, ()):
-                    matched[chunk_id] = matched.get(chunk_id, 0) + 1
-            if limit == 0:
-                return LexicalCandidates(stats=stats, matching=len(matched))
-            kept = heapq.nsmallest(limit, matched.items(), key=lambda item: (-item[1], item[0]))
-            candidates = []
-            for chunk_id, _ in kept:
-                forward = tenant.forward[chunk_id]
-                candidates.append(
-                    LexicalCandidate.model_construct(
-                        chunk=tenant.copy_of(chunk_id),
-                        doc_length=tenant.lengths[chunk_id],
-                        term_frequencies={t: forward[t] for t in wanted if t in forward},
-                    )
-                )
-        return LexicalCandidates(stats=stats, candidates=candidates, matching=len(matched))
+            columns = tenant.columns()
+            postings = [columns.posting(tenant, term) for term in wanted]
+        return columns.candidates(stats, wanted, postings, limit)
 
     async def list_sources(self, tenant_id: UUID) -> list[SourceSummary]:
         with self._lock:

@@ -4,6 +4,16 @@ A Protocol rather than an abstract base class: adapters need no import of each
 other's base, and mypy checks conformance structurally. The contract that types
 cannot say (orders, truncation, statistics over the whole corpus, isolation of
 returned objects) is held by ``core.stores.compliance``, one suite for all.
+
+Candidates cross the port as columns (``core.ranking.LexicalCandidates``): the corpus
+statistics; ``terms``, the requested terms distinct and sorted; one row per candidate in
+the truncation order (distinct requested terms matched desc, then chunk id asc) with
+``ids`` (chunk id, object array), ``id_order`` (integers ordered as the ids, so the
+score tie-break is an integer compare), ``doc_lengths`` and ``tfs`` (rows x terms, int64);
+``matching``; and ``lookup``, rows -> the caller's own ``StoredChunk`` copies from the
+same snapshot, which ranking calls only for the k it returns. A store may build the
+columns from per-passage rows (``LexicalCandidates(stats=..., candidates=[...])``) at the
+cost of one model per row; the in-memory store builds them from arrays.
 """
 
 from __future__ import annotations

@@ -80,7 +80,7 @@ class Direct:
                 continue
             full = self.candidates(text)
             for documents, limit in zip(ranked, limits, strict=True):
-                handed = full.model_copy(update={"candidates": full.candidates[:limit]})
+                handed = full.head(limit)
                 passages = rank_chunks(tokenize(text), handed, k)
                 documents[query_id] = documents_in_rank_order(r.chunk.source_id for r in passages)
         return [

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import itertools
+import math
 import random
 from uuid import UUID
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core.bm25 import CorpusStats, bm25_score
+from core.bm25 import CorpusStats, QueryScorer, bm25_score
 from core.chunks import StoredChunk
 from core.ranking import LexicalCandidate, LexicalCandidates, rank_chunks
 
@@ -79,3 +81,45 @@ def test_every_ranked_passage_carries_the_explanation_of_its_exact_score() -> No
 def test_no_terms_rank_nothing() -> None:
     cands = [candidate("a", {"wing": 2}, 12)]
     assert rank_chunks([], LexicalCandidates(stats=STATS, candidates=cands), k=5) == []
+
+
+@given(
+    rows=st.lists(
+        st.tuples(st.integers(0, 400), st.integers(0, 30), st.integers(0, 30), st.integers(0, 9)),
+        min_size=1,
+        max_size=40,
+    ),
+    n_docs=st.integers(0, 10_000),
+    avg=st.sampled_from([0.0, 0.5, 7.3, 10.0, 123.456]),
+    k1=st.sampled_from([0.0, 0.9, 1.2, 2.0]),
+    b=st.sampled_from([0.0, 0.4, 0.75, 1.0]),
+)
+def test_the_column_scorer_gives_every_passage_the_bits_of_the_scalar_scorer(
+    rows: list[tuple[int, int, int, int]], n_docs: int, avg: float, k1: float, b: float
+) -> None:
+    stats = CorpusStats(
+        n_docs=n_docs,
+        avg_doc_length=avg,
+        doc_frequencies={"body": min(3, n_docs), "wing": min(40, n_docs), "tail": min(7, n_docs)},
+    )
+    # Three terms present: float addition is not associative, so a changed order shows.
+    scorer = QueryScorer(["wing", "tail", "body", "absent"], stats, k1=k1, b=b)
+    columns = ("absent", "body", "tail", "wing")
+    tfs = np.array([[0, body, tail, wing] for _, body, wing, tail in rows], dtype=np.int64)
+    lengths = np.array([row[0] for row in rows], dtype=np.int64)
+    vectorised = scorer.score_columns(columns, tfs, lengths)
+    for (length, body, wing, tail), got in zip(rows, vectorised, strict=True):
+        want = scorer.score({"body": body, "wing": wing, "tail": tail}, length)
+        assert got.item() == want or (math.isnan(want) and math.isnan(got))
+
+
+def test_columns_built_from_rows_rank_as_the_rows_do_and_hand_back_copies() -> None:
+    cands = [candidate(f"t{i}", {"wing": 1 + i % 3}, 5 + i) for i in range(12)]
+    pool = LexicalCandidates(stats=STATS, candidates=cands)
+    assert list(pool.ids) == [c.chunk.id for c in cands]
+    assert pool.head(4).candidates == pool.candidates[:4]
+    first = pool.chunks([0])[0]
+    first.entity_ids.append(TENANT)
+    assert pool.chunks([0])[0].entity_ids == []
+    with pytest.raises(ValueError, match="read-only"):
+        pool.tfs[0, 0] = 99

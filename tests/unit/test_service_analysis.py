@@ -119,7 +119,7 @@ def expected_runs(
             continue
         full = direct.candidates(text, workspace)
         for documents, limit in zip(ranked, limits, strict=True):
-            handed = full.model_copy(update={"candidates": full.candidates[:limit]})
+            handed = full.head(limit)
             depth = k if whole_documents else len(handed.candidates)
             passages = rank_chunks(tokenize(text), handed, depth)
             documents[query_id] = documents_in_rank_order(r.chunk.source_id for r in passages)[:k]

@@ -92,30 +92,26 @@ def test_the_limited_ranking_is_rank_chunks_over_the_first_limit_candidates(
     terms = ["a", "b", "c", "x"]
     full = full_candidates(docs, terms)
     report = analyse_truncation(terms, full, k=k, limit=limit)
-    truncated = full.model_copy(update={"candidates": full.candidates[:limit]})
+    truncated = full.head(limit)
     assert [r.chunk.id for r in report.limited] == [
         r.chunk.id for r in rank_chunks(terms, truncated, k)
     ]
     unlimited_ids = {r.chunk.id for r in report.unlimited}
     at_safe = rank_chunks(
         terms,
-        full.model_copy(update={"candidates": full.candidates[: report.smallest_safe_limit]}),
+        full.head(report.smallest_safe_limit),
         k,
     )
     assert {r.chunk.id for r in at_safe} == unlimited_ids
     if report.smallest_safe_limit > 0:
         below = rank_chunks(
             terms,
-            full.model_copy(
-                update={"candidates": full.candidates[: report.smallest_safe_limit - 1]}
-            ),
+            full.head(report.smallest_safe_limit - 1),
             k,
         )
         assert {r.chunk.id for r in below} != unlimited_ids
     for point in report.sweep:
-        kept = rank_chunks(
-            terms, full.model_copy(update={"candidates": full.candidates[: point.limit]}), k
-        )
+        kept = rank_chunks(terms, full.head(point.limit), k)
         expected = (
             len(unlimited_ids & {r.chunk.id for r in kept}) / len(unlimited_ids)
             if unlimited_ids
@@ -139,13 +135,7 @@ def test_the_smallest_limit_that_keeps_a_passage_is_found_by_brute_force_too(
         (
             limit
             for limit in range(len(full.candidates) + 1)
-            if target
-            in {
-                r.chunk.id
-                for r in rank_chunks(
-                    terms, full.model_copy(update={"candidates": full.candidates[:limit]}), k
-                )
-            }
+            if target in {r.chunk.id for r in rank_chunks(terms, full.head(limit), k)}
         ),
         None,
     )
