@@ -179,7 +179,32 @@ limit_b = int(
 )
 limits = [limit_a, limit_b] if compare else [limit_a]
 
-run = st.button("Run the evaluation", key="ev_run", type="primary", disabled=judgments is None)
+# Before and instead of a table of zeros: how much of what is judged this workspace holds.
+coverage = None
+if judgments is not None:
+    try:
+        coverage = service.judged_coverage(judgments[2], workspace=workspace())
+    except JudgmentError:
+        coverage = None  # the run reports it, naming file and line
+none_present = coverage is not None and coverage.present == 0
+if coverage is not None and none_present:
+    st.warning(
+        f"None of the {coverage.judged_documents:,} documents these judgments name is in the "
+        f"workspace “{escape_text(workspace())}”, so every metric would be 0. Load the "
+        "collection they judge into this workspace first (for the sample's judgments: the "
+        "sample collection)."
+    )
+elif coverage is not None:
+    st.caption(
+        f"{coverage.present:,} of the {coverage.judged_documents:,} judged documents are in "
+        "this workspace."
+    )
+run = st.button(
+    "Run the evaluation",
+    key="ev_run",
+    type="primary",
+    disabled=judgments is None or none_present,
+)
 if run and judgments is not None:
     bar = st.progress(0.0, text="Evaluating…")
 
@@ -207,7 +232,7 @@ if run and judgments is not None:
         )
 
 stored = st.session_state.get(RESULT_KEY)
-if stored is not None:
+if stored is not None and not none_present:
     (label, ws, run_k, run_limits), result = stored
     if (label, ws, run_k, run_limits) != (
         judgments[0] if judgments else None,

@@ -44,6 +44,17 @@ SAMPLE_QUERIES = Path(__file__).resolve().parents[2] / "data" / "cranfield" / "q
 SAMPLE_QRELS = SAMPLE_QUERIES.with_name("qrels.tsv")
 
 
+class JudgedCoverage(BaseModel):
+    """How much of what the judgments name is in the workspace: with none, every metric is 0."""
+
+    model_config = ConfigDict(frozen=True)
+
+    #: Distinct documents the qrels judge (any grade).
+    judged_documents: int
+    #: Of those, documents the workspace holds (a source id equal to the judged id).
+    present: int
+
+
 class UnlimitedEntry(BaseModel):
     """A passage of the unlimited top-k, and whether the limit cut it before scoring."""
 
@@ -289,6 +300,22 @@ class AnalysisActions(StoreRunner):
     def sample_judgments() -> tuple[bytes, bytes]:
         """The sample's queries (BEIR jsonl) and qrels (BEIR TSV), as uploaded files would be."""
         return SAMPLE_QUERIES.read_bytes(), SAMPLE_QRELS.read_bytes()
+
+    def judged_coverage(self, qrels_data: bytes, *, workspace: str) -> JudgedCoverage:
+        """How many of the documents the judgments name the workspace holds (by source id).
+
+        Raises ``JudgmentError`` for unreadable judgments, like ``evaluate``.
+        """
+        try:
+            qrels = parse_qrels(_decoded(qrels_data, "qrels"))
+        except JudgmentError as exc:
+            raise JudgmentError(f"qrels file: {exc}") from None
+        judged = {doc for docs in qrels.values() for doc in docs}
+        sources = {
+            s.source_id
+            for s in self._call(self._store.list_sources(workspace_tenant_id(workspace)))
+        }
+        return JudgedCoverage(judged_documents=len(judged), present=len(judged & sources))
 
     def evaluate(
         self,

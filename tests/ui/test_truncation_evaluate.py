@@ -305,6 +305,38 @@ def test_evaluate_runs_on_the_sample_judgments_and_shows_cores_means(
     assert list(at.dataframe[0].value["A: limit 1,000"]) == [r.mrr for r in a.rows]
 
 
+def judged_ids() -> set[str]:
+    """Distinct documents the sample's qrels judge, read from the file itself."""
+    lines = SAMPLE_CORPUS.with_name("qrels.tsv").read_text().splitlines()[1:]
+    return {line.split("\t")[1] for line in lines if line.strip()}
+
+
+def judged_documents() -> int:
+    return len(judged_ids())
+
+
+def test_evaluate_in_a_workspace_without_the_judged_documents_warns_instead_of_zeros() -> None:
+    at = page("pages/evaluate.py", f"nojudged-{uuid.uuid4().hex[:8]}")
+    at.button(key="ev_sample").click().run()
+    no_exception(at)
+    (warning,) = [w.value for w in at.warning]
+    assert warning.startswith(f"None of the {judged_documents():,} documents these judgments name")
+    assert at.button(key="ev_run").disabled
+    assert not at.metric and not at.dataframe
+
+
+def test_evaluate_says_how_many_judged_documents_the_workspace_holds(cranfield: str) -> None:
+    at = page("pages/evaluate.py", cranfield)
+    at.button(key="ev_sample").click().run()
+    records = [json.loads(line) for line in SAMPLE_CORPUS.read_text().splitlines()]
+    # Empty records (docs 471, 995) are not passages, so a judged empty one is not there.
+    stored = {r["_id"] for r in records if (r.get("title", "") + r.get("text", "")).strip()}
+    n, present = judged_documents(), len(judged_ids() & stored)
+    assert f"{present:,} of the {n:,} judged documents are in this workspace." in [
+        c.value for c in at.caption
+    ]
+
+
 def test_unreadable_judgments_are_reported_in_plain_words(cranfield: str) -> None:
     at = page("pages/evaluate.py", cranfield)
     at.session_state["ev_judgments"] = ("bad.tsv", b"1\twing\n", b"1\t184\n")
