@@ -270,34 +270,40 @@ def _int_param(value: str | None, default: int, low: int, high: int) -> int:
         return default
 
 
+#: Session keys of the query, k and limit that Search and Truncation share (one per session):
+#: each page's widgets start from them, so a query typed on one screen is there on the other.
+SHARED = {"q": "_shared_q", "k": "_shared_k", "limit": "_shared_limit"}
+
+
 def sync_query_params(keys: Mapping[str, str], defaults: Mapping[str, Any], marker: str) -> None:
     """Adopt q/k/limit from the URL when a link carries them and they changed.
 
-    ``keys`` maps the URL names (q, k, limit) to this page's widget keys; each widget
-    key has a shadow ``_<key>`` that survives page switches (Streamlit drops the
-    state of widgets that did not render). ``marker`` remembers the URL last adopted.
+    ``keys`` maps the URL names (q, k, limit) to this page's widget keys. The values live
+    in the session's ``SHARED`` keys, which survive page switches (Streamlit drops the
+    state of widgets that did not render) and are the same for Search and Truncation.
+    ``marker`` remembers the URL this page last adopted.
     """
     params = st.query_params
     url = (params.get("q"), params.get("k"), params.get("limit"))
     if "q" in params and url != st.session_state.get(marker):
         st.session_state[marker] = url
-        st.session_state[f"_{keys['q']}"] = params.get("q", "")
-        st.session_state[f"_{keys['k']}"] = _int_param(params.get("k"), defaults["k"], 1, K_MAX)
-        st.session_state[f"_{keys['limit']}"] = _int_param(
+        st.session_state[SHARED["q"]] = params.get("q", "")
+        st.session_state[SHARED["k"]] = _int_param(params.get("k"), defaults["k"], 1, K_MAX)
+        st.session_state[SHARED["limit"]] = _int_param(
             params.get("limit"), defaults["limit"], 0, LIMIT_MAX
         )
-        for key in keys.values():
-            st.session_state[key] = st.session_state[f"_{key}"]
+        for name, key in keys.items():
+            st.session_state[key] = st.session_state[SHARED[name]]
     for name, key in keys.items():
         if key not in st.session_state:
-            st.session_state[key] = st.session_state.get(f"_{key}", defaults[name])
+            st.session_state[key] = st.session_state.get(SHARED[name], defaults[name])
 
 
 def write_query_params(
     keys: Mapping[str, str], marker: str, query: str, k: int, limit: int
 ) -> None:
-    """Put q/k/limit in the URL (a shareable link) and in the widgets' shadow keys."""
+    """Put q/k/limit in the URL (a shareable link) and in the session's shared keys."""
     for name, value in (("q", query), ("k", k), ("limit", limit)):
-        st.session_state[f"_{keys[name]}"] = value
+        st.session_state[SHARED[name]] = value
     st.query_params.update({"q": query, "k": str(k), "limit": str(limit)})
     st.session_state[marker] = (query, str(k), str(limit))

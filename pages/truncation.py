@@ -30,8 +30,8 @@ from pages.common import (
 
 #: Session keys of the widgets (own keys: Search's widgets keep theirs).
 KEYS = {"q": "t_q", "k": "t_k", "limit": "t_limit"}
-#: Defaults of query, k and limit (a small limit, so the first view shows a cut).
-DEFAULTS: dict[str, Any] = {"q": "", "k": 10, "limit": 100}
+#: Defaults of query, k and limit before either screen set them (as on Search).
+DEFAULTS: dict[str, Any] = {"q": "", "k": 10, "limit": 1000}
 #: Session key of the URL this page last adopted.
 URL_MARKER = "_truncation_url"
 

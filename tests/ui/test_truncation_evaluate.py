@@ -185,6 +185,29 @@ def test_the_truncation_page_shows_cores_rankings_and_marks_cut_passages(
     assert cut_trace["marker"]["color"] == "#E45756"
 
 
+def test_search_and_truncation_share_one_query_k_and_limit(cranfield: str) -> None:
+    """A click in the menu drops the URL's parameters: the session carries the query over."""
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params["ws"] = cranfield
+    at.run()
+    at.text_input(key="q").input("boundary layer transition").run()
+    at.number_input(key="k").set_value(5).run()
+    at.number_input(key="limit").set_value(300).run()
+    for name in ("q", "k", "limit"):
+        at.query_params.pop(name, None)
+    at.switch_page("pages/truncation.py").run()
+    no_exception(at)
+    assert at.text_input(key="t_q").value == "boundary layer transition"
+    assert (at.number_input(key="t_k").value, at.slider(key="t_limit").value) == (5, 300)
+    at.slider(key="t_limit").set_value(40).run()
+    for name in ("q", "k", "limit"):
+        at.query_params.pop(name, None)
+    at.switch_page("pages/search.py").run()
+    no_exception(at)
+    assert at.text_input(key="q").value == "boundary layer transition"
+    assert (at.number_input(key="k").value, at.number_input(key="limit").value) == (5, 40)
+
+
 def test_a_cut_decided_by_the_passage_id_tie_break_says_so(cranfield: str, direct: Direct) -> None:
     """'boundary layer transition' at limit 20: the unlimited #1 matches all three terms, as
     does the last kept candidate, and is cut only because of its passage id."""
