@@ -7,6 +7,7 @@ a user uploaded. Reporting per document was rejected: a BEIR file holds thousand
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from uuid import UUID
@@ -16,12 +17,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from core.chunks import ChunkingOptions, StoredChunk, workspace_tenant_id
 from core.entities import Entity
 from core.indexing import DocumentRow, IndexReport, UploadResult, index_uploads, read_upload
-from core.service.common import entity_names
+from core.service.common import DEFAULT_WORKSPACE, entity_names
 from core.service.runner import ProgressCallback, StoreRunner
 from core.stores.port import EntitySummary, SourceSummary, Workspace
 
 #: The sample collection shipped with the repository (BEIR layout).
 SAMPLE_CORPUS = Path(__file__).resolve().parents[2] / "data" / "cranfield" / "corpus.jsonl"
+#: Longest workspace name accepted (a name is shown in the sidebar and in links).
+WORKSPACE_NAME_MAX = 100
 #: How the sample is named on screen: what it loads (two of the 1,400 records are empty).
 SAMPLE_LABEL = "Cranfield, 1,398 aeronautics abstracts"
 #: A small bundled file that names people, organisations and places (the sample names none).
@@ -94,12 +97,44 @@ class LibraryActions(StoreRunner):
         """Workspace names, sorted."""
         return [w.name for w in self._call(self._store.list_workspaces())]
 
-    def create_workspace(self, name: str) -> str:
-        """Create (or keep) the workspace ``name``; returns its cleaned name."""
+    @staticmethod
+    def workspace_name(name: str) -> str:
+        """``name`` without surrounding spaces; ``ValueError`` in plain words if unusable.
+
+        Names come from links too (``?ws=``), so anything may arrive: only spaces, NUL,
+        other control characters, a whole paragraph.
+        """
         cleaned = name.strip()
+        if not cleaned:
+            raise ValueError("a workspace name cannot be empty or only spaces")
+        if any(unicodedata.category(c) == "Cc" for c in cleaned):
+            raise ValueError("a workspace name cannot contain control characters (such as NUL)")
+        if len(cleaned) > WORKSPACE_NAME_MAX:
+            raise ValueError(
+                f"a workspace name has at most {WORKSPACE_NAME_MAX} characters, "
+                f"this one has {len(cleaned):,}"
+            )
+        return cleaned
+
+    def create_workspace(self, name: str) -> str:
+        """Create (or keep) the workspace ``name``; returns its cleaned name.
+
+        Raises ``ValueError`` (plain words) for a name ``workspace_name`` refuses.
+        """
+        cleaned = self.workspace_name(name)
         workspace = Workspace(tenant_id=workspace_tenant_id(cleaned), name=cleaned)
         self._call(self._store.upsert_workspace(workspace))
         return cleaned
+
+    def delete_workspace(self, name: str) -> int:
+        """Delete a workspace with its passages and entities; returns passages deleted.
+
+        The default workspace is emptied and kept: a store always has one to show.
+        """
+        deleted = self._call(self._store.delete_workspace(workspace_tenant_id(name)))
+        if name == DEFAULT_WORKSPACE:
+            self.create_workspace(DEFAULT_WORKSPACE)
+        return deleted
 
     def list_sources(self, *, workspace: str) -> list[SourceSummary]:
         return self._call(self._store.list_sources(workspace_tenant_id(workspace)))

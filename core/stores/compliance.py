@@ -751,6 +751,21 @@ class ChunkStoreCompliance:
             Workspace(tenant_id=second, name="Alpha"),
         ]
 
+    async def test_deleting_a_workspace_removes_it_with_its_passages_and_nothing_else(
+        self, store: ChunkStore
+    ) -> None:
+        doomed, kept = uuid.uuid4(), uuid.uuid4()
+        await store.upsert_workspace(Workspace(tenant_id=doomed, name="doomed"))
+        await store.upsert_workspace(Workspace(tenant_id=kept, name="kept"))
+        await store.upsert_many([make_chunk(doomed, "a", f"alpha wing {i}", i) for i in range(3)])
+        await store.upsert_many([make_chunk(kept, "a", "alpha wing kept")])
+        assert await store.delete_workspace(doomed) == 3
+        assert [w.name for w in await store.list_workspaces()] == ["kept"]
+        assert (await store.corpus_summary(doomed)).passages == 0
+        assert (await store.lexical_candidates(["alpha"], doomed, 10)).candidates == []
+        assert (await store.corpus_summary(kept)).passages == 1
+        assert await store.delete_workspace(uuid.uuid4()) == 0
+
     async def test_concurrent_writes_of_one_tenant_keep_the_statistics_exact(
         self, store: ChunkStore
     ) -> None:

@@ -302,6 +302,12 @@ class InMemoryChunkStore:
             tenant = self._tenants.pop(tenant_id, None)
             return 0 if tenant is None else len(tenant.chunks)
 
+    async def delete_workspace(self, tenant_id: UUID) -> int:
+        with self._lock:
+            self._workspaces.pop(tenant_id, None)
+            tenant = self._tenants.pop(tenant_id, None)
+            return 0 if tenant is None else len(tenant.chunks)
+
     async def get(self, chunk_id: str, tenant_id: UUID) -> StoredChunk | None:
         with self._lock:
             tenant = self._peek(tenant_id)

@@ -125,6 +125,13 @@ class ChunkStore(Protocol):
         """Delete every passage and entity of a tenant; returns passages deleted."""
         ...
 
+    async def delete_workspace(self, tenant_id: UUID) -> int:
+        """Delete a workspace: its record, passages and entities, together or not at all.
+
+        Returns passages deleted; an unknown tenant deletes nothing and returns 0.
+        """
+        ...
+
     async def get(self, chunk_id: str, tenant_id: UUID) -> StoredChunk | None: ...
 
     async def get_by_source(self, source_id: str, tenant_id: UUID) -> list[StoredChunk]:

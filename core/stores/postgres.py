@@ -614,6 +614,19 @@ class PostgresChunkStore:
 
         return await self._run(write, writing="the deletion of the workspace's passages")
 
+    async def delete_workspace(self, tenant_id: UUID) -> int:
+        async def write(conn: asyncpg.Connection) -> int:
+            async with conn.transaction():
+                await conn.execute("DELETE FROM passage_terms WHERE tenant_id = $1", tenant_id)
+                status = await conn.execute("DELETE FROM passages WHERE tenant_id = $1", tenant_id)
+                await conn.execute("DELETE FROM term_df WHERE tenant_id = $1", tenant_id)
+                await conn.execute("DELETE FROM tenant_counters WHERE tenant_id = $1", tenant_id)
+                await conn.execute("DELETE FROM entities WHERE tenant_id = $1", tenant_id)
+                await conn.execute("DELETE FROM workspaces WHERE tenant_id = $1", tenant_id)
+                return int(str(status).rsplit(" ", 1)[-1])
+
+        return await self._run(write, writing="the deletion of the workspace")
+
     async def upsert_entities(self, entities: Sequence[Entity], tenant_id: UUID) -> int:
         for entity in entities:
             check_name(entity.name, "entity")

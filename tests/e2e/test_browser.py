@@ -134,6 +134,18 @@ def settle(page: Page) -> None:
     expect(page.get_by_test_id("stStatusWidget")).to_have_count(0, timeout=60_000)
 
 
+def open_workspace(page: Page, url: str, name: str) -> None:
+    """Go to ``url`` (a link naming workspace ``name``), creating it if the app offers to."""
+    page.goto(url)
+    expect(page.locator("h1").first).to_be_visible()  # the frame (and any offer) came first
+    settle(page)
+    create = page.get_by_role("button", name=f"Create the workspace “{name}”")
+    if create.count():
+        create.click()
+        settle(page)
+    expect(page.get_by_test_id("stSidebar").get_by_role("combobox")).to_have_value(name)
+
+
 def shot(page: Page, name: str) -> None:
     ARTIFACTS.mkdir(exist_ok=True)
     page.wait_for_timeout(700)  # canvas tables and plotly draw after the run ends
@@ -160,6 +172,11 @@ def test_a_deep_link_as_the_servers_first_request_has_the_sidebar(server: str, p
     settle(page)
     sidebar = page.get_by_test_id("stSidebar")
     expect(sidebar.get_by_text("Store: in-memory (lost on restart)")).to_be_visible()
+    # A link never creates a workspace: the page says so and offers it.
+    expect(page.get_by_text("does not exist here: “e2e-first”")).to_be_visible()
+    page.get_by_role("button", name="Create the workspace “e2e-first”").click()
+    settle(page)
+    expect(page.get_by_role("heading", name="Corpus")).to_be_visible()
     expect(sidebar.get_by_role("combobox")).to_have_value("e2e-first")
     expect(page.get_by_text("Page not found")).to_have_count(0)
     expect(sidebar.get_by_role("link", name="Truncation")).to_be_visible()
@@ -170,7 +187,7 @@ def test_a_newcomer_loads_the_sample_searches_and_reads_an_explanation(
     server: str, page: Page, cranfield_184: tuple[dict[str, int], float]
 ) -> None:
     tf, score = cranfield_184
-    page.goto(f"{server}/?ws=e2e")
+    open_workspace(page, f"{server}/?ws=e2e", "e2e")
     expect(page.get_by_role("heading", name="Search")).to_be_visible()
     expect(page.get_by_text("Store: in-memory (lost on restart)")).to_be_visible()
     page.get_by_role("button", name="Load the sample collection").click()
@@ -227,7 +244,7 @@ def test_uploaded_script_and_img_payloads_render_as_text(server: str, page: Page
     payload = ARTIFACTS / "hostile.txt"
     ARTIFACTS.mkdir(exist_ok=True)
     payload.write_text(hostile, encoding="utf-8")
-    page.goto(f"{server}/upload?ws=e2e-xss")
+    open_workspace(page, f"{server}/upload?ws=e2e-xss", "e2e-xss")
     expect(page.get_by_role("heading", name="Upload")).to_be_visible()
     page.locator("input[type=file]").set_input_files(str(payload))
     page.get_by_role("button", name="Index the files").click()

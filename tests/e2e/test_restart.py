@@ -24,7 +24,7 @@ from playwright.sync_api import Browser, Page, expect
 from core import embedded
 
 # The browser fixture and helpers of the main browser test: one Chromium setup for both.
-from tests.e2e.test_browser import browser, free_port, settle
+from tests.e2e.test_browser import browser, free_port, open_workspace, settle
 
 __all__ = ["browser"]  # a fixture: used by name, not referenced
 
@@ -88,7 +88,7 @@ def test_an_uploaded_file_is_found_by_search_after_the_app_restarts(
     try:
         with streamlit(data_dir, "streamlit-restart-1.log") as url:
             page = new_page(browser)
-            page.goto(f"{url}/upload?ws=kept")
+            open_workspace(page, f"{url}/upload?ws=kept", "kept")
             expect(page.get_by_role("heading", name="Upload")).to_be_visible()
             expect(page.get_by_text(label)).to_be_visible()
             page.locator("input[type=file]").set_input_files(str(document))

@@ -25,6 +25,7 @@ from core.bm25 import CorpusStats, ScoreExplanation, corpus_stats, explain_score
 from core.presentation import compare_explanations, escape_text
 from core.readers import read_file
 from core.tokenize import tokenize
+from pages.common import get_service
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = str(ROOT / "app.py")
@@ -69,6 +70,8 @@ pytestmark = pytest.mark.usefixtures("in_memory_store")
 
 
 def app(workspace: str, **params: str) -> AppTest:
+    """The app on ``workspace`` (created first: a link never creates one)."""
+    get_service().create_workspace(workspace)
     at = AppTest.from_file(APP, default_timeout=60)
     at.query_params["ws"] = workspace
     for key, value in params.items():
@@ -459,6 +462,66 @@ def test_a_new_workspace_is_created_selected_and_put_in_the_url() -> None:
     assert at.session_state["workspace"] == name
     assert name in at.selectbox(key="workspace").options
     assert at.query_params["ws"] in (name, [name])
+
+
+def link(workspace: str) -> AppTest:
+    """The app opened from a link naming ``workspace``, created or not."""
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params["ws"] = workspace
+    return at.run()
+
+
+@pytest.mark.parametrize("name", ["Default", "<b>x</b>", "never-made"])
+def test_a_link_to_an_unknown_workspace_says_so_and_offers_to_create_it(name: str) -> None:
+    before = get_service().list_workspaces()
+    at = link(name)
+    no_exception(at)
+    assert get_service().list_workspaces() == before, "a link created a workspace"
+    (warning,) = [w.value for w in at.warning]
+    assert warning.startswith(
+        f"The link names a workspace that does not exist here: “{escape_text(name)}”."
+    )
+    assert at.session_state["workspace"] != name
+    at.button(key="create_linked_workspace").click().run()
+    no_exception(at)
+    assert at.session_state["workspace"] == name
+    assert name in get_service().list_workspaces()
+    get_service().delete_workspace(name)
+
+
+@pytest.mark.parametrize(
+    ("raw", "problem"),
+    [
+        ("   ", "cannot be empty or only spaces"),
+        ("\x00", "cannot contain control characters"),
+        ("a\x00b", "cannot contain control characters"),
+        ("x" * 500, "at most 100 characters"),
+    ],
+)
+def test_a_link_with_an_unusable_workspace_name_is_refused_in_plain_words(
+    raw: str, problem: str
+) -> None:
+    before = get_service().list_workspaces()
+    at = link(raw)
+    no_exception(at)
+    assert get_service().list_workspaces() == before
+    (info,) = [i.value for i in at.info if i.value.startswith("The link")]
+    assert problem in info
+
+
+def test_a_workspace_is_deleted_with_its_passages_only_after_confirmation() -> None:
+    name = fresh()
+    at = app(name)
+    get_service().upload_files([("w.txt", b"wings and flutter")], workspace=name)
+    at.run()
+    assert at.button(key="delete_workspace").disabled
+    at.checkbox(key="confirm_delete_workspace").check().run()
+    at.button(key="delete_workspace").click().run()
+    no_exception(at)
+    assert name not in get_service().list_workspaces()
+    assert get_service().list_sources(workspace=name) == []
+    assert at.session_state["workspace"] == "default"
+    assert any(f"Deleted the workspace “{name}” and its 1 passage." in i.value for i in at.info)
 
 
 @pytest.mark.parametrize(

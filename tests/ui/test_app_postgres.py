@@ -34,6 +34,9 @@ def postgres_service(database_url: str, pg_schema: str) -> Iterator[None]:
 
 def test_the_app_on_postgresql_ranks_cranfield_like_the_domain(database_url: str) -> None:
     expected = Expected()
+    from pages.common import get_service
+
+    get_service().create_workspace("pg-cranfield")  # a link never creates a workspace
     at = AppTest.from_file(APP, default_timeout=120)
     at.query_params["ws"] = "pg-cranfield"
     at.run()

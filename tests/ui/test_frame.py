@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from pages.common import get_service
+
 ROOT = Path(__file__).resolve().parents[2]
 APP = str(ROOT / "app.py")
 #: Modules of pages/ that are not screens.
@@ -61,6 +63,7 @@ def test_every_screen_file_is_registered_with_the_navigation() -> None:
 @pytest.mark.parametrize("path", screens())
 def test_every_screen_has_the_sidebar_and_the_workspace_selector(path: str) -> None:
     workspace = f"frame-{uuid.uuid4().hex[:8]}"
+    get_service().create_workspace(workspace)
     at = AppTest.from_file(APP, default_timeout=60)
     at.query_params["ws"] = workspace
     at.run()

@@ -33,6 +33,7 @@ from core.service import SAMPLE_CORPUS, SAMPLE_QRELS, SAMPLE_QUERIES
 from core.stores.memory import InMemoryChunkStore
 from core.tokenize import tokenize
 from core.truncation import TruncationReport, analyse_truncation, why_not
+from pages.common import get_service
 
 APP = str(SAMPLE_CORPUS.parents[2] / "app.py")
 #: Cranfield query 1: limit 20 cuts three of its unlimited top-10.
@@ -101,6 +102,7 @@ pytestmark = pytest.mark.usefixtures("in_memory_store")
 
 def page(path: str, workspace: str, **params: str) -> AppTest:
     """The app from its entry point with ``params`` in the URL, switched to ``path``."""
+    get_service().create_workspace(workspace)
     at = AppTest.from_file(APP, default_timeout=60)
     at.query_params["ws"] = workspace
     for key, value in params.items():
