@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping, Sequence
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from core.metrics import mrr, ndcg_at_k, recall_at_k
 
@@ -44,6 +44,9 @@ class EvaluationRun(BaseModel):
     mean_ndcg: float
     mean_recall: float
     mean_mrr: float
+    #: query id -> the document ids judged, in rank order (at most k): what a user exports
+    #: to compare with another system.
+    ranked: dict[str, list[str]] = Field(default_factory=dict)
 
 
 def _lines(data: bytes | str) -> list[str]:
@@ -132,4 +135,5 @@ def evaluate_run(
         mean_ndcg=sum(r.ndcg for r in rows) / count,
         mean_recall=sum(r.recall for r in rows) / count,
         mean_mrr=sum(r.mrr for r in rows) / count,
+        ranked={r.query_id: list(ranked_documents.get(r.query_id, []))[:k] for r in rows},
     )

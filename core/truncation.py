@@ -11,20 +11,33 @@ Everything is derived from a single ``lexical_candidates`` call with no limit:
 the store's truncation order is contract, so the first ``limit`` of the full list
 are exactly what a limited call returns. Asking the store once per limit of a
 sweep would cost one round trip per point and risk reading two snapshots.
+
+It works on the candidate columns (numpy): one vectorised scoring, one sort of the
+matching passages by (score desc, id asc), and the sweep from a running count, so a
+million candidates cost arrays, not a million models. Only the k results become
+passages, and the per-candidate rows of the scatter are capped at ``SCATTER_ROWS``
+(evenly spaced over the candidate order, plus every row the screens name), saying
+so in ``candidates_sampled``; building one model per candidate was rejected, it is
+seconds at a million. Positions count from 1 everywhere, as the screens show them.
 """
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Sequence
 
+import numpy as np
+import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict
 
-from core.bm25 import QueryScorer
-from core.ranking import LexicalCandidate, LexicalCandidates, RankedChunk, rank_chunks
+from core.evaluation import documents_in_rank_order
+from core.ranking import LexicalCandidates, RankedChunk, candidate_scores, ranked_rows
 
 #: Points of the overlap-versus-limit sweep (plus the exact safe limit and the total).
 SWEEP_POINTS = 40
+#: Most candidate rows a report carries for the scatter; above it they are sampled.
+SCATTER_ROWS = 1_000
+#: The "no limit" of an analysis or an Evaluate run: larger than any corpus.
+UNLIMITED = 2**62
 
 
 class CandidateRow(BaseModel):
@@ -35,7 +48,7 @@ class CandidateRow(BaseModel):
     chunk_id: str
     source_id: str
     chunk_index: int
-    #: 0-based position in the store's order (matched-term count desc, then id asc).
+    #: 1-based position in the store's order (matched-term count desc, then id asc).
     position: int
     matched_terms: int
     score: float
@@ -51,6 +64,7 @@ class CutPassage(BaseModel):
 
     ranked: RankedChunk
     unlimited_rank: int
+    #: 1-based position in the store's order.
     position: int
     matched_terms: int
 
@@ -80,7 +94,10 @@ class TruncationReport(BaseModel):
     #: The smallest limit whose top-k equals the unlimited top-k.
     smallest_safe_limit: int
     sweep: list[SweepPoint]
+    #: Candidate rows in the store's order: all of them, or a sample (see below).
     candidates: list[CandidateRow]
+    #: True when ``candidates`` is a sample of the matching passages (more than SCATTER_ROWS).
+    candidates_sampled: bool = False
 
 
 class WhyNot(BaseModel):
@@ -91,7 +108,7 @@ class WhyNot(BaseModel):
     chunk_id: str
     contained_terms: list[str]
     missing_terms: list[str]
-    #: 0-based position in the candidate order; None if it contains no query term.
+    #: 1-based position in the candidate order; None if it contains no query term.
     position: int | None
     cut_by_limit: bool
     score: float
@@ -110,19 +127,10 @@ def _check(k: int, limit: int) -> None:
         raise ValueError(f"limit must be >= 0, got {limit}")
 
 
-def _scores(terms: Sequence[str], full: LexicalCandidates) -> list[float]:
-    scorer = QueryScorer(terms, full.stats)
-    return [scorer.score(c.term_frequencies, c.doc_length) for c in full.candidates]
-
-
-def _matched(candidate: LexicalCandidate) -> int:
-    return sum(1 for tf in candidate.term_frequencies.values() if tf > 0)
-
-
-def _top_positions(scores: list[float], ids: list[str], upto: int, k: int) -> list[int]:
-    """Positions of the top-k among the first ``upto`` candidates, by rank_chunks' order."""
-    pool = ((-scores[i], ids[i], i) for i in range(min(upto, len(scores))) if scores[i] > 0.0)
-    return [i for _, _, i in heapq.nsmallest(k, pool)]
+def _ranking(scores: npt.NDArray[np.float64], full: LexicalCandidates) -> npt.NDArray[np.int64]:
+    """Every scoring row (0-based), by score desc then chunk id asc: rank_chunks' order."""
+    rows = np.flatnonzero(scores > 0.0)
+    return rows[np.lexsort((full.id_order[rows], -scores[rows]))]
 
 
 def _sweep_limits(total: int, safe: int, limit: int) -> list[int]:
@@ -132,66 +140,93 @@ def _sweep_limits(total: int, safe: int, limit: int) -> list[int]:
     return sorted(p for p in points if 0 <= p <= total)
 
 
+def _first_below(order: npt.NDArray[np.int64], limit: int, k: int) -> npt.NDArray[np.int64]:
+    """The limited top-k: the first k rows of the unlimited ranking positioned below ``limit``.
+
+    A prefix of the candidates keeps their relative order, so ranking the first ``limit``
+    equals filtering the whole ranking. The ranking is scanned in growing blocks: at a
+    large limit the k are found at once, and a million-row mask per sweep point is avoided.
+    """
+    size = 4 * k + 64
+    while True:
+        head = order[:size]
+        kept = head[head < limit][:k]
+        if len(kept) == k or size >= len(order):
+            return kept
+        size *= 4
+
+
+def _overlaps(order: npt.NDArray[np.int64], k: int, limits: list[int]) -> list[float]:
+    """Share of the unlimited top-k kept at each limit (1.0 when nothing scores)."""
+    top = order[:k]
+    if not len(top):
+        return [1.0 for _ in limits]
+    return [int(np.isin(_first_below(order, limit, k), top).sum()) / len(top) for limit in limits]
+
+
 def analyse_truncation(
     terms: Sequence[str], full: LexicalCandidates, k: int, limit: int
 ) -> TruncationReport:
     """Compare the top-k at ``limit`` with the unlimited top-k, from unlimited candidates."""
     _check(k, limit)
-    scores = _scores(terms, full)
-    ids = [c.chunk.id for c in full.candidates]
-    unlimited_positions = _top_positions(scores, ids, len(ids), k)
-    unlimited_set = set(unlimited_positions)
-    safe = max(unlimited_positions, default=-1) + 1
-
-    def overlap_at(upto: int) -> float:
-        if not unlimited_positions:
-            return 1.0
-        kept = unlimited_set.intersection(_top_positions(scores, ids, upto, k))
-        return len(kept) / len(unlimited_positions)
-
-    unlimited = rank_chunks(terms, full, k)
-    limited = rank_chunks(terms, full.head(limit), k)
+    n = len(full)
+    scores = candidate_scores(terms, full) if terms else np.zeros(n)
+    order = _ranking(scores, full)
+    matched = full.matched_terms
+    unlimited_rows = order[:k]
+    limited_rows = _first_below(order, limit, k)
+    safe = int(unlimited_rows.max()) + 1 if len(unlimited_rows) else 0
+    unlimited = ranked_rows(terms, full, unlimited_rows, scores)
+    limited = ranked_rows(terms, full, limited_rows, scores)
     cut = [
         CutPassage(
             ranked=ranked,
             unlimited_rank=rank,
-            position=pos,
-            matched_terms=_matched(full.candidates[pos]),
+            position=int(row) + 1,
+            matched_terms=int(matched[row]),
         )
-        for rank, (pos, ranked) in enumerate(zip(unlimited_positions, unlimited, strict=True), 1)
-        if pos >= limit
+        for rank, (row, ranked) in enumerate(zip(unlimited_rows, unlimited, strict=True), 1)
+        if row >= limit
     ]
-    all_ranks = {
-        pos: rank
-        for rank, pos in enumerate(_top_positions(scores, ids, len(ids), len(ids)), start=1)
-    }
+    rank_of = np.zeros(n, dtype=np.int64)  # 0: scores nothing
+    rank_of[order] = np.arange(1, len(order) + 1)
+    shown = np.arange(n)
+    sampled = n > SCATTER_ROWS
+    if sampled:
+        named = [unlimited_rows, limited_rows, np.array([limit - 1, limit], dtype=np.int64)]
+        shown = np.unique(
+            np.concatenate([np.linspace(0, n - 1, SCATTER_ROWS).astype(np.int64), *named])
+        )
+        shown = shown[(shown >= 0) & (shown < n)]
+    sources = full.chunks(shown)
     rows = [
         CandidateRow(
-            chunk_id=c.chunk.id,
-            source_id=c.chunk.source_id,
-            chunk_index=c.chunk.chunk_index,
-            position=pos,
-            matched_terms=_matched(c),
-            score=scores[pos],
-            unlimited_rank=all_ranks.get(pos),
-            cut=pos >= limit,
+            chunk_id=chunk.id,
+            source_id=chunk.source_id,
+            chunk_index=chunk.chunk_index,
+            position=int(row) + 1,
+            matched_terms=int(matched[row]),
+            score=float(scores[row]),
+            unlimited_rank=int(rank_of[row]) or None,
+            cut=bool(row >= limit),
         )
-        for pos, c in enumerate(full.candidates)
+        for row, chunk in zip(shown, sources, strict=True)
     ]
+    limits = _sweep_limits(n, safe, limit)
+    overlaps = _overlaps(order, k, [limit, *limits])
     return TruncationReport(
         terms=sorted(set(terms)),
         k=k,
         limit=limit,
-        matching=len(full.candidates),
+        matching=n,
         unlimited=unlimited,
         limited=limited,
         cut=cut,
-        overlap=overlap_at(limit),
+        overlap=overlaps[0],
         smallest_safe_limit=safe,
-        sweep=[
-            SweepPoint(limit=p, overlap=overlap_at(p)) for p in _sweep_limits(len(ids), safe, limit)
-        ],
+        sweep=[SweepPoint(limit=p, overlap=o) for p, o in zip(limits, overlaps[1:], strict=True)],
         candidates=rows,
+        candidates_sampled=sampled,
     )
 
 
@@ -201,33 +236,69 @@ def why_not(
     """Where one passage stands: its terms, candidate position, ranks, and the limit it needs."""
     _check(k, limit)
     wanted = sorted(set(terms))
-    ids = [c.chunk.id for c in full.candidates]
-    if chunk_id not in ids:
+    row = full.row_of(chunk_id)
+    if row is None:
         return WhyNot(
             chunk_id=chunk_id, contained_terms=[], missing_terms=wanted, position=None,
             cut_by_limit=False, score=0.0, unlimited_rank=None, limited_rank=None,
             smallest_limit=None, k=k, limit=limit,
         )  # fmt: skip
-    pos = ids.index(chunk_id)
-    candidate = full.candidates[pos]
-    contained = [t for t in wanted if candidate.term_frequencies.get(t, 0) > 0]
-    scores = _scores(terms, full)
-    unlimited = _top_positions(scores, ids, len(ids), len(ids))
-    limited = _top_positions(scores, ids, limit, k)
-    # It enters the limited top-k at limit pos+1 if fewer than k earlier candidates outrank it;
+    tfs = full.term_frequencies(row)
+    contained = [t for t in wanted if tfs.get(t, 0) > 0]
+    scores = candidate_scores(terms, full) if terms else np.zeros(len(full))
+    score = float(scores[row])
+    order = _ranking(scores, full)
+    found = np.flatnonzero(order == row)
+    limited = _first_below(order, limit, k)
+    in_limited = np.flatnonzero(limited == row)
+    # It enters the limited top-k at limit row+1 if fewer than k earlier candidates outrank it;
     # a larger limit only adds rivals, so no later limit can bring it back.
-    key = (-scores[pos], ids[pos])
-    rivals = sum(1 for i in range(pos) if scores[i] > 0.0 and (-scores[i], ids[i]) < key)
+    ahead = order[: int(found[0])] if len(found) else order[:0]
+    rivals = int(np.count_nonzero(ahead < row))
     return WhyNot(
         chunk_id=chunk_id,
         contained_terms=contained,
         missing_terms=[t for t in wanted if t not in contained],
-        position=pos,
-        cut_by_limit=pos >= limit,
-        score=scores[pos],
-        unlimited_rank=unlimited.index(pos) + 1 if pos in unlimited else None,
-        limited_rank=limited.index(pos) + 1 if pos in limited else None,
-        smallest_limit=pos + 1 if scores[pos] > 0.0 and rivals < k else None,
+        position=row + 1,
+        cut_by_limit=row >= limit,
+        score=score,
+        unlimited_rank=int(found[0]) + 1 if len(found) else None,
+        limited_rank=int(in_limited[0]) + 1 if len(in_limited) else None,
+        smallest_limit=row + 1 if score > 0.0 and rivals < k else None,
         k=k,
         limit=limit,
     )
+
+
+def top_documents(
+    terms: Sequence[str], full: LexicalCandidates, k: int, limits: Sequence[int]
+) -> list[list[str]]:
+    """Per limit, the first ``k`` distinct source ids in the ranking of the first ``limit``.
+
+    Evaluate in bulk: the candidates are scored and sorted once per query, and each
+    limit filters that one ranking (a prefix keeps the relative order); passages are
+    looked up only until k documents are found. Ranking once per limit, with an
+    explanation per passage, was what made 300 queries x 4 limits take minutes.
+    """
+    if k < 0:
+        raise ValueError(f"k must be >= 0, got {k}")
+    scores = candidate_scores(terms, full) if terms else np.zeros(len(full))
+    order = _ranking(scores, full)
+    sources: dict[int, str] = {}
+    found: list[list[str]] = []
+    for limit in limits:
+        if limit < 0:
+            raise ValueError(f"limit must be >= 0, got {limit}")
+        documents: list[str] = []
+        want = 4 * k + 16
+        while True:
+            rows = _first_below(order, limit, want)
+            missing = [int(r) for r in rows if int(r) not in sources]
+            for row, chunk in zip(missing, full.chunks(missing), strict=True):
+                sources[row] = chunk.source_id
+            documents = documents_in_rank_order(sources[int(r)] for r in rows)
+            if len(documents) >= k or len(rows) < want:
+                break
+            want *= 4
+        found.append(documents[:k])
+    return found

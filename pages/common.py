@@ -187,7 +187,7 @@ def score_scatter(view: TruncationView) -> go.Figure:
                 marker={"color": colour, "size": 7, "opacity": 0.6},
                 # Plotly reads hover text as a subset of HTML: source ids are user data.
                 customdata=[
-                    [escape_text(r.source_id), r.chunk_index + 1, r.position + 1] for r in rows
+                    [escape_text(r.source_id), r.chunk_index + 1, r.position] for r in rows
                 ],
                 hovertemplate=(
                     "source %{customdata[0]} · passage %{customdata[1]}<br>"

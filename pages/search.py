@@ -213,11 +213,11 @@ def render_why_not(result: SearchResult) -> None:
             )
             ahead = (
                 "no candidate ahead of it"
-                if why.position == 0
-                else count(why.position, "candidate") + " ahead of it"
+                if why.position == 1
+                else count(why.position - 1, "candidate") + " ahead of it"
             )
             lines.append(
-                f"Candidate #{why.position + 1:,} in the store's order ({ahead}; "
+                f"Candidate #{why.position:,} in the store's order ({ahead}; "
                 f"{CANDIDATE_ORDER}), so {verdict}."
             )
             unlimited = (

@@ -35,7 +35,7 @@ from core.service.analysis import (
     UnlimitedEntry,
     compare_runs,
 )
-from core.service.common import DEFAULT_WORKSPACE, EmptyReason, QueryView
+from core.service.common import DEFAULT_WORKSPACE, UNLIMITED, EmptyReason, QueryView
 from core.service.corpus import TERM_BROWSER_LIMIT, CorpusView, TermInfo, TermPassage
 from core.service.facade import LexplainService, StoreUnavailable
 from core.service.library import (
@@ -59,6 +59,7 @@ __all__ = [
     "SAMPLE_QRELS",
     "SAMPLE_QUERIES",
     "TERM_BROWSER_LIMIT",
+    "UNLIMITED",
     "ChunkingOptions",
     "CorpusView",
     "EmptyReason",

@@ -20,14 +20,12 @@ from core.evaluation import (
     EvaluationRun,
     JudgmentError,
     QueryScore,
-    documents_in_rank_order,
     evaluate_run,
     parse_qrels,
     parse_queries,
 )
-from core.ranking import LexicalCandidates, rank_chunks
 from core.service.common import (
-    _UNLIMITED,
+    UNLIMITED,
     QueryView,
     check_k_limit,
     empty_reason,
@@ -35,7 +33,7 @@ from core.service.common import (
 )
 from core.service.runner import ProgressCallback, StoreRunner
 from core.tokenize import tokenize
-from core.truncation import TruncationReport, WhyNot, analyse_truncation, why_not
+from core.truncation import TruncationReport, WhyNot, analyse_truncation, top_documents, why_not
 
 #: Separates a source id from a passage number (1-based) where a passage is named in words.
 PASSAGE_MARK = "#"
@@ -181,21 +179,6 @@ def compare_runs(a: EvaluationRun, b: EvaluationRun | None = None) -> Evaluation
     )
 
 
-def _top_documents(terms: Sequence[str], handed: LexicalCandidates, k: int) -> list[str]:
-    """The first ``k`` source ids in rank order: more passages are ranked while documents repeat.
-
-    ``rank_chunks`` builds an explanation per returned passage, so ranking every candidate to
-    find k documents would explain hundreds of passages nobody sees; doubling stops early.
-    """
-    want = k
-    while True:
-        ranked = rank_chunks(terms, handed, want)
-        documents = documents_in_rank_order(r.chunk.source_id for r in ranked)
-        if len(documents) >= k or len(ranked) < want:
-            return documents[:k]
-        want *= 2
-
-
 def _decoded(data: bytes, what: str) -> str:
     try:
         return data.decode("utf-8-sig")
@@ -217,7 +200,7 @@ class AnalysisActions(StoreRunner):
         view = query_view(query, k, limit, workspace)
         terms = view["terms"]
         full = await self._store.lexical_candidates(
-            terms, workspace_tenant_id(workspace), _UNLIMITED
+            terms, workspace_tenant_id(workspace), UNLIMITED
         )
         report = analyse_truncation(terms, full, k, limit)
         rows = {row.chunk_id: row for row in report.candidates}
@@ -226,7 +209,7 @@ class AnalysisActions(StoreRunner):
                 rank=rank,
                 chunk=r.chunk,
                 score=r.score,
-                candidate_position=rows[r.chunk.id].position + 1,
+                candidate_position=rows[r.chunk.id].position,
                 matched_terms=rows[r.chunk.id].matched_terms,
                 cut=rows[r.chunk.id].cut,
             )
@@ -242,7 +225,7 @@ class AnalysisActions(StoreRunner):
                     rank=rank,
                     chunk=r.chunk,
                     score=r.score,
-                    candidate_position=row.position + 1,
+                    candidate_position=row.position,
                     matched_terms=row.matched_terms,
                     unlimited_rank=unlimited_rank,
                     movement=unlimited_rank - rank,
@@ -256,7 +239,7 @@ class AnalysisActions(StoreRunner):
             limited=limited,
             limit_max=max(report.matching, limit, 1),
             last_kept_terms=next(
-                (r.matched_terms for r in report.candidates if r.position == limit - 1), None
+                (r.matched_terms for r in report.candidates if r.position == limit), None
             )
             if 0 < limit < report.matching
             else None,
@@ -289,7 +272,7 @@ class AnalysisActions(StoreRunner):
         if chunk is None:
             raise KeyError(f"no passage or source {passage!r} in workspace {workspace!r}")
         terms = tokenize(query)
-        full = await self._store.lexical_candidates(terms, tenant, _UNLIMITED)
+        full = await self._store.lexical_candidates(terms, tenant, UNLIMITED)
         return why_not(terms, full, chunk.id, k, limit)
 
     def passage(self, chunk_id: str, *, workspace: str) -> StoredChunk | None:
@@ -371,10 +354,10 @@ class AnalysisActions(StoreRunner):
         ranked: list[dict[str, list[str]]] = [{} for _ in limits]
         for done, (query_id, text) in enumerate(queries.items(), start=1):
             terms = tokenize(text)
-            full = await self._store.lexical_candidates(terms, tenant, _UNLIMITED)
-            for documents, limit in zip(ranked, limits, strict=True):
-                handed = full.head(limit)
-                documents[query_id] = _top_documents(terms, handed, k)
+            full = await self._store.lexical_candidates(terms, tenant, UNLIMITED)
+            at_limits = top_documents(terms, full, k, limits)
+            for documents, top in zip(ranked, at_limits, strict=True):
+                documents[query_id] = top
             report(done, len(queries), query_id)
         return [
             evaluate_run(queries, qrels, documents, k, limit)

@@ -17,12 +17,10 @@ from core.chunks import StoredChunk
 from core.entities import Entity
 from core.stores.port import ChunkStore
 from core.tokenize import STOPWORDS, raw_terms, tokenize
+from core.truncation import UNLIMITED as UNLIMITED
 
 #: The workspace every fresh store starts with.
 DEFAULT_WORKSPACE = "default"
-#: Large enough to mean "every matching passage" when counting what a limit cuts.
-_UNLIMITED = 2**62
-
 #: Why a search returned nothing, in the words the page shows.
 EmptyReason = Literal[
     "no terms left after stopwords",

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict
 
 from core.bm25 import CorpusStats, inverse_document_frequency
 from core.chunks import StoredChunk, workspace_tenant_id
-from core.service.common import _UNLIMITED
+from core.service.common import UNLIMITED
 from core.service.runner import StoreRunner
 from core.stores.port import CorpusSummary
 from core.tokenize import raw_terms
@@ -92,7 +92,7 @@ class CorpusActions(StoreRunner):
         ]
 
     def term_passages(
-        self, term: str, *, workspace: str, limit: int = _UNLIMITED
+        self, term: str, *, workspace: str, limit: int = UNLIMITED
     ) -> list[TermPassage]:
         """The passages containing ``term``, by tf descending, then source and position."""
         found = self._call(

@@ -18,7 +18,7 @@ from core.chunks import StoredChunk, workspace_tenant_id
 from core.entities import Entity
 from core.ranking import rank_chunks
 from core.service.common import (
-    _UNLIMITED,
+    UNLIMITED,
     QueryView,
     check_k_limit,
     empty_reason,
@@ -174,7 +174,7 @@ class SearchActions(StoreRunner):
     async def _explain(self, query: str, chunk_id: str, workspace: str) -> ScoreExplanation:
         tenant = workspace_tenant_id(workspace)
         terms = tokenize(query)
-        found = await self._store.lexical_candidates(terms, tenant, _UNLIMITED)
+        found = await self._store.lexical_candidates(terms, tenant, UNLIMITED)
         row = found.row_of(chunk_id)
         if row is not None:
             return explain_score(

@@ -153,7 +153,7 @@ def test_the_truncation_page_shows_cores_rankings_and_marks_cut_passages(
         note = cut_notes[cut.ranked.chunk.source_id]
         assert note is not None, f"{cut.ranked.chunk.source_id} is cut but not marked"
         assert note.groups() == (
-            f"{cut.position + 1:,}",
+            f"{cut.position:,}",
             f"{want.matching:,}",
             str(cut.matched_terms),
             str(len(want.terms)),
@@ -217,7 +217,7 @@ def test_a_cut_decided_by_the_passage_id_tie_break_says_so(cranfield: str, direc
     at = page("pages/truncation.py", cranfield, q=query, k="10", limit="20")
     want = direct.report(query, 10, 20)
     by_position = {row.position: row for row in want.candidates}
-    last_kept = by_position[19].matched_terms
+    last_kept = by_position[20].matched_terms
     lines = {
         m[2]: m[4]
         for m in (UNLIMITED_LINE.fullmatch(x) for x in block(at, "**Unlimited top-10**"))
@@ -283,8 +283,8 @@ def test_why_not_on_search_explains_a_cut_passage_with_cores_numbers(
         v for v in markdown(at) if v.startswith(f"**source {cut.source_id} · passage 1**")
     )
     assert want.position is not None
-    assert f"Candidate #{want.position + 1:,} in the store's order" in answer
-    assert f"{want.position:,} candidates ahead of it" in answer
+    assert f"Candidate #{want.position:,} in the store's order" in answer
+    assert f"{want.position - 1:,} candidates ahead of it" in answer
     assert "**the limit 20 cut it**" in answer
     assert f"rank {want.unlimited_rank:,}, score {want.score:.2f}" in answer
     assert "At limit 20: not in the top-10." in answer

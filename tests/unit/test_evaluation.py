@@ -68,3 +68,14 @@ def test_a_run_is_scored_per_judged_query_and_averaged() -> None:
     idcg = 2 + 1 / math.log2(3)
     assert run.rows[1].ndcg == pytest.approx((2 / math.log2(3)) / idcg)
     assert run.mean_mrr == 0.75
+
+
+def test_a_run_carries_the_ranked_documents_it_judged_cut_at_k() -> None:
+    run = evaluate_run(
+        queries={"1": "wing", "2": "body", "3": "unjudged"},
+        qrels={"1": {"a": 1}, "2": {"b": 2}},
+        ranked_documents={"1": ["a", "q", "r"], "3": ["z"]},
+        k=2,
+        limit=100,
+    )
+    assert run.ranked == {"1": ["a", "q"], "2": []}

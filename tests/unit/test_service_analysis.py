@@ -145,7 +145,7 @@ def test_the_truncation_view_carries_cores_report_for_the_same_candidates(
     for entry in view.unlimited:
         row = rows[entry.chunk.id]
         assert (entry.candidate_position, entry.matched_terms) == (
-            row.position + 1,
+            row.position,
             row.matched_terms,
         )
         assert entry.cut is (entry.chunk.id in cut_ids)

@@ -9,10 +9,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from core import truncation
 from core.bm25 import corpus_stats
 from core.chunks import StoredChunk
+from core.evaluation import documents_in_rank_order
 from core.ranking import LexicalCandidate, LexicalCandidates, rank_chunks
-from core.truncation import analyse_truncation, why_not
+from core.truncation import analyse_truncation, top_documents, why_not
 
 TENANT = UUID("00000000-0000-0000-0000-0000000000f1")
 
@@ -45,7 +47,7 @@ def test_a_passage_with_one_rare_term_can_rank_first_and_still_be_cut() -> None:
     assert report.unlimited[0].chunk.source_id == "d8"
     assert "d8" not in [r.chunk.source_id for r in report.limited]
     [cut] = [c for c in report.cut if c.ranked.chunk.source_id == "d8"]
-    assert (cut.unlimited_rank, cut.position, cut.matched_terms) == (1, 8, 1)
+    assert (cut.unlimited_rank, cut.position, cut.matched_terms) == (1, 9, 1)
     assert report.overlap == 2 / 3
     assert report.smallest_safe_limit == 9
     assert report.matching == 9
@@ -56,7 +58,7 @@ def test_why_not_names_the_terms_the_position_and_the_limit_that_keeps_it() -> N
     answer = why_not(QUERY, full, full.candidates[8].chunk.id, k=3, limit=8)
     assert answer.contained_terms == ["hypersonic"]
     assert answer.missing_terms == ["body", "flow", "wing"]
-    assert (answer.position, answer.cut_by_limit, answer.unlimited_rank) == (8, True, 1)
+    assert (answer.position, answer.cut_by_limit, answer.unlimited_rank) == (9, True, 1)
     assert answer.limited_rank is None
     assert answer.smallest_limit == 9
 
@@ -140,3 +142,26 @@ def test_the_smallest_limit_that_keeps_a_passage_is_found_by_brute_force_too(
         None,
     )
     assert answer.smallest_limit == brute
+
+
+def test_a_large_candidate_list_is_sampled_for_the_scatter_and_keeps_every_row_the_screens_name(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(truncation, "SCATTER_ROWS", 4)
+    full = full_candidates([*COMMON, RARE], QUERY)
+    report = analyse_truncation(QUERY, full, k=3, limit=5)
+    assert report.candidates_sampled
+    positions = {row.position for row in report.candidates}
+    assert {5, 6} <= positions  # the last kept and the first cut
+    shown = {row.chunk_id for row in report.candidates}
+    assert {r.chunk.id for r in [*report.unlimited, *report.limited]} <= shown
+    assert len(report.candidates) < len(full)
+
+
+def test_evaluate_in_bulk_finds_at_each_limit_the_documents_ranking_that_limit_finds() -> None:
+    full = full_candidates([*COMMON, RARE], QUERY)
+    limits = [0, 1, 5, 8, 9, 100]
+    bulk = top_documents(QUERY, full, 3, limits)
+    for limit, documents in zip(limits, bulk, strict=True):
+        ranked = rank_chunks(QUERY, full.head(limit), len(full))
+        assert documents == documents_in_rank_order(r.chunk.source_id for r in ranked)[:3]
