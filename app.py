@@ -89,7 +89,13 @@ st.session_state[WORKSPACE_KEY] = st.session_state[WORKSPACE_KEY]
 
 with st.sidebar:
     st.markdown("### lexplain")
-    st.selectbox("Workspace", names, key=WORKSPACE_KEY, help="A separate set of passages.")
+    st.selectbox(
+        "Workspace",
+        names,
+        key=WORKSPACE_KEY,
+        help="A separate set of passages.",
+        on_change=lambda: st.session_state.pop(UNKNOWN_KEY, None),  # a choice answers the offer
+    )
     with st.popover("New workspace", icon=":material/add:"):
         st.text_input("Name", key="new_workspace_name")
         st.button("Create", key="create_workspace", on_click=create_workspace)
@@ -114,7 +120,7 @@ with st.sidebar:
 notice = st.session_state.pop(NOTICE_KEY, None)
 if notice:
     st.info(escape_text(notice))
-unknown = st.session_state.pop(UNKNOWN_KEY, None)  # said once; the button works after
+unknown = st.session_state.get(UNKNOWN_KEY)
 if unknown:
     st.warning(
         f"The link names a workspace that does not exist here: “{escape_text(unknown)}”. "

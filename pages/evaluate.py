@@ -95,14 +95,22 @@ def render_result(result: EvaluationComparison) -> None:
         "on the Search page)"
     )
     rows = table_rows(result, metric, k)
-    number = st.column_config.NumberColumn(format="%.4f")
-    config: dict[str, Any] = {"B − A": st.column_config.NumberColumn(format="%+.4f")}
+    # Widths chosen so every column fits the main area at 1280 px; the query text is the one
+    # column that may be clipped (hover shows it whole, the CSV has it).
+    number = st.column_config.NumberColumn(format="%.4f", width="small")
+    config: dict[str, Any] = {
+        "query id": st.column_config.TextColumn(width="small"),
+        "query": st.column_config.TextColumn(width="medium"),
+        "judged": st.column_config.NumberColumn(width="small"),
+        "B − A": st.column_config.NumberColumn(format="%+.4f", width="small"),
+    }
     for name, run in (("A", a), ("B", b)):
         if run is not None:
             config[column_name(name, run.limit)] = number
             config[f"Search {name}"] = st.column_config.LinkColumn(
                 f"Search {name}",
-                display_text=f"open at limit {run.limit:,}",
+                display_text="open",
+                width="small",
                 help=f"this query on the Search page, k = {k}, limit {run.limit:,}",
             )
     st.dataframe(rows, column_config=config, hide_index=True, key="ev_table")
