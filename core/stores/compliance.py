@@ -471,6 +471,37 @@ class ChunkStoreCompliance:
         assert (summary.passages, summary.vocabulary) == (3, len(vocabulary))
         assert [t.term for t in await store.terms_with_prefix("part", tenant, 10)] == ["part0"]
 
+    async def test_replacing_many_sources_at_once_equals_replacing_them_one_by_one(
+        self, store: ChunkStore
+    ) -> None:
+        tenant = uuid.uuid4()
+        await store.upsert_many(corpus_chunks(tenant))
+        ocean = Entity(name="Ocean", kind="place")
+        a = [make_chunk(tenant, "doc-a", "new ocean words", 0, entity_ids=[ocean.entity_id])]
+        new = [make_chunk(tenant, "doc-new", f"fresh part{i} glacier", i) for i in range(3)]
+        removed = await store.replace_sources(tenant, [("doc-a", a), ("doc-new", new)], [ocean])
+        assert removed == [2, 0]
+        assert await store.get_by_source("doc-a", tenant) == a
+        assert await store.get_by_source("doc-new", tenant) == new
+        assert await store.get_entities([ocean.entity_id], tenant) == [ocean]
+        remaining = [c for c in corpus_chunks(tenant) if c.source_id != "doc-a"] + a + new
+        terms = ["ocean", "glacier", "part2", "words"]
+        found = await store.lexical_candidates(terms, tenant, 100)
+        assert found.stats == corpus_stats([tokenize(c.text) for c in remaining], terms)
+
+    async def test_a_batch_with_one_bad_source_writes_nothing_of_any(
+        self, store: ChunkStore
+    ) -> None:
+        tenant = uuid.uuid4()
+        await store.upsert_many(corpus_chunks(tenant))
+        before = await snapshot(store, tenant)
+        good = [make_chunk(tenant, "doc-a", "replacement ocean", 0)]
+        misfiled = [make_chunk(tenant, "doc-b", "filed under the wrong source", 0)]
+        for batch in ([("doc-a", good), ("doc-c", misfiled)], [("doc-a", good), ("doc-a", good)]):
+            with pytest.raises(ValueError, match="source"):
+                await store.replace_sources(tenant, batch)
+            assert await snapshot(store, tenant) == before
+
     async def test_replacing_a_source_with_nothing_empties_it(self, store: ChunkStore) -> None:
         tenant = uuid.uuid4()
         await store.upsert_many(corpus_chunks(tenant))

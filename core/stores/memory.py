@@ -46,6 +46,7 @@ from core.stores.port import (
     Workspace,
     check_name,
     checked_for_write,
+    checked_sources,
     distinct_terms,
     passage_terms,
 )
@@ -273,19 +274,34 @@ class InMemoryChunkStore:
     async def replace_source(
         self, source_id: str, tenant_id: UUID, chunks: Sequence[StoredChunk]
     ) -> int:
-        batch = [
-            _copy(chunk)
-            for chunk in checked_for_write(chunks, tenant_id=tenant_id, source_id=source_id)
+        return (await self.replace_sources(tenant_id, [(source_id, chunks)]))[0]
+
+    async def replace_sources(
+        self,
+        tenant_id: UUID,
+        sources: Sequence[tuple[str, Sequence[StoredChunk]]],
+        entities: Sequence[Entity] = (),
+    ) -> list[int]:
+        checked = [
+            (source_id, [_copy(chunk) for chunk in batch])
+            for source_id, batch in checked_sources(tenant_id, sources)
         ]
-        keep = {chunk.id for chunk in batch}
+        for entity in entities:
+            check_name(entity.name, "entity")
+        latest = {entity.entity_id: entity.model_copy() for entity in entities}
+        removed = []
         with self._lock:
             tenant = self._tenant(tenant_id)
-            orphans = sorted(tenant.sources.get(source_id, set()) - keep)
-            for orphan in orphans:
-                tenant.remove(orphan)
-            for chunk in batch:
-                tenant.add(chunk)
-        return len(orphans)
+            tenant.entities.update(latest)
+            for source_id, batch in checked:
+                keep = {chunk.id for chunk in batch}
+                orphans = sorted(tenant.sources.get(source_id, set()) - keep)
+                for orphan in orphans:
+                    tenant.remove(orphan)
+                for chunk in batch:
+                    tenant.add(chunk)
+                removed.append(len(orphans))
+        return removed
 
     async def delete_by_source(self, source_id: str, tenant_id: UUID) -> int:
         with self._lock:

@@ -117,6 +117,19 @@ class ChunkStore(Protocol):
         """
         ...
 
+    async def replace_sources(
+        self,
+        tenant_id: UUID,
+        sources: Sequence[tuple[str, Sequence[StoredChunk]]],
+        entities: Sequence[Entity] = (),
+    ) -> list[int]:
+        """``replace_source`` for many sources plus ``upsert_entities``, all in one atomic
+        write (bulk loading); returns the orphans removed per source, in the order given.
+
+        Everything is checked before anything is written; a source named twice is rejected.
+        """
+        ...
+
     async def delete_by_source(self, source_id: str, tenant_id: UUID) -> int:
         """Delete a source's passages; returns how many."""
         ...
@@ -220,6 +233,22 @@ def check_name(name: str, what: str) -> None:
 def distinct_terms(terms: Iterable[str]) -> list[str]:
     """The requested terms, deduplicated and sorted: the keys of ``doc_frequencies``."""
     return sorted(set(terms))
+
+
+def checked_sources(
+    tenant_id: UUID, sources: Sequence[tuple[str, Sequence[StoredChunk]]]
+) -> list[tuple[str, list[StoredChunk]]]:
+    """``checked_for_write`` per source of a batch; a source named twice is rejected."""
+    seen: set[str] = set()
+    checked = []
+    for source_id, chunks in sources:
+        if source_id in seen:
+            raise ValueError(f"source {source_id!r} appears twice in one batch")
+        seen.add(source_id)
+        checked.append(
+            (source_id, checked_for_write(chunks, tenant_id=tenant_id, source_id=source_id))
+        )
+    return checked
 
 
 def checked_for_write(

@@ -6,14 +6,19 @@ from the one shared tokenizer; ``tsvector`` has its own parser and stemming and
 ``ts_rank`` is not BM25, so rankings would differ (and it measured ~7x slower at
 100k passages, see ../shared/notes/postgres-facts.md). The costs of the term table
 are paid with a per-tenant counters row and a per-(tenant, term) df table, both
-maintained in the same transaction as every write, and a covering index on
-(tenant_id, term) INCLUDE (chunk_id, tf). The candidate query counts matched terms
-and collects the tf arrays in the same pass over the postings; the notes' "count
-first, tf later" (a second pass for the survivors' tf) measured 1.3-3x slower here
-on Cranfield and on 100k Zipf passages, but the notes saw one-pass aggregation spill
-past work_mem at 1M passages, so that is where the two-pass form should come back.
+maintained in the same transaction as every write, and one index on the term table
+that is both its key and the candidate query's covering index: (tenant_id, term,
+chunk_id) INCLUDE (tf). A second key by chunk (to delete a passage's rows) and a
+foreign key to passages doubled the cost of every term row inserted (EXPLAIN, see
+docs/scaling.md); a passage's rows are found by key from its own text instead.
+The candidate query counts matched terms and collects the tf arrays in the same
+pass over the postings; the notes' "count first, tf later" (a second pass for the
+survivors' tf) measured 1.3-3x slower here on Cranfield and on 100k Zipf passages, but
+the notes saw one-pass aggregation spill past work_mem at 1M passages, so that is where
+the two-pass form should come back.
 Writes stage rows with COPY and move them with INSERT ... SELECT inside the
-transaction, instead of row-by-row INSERTs.
+transaction, instead of row-by-row INSERTs; ``replace_sources`` writes many documents in
+one such transaction, which is how ``load`` reaches COPY speed.
 
 Each tenant is tokenised with its workspace's profile (``workspaces.profile``).
 A write stages its rows under the profile it read, then, inside its transaction,
@@ -27,7 +32,9 @@ of a second schema per tenant; one transaction is simpler and exactly as atomic.
 Reads of one query happen in one REPEATABLE READ read-only transaction, so the
 statistics, the document frequencies and the candidates come from one snapshot.
 Calls are retried on a lost connection (a server restart, a killed backend):
-reads trivially, writes because they are one transaction, idempotent by key.
+reads trivially, writes because they are one transaction, idempotent by key. Every call
+is bounded (see ``_attempt``); after the retries a write fails with ``ConnectionLost``
+saying in plain words that nothing of it was stored.
 """
 
 from __future__ import annotations
@@ -37,6 +44,7 @@ import contextlib
 import hashlib
 import json
 import re
+from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any, Final, TypeVar
 from uuid import UUID
@@ -57,6 +65,7 @@ from core.stores.port import (
     Workspace,
     check_name,
     checked_for_write,
+    checked_sources,
     distinct_terms,
     is_storable,
     passage_terms,
@@ -125,11 +134,8 @@ CREATE TABLE IF NOT EXISTS passage_terms (
     chunk_id text COLLATE "C" NOT NULL,
     term text COLLATE "C" NOT NULL,
     tf integer NOT NULL CHECK (tf > 0),
-    PRIMARY KEY (tenant_id, chunk_id, term),
-    FOREIGN KEY (tenant_id, chunk_id) REFERENCES passages (tenant_id, id) ON DELETE CASCADE
+    PRIMARY KEY (tenant_id, term, chunk_id) INCLUDE (tf)
 );
-CREATE INDEX IF NOT EXISTS passage_terms_by_term
-    ON passage_terms (tenant_id, term) INCLUDE (chunk_id, tf);
 CREATE TABLE IF NOT EXISTS tenant_counters (
     tenant_id uuid PRIMARY KEY,
     passages bigint NOT NULL CHECK (passages >= 0),
@@ -154,6 +160,36 @@ CREATE TABLE IF NOT EXISTS workspaces (
 );
 ALTER TABLE workspaces ADD COLUMN IF NOT EXISTS profile text NOT NULL DEFAULT 'plain';
 """
+
+#: Databases created before bulk loading (the schema of 2026-11) had two indexes on
+#: passage_terms, a key (tenant_id, chunk_id, term) and a covering (tenant_id, term) INCLUDE
+#: (chunk_id, tf), plus a foreign key to passages checked row by row. EXPLAIN (ANALYZE,
+#: BUFFERS) of one 2,000-passage batch put 4.1 of its 5.9 s in maintaining them. Now one
+#: index is both key and covering index. An old database is migrated once, at connect, under
+#: the schema lock: the key is rebuilt (about a minute per 10M term rows; a NOTICE says so).
+_MIGRATE: Final = """
+DO $$
+DECLARE old record;
+BEGIN
+    FOR old IN
+        SELECT c.conname FROM pg_constraint c
+        WHERE c.conrelid = 'passage_terms'::regclass AND c.contype = 'f'
+    LOOP
+        EXECUTE format('ALTER TABLE passage_terms DROP CONSTRAINT %I', old.conname);
+    END LOOP;
+    SELECT c.conname INTO old FROM pg_constraint c
+    JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = c.conkey[2]
+    WHERE c.conrelid = 'passage_terms'::regclass AND c.contype = 'p' AND a.attname = 'chunk_id';
+    IF FOUND THEN
+        RAISE NOTICE 'lexplain: rebuilding the term index of a database from before bulk loading';
+        EXECUTE format('ALTER TABLE passage_terms DROP CONSTRAINT %I', old.conname);
+        ALTER TABLE passage_terms ADD PRIMARY KEY (tenant_id, term, chunk_id) INCLUDE (tf);
+    END IF;
+    DROP INDEX IF EXISTS passage_terms_by_term;
+END $$;
+"""
+#: Sorts of a bulk batch (its term rows by term) stay in memory instead of spilling to disk.
+_WRITE_WORK_MEM: Final = "SET LOCAL work_mem = '256MB'"
 
 _STAGE: Final = """
 CREATE TEMP TABLE stage_passages (
@@ -201,7 +237,18 @@ WHERE p.tenant_id = s.tenant_id AND p.id = s.id
   AND (p.chunk_index, p.start_char, p.end_char, p.entity_ids, p.metadata)
       IS DISTINCT FROM (s.chunk_index, s.start_char, s.end_char, s.entity_ids, s.metadata::jsonb)
 """
-#: In term order: the covering index then grows in runs (measured ~1.6x faster than unsorted).
+#: When every staged passage was new (a bulk load): no join, straight from the staging table,
+#: in key order so the one index grows in runs.
+_INSERT_ALL_TERMS: Final = """
+INSERT INTO passage_terms (tenant_id, chunk_id, term, tf)
+SELECT tenant_id, chunk_id, term, tf FROM stage_terms ORDER BY tenant_id, term, chunk_id
+"""
+_ADD_ALL_DF: Final = """
+INSERT INTO term_df (tenant_id, term, df)
+SELECT tenant_id, term, count(*) FROM stage_terms GROUP BY tenant_id, term ORDER BY tenant_id, term
+ON CONFLICT (tenant_id, term) DO UPDATE SET df = term_df.df + EXCLUDED.df
+"""
+#: In key order: the index then grows in runs (measured ~1.6x faster than unsorted).
 _INSERT_TERMS: Final = """
 INSERT INTO passage_terms (tenant_id, chunk_id, term, tf)
 SELECT t.tenant_id, t.chunk_id, t.term, t.tf
@@ -229,9 +276,23 @@ _ADD_COUNTERS: Final = """
 UPDATE tenant_counters SET passages = passages + $2, tokens = tokens + $3 WHERE tenant_id = $1
 RETURNING passages
 """
-_REMOVED_DF: Final = """
-SELECT term, count(*)::integer AS n FROM passage_terms
-WHERE tenant_id = $1 AND chunk_id = ANY($2::text[]) GROUP BY term ORDER BY term
+#: The batch's entities in one statement (ids are distinct: ON CONFLICT touches a row once).
+_UPSERT_ENTITIES: Final = """
+INSERT INTO entities (tenant_id, id, name, kind)
+SELECT $1, u.id, u.name, u.kind FROM unnest($2::uuid[], $3::text[], $4::text[]) AS u(id, name, kind)
+ON CONFLICT (tenant_id, id) DO UPDATE SET name = EXCLUDED.name, kind = EXCLUDED.kind
+"""
+_DOOMED: Final = """
+SELECT id, text, doc_length FROM passages WHERE tenant_id = $1 AND id = ANY($2::text[])
+"""
+_DELETE_TERMS_BY_KEY: Final = """
+DELETE FROM passage_terms p USING unnest($2::text[], $3::text[]) AS g(term, chunk_id)
+WHERE p.tenant_id = $1 AND p.term = g.term AND p.chunk_id = g.chunk_id
+RETURNING p.term, p.tf
+"""
+#: The fallback: every term row of the passages, by a scan of the tenant's term rows.
+_DELETE_TERMS_BY_CHUNK: Final = """
+DELETE FROM passage_terms WHERE tenant_id = $1 AND chunk_id = ANY($2::text[]) RETURNING term, tf
 """
 _DROP_DF: Final = """
 DELETE FROM term_df d USING unnest($2::text[], $3::integer[]) AS g(term, n)
@@ -536,31 +597,74 @@ class PostgresChunkStore:
     async def replace_source(
         self, source_id: str, tenant_id: UUID, chunks: Sequence[StoredChunk]
     ) -> int:
-        batch = checked_for_write(chunks, tenant_id=tenant_id, source_id=source_id)
+        removed = await self._replace(tenant_id, [(source_id, chunks)], (), f"source {source_id!r}")
+        return removed[0]
+
+    async def replace_sources(
+        self,
+        tenant_id: UUID,
+        sources: Sequence[tuple[str, Sequence[StoredChunk]]],
+        entities: Sequence[Entity] = (),
+    ) -> list[int]:
+        what = f"{len(sources)} source{'s' if len(sources) != 1 else ''}"
+        return await self._replace(tenant_id, sources, entities, what)
+
+    async def _replace(
+        self,
+        tenant_id: UUID,
+        sources: Sequence[tuple[str, Sequence[StoredChunk]]],
+        entities: Sequence[Entity],
+        what: str,
+    ) -> list[int]:
+        """One transaction: lock the sources, upsert the entities, delete the orphans, then
+        stage every passage and term row with COPY and move them in set-based statements."""
+        checked = checked_sources(tenant_id, sources)
+        for entity in entities:
+            check_name(entity.name, "entity")
+        latest = list({entity.entity_id: entity for entity in entities}.values())
+        batch = [chunk for _, chunks in checked for chunk in chunks]
         keep = {chunk.id for chunk in batch}
+        source_ids = [source_id for source_id, _ in checked]
+        locks = sorted({_source_lock_key(tenant_id, source_id) for source_id in source_ids})
         profiles = await self._profiles([tenant_id])
         rows = _stage_rows(batch, profiles)
 
-        async def write(conn: asyncpg.Connection) -> tuple[int, bool]:
+        async def write(conn: asyncpg.Connection) -> tuple[list[int], bool]:
             nonlocal profiles, rows
             async with conn.transaction():
                 now = await _locked_profiles(conn, [tenant_id])
                 if now != profiles:  # a re-index committed since we staged: stage again
                     profiles, rows = now, _stage_rows(batch, now)
+                # Sorted keys: two batches sharing sources cannot deadlock on their locks.
                 await conn.execute(
-                    "SELECT pg_advisory_xact_lock($1)", _source_lock_key(tenant_id, source_id)
+                    "SELECT pg_advisory_xact_lock(k) FROM unnest($1::bigint[]) AS k ORDER BY k",
+                    locks,
                 )
+                if latest:
+                    await conn.execute(
+                        _UPSERT_ENTITIES,
+                        tenant_id,
+                        [e.entity_id for e in latest],
+                        [e.name for e in latest],
+                        [e.kind for e in latest],
+                    )
                 existing = await conn.fetch(
-                    "SELECT id FROM passages WHERE tenant_id = $1 AND source_id = $2",
+                    "SELECT id, source_id FROM passages WHERE tenant_id = $1 "
+                    "AND source_id = ANY($2::text[])",
                     tenant_id,
-                    source_id,
+                    source_ids,
                 )
                 orphans = sorted(r["id"] for r in existing if r["id"] not in keep)
-                removed_tokens = await _delete_ids(conn, tenant_id, orphans)
+                per_source = dict.fromkeys(source_ids, 0)
+                for r in existing:
+                    if r["id"] not in keep:
+                        per_source[r["source_id"]] += 1
+                profile = profiles.get(tenant_id, DEFAULT_PROFILE)
+                removed_tokens = await _delete_ids(conn, tenant_id, orphans, profile)
                 delta = {tenant_id: (-len(orphans), -removed_tokens)}
-                return len(orphans), await _write_new(conn, rows, delta)
+                return [per_source[s] for s in source_ids], await _write_new(conn, rows, delta)
 
-        removed, bulk = await self._run(write, writing=f"source {source_id!r}")
+        removed, bulk = await self._run(write, writing=what)
         if bulk:
             await self._refresh_statistics()
         return removed
@@ -595,7 +699,9 @@ class PostgresChunkStore:
                     source_id,
                 )
                 ids = sorted(r["id"] for r in rows)
-                tokens = await _delete_ids(conn, tenant_id, ids)
+                profiles = await _locked_profiles(conn, [tenant_id])
+                profile = profiles.get(tenant_id, DEFAULT_PROFILE)
+                tokens = await _delete_ids(conn, tenant_id, ids, profile)
                 if ids:
                     await _add_counters(conn, tenant_id, -len(ids), -tokens)
                 return len(ids)
@@ -911,6 +1017,7 @@ async def _create_schema(conn: asyncpg.Connection, schema: str | None) -> None:
             # Validated against _IDENTIFIER by the caller; DDL cannot take parameters.
             await conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
         await conn.execute(_SCHEMA)
+        await conn.execute(_MIGRATE)
 
 
 #: One passage staged for COPY: its row and its term rows.
@@ -962,10 +1069,15 @@ async def _write_new(
         await conn.copy_records_to_table(
             "stage_terms", records=[term for _, terms in staged for term in terms]
         )
-        await conn.execute(_INSERT_NEW)
-        await conn.execute(_UPDATE_EXISTING)
-        await conn.execute(_INSERT_TERMS)
-        await conn.execute(_ADD_DF)
+        await conn.execute(_WRITE_WORK_MEM)
+        inserted = int(str(await conn.execute(_INSERT_NEW)).rsplit(" ", 1)[-1])
+        if inserted == len(staged):
+            await conn.execute(_INSERT_ALL_TERMS)
+            await conn.execute(_ADD_ALL_DF)
+        else:
+            await conn.execute(_UPDATE_EXISTING)
+            await conn.execute(_INSERT_TERMS)
+            await conn.execute(_ADD_DF)
         for row in await conn.fetch(_NEW_TOTALS):
             passages, tokens = totals.get(row["tenant_id"], (0, 0))
             totals[row["tenant_id"]] = (passages + row["passages"], tokens + row["tokens"])
@@ -973,7 +1085,7 @@ async def _write_new(
         passages, tokens = totals[tenant_id]
         if passages or tokens:
             after = await _add_counters(conn, tenant_id, passages, tokens)
-            bulk = bulk or (passages >= _BULK_PASSAGES and passages * 10 >= after)
+            bulk = bulk or (passages >= _BULK_PASSAGES and passages * 2 >= after)
     return bulk
 
 
@@ -985,17 +1097,35 @@ async def _add_counters(
     return int(await conn.fetchval(_ADD_COUNTERS, tenant_id, passages, tokens))
 
 
-async def _delete_ids(conn: asyncpg.Connection, tenant_id: UUID, ids: list[str]) -> int:
-    """Delete passages (their terms cascade) and lower the df table; returns tokens removed."""
+async def _delete_ids(
+    conn: asyncpg.Connection, tenant_id: UUID, ids: list[str], profile: Profile
+) -> int:
+    """Delete passages and their term rows and lower the df table; returns tokens removed.
+
+    The term rows are found through the key (tenant_id, term, chunk_id) from the passages'
+    own text, tokenised as when they were written (the workspace row is locked, so no
+    re-index runs meanwhile). If fewer tf add up than the passages' lengths (a tokenizer that
+    changed since), the rest are found by chunk id, slowly but completely.
+    """
     if not ids:
         return 0
-    removed = await conn.fetch(_REMOVED_DF, tenant_id, ids)
-    terms = [r["term"] for r in removed]
-    counts = [r["n"] for r in removed]
+    found = await conn.fetch(_DOOMED, tenant_id, ids)
+    keys: list[tuple[str, str]] = []
+    for row in found:
+        keys.extend((term, row["id"]) for term in passage_terms(row["text"], profile)[1])
+    tokens = sum(int(row["doc_length"]) for row in found)
+    gone = await conn.fetch(
+        _DELETE_TERMS_BY_KEY, tenant_id, [t for t, _ in keys], [c for _, c in keys]
+    )
+    if sum(int(r["tf"]) for r in gone) != tokens:
+        gone = [*gone, *await conn.fetch(_DELETE_TERMS_BY_CHUNK, tenant_id, ids)]
+    removed = Counter(str(r["term"]) for r in gone)
+    terms = sorted(removed)
+    counts = [removed[t] for t in terms]
     await conn.execute(_DROP_DF, tenant_id, terms, counts)
     await conn.execute(_LOWER_DF, tenant_id, terms, counts)
-    lengths = await conn.fetch(_DELETE_PASSAGES, tenant_id, ids)
-    return sum(int(r["doc_length"]) for r in lengths)
+    await conn.execute(_DELETE_PASSAGES, tenant_id, ids)
+    return tokens
 
 
 async def _read_profiles(

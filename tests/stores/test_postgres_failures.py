@@ -29,9 +29,9 @@ from core.stores.postgres import PostgresChunkStore
 #: Passages per version of the source being replaced.
 PASSAGES = 60
 #: Writes made while a killer terminates writing backends (the hang showed in 3 of 4 runs of 20).
-KILLED_WRITES = 12
+KILLED_WRITES = 8
 #: Passages per killed write: enough COPY data (~2 MB) to fill a stalled backend's socket.
-KILLED_PASSAGES = 1_500
+KILLED_PASSAGES = 1_000
 #: Seconds a write may take while its backend is being killed: a guard against a wait without
 #: end (the retries pause 0.1 + 0.2 s), not a speed assertion.
 RETURN_BOUND_S = 30.0

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import uuid
 
+import asyncpg
 import pytest
 
-from core.stores.compliance import ChunkStoreCompliance, corpus_chunks
+from core.stores.compliance import ChunkStoreCompliance, corpus_chunks, snapshot
 from core.stores.port import ChunkStore
 from core.stores.postgres import PostgresChunkStore
 
@@ -42,3 +43,112 @@ async def test_connecting_twice_to_one_schema_keeps_its_data(
         assert (await again.corpus_summary(tenant)).passages == len(corpus_chunks(tenant))
     finally:
         await again.close()
+
+
+async def test_every_key_and_unique_index_leads_with_tenant_id_so_citus_can_distribute_by_it(
+    database_url: str, pg_schema: str, pg_store: PostgresChunkStore
+) -> None:
+    conn = await asyncpg.connect(database_url)
+    try:
+        constraints = await conn.fetch(
+            """
+            SELECT c.conrelid::regclass::text AS tab, c.conname, c.contype::text AS contype,
+                   (SELECT array_agg(a.attname ORDER BY k.ord)
+                    FROM unnest(c.conkey) WITH ORDINALITY AS k(attnum, ord)
+                    JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = k.attnum
+                   ) AS columns
+            FROM pg_constraint c JOIN pg_namespace n ON n.oid = c.connamespace
+            WHERE n.nspname = $1 AND c.contype IN ('p', 'u', 'f')
+            """,
+            pg_schema,
+        )
+        unique_indexes = await conn.fetch(
+            """
+            SELECT i.indexrelid::regclass::text AS name, a.attname AS first
+            FROM pg_index i JOIN pg_class t ON t.oid = i.indrelid
+            JOIN pg_namespace n ON n.oid = t.relnamespace
+            JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
+            WHERE n.nspname = $1 AND i.indisunique
+            """,
+            pg_schema,
+        )
+        tables = await conn.fetch(
+            "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = $1 AND c.relkind = 'r'",
+            pg_schema,
+        )
+        without_tenant = await conn.fetch(
+            "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = $1 AND c.relkind = 'r' AND NOT EXISTS (SELECT 1 FROM "
+            "pg_attribute a WHERE a.attrelid = c.oid AND a.attname = 'tenant_id')",
+            pg_schema,
+        )
+    finally:
+        await conn.close()
+    assert len(tables) >= 6
+    assert [r["relname"] for r in without_tenant] == []
+    assert {r["contype"] for r in constraints} >= {"p"}
+    leading = [(r["tab"], r["conname"], r["columns"][0]) for r in constraints]
+    assert [c for c in leading if c[2] != "tenant_id"] == []
+    assert unique_indexes
+    assert [(r["name"], r["first"]) for r in unique_indexes if r["first"] != "tenant_id"] == []
+
+
+#: passage_terms as databases created before bulk loading have it (two indexes, a foreign key).
+OLD_PASSAGE_TERMS = """
+CREATE TABLE passage_terms (
+    tenant_id uuid NOT NULL,
+    chunk_id text COLLATE "C" NOT NULL,
+    term text COLLATE "C" NOT NULL,
+    tf integer NOT NULL CHECK (tf > 0),
+    PRIMARY KEY (tenant_id, chunk_id, term),
+    FOREIGN KEY (tenant_id, chunk_id) REFERENCES passages (tenant_id, id) ON DELETE CASCADE
+);
+CREATE INDEX passage_terms_by_term ON passage_terms (tenant_id, term) INCLUDE (chunk_id, tf);
+"""
+
+
+async def test_a_database_from_before_bulk_loading_is_migrated_and_keeps_its_passages(
+    database_url: str,
+) -> None:
+    schema = f"t_{uuid.uuid4().hex}"
+    tenant = uuid.uuid4()
+    chunks = corpus_chunks(tenant)
+    store = await PostgresChunkStore.connect(database_url, schema=schema)
+    conn = await asyncpg.connect(database_url, server_settings={"search_path": schema})
+    try:
+        await store.upsert_many(chunks)
+        expected = await snapshot(store, tenant)
+        await conn.execute("ALTER TABLE passage_terms RENAME TO new_terms")
+        await conn.execute(OLD_PASSAGE_TERMS)
+        await conn.execute("INSERT INTO passage_terms SELECT * FROM new_terms")
+        await conn.execute("DROP TABLE new_terms")
+        await store.close()
+        store = await PostgresChunkStore.connect(database_url, schema=schema)
+        indexes = await conn.fetch(
+            "SELECT indexdef FROM pg_indexes WHERE schemaname = $1 AND tablename = 'passage_terms'",
+            schema,
+        )
+        assert [r["indexdef"].split(" USING ")[1] for r in indexes] == [
+            "btree (tenant_id, term, chunk_id) INCLUDE (tf)"
+        ]
+        assert (
+            await conn.fetchval(
+                "SELECT count(*) FROM pg_constraint WHERE conrelid = 'passage_terms'::regclass "
+                "AND contype = 'f'"
+            )
+            == 0
+        )
+        assert await snapshot(store, tenant) == expected
+        assert await store.delete_by_source("doc-a", tenant) == 2
+        assert (
+            await conn.fetchval(
+                "SELECT count(*) FROM passage_terms p WHERE NOT EXISTS (SELECT 1 FROM passages q "
+                "WHERE q.tenant_id = p.tenant_id AND q.id = p.chunk_id)"
+            )
+            == 0
+        )
+    finally:
+        await store.close()
+        await conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
+        await conn.close()

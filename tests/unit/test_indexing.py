@@ -12,7 +12,7 @@ from uuid import UUID
 import pytest
 
 from core.chunks import ChunkingOptions, SourceDocument, StoredChunk, workspace_tenant_id
-from core.entities import RuleBasedExtractor, entity_id, load_entity_list
+from core.entities import Entity, RuleBasedExtractor, entity_id, load_entity_list
 from core.indexing import (
     DocumentRow,
     IndexReport,
@@ -34,13 +34,19 @@ class FailingStore(InMemoryChunkStore):
     def __init__(self, failing_source: str) -> None:
         super().__init__()
         self.failing_source = failing_source
+        #: The sources of each write, in order.
+        self.batches: list[list[str]] = []
 
-    async def replace_source(
-        self, source_id: str, tenant_id: UUID, chunks: Sequence[StoredChunk]
-    ) -> int:
-        if source_id == self.failing_source:
+    async def replace_sources(
+        self,
+        tenant_id: UUID,
+        sources: Sequence[tuple[str, Sequence[StoredChunk]]],
+        entities: Sequence[Entity] = (),
+    ) -> list[int]:
+        self.batches.append([source_id for source_id, _ in sources])
+        if any(source_id == self.failing_source for source_id, _ in sources):
             raise ConnectionError("connection lost")
-        return await super().replace_source(source_id, tenant_id, chunks)
+        return await super().replace_sources(tenant_id, sources, entities)
 
 
 async def load(
@@ -98,7 +104,7 @@ async def test_a_store_failure_rejects_that_document_only_and_keeps_what_it_had(
         tenant_id=TENANT, source_id="b.txt", text="Old beta.", chunk_index=0, start_char=0,
         end_char=9,
     )  # fmt: skip
-    await InMemoryChunkStore.replace_source(store, "b.txt", TENANT, [old])
+    await InMemoryChunkStore.replace_sources(store, TENANT, [("b.txt", [old])])
     first = SourceDocument(source_id="a.txt", text="Alpha passage.")
     second = SourceDocument(source_id="b.txt", text="Beta passage.")
     third = SourceDocument(source_id="c.txt", text="Gamma passage.")
@@ -297,3 +303,18 @@ async def test_writing_one_at_a_time_or_several_at_once_stores_the_same_and_repo
     assert snapshots[0] == snapshots[1]
     with pytest.raises(ValueError, match="concurrency"):
         await index_documents(documents, stores[0], TENANT, concurrency=0)
+
+
+async def test_documents_are_written_in_one_batch_and_a_failed_batch_again_one_by_one() -> None:
+    store = FailingStore("doc7")
+    documents = [
+        SourceDocument(source_id=f"doc{i}", text=f"Passage {i} about gliders and wings.")
+        for i in range(12)
+    ]
+    report = await index_documents(documents, store, TENANT)
+    assert [row.status for row in report.rows] == ["indexed"] * 7 + ["rejected"] + ["indexed"] * 4
+    assert "connection lost" in (report.rows[7].reason or "")
+    # One write for all twelve, then (it failed) one per document.
+    assert store.batches[0] == [f"doc{i}" for i in range(12)]
+    assert store.batches[1:] == [[f"doc{i}"] for i in range(12)]
+    assert len(await store.list_sources(TENANT)) == 11
