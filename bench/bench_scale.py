@@ -72,6 +72,8 @@ MIN_QUERIES = 3
 #: lexplain's PostgreSQL store is skipped above this size: its load (~200 passages/s through
 #: upsert_many here) would take well over an hour at 1M.
 POSTGRES_MAX = 100_000
+#: PostgreSQL FTS is skipped above this size in this run (session deadline).
+PG_FTS_MAX = 100_000
 #: Passages per upsert_many batch.
 BATCH = 5_000
 #: A child that has not answered after this many seconds is recorded as unfinished.
@@ -250,6 +252,9 @@ def build_tantivy(ids: list[str], texts: list[str]) -> Built:
 
 def build_pg_fts(ids: list[str], texts: list[str]) -> Built:
     import asyncpg
+
+    if len(ids) > PG_FTS_MAX:
+        raise SystemExit("skipped: loading and indexing would not finish before the deadline")
 
     dsn = os.environ["DATABASE_URL"]
     loop = asyncio.new_event_loop()

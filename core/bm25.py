@@ -242,8 +242,10 @@ class QueryScorer:
             tf_part = _tf_part(tf, norm, k1) if tf > 0 and stats.n_docs > 0 else 0.0
             contribution = idf * tf_part if tf_part else 0.0
             score += contribution
+            # Every value is computed here with its declared type: validating it again costs
+            # more than the arithmetic (a third of a search's time at k = 10).
             parts.append(
-                TermContribution(
+                TermContribution.model_construct(
                     term=term,
                     tf=tf,
                     df=df,
@@ -256,7 +258,9 @@ class QueryScorer:
                     length_norm=norm,
                 )
             )
-        return ScoreExplanation(score=score, terms=parts, k1=k1, b=self._b, idf_form=self._idf_form)
+        return ScoreExplanation.model_construct(
+            score=score, terms=parts, k1=k1, b=self._b, idf_form=self._idf_form
+        )
 
 
 def bm25_score(
