@@ -173,6 +173,9 @@ def build_memory(ids: list[str], texts: list[str]) -> Built:
     for offset in range(0, len(chunks), BATCH):
         loop.run_until_complete(store.upsert_many(chunks[offset : offset + BATCH]))
     del chunks
+    # The first read after writes builds the columnar image (postings as arrays): part of
+    # the build, as a real workspace pays it once after a load.
+    loop.run_until_complete(store.lexical_candidates(["w0"], TENANT, 1))
     return _lexplain(store, loop)
 
 
