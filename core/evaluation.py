@@ -47,6 +47,8 @@ class EvaluationRun(BaseModel):
     #: query id -> the document ids judged, in rank order (at most k): what a user exports
     #: to compare with another system.
     ranked: dict[str, list[str]] = Field(default_factory=dict)
+    #: What the run was, beyond its limit (workspace, ranker); empty for a plain limit run.
+    label: str = ""
 
 
 def _lines(data: bytes | str) -> list[str]:
@@ -113,6 +115,7 @@ def evaluate_run(
     ranked_documents: Mapping[str, Sequence[str]],
     k: int,
     limit: int,
+    label: str = "",
 ) -> EvaluationRun:
     """Metrics per judged query (queries without judgments are left out) and their means."""
     rows = [
@@ -136,4 +139,5 @@ def evaluate_run(
         mean_recall=sum(r.recall for r in rows) / count,
         mean_mrr=sum(r.mrr for r in rows) / count,
         ranked={r.query_id: list(ranked_documents.get(r.query_id, []))[:k] for r in rows},
+        label=label,
     )

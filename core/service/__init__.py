@@ -10,6 +10,7 @@ A package by screen family, so a new screen adds a module instead of growing one
 | ``analysis`` | Truncation, "why not?", Evaluate |
 | ``library`` | Upload, sources, Entities, workspaces |
 | ``corpus`` | Corpus: counts, lengths, the term browser |
+| ``rankings`` | Compare rankings, workspace tokenizer profiles |
 | ``facade`` | ``LexplainService`` (all families on one store) and opening the store |
 
 The service composes core (tokenizer, store port, ``rank_chunks``, indexing) and
@@ -23,7 +24,9 @@ from __future__ import annotations
 from core.chunks import ChunkingOptions
 from core.entities import EXTRACTOR_LIMITS
 from core.evaluation import EvaluationRun, JudgmentError
+from core.rankers import MAX_K1, Ranker, RankerKind, RankMovement
 from core.service.analysis import (
+    NO_LIMIT,
     PASSAGE_MARK,
     SAMPLE_QRELS,
     SAMPLE_QUERIES,
@@ -31,6 +34,7 @@ from core.service.analysis import (
     JudgedCoverage,
     LimitedEntry,
     QueryComparison,
+    RunSpec,
     TruncationView,
     UnlimitedEntry,
     compare_runs,
@@ -46,13 +50,17 @@ from core.service.library import (
     FileReport,
     Mention,
 )
+from core.service.rankings import CompareView
 from core.service.runner import ProgressCallback
 from core.service.search import PassageView, RankedPassage, SearchResult
+from core.tokenize import Profile
 
 __all__ = [
     "DEFAULT_WORKSPACE",
     "EXAMPLE_WITH_NAMES",
     "EXTRACTOR_LIMITS",
+    "MAX_K1",
+    "NO_LIMIT",
     "PASSAGE_MARK",
     "SAMPLE_CORPUS",
     "SAMPLE_LABEL",
@@ -61,6 +69,7 @@ __all__ = [
     "TERM_BROWSER_LIMIT",
     "UNLIMITED",
     "ChunkingOptions",
+    "CompareView",
     "CorpusView",
     "EmptyReason",
     "EntityPassage",
@@ -73,10 +82,15 @@ __all__ = [
     "LimitedEntry",
     "Mention",
     "PassageView",
+    "Profile",
     "ProgressCallback",
     "QueryComparison",
     "QueryView",
+    "RankMovement",
     "RankedPassage",
+    "Ranker",
+    "RankerKind",
+    "RunSpec",
     "SearchResult",
     "StoreUnavailable",
     "TermInfo",

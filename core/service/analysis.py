@@ -12,24 +12,29 @@ import csv
 import io
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Final
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from core.chunks import StoredChunk, workspace_tenant_id
 from core.evaluation import (
     EvaluationRun,
     JudgmentError,
     QueryScore,
+    documents_in_rank_order,
     evaluate_run,
     parse_qrels,
     parse_queries,
 )
+from core.rankers import Ranker, RankerKind, rank_with
+from core.ranking import LexicalCandidates
 from core.service.common import (
     UNLIMITED,
     QueryView,
     check_k_limit,
     empty_reason,
     query_view,
+    workspace_profile,
 )
 from core.service.runner import ProgressCallback, StoreRunner
 from core.tokenize import tokenize
@@ -132,7 +137,8 @@ class EvaluationComparison(BaseModel):
         runs = [("A", self.a)] + ([("B", self.b)] if self.b is not None else [])
         header = ["query_id", "query", "judged"]
         for name, run in runs:
-            header += [f"{m}@{run.k} limit {run.limit} ({name})" for m in ("ndcg", "recall", "mrr")]
+            what = run.label or f"limit {run.limit}"
+            header += [f"{m}@{run.k} {what} ({name})" for m in ("ndcg", "recall", "mrr")]
         if self.b is not None:
             header += ["ndcg B-A", "recall B-A", "mrr B-A"]
         writer.writerow(header)
@@ -179,6 +185,43 @@ def compare_runs(a: EvaluationRun, b: EvaluationRun | None = None) -> Evaluation
     )
 
 
+#: The limit of an Evaluate run that scores every matching passage.
+NO_LIMIT: Final = UNLIMITED
+
+
+class RunSpec(BaseModel):
+    """One Evaluate run: which workspace, which limit, which ranker."""
+
+    model_config = ConfigDict(frozen=True)
+
+    workspace: str
+    limit: int = Field(ge=0)
+    ranker: Ranker = Field(default_factory=lambda: Ranker.of(RankerKind.WORKSPACE))
+
+    @property
+    def label(self) -> str:
+        """How tables and the CSV name this run."""
+        limit = "no limit" if self.limit >= NO_LIMIT else f"limit {self.limit}"
+        return f"{self.workspace} · {limit} · {self.ranker.label}"
+
+
+def _top_documents(
+    ranker: Ranker, terms: Sequence[str], handed: LexicalCandidates, k: int
+) -> list[str]:
+    """The first ``k`` source ids in rank order: more passages are ranked while documents repeat.
+
+    Ranking builds an explanation per returned passage, so ranking every candidate to
+    find k documents would explain hundreds of passages nobody sees; doubling stops early.
+    """
+    want = k
+    while True:
+        ranked = rank_with(ranker, terms, handed, want)
+        documents = documents_in_rank_order(r.chunk.source_id for r in ranked)
+        if len(documents) >= k or len(ranked) < want:
+            return documents[:k]
+        want *= 2
+
+
 def _decoded(data: bytes, what: str) -> str:
     try:
         return data.decode("utf-8-sig")
@@ -197,7 +240,9 @@ class AnalysisActions(StoreRunner):
         return self._call(self._truncation(query, k, limit, workspace))
 
     async def _truncation(self, query: str, k: int, limit: int, workspace: str) -> TruncationView:
-        view = query_view(query, k, limit, workspace)
+        view = query_view(
+            query, k, limit, workspace, await workspace_profile(self._store, workspace)
+        )
         terms = view["terms"]
         full = await self._store.lexical_candidates(
             terms, workspace_tenant_id(workspace), UNLIMITED
@@ -271,7 +316,7 @@ class AnalysisActions(StoreRunner):
             chunk = chunks[index] if 0 <= index < len(chunks) else None
         if chunk is None:
             raise KeyError(f"no passage or source {passage!r} in workspace {workspace!r}")
-        terms = tokenize(query)
+        terms = tokenize(query, await workspace_profile(self._store, workspace))
         full = await self._store.lexical_candidates(terms, tenant, UNLIMITED)
         return why_not(terms, full, chunk.id, k, limit)
 
@@ -312,16 +357,45 @@ class AnalysisActions(StoreRunner):
     ) -> list[EvaluationRun]:
         """One judged run per limit, in the order given; documents judged at their best passage.
 
-        Raises ``JudgmentError`` (its message names the file and line) for unreadable judgments.
-        Each query's candidates are read once, unlimited, and sliced per limit: the store's
-        truncation order is contract, so a slice is exactly a limited read.
+        The workspace's own ranker at each limit: ``evaluate_runs`` with one spec per limit.
         """
-        if k < 1:
-            raise ValueError(f"k must be at least 1, got {k}")
-        if not limits:
-            raise ValueError("at least one limit is needed")
         if any(limit < 0 for limit in limits):
             raise ValueError(f"every limit must be >= 0, got {list(limits)}")
+        specs = [RunSpec(workspace=workspace, limit=limit) for limit in limits]
+        return self._evaluate_specs(queries_data, qrels_data, k, specs, on_progress, False)
+
+    def evaluate_runs(
+        self,
+        queries_data: bytes,
+        qrels_data: bytes,
+        k: int,
+        runs: Sequence[RunSpec],
+        *,
+        on_progress: ProgressCallback | None = None,
+    ) -> list[EvaluationRun]:
+        """One judged run per spec (workspace, limit, ranker), in the order given.
+
+        Raises ``JudgmentError`` (its message names the file and line) for unreadable judgments.
+        Each query's candidates are read once per workspace, unlimited, tokenised with that
+        workspace's profile, then sliced per limit and ranked per ranker: the store's
+        truncation order is contract, so a slice is exactly a limited read, and rankers of
+        one workspace see one snapshot. Each run carries its spec's label.
+        """
+        return self._evaluate_specs(queries_data, qrels_data, k, list(runs), on_progress, True)
+
+    def _evaluate_specs(
+        self,
+        queries_data: bytes,
+        qrels_data: bytes,
+        k: int,
+        runs: Sequence[RunSpec],
+        on_progress: ProgressCallback | None,
+        labelled: bool,
+    ) -> list[EvaluationRun]:
+        if k < 1:
+            raise ValueError(f"k must be at least 1, got {k}")
+        if not runs:
+            raise ValueError("at least one limit is needed")
         try:
             queries = parse_queries(_decoded(queries_data, "queries"))
         except JudgmentError as exc:
@@ -336,8 +410,9 @@ class AnalysisActions(StoreRunner):
                 "no query of the queries file has a judgment in the qrels file "
                 "(the query ids differ)"
             )
+        specs = list(runs)
         return self._call_with_progress(
-            lambda progress: self._evaluate(judged, qrels, k, list(limits), workspace, progress),
+            lambda progress: self._evaluate(judged, qrels, k, specs, labelled, progress),
             on_progress,
         )
 
@@ -346,20 +421,32 @@ class AnalysisActions(StoreRunner):
         queries: dict[str, str],
         qrels: dict[str, dict[str, int]],
         k: int,
-        limits: list[int],
-        workspace: str,
+        specs: list[RunSpec],
+        labelled: bool,
         report: Callable[[int, int, str], None],
     ) -> list[EvaluationRun]:
-        tenant = workspace_tenant_id(workspace)
-        ranked: list[dict[str, list[str]]] = [{} for _ in limits]
-        for done, (query_id, text) in enumerate(queries.items(), start=1):
-            terms = tokenize(text)
-            full = await self._store.lexical_candidates(terms, tenant, UNLIMITED)
-            at_limits = top_documents(terms, full, k, limits)
-            for documents, top in zip(ranked, at_limits, strict=True):
-                documents[query_id] = top
-            report(done, len(queries), query_id)
+        workspaces = list(dict.fromkeys(spec.workspace for spec in specs))
+        profiles = {w: await workspace_profile(self._store, w) for w in workspaces}
+        ranked: list[dict[str, list[str]]] = [{} for _ in specs]
+        total = len(queries) * len(workspaces)
+        done = 0
+        for workspace in workspaces:
+            tenant = workspace_tenant_id(workspace)
+            for query_id, text in queries.items():
+                terms = tokenize(text, profiles[workspace])
+                full = await self._store.lexical_candidates(terms, tenant, UNLIMITED)
+                for documents, spec in zip(ranked, specs, strict=True):
+                    if spec.workspace == workspace:
+                        handed = full.head(spec.limit)
+                        if spec.ranker.kind is RankerKind.WORKSPACE:
+                            (documents[query_id],) = top_documents(terms, full, k, [spec.limit])
+                        else:
+                            documents[query_id] = _top_documents(spec.ranker, terms, handed, k)
+                done += 1
+                report(done, total, query_id)
         return [
-            evaluate_run(queries, qrels, documents, k, limit)
-            for documents, limit in zip(ranked, limits, strict=True)
+            evaluate_run(
+                queries, qrels, documents, k, spec.limit, label=spec.label if labelled else ""
+            )
+            for documents, spec in zip(ranked, specs, strict=True)
         ]

@@ -13,10 +13,10 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict
 
-from core.chunks import StoredChunk
+from core.chunks import StoredChunk, workspace_tenant_id
 from core.entities import Entity
 from core.stores.port import ChunkStore
-from core.tokenize import STOPWORDS, raw_terms, tokenize
+from core.tokenize import DEFAULT_PROFILE, STOPWORDS, Profile, raw_terms, surface_terms, tokenize
 from core.truncation import UNLIMITED as UNLIMITED
 
 #: The workspace every fresh store starts with.
@@ -44,13 +44,19 @@ class QueryView(BaseModel):
     distinct_terms: list[str]
     #: Query words dropped as stopwords, in query order.
     stopwords_dropped: list[str]
+    #: The workspace's tokenizer profile, which made ``terms``.
+    profile: Profile = DEFAULT_PROFILE
+    #: Each distinct query word and the term it is indexed as ("models" → "model").
+    surface_terms: list[tuple[str, str]] = []
     #: Why nothing is listed, when nothing is.
     empty_reason: EmptyReason | None = None
 
 
-def query_view(query: str, k: int, limit: int, workspace: str) -> dict[str, Any]:
+def query_view(
+    query: str, k: int, limit: int, workspace: str, profile: Profile = DEFAULT_PROFILE
+) -> dict[str, Any]:
     """The QueryView fields of one query: one tokenisation for every screen."""
-    terms = tokenize(query)
+    terms = tokenize(query, profile)
     return {
         "workspace": workspace,
         "query": query,
@@ -59,7 +65,21 @@ def query_view(query: str, k: int, limit: int, workspace: str) -> dict[str, Any]
         "terms": terms,
         "distinct_terms": sorted(set(terms)),
         "stopwords_dropped": [t for t in raw_terms(query) if t in STOPWORDS],
+        "profile": profile,
+        "surface_terms": surface_terms(query, profile),
     }
+
+
+async def workspace_profile(store: ChunkStore, workspace: str) -> Profile:
+    """The tokenizer profile of ``workspace``: every query of it is tokenised so.
+
+    A workspace not created yet has the default; its first write creates it so.
+    """
+    tenant = workspace_tenant_id(workspace)
+    for known in await store.list_workspaces():
+        if known.tenant_id == tenant:
+            return known.profile
+    return DEFAULT_PROFILE
 
 
 def empty_reason(terms: Sequence[str], matching: int, shown: int) -> EmptyReason | None:

@@ -21,6 +21,7 @@ from core.service.analysis import AnalysisActions
 from core.service.common import DEFAULT_WORKSPACE
 from core.service.corpus import CorpusActions
 from core.service.library import LibraryActions
+from core.service.rankings import RankingsActions
 from core.service.search import SearchActions
 from core.settings import Settings, describe_store
 from core.stores.port import ChunkStore, Workspace
@@ -31,7 +32,9 @@ class StoreUnavailable(RuntimeError):
     """The configured store cannot be opened; the message says why and what to do."""
 
 
-class LexplainService(SearchActions, AnalysisActions, LibraryActions, CorpusActions):
+class LexplainService(
+    SearchActions, AnalysisActions, LibraryActions, CorpusActions, RankingsActions
+):
     """One store on one background event loop; synchronous methods for the pages."""
 
     async def _open(self, factory: Callable[[], Awaitable[ChunkStore]]) -> ChunkStore:

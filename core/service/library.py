@@ -20,6 +20,7 @@ from core.indexing import DocumentRow, IndexReport, UploadResult, index_uploads,
 from core.service.common import DEFAULT_WORKSPACE, entity_names
 from core.service.runner import ProgressCallback, StoreRunner
 from core.stores.port import EntitySummary, SourceSummary, Workspace
+from core.tokenize import DEFAULT_PROFILE, Profile
 
 #: The sample collection shipped with the repository (BEIR layout).
 SAMPLE_CORPUS = Path(__file__).resolve().parents[2] / "data" / "cranfield" / "corpus.jsonl"
@@ -116,13 +117,17 @@ class LibraryActions(StoreRunner):
             )
         return cleaned
 
-    def create_workspace(self, name: str) -> str:
-        """Create (or keep) the workspace ``name``; returns its cleaned name.
+    def create_workspace(self, name: str, profile: Profile | str = DEFAULT_PROFILE) -> str:
+        """Create (or keep, with its profile) the workspace ``name``; returns its cleaned name.
 
-        Raises ``ValueError`` (plain words) for a name ``workspace_name`` refuses.
+        ``profile`` is the tokenizer every write and query of a NEW workspace uses; an
+        existing workspace keeps its own (change it with ``change_profile``). Raises
+        ``ValueError`` (plain words) for a name ``workspace_name`` refuses.
         """
         cleaned = self.workspace_name(name)
-        workspace = Workspace(tenant_id=workspace_tenant_id(cleaned), name=cleaned)
+        workspace = Workspace(
+            tenant_id=workspace_tenant_id(cleaned), name=cleaned, profile=Profile(profile)
+        )
         self._call(self._store.upsert_workspace(workspace))
         return cleaned
 

@@ -24,6 +24,7 @@ from core.service.common import (
     empty_reason,
     entity_names,
     query_view,
+    workspace_profile,
 )
 from core.service.runner import StoreRunner
 from core.tokenize import tokenize
@@ -130,7 +131,9 @@ class SearchActions(StoreRunner):
 
     async def _search(self, query: str, k: int, limit: int, workspace: str) -> SearchResult:
         tenant = workspace_tenant_id(workspace)
-        view = query_view(query, k, limit, workspace)
+        view = query_view(
+            query, k, limit, workspace, await workspace_profile(self._store, workspace)
+        )
         terms = view["terms"]
         # One read, one snapshot: the store counts what matched and hands over ``limit``.
         handed = await self._store.lexical_candidates(terms, tenant, limit)
@@ -173,7 +176,8 @@ class SearchActions(StoreRunner):
 
     async def _explain(self, query: str, chunk_id: str, workspace: str) -> ScoreExplanation:
         tenant = workspace_tenant_id(workspace)
-        terms = tokenize(query)
+        profile = await workspace_profile(self._store, workspace)
+        terms = tokenize(query, profile)
         found = await self._store.lexical_candidates(terms, tenant, UNLIMITED)
         row = found.row_of(chunk_id)
         if row is not None:
@@ -184,4 +188,4 @@ class SearchActions(StoreRunner):
         if chunk is None:
             raise KeyError(f"no passage {chunk_id} in workspace {workspace!r}")
         # It contains no query term: every tf is 0, and so is every contribution.
-        return explain_score(terms, {}, len(tokenize(chunk.text)), found.stats)
+        return explain_score(terms, {}, len(tokenize(chunk.text, profile)), found.stats)
