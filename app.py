@@ -35,7 +35,8 @@ def create_workspace() -> None:
     """Button callback: runs before the script, so it may still select the new workspace."""
     name = str(st.session_state.get("new_workspace_name", ""))
     try:
-        st.session_state[WORKSPACE_KEY] = service.create_workspace(name)
+        profile = str(st.session_state.get("new_workspace_profile", "plain"))
+        st.session_state[WORKSPACE_KEY] = service.create_workspace(name, profile)
     except ValueError as exc:
         st.session_state[NOTICE_KEY] = f"No workspace created: {exc}."
     else:
@@ -98,6 +99,14 @@ with st.sidebar:
     )
     with st.popover("New workspace", icon=":material/add:"):
         st.text_input("Name", key="new_workspace_name")
+        st.radio(
+            "Tokenizer profile",
+            ["plain", "english"],
+            key="new_workspace_profile",
+            horizontal=True,
+            help="plain: words as typed. english: the same, then Snowball English stemming "
+            "(models → model). Every write and query of the workspace uses it.",
+        )
         st.button("Create", key="create_workspace", on_click=create_workspace)
     chosen = workspace()
     with st.popover("Delete workspace", icon=":material/delete:"):
@@ -139,6 +148,7 @@ st.query_params[WORKSPACE_PARAM] = workspace()
 pages = [
     st.Page("pages/search.py", title="Search", icon=":material/search:", default=True),
     st.Page("pages/truncation.py", title="Truncation", icon=":material/content_cut:"),
+    st.Page("pages/compare.py", title="Compare rankings", icon=":material/compare_arrows:"),
     st.Page("pages/upload.py", title="Upload", icon=":material/upload:"),
     st.Page("pages/entities.py", title="Entities", icon=":material/sell:"),
     st.Page("pages/corpus.py", title="Corpus", icon=":material/bar_chart:"),

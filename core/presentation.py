@@ -262,6 +262,12 @@ def formula_line(part: TermContribution, k1: float, b: float) -> str:
     )
 
 
+def stemming_line(pairs: Sequence[tuple[str, str]]) -> str:
+    """The query words a profile changed, as escaped "models → model"; empty when none did."""
+    changed = [f"{escape_text(s)} → {escape_text(t)}" for s, t in pairs if s != t]
+    return ", ".join(changed)
+
+
 def idf_line(part: TermContribution, idf_form: IdfForm) -> str:
     """One term's IDF written out with its numbers substituted, in the ranker's form."""
     one = "1 + " if idf_form is IdfForm.LUCENE else ""

@@ -19,6 +19,7 @@ TERM_PASSAGES_SHOWN = 2000
 
 service = screen()
 ws = workspace()
+profile = service.workspace_profile(ws)
 st.title("Corpus")
 view = service.corpus(workspace=ws)
 summary = view.summary
@@ -37,6 +38,27 @@ st.plotly_chart(
     key="lengths",
     config={"displayModeBar": False},
 )
+
+st.subheader("Tokenizer profile")
+other = "english" if profile.value == "plain" else "plain"
+st.markdown(
+    f"This workspace is tokenised with the **{profile.value}** profile"
+    + (" (Snowball English stemming: models → model)." if profile.value == "english" else ".")
+    + f" Switching to **{other}** re-indexes every passage; searches use the current index "
+    "until the new one is complete."
+)
+if st.button(f"Re-index as {other}", key="reindex"):
+    bar = st.progress(0.0, text="Re-indexing…")
+
+    def reindexed(done: int, total: int, _label: str) -> None:
+        bar.progress(done / total if total else 1.0, text=f"Re-indexing… {done:,} of {total:,}")
+
+    count = service.change_profile(ws, other, on_progress=reindexed)
+    bar.empty()
+    st.session_state["reindexed"] = f"Re-indexed {count:,} passages with the {other} profile."
+    st.rerun()
+if done := st.session_state.pop("reindexed", None):
+    st.success(done)
 
 st.subheader("Term browser")
 prefix = st.text_input(
@@ -87,6 +109,6 @@ if terms:
                 unsafe_allow_html=True,
             )
             st.markdown(
-                highlight_html(r.chunk.text, term_spans(r.chunk.text, [chosen])),
+                highlight_html(r.chunk.text, term_spans(r.chunk.text, [chosen], profile)),
                 unsafe_allow_html=True,
             )

@@ -1,9 +1,13 @@
 """Evaluate: judged metrics of the ranking at one or two candidate limits. Rendering only.
 
-Every number comes from ``service.evaluate`` (one unlimited candidate read per query,
-sliced per limit, judged by ``core.evaluation``) and ``compare_runs`` (differences
-B − A). The result is kept in session state, so sorting the table or switching the
-metric does not re-run 225 queries; re-running on every rerun was rejected for that.
+Runs A and B may also differ in ranker (the workspace's BM25, the textbook one, or
+BM25 with chosen k1/b) and in workspace (e.g. the plain and english profiles of the
+same files), shown with the same table, deltas and CSV. Every number comes from
+``service.evaluate``/``service.evaluate_runs`` (one unlimited candidate read per query
+and workspace, sliced per limit, ranked per ranker, judged by ``core.evaluation``) and
+``compare_runs`` (differences B − A). The result is kept in session state, so sorting
+the table or switching the metric does not re-run 225 queries; re-running on every
+rerun was rejected for that.
 """
 
 from __future__ import annotations
@@ -14,7 +18,17 @@ from urllib.parse import urlencode
 import streamlit as st
 
 from core.presentation import escape_text
-from core.service import EvaluationComparison, JudgmentError, QueryComparison, compare_runs
+from core.service import (
+    MAX_K1,
+    EvaluationComparison,
+    EvaluationRun,
+    JudgmentError,
+    QueryComparison,
+    Ranker,
+    RankerKind,
+    RunSpec,
+    compare_runs,
+)
 from pages.common import get_service, ndcg_histogram, offer_sample, screen, workspace
 
 #: Session key of the chosen judgments: (label, queries bytes, qrels bytes).
@@ -35,13 +49,51 @@ def use_sample() -> None:
     st.session_state[JUDGMENTS_KEY] = ("the sample's judgments (Cranfield)", queries, qrels)
 
 
-def search_link(query: str, k: int, limit: int) -> str:
-    params = {"q": query, "k": str(k), "limit": str(limit), "ws": workspace()}
+#: How each ranker kind is offered.
+RANKER_LABELS = {
+    RankerKind.WORKSPACE: "workspace BM25",
+    RankerKind.CLASSIC: "textbook BM25 (core/classic.py)",
+    RankerKind.CUSTOM: "BM25 with your k1 and b",
+}
+
+
+def search_link(query: str, k: int, limit: int, ws: str | None = None) -> str:
+    params = {"q": query, "k": str(k), "limit": str(limit), "ws": ws or workspace()}
     return SEARCH_URL + "?" + urlencode(params)
 
 
-def column_name(run: str, limit: int) -> str:
-    return f"{run}: limit {limit:,}"
+def run_name(run: EvaluationRun) -> str:
+    return run.label or f"limit {run.limit:,}"
+
+
+def column_name(run: str, evaluated: EvaluationRun) -> str:
+    return f"{run}: {run_name(evaluated)}"
+
+
+def run_workspace(run: EvaluationRun) -> str | None:
+    """The workspace a labelled run was of (its label starts with it)."""
+    return run.label.split(" · ", 1)[0] if run.label else None
+
+
+def ranker_input(side: str, column: Any) -> Ranker:
+    kind = RankerKind(
+        column.selectbox(
+            f"ranker {side}",
+            list(RankerKind),
+            key=f"ev_ranker_{side}",
+            format_func=lambda k: RANKER_LABELS[RankerKind(k)],
+        )
+    )
+    if kind is not RankerKind.CUSTOM:
+        return Ranker.of(kind)
+    left, right = column.columns(2)
+    k1 = left.number_input(
+        f"k1 {side}", min_value=0.0, max_value=MAX_K1, value=1.2, step=0.1, key=f"ev_k1_{side}"
+    )
+    b = right.number_input(
+        f"b {side}", min_value=0.0, max_value=1.0, value=0.75, step=0.05, key=f"ev_b_{side}"
+    )
+    return Ranker.of(kind, k1=float(k1), b=float(b))
 
 
 def table_rows(result: EvaluationComparison, metric: str, k: int) -> list[dict[str, object]]:
@@ -57,14 +109,14 @@ def table_rows(result: EvaluationComparison, metric: str, k: int) -> list[dict[s
             "query id": row.query_id,
             "query": row.query,
             "judged": row.judged,
-            column_name("A", a.limit): value(row, "a"),
+            column_name("A", a): value(row, "a"),
         }
         if b is not None:
-            line[column_name("B", b.limit)] = value(row, "b")
+            line[column_name("B", b)] = value(row, "b")
             line["B − A"] = getattr(row, f"{metric}_difference")
-        line["Search A"] = search_link(row.query, k, a.limit)
+        line["Search A"] = search_link(row.query, k, a.limit, run_workspace(a))
         if b is not None:
-            line["Search B"] = search_link(row.query, k, b.limit)
+            line["Search B"] = search_link(row.query, k, b.limit, run_workspace(b))
         rows.append(line)
     return rows
 
@@ -80,13 +132,13 @@ def render_result(result: EvaluationComparison) -> None:
         (f"MRR@{k}", a.mean_mrr, None if b is None else b.mean_mrr, result.mrr_delta),
     )
     for column, (label, at_a, at_b, delta) in zip(columns, means, strict=True):
-        column.metric(f"{label} · limit {a.limit:,}", f"{at_a:.4f}")
+        column.metric(f"{label} · {run_name(a)}", f"{at_a:.4f}")
         if b is not None and at_b is not None and delta is not None:
             column.metric(
-                f"{label} · limit {b.limit:,}",
+                f"{label} · {run_name(b)}",
                 f"{at_b:.4f}",
                 delta=f"{delta:+.4f}",
-                help=f"the difference to limit {a.limit:,}",
+                help=f"the difference to {run_name(a)}",
             )
     label = st.radio("Metric in the table", list(METRICS), horizontal=True, key="ev_metric")
     metric = METRICS[label]
@@ -106,7 +158,7 @@ def render_result(result: EvaluationComparison) -> None:
     }
     for name, run in (("A", a), ("B", b)):
         if run is not None:
-            config[column_name(name, run.limit)] = number
+            config[column_name(name, run)] = number
             config[f"Search {name}"] = st.column_config.LinkColumn(
                 f"Search {name}",
                 display_text="open",
@@ -186,6 +238,27 @@ limit_b = int(
     )
 )
 limits = [limit_a, limit_b] if compare else [limit_a]
+rank_a, rank_b = st.columns(2)
+ranker_a = ranker_input("A", rank_a)
+ranker_b = ranker_input("B", rank_b)
+names = service.list_workspaces()
+workspace_b = str(
+    rank_b.selectbox(
+        "workspace B",
+        names,
+        index=names.index(workspace()) if workspace() in names else 0,
+        key="ev_workspace_b",
+        help="Compare two workspaces, e.g. the plain and english profiles of the same files.",
+        disabled=not compare,
+    )
+)
+specs = [RunSpec(workspace=workspace(), limit=limit_a, ranker=ranker_a)]
+if compare:
+    specs.append(RunSpec(workspace=workspace_b, limit=limit_b, ranker=ranker_b))
+#: Limits only (the workspace's ranker, one workspace): runs named by their limits.
+limits_only = all(
+    s.ranker.kind is RankerKind.WORKSPACE and s.workspace == workspace() for s in specs
+)
 
 # Before and instead of a table of zeros: how much of what is judged this workspace holds.
 coverage = None
@@ -220,14 +293,12 @@ if run and judgments is not None:
         bar.progress(done / total, text=f"Evaluating… query {done:,} of {total:,}")
 
     try:
-        runs = service.evaluate(
-            judgments[1],
-            judgments[2],
-            k,
-            limits,
-            workspace=workspace(),
-            on_progress=progress,
-        )
+        if limits_only:
+            runs = service.evaluate(
+                judgments[1], judgments[2], k, limits, workspace=workspace(), on_progress=progress
+            )
+        else:
+            runs = service.evaluate_runs(judgments[1], judgments[2], k, specs, on_progress=progress)
     except JudgmentError as exc:
         bar.empty()
         st.session_state.pop(RESULT_KEY, None)
@@ -235,22 +306,22 @@ if run and judgments is not None:
     else:
         bar.empty()
         st.session_state[RESULT_KEY] = (
-            (judgments[0], workspace(), k, tuple(limits)),
+            (judgments[0], workspace(), k, tuple(specs)),
             compare_runs(*runs),
         )
 
 stored = st.session_state.get(RESULT_KEY)
 if stored is not None and not none_present:
-    (label, ws, run_k, run_limits), result = stored
-    if (label, ws, run_k, run_limits) != (
+    (label, ws, run_k, run_specs), result = stored
+    if (label, ws, run_k, run_specs) != (
         judgments[0] if judgments else None,
         workspace(),
         k,
-        tuple(limits),
+        tuple(specs),
     ):
         st.caption(
             f"Results below are for {escape_text(label)} in workspace {escape_text(ws)}, "
-            f"k = {run_k}, limits {', '.join(f'{x:,}' for x in run_limits)}: run again for "
-            "the current settings."
+            f"k = {run_k}, runs {'; '.join(escape_text(s.label) for s in run_specs)}: run "
+            "again for the current settings."
         )
     render_result(result)

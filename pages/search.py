@@ -24,6 +24,7 @@ from core.presentation import (
     formula_lines,
     highlight_html,
     mark_counts,
+    stemming_line,
     term_colours,
     term_spans,
 )
@@ -104,7 +105,7 @@ def render_passage(passage: RankedPassage, result: SearchResult, scale: float) -
             key=f"bar-{passage.rank}",
             config={"displayModeBar": False},
         )
-        spans = term_spans(chunk.text, result.distinct_terms)
+        spans = term_spans(chunk.text, result.distinct_terms, result.profile)
         end = clip_end(chunk.text, spans)
         st.markdown(highlight_html(chunk.text, spans, colours, end), unsafe_allow_html=True)
         if end < len(chunk.text):
@@ -264,6 +265,8 @@ elif query.strip():
     terms = " ".join(f"`{escape_text(t)}`" for t in result.terms) or "(none)"
     dropped = ", ".join(escape_text(t) for t in result.stopwords_dropped) or "none"
     st.markdown(f"**Terms:** {terms}  \ndropped as stopwords: {dropped}")
+    if stemmed := stemming_line(result.surface_terms):
+        st.markdown(f"**Indexed as** ({result.profile.value} profile): {stemmed}")
     corpus_line = (
         f"**Corpus:** N = {result.n_docs:,} passages, avgdl = {result.avg_doc_length:.2f} tokens"
     )

@@ -15,7 +15,7 @@ from typing import Any
 
 import streamlit as st
 
-from core.presentation import CANDIDATE_ORDER, TIE_NOTE, escape_text
+from core.presentation import CANDIDATE_ORDER, TIE_NOTE, escape_text, stemming_line
 from core.service import TruncationView
 from pages.common import (
     K_MAX,
@@ -124,6 +124,8 @@ else:
     terms = " ".join(f"`{escape_text(t)}`" for t in view.terms) or "(none)"
     dropped = ", ".join(escape_text(t) for t in view.stopwords_dropped) or "none"
     st.markdown(f"**Terms:** {terms}  \ndropped as stopwords: {dropped}")
+    if stemmed := stemming_line(view.surface_terms):
+        st.markdown(f"**Indexed as** ({view.profile.value} profile): {stemmed}")
     report = view.report
     if view.empty_reason in ("no terms left after stopwords", "no passage contains any term"):
         st.warning(f"Nothing to compare: {view.empty_reason}.")

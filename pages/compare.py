@@ -1,0 +1,250 @@
+"""Compare rankings: one query, two BM25 rankers side by side. Rendering only.
+
+Both rankings come from ONE candidate read (``service.compare``), so they share
+the statistics, tf and lengths and differ only in the formula: a what-if needs no
+re-index. The rankers are the workspace's BM25 (the seed constants), the textbook
+BM25 of ``core/classic.py``, and BM25 with the analyst's k1 and b. Query, k, limit,
+the rankers, their parameters and the chosen passage live in the URL, so a link
+reproduces the view; a page per ranker pair was rejected (no side-by-side, no
+movement). Every number comes from core; the page only formats.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+
+from core.presentation import (
+    FORMULA,
+    IDF_FORMULAS,
+    compare_explanations,
+    escape_text,
+    explanation_rows,
+    formula_lines,
+    idf_line,
+    stemming_line,
+)
+from core.service import MAX_K1, CompareView, Ranker, RankerKind
+from pages.common import (
+    K_MAX,
+    offer_sample,
+    screen,
+    sync_query_params,
+    workspace,
+    write_query_params,
+)
+
+#: Session keys of the query widgets (own keys: Search's widgets keep theirs).
+KEYS = {"q": "c_q", "k": "c_k", "limit": "c_limit"}
+#: Defaults of query, k and limit.
+DEFAULTS: dict[str, Any] = {"q": "", "k": 10, "limit": 1000}
+#: Session key of the URL this page last adopted.
+URL_MARKER = "_compare_url"
+#: How each ranker kind is offered.
+KIND_LABELS = {
+    RankerKind.WORKSPACE: "workspace BM25 (k1 1.2, b 0.75)",
+    RankerKind.CLASSIC: "textbook BM25 (core/classic.py: k1 1.5, b 0.75, classic idf)",
+    RankerKind.CUSTOM: "BM25 with your k1 and b",
+}
+#: Each side's URL names and defaults: kind, k1, b.
+SIDES: dict[str, tuple[str, str, str]] = {"A": ("ra", "ka", "ba"), "B": ("rb", "kb", "bb")}
+SIDE_DEFAULTS: dict[str, tuple[RankerKind, float, float]] = {
+    "A": (RankerKind.WORKSPACE, 1.2, 0.75),
+    "B": (RankerKind.CLASSIC, 1.2, 0.75),
+}
+#: URL name of the chosen passage.
+PASSAGE_PARAM = "p"
+
+
+def _float(value: str | None, default: float, low: float, high: float) -> float:
+    try:
+        number = float(value or "")
+    except ValueError:
+        return default
+    return min(max(number, low), high) if number == number else default
+
+
+def sync_rankers_from_url() -> None:
+    """Adopt the rankers (and the chosen passage) when the URL carries them and they changed."""
+    params = st.query_params
+    url = tuple(params.get(name) for names in SIDES.values() for name in names)
+    url += (params.get(PASSAGE_PARAM),)
+    if url != st.session_state.get("_compare_rankers_url"):
+        st.session_state["_compare_rankers_url"] = url
+        for side, (kind, k1, b) in SIDES.items():
+            default_kind, default_k1, default_b = SIDE_DEFAULTS[side]
+            try:
+                chosen = RankerKind(params.get(kind, default_kind.value))
+            except ValueError:
+                chosen = default_kind
+            st.session_state[f"c_kind_{side}"] = chosen
+            st.session_state[f"c_k1_{side}"] = _float(params.get(k1), default_k1, 0.0, MAX_K1)
+            st.session_state[f"c_b_{side}"] = _float(params.get(b), default_b, 0.0, 1.0)
+        st.session_state["c_passage"] = params.get(PASSAGE_PARAM)
+    for side, (default_kind, default_k1, default_b) in SIDE_DEFAULTS.items():
+        st.session_state.setdefault(f"c_kind_{side}", default_kind)
+        st.session_state.setdefault(f"c_k1_{side}", default_k1)
+        st.session_state.setdefault(f"c_b_{side}", default_b)
+
+
+def ranker_inputs(side: str, column: Any) -> Ranker:
+    kind = column.selectbox(
+        f"Ranker {side}",
+        list(RankerKind),
+        key=f"c_kind_{side}",
+        format_func=lambda k: KIND_LABELS[RankerKind(k)],
+    )
+    if RankerKind(kind) is RankerKind.CUSTOM:
+        left, right = column.columns(2)
+        k1 = left.number_input(
+            f"k1 ({side})", min_value=0.0, max_value=MAX_K1, step=0.1, key=f"c_k1_{side}"
+        )
+        b = right.number_input(
+            f"b ({side})", min_value=0.0, max_value=1.0, step=0.05, key=f"c_b_{side}"
+        )
+        return Ranker.of(kind, k1=float(k1), b=float(b))
+    return Ranker.of(kind)
+
+
+def write_url(view: CompareView, a: Ranker, b: Ranker) -> None:
+    write_query_params(KEYS, URL_MARKER, view.query, view.k, view.limit)
+    values: dict[str, str] = {}
+    for (kind, k1, bb), ranker in zip(SIDES.values(), (a, b), strict=True):
+        values[kind] = ranker.kind.value
+        values[k1] = f"{ranker.k1:g}"
+        values[bb] = f"{ranker.b:g}"
+    if view.chosen:
+        values[PASSAGE_PARAM] = view.chosen
+    st.query_params.update(values)
+    url = tuple(values[name] for names in SIDES.values() for name in names)
+    st.session_state["_compare_rankers_url"] = (*url, values.get(PASSAGE_PARAM))
+
+
+def label_of(source_id: str, chunk_index: int) -> str:
+    return f"{escape_text(source_id)} · passage {chunk_index + 1}"
+
+
+def render_lists(view: CompareView) -> None:
+    comparison = view.comparison
+    left, right = st.columns(2)
+    movement = {m.chunk_id: m for m in comparison.movements}
+    for column, ranked, ranker, side in (
+        (left, comparison.a, comparison.ranker_a, "A"),
+        (right, comparison.b, comparison.ranker_b, "B"),
+    ):
+        column.markdown(f"**{side}: {escape_text(ranker.label)}**")
+        lines = []
+        for rank, r in enumerate(ranked, start=1):
+            m = movement[r.chunk.id]
+            if side == "B":
+                shift = m.movement
+                arrow = f"▲{shift}" if shift > 0 else f"▼{-shift}" if shift < 0 else "="
+                arrow += "" if m.in_top_a else " (new)"
+            else:
+                arrow = ""
+            lines.append(
+                f"{rank}. {label_of(r.chunk.source_id, r.chunk.chunk_index)} &nbsp; "
+                f"**{r.score:.4f}** {arrow}"
+            )
+        column.markdown("  \n".join(lines) or "_nothing_", unsafe_allow_html=True)
+
+
+def render_movements(view: CompareView) -> None:
+    rows = [
+        {
+            "passage": f"{m.source_id} · passage {m.chunk_index + 1}",
+            "rank A": m.rank_a,
+            "rank B": m.rank_b,
+            "movement (A→B)": m.movement,
+            "score A": m.score_a,
+            "score B": m.score_b,
+            "in top k of": "A and B" if m.in_top_a and m.in_top_b else "A" if m.in_top_a else "B",
+        }
+        for m in view.comparison.movements
+    ]
+    st.dataframe(rows, hide_index=True, key="c-movements")
+
+
+def render_chosen(view: CompareView) -> None:
+    comparison = view.comparison
+    options = [m.chunk_id for m in comparison.movements]
+    names = {
+        m.chunk_id: f"{m.source_id} · passage {m.chunk_index + 1}" for m in comparison.movements
+    }
+    if not options:
+        return
+    if st.session_state.get("c_passage") not in options:
+        st.session_state["c_passage"] = view.chosen if view.chosen in options else options[0]
+    st.selectbox(
+        "Passage to explain under both rankers",
+        options,
+        key="c_passage",
+        format_func=lambda cid: names.get(cid, cid),
+    )
+    a, b = view.explanation_a, view.explanation_b
+    if a is None or b is None:
+        return
+    st.markdown(f"`{FORMULA}`")
+    st.markdown(
+        f"N = {view.n_docs:,}, avgdl = {view.avg_doc_length:.2f}, "
+        f"dl = {a.terms[0].doc_length if a.terms else 0}"
+    )
+    st.markdown(compare_explanations(a, b, ("A", "B")).summary)
+    left, right = st.columns(2)
+    for column, explanation, ranker, side in (
+        (left, a, comparison.ranker_a, "A"),
+        (right, b, comparison.ranker_b, "B"),
+    ):
+        column.markdown(
+            f"**{side}: {escape_text(ranker.label)}** — score {explanation.score:.4f}  \n"
+            f"`{IDF_FORMULAS[explanation.idf_form]}`"
+        )
+        column.dataframe(explanation_rows(explanation), hide_index=True, key=f"c-terms-{side}")
+        lines = [idf_line(p, explanation.idf_form) for p in explanation.terms if p.tf > 0]
+        column.code(
+            "\n".join([*lines, *formula_lines(explanation)]), language=None, wrap_lines=True
+        )
+
+
+service = screen()
+ws = workspace()
+st.title("Compare rankings")
+st.caption(
+    "One query, two rankers, ONE candidate read: both lists use the same statistics, tf and "
+    "passage lengths, so what differs is only the formula. Scores compare only within one list."
+)
+sync_query_params(KEYS, DEFAULTS, URL_MARKER)
+sync_rankers_from_url()
+offer_sample(service)
+
+query = st.text_input("Query", key=KEYS["q"], placeholder="e.g. aeroelastic models of heated wings")
+k_col, limit_col = st.columns(2)
+k = int(k_col.number_input("k", min_value=1, max_value=K_MAX, key=KEYS["k"]))
+limit = int(limit_col.number_input("limit", min_value=0, step=100, key=KEYS["limit"]))
+side_a, side_b = st.columns(2)
+ranker_a = ranker_inputs("A", side_a)
+ranker_b = ranker_inputs("B", side_b)
+
+if query.strip():
+    chosen = st.session_state.get("c_passage")
+    view = service.compare(query, ranker_a, ranker_b, k, limit, workspace=ws, chosen=chosen or None)
+    write_url(view, ranker_a, ranker_b)
+    terms = " ".join(f"`{escape_text(t)}`" for t in view.distinct_terms) or "(none)"
+    st.markdown(f"**Terms:** {terms}")
+    if stemmed := stemming_line(view.surface_terms):
+        st.markdown(f"**Indexed as** ({view.profile.value} profile): {stemmed}")
+    comparison = view.comparison
+    if view.empty_reason:
+        st.info(f"Nothing to compare: {view.empty_reason}.")
+    else:
+        st.markdown(
+            f"Overlap at {view.k}: **{comparison.shared} of {len(comparison.a)}** "
+            f"({comparison.overlap:.0%}) · {comparison.ranked:,} candidates ranked by both "
+            f"(of {view.matching_passages:,} matching, limit {view.limit:,})"
+        )
+        render_lists(view)
+        st.subheader("Rank movement")
+        render_movements(view)
+        st.subheader("Per-term contributions under both rankers")
+        render_chosen(view)
