@@ -47,6 +47,7 @@ from core.settings import Settings, describe_store, display_path
 from core.stores.memory import InMemoryChunkStore
 from core.stores.port import ChunkStore, Workspace
 from core.stores.select import open_store
+from core.tokenize import DEFAULT_PROFILE, Profile
 
 #: Environment variable holding the default database URL.
 DATABASE_URL_ENV = "LEXPLAIN_DATABASE_URL"
@@ -79,6 +80,15 @@ def _parser() -> argparse.ArgumentParser:
         required=True,
         metavar="NAME",
         help="workspace to load into (created if new; the same name is the same workspace)",
+    )
+    load.add_argument(
+        "--profile",
+        choices=[p.value for p in Profile],
+        default=DEFAULT_PROFILE.value,
+        help=(
+            "tokenizer profile of a NEW workspace: plain, or english (Snowball stemming); "
+            "an existing workspace keeps its own"
+        ),
     )
     load.add_argument(
         "--database-url",
@@ -232,6 +242,7 @@ async def load(args: argparse.Namespace, console: Console) -> int:
             store,
             args.paths,
             args.workspace,
+            profile=Profile(args.profile),
             chunking=ChunkingOptions(whole_documents=args.whole_documents),
             extractor=extractor,
             console=console,
@@ -316,6 +327,7 @@ async def load_into(
     paths: Sequence[Path],
     workspace: str,
     *,
+    profile: Profile = DEFAULT_PROFILE,
     chunking: ChunkingOptions,
     extractor: EntityExtractor | None,
     console: Console | None = None,
@@ -323,7 +335,7 @@ async def load_into(
     """What ``load`` does once the store is open: register the workspace, read, index."""
     console = console or Console(quiet=True)
     tenant_id = workspace_tenant_id(workspace)
-    await store.upsert_workspace(Workspace(tenant_id=tenant_id, name=workspace))
+    await store.upsert_workspace(Workspace(tenant_id=tenant_id, name=workspace, profile=profile))
     with console.status("reading files"):
         uploads = collect_uploads(paths)
     with Progress(

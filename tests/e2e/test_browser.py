@@ -237,6 +237,29 @@ def test_a_truncation_link_shows_the_cut_and_both_charts(server: str, page: Page
     shot(page, "truncation")
 
 
+def test_a_compare_link_ranks_one_read_under_two_rankers_and_writes_changes_back(
+    server: str, page: Page
+) -> None:
+    params = {"ws": "e2e", "q": QUERY, "k": "5", "limit": "100", "ra": "workspace"}
+    params |= {"rb": "custom", "kb": "0.5", "bb": "0.3"}
+    page.goto(f"{server}/compare?{urlencode(params)}")
+    expect(page.get_by_role("heading", name="Compare rankings")).to_be_visible()
+    settle(page)
+    expect(page.get_by_text("Overlap at 5:", exact=False)).to_be_visible()
+    expect(page.get_by_text("B: BM25 k1 0.5, b 0.3", exact=False).first).to_be_visible()
+    expect(page.get_by_text("Rank movement")).to_be_visible()
+    expect(page.get_by_text("Per-term contributions under both rankers")).to_be_visible()
+    expect(page.get_by_text("aeroelastic: ", exact=False).first).to_be_visible()
+    assert "p=" in page.url  # the explained passage is part of the link
+    k1 = page.get_by_label("k1 (B)")
+    k1.fill("0.9")
+    k1.press("Enter")
+    settle(page)
+    expect(page.get_by_text("B: BM25 k1 0.9, b 0.3", exact=False).first).to_be_visible()
+    assert "kb=0.9" in page.url and "rb=custom" in page.url
+    shot(page, "compare")
+
+
 def test_uploaded_script_and_img_payloads_render_as_text(server: str, page: Page) -> None:
     hostile = (
         "Engine notes by Dr Ada Lovelace.\n\n"

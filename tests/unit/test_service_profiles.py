@@ -9,6 +9,7 @@ figures from an independent reference: tests/unit/test_profile_reference.py.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -169,3 +170,25 @@ def test_compare_equals_the_domain_over_the_same_read(service: LexplainService) 
     want = compare_rankers(view.terms, handed, 3, Ranker.of("classic"), Ranker.of("workspace"))
     assert view.comparison == want
     assert want.a == rank_with(Ranker.of("classic"), view.terms, handed, 3)
+
+
+async def test_the_load_command_creates_a_workspace_with_the_profile_asked(
+    tmp_path: Path,
+) -> None:
+
+    from core.chunks import ChunkingOptions, workspace_tenant_id
+    from core.cli import _parser, load_into
+    from core.stores.memory import InMemoryChunkStore
+
+    folder = tmp_path
+    (folder / "m.txt").write_text("Models of heated models.", encoding="utf-8")
+    args = _parser().parse_args(["load", str(folder), "--workspace", "w", "--profile", "english"])
+    assert args.profile == "english"
+    store = InMemoryChunkStore()
+    await load_into(
+        store, [folder], "w", profile=Profile(args.profile),
+        chunking=ChunkingOptions(), extractor=None,
+    )  # fmt: skip
+    assert [w.profile for w in await store.list_workspaces()] == [Profile.ENGLISH]
+    found = await store.lexical_candidates(["model"], workspace_tenant_id("w"), 10)
+    assert found.candidates[0].term_frequencies == {"model": 2}
