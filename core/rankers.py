@@ -21,11 +21,13 @@ from collections.abc import Sequence
 from enum import StrEnum
 from typing import Final
 
+import numpy as np
+import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from core.bm25 import BM25_B, BM25_K1, IdfForm, QueryScorer, ScoreExplanation
 from core.classic import CLASSIC_B, CLASSIC_K1
-from core.ranking import LexicalCandidate, LexicalCandidates, RankedChunk, rank_chunks
+from core.ranking import LexicalCandidates, RankedChunk, rank_chunks
 
 #: Largest k1 a what-if accepts: beyond it saturation is effectively off, the numbers unreadable.
 MAX_K1: Final[float] = 100.0
@@ -94,28 +96,24 @@ _FIXED: Final[dict[RankerKind, tuple[float, float]]] = {
 }
 
 
-def _matches(candidate: LexicalCandidate) -> bool:
-    return any(tf > 0 for tf in candidate.term_frequencies.values())
-
-
 def score_all(
     ranker: Ranker, terms: Sequence[str], candidates: LexicalCandidates
-) -> list[tuple[float, LexicalCandidate]]:
-    """Every candidate that contains a query term, scored, by score descending then id.
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+    """Rows of every candidate that contains a query term, best first; and every row's score.
 
-    A classic score can be zero or negative (a common term's IDF is); such a passage
-    still matched, so it is ranked, below every positive one, not dropped.
+    Order: score descending, then chunk id ascending. A classic score can be zero or
+    negative (a common term's IDF is); such a passage still matched, so it is ranked,
+    below every positive one, not dropped.
     """
-    if not terms:
-        return []
+    scores = np.zeros(len(candidates), dtype=np.float64)
+    if not terms or not len(candidates):
+        return np.zeros(0, dtype=np.int64), scores
     scorer = ranker.scorer(terms, candidates)
-    scored = [
-        (scorer.score(c.term_frequencies, c.doc_length), c)
-        for c in candidates.candidates
-        if _matches(c)
-    ]
-    scored.sort(key=lambda item: (-item[0], item[1].chunk.id))
-    return scored
+    scores = scorer.score_columns(candidates.terms, candidates.tfs, candidates.doc_lengths)
+    wanted = [j for j, term in enumerate(candidates.terms) if term in set(terms)]
+    rows = np.flatnonzero((candidates.tfs[:, wanted] > 0).any(axis=1)).astype(np.int64)
+    order = np.lexsort((candidates.id_order[rows], -scores[rows]))
+    return rows[order], scores
 
 
 def rank_with(
@@ -126,14 +124,18 @@ def rank_with(
         raise ValueError(f"k must be >= 0, got {k}")
     if ranker.kind is RankerKind.WORKSPACE:
         return rank_chunks(terms, candidates, k)
+    rows, scores = score_all(ranker, terms, candidates)
+    rows = rows[:k]
     scorer = ranker.scorer(terms, candidates)
     return [
         RankedChunk(
-            chunk=c.chunk,
-            score=score,
-            explanation=scorer.explain(c.term_frequencies, c.doc_length),
+            chunk=chunk,
+            score=float(scores[row]),
+            explanation=scorer.explain(
+                candidates.term_frequencies(int(row)), int(candidates.doc_lengths[row])
+            ),
         )
-        for score, c in score_all(ranker, terms, candidates)[:k]
+        for row, chunk in zip(rows, candidates.chunks(rows), strict=True)
     ]
 
 
@@ -189,10 +191,11 @@ def compare_rankers(
     """Rank one candidate read under ``a`` and ``b``; movement of every passage in either top k."""
     if k < 0:
         raise ValueError(f"k must be >= 0, got {k}")
-    all_a = score_all(a, terms, candidates)
-    all_b = score_all(b, terms, candidates)
-    rank_a = {c.chunk.id: (i + 1, s) for i, (s, c) in enumerate(all_a)}
-    rank_b = {c.chunk.id: (i + 1, s) for i, (s, c) in enumerate(all_b)}
+    rows_a, scores_a = score_all(a, terms, candidates)
+    rows_b, scores_b = score_all(b, terms, candidates)
+    ids = candidates.ids
+    rank_a = {str(ids[r]): (i + 1, float(scores_a[r])) for i, r in enumerate(rows_a)}
+    rank_b = {str(ids[r]): (i + 1, float(scores_b[r])) for i, r in enumerate(rows_b)}
     top_a = rank_with(a, terms, candidates, k)
     top_b = rank_with(b, terms, candidates, k)
     ids_a = [r.chunk.id for r in top_a]
@@ -225,7 +228,7 @@ def compare_rankers(
         movements=movements,
         shared=shared,
         overlap=shared / size if size else 1.0,
-        ranked=len(all_a),
+        ranked=len(rows_a),
     )
 
 
@@ -233,8 +236,8 @@ def explain_under(
     ranker: Ranker, terms: Sequence[str], candidates: LexicalCandidates, chunk_id: str
 ) -> ScoreExplanation | None:
     """The per-term breakdown of one candidate under ``ranker``; None if it is not a candidate."""
-    for candidate in candidates.candidates:
-        if candidate.chunk.id == chunk_id:
-            scorer = ranker.scorer(terms, candidates)
-            return scorer.explain(candidate.term_frequencies, candidate.doc_length)
-    return None
+    row = candidates.row_of(chunk_id)
+    if row is None:
+        return None
+    scorer = ranker.scorer(terms, candidates)
+    return scorer.explain(candidates.term_frequencies(row), int(candidates.doc_lengths[row]))

@@ -116,7 +116,7 @@ class RankingsActions(StoreRunner):
             n_docs=handed.stats.n_docs,
             avg_doc_length=handed.stats.avg_doc_length,
             matching_passages=handed.matching,
-            candidates_returned=len(handed.candidates),
+            candidates_returned=len(handed),
             chosen=chosen,
             explanation_a=explanation_a,
             explanation_b=explanation_b,
