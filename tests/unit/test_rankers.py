@@ -156,3 +156,18 @@ def test_the_same_ranker_twice_overlaps_fully_and_nothing_moves() -> None:
 def test_explaining_a_passage_that_is_not_a_candidate_gives_none() -> None:
     terms, candidates = read(TEXTS, "wing")
     assert explain_under(Ranker.of("classic"), terms, candidates, "0" * 64) is None
+
+
+@pytest.mark.parametrize(
+    "ranker", [Ranker.of("classic"), Ranker.of("custom", k1=0.4, b=0.2)], ids=lambda r: r.kind
+)
+def test_each_what_if_result_is_explained_under_its_own_ranker(ranker: Ranker) -> None:
+    terms, candidates = read(TEXTS, "wing body shock flutter")
+    for result in rank_with(ranker, terms, candidates, 10):
+        explanation = result.explanation
+        assert (explanation.k1, explanation.b, explanation.idf_form) == (
+            ranker.k1,
+            ranker.b,
+            ranker.idf_form,
+        )
+        assert explanation.score == result.score
