@@ -9,6 +9,12 @@ Text must be storable everywhere: PostgreSQL's ``text`` cannot hold NUL and
 UTF-8 cannot encode lone surrogates, so both are rejected here with a message
 that names the position, rather than failing differently in each store.
 Readers clean such input before it reaches this model.
+
+A source id is at most ``MAX_SOURCE_ID_CHARS`` (512) characters, checked here, in the domain,
+so both stores refuse the same ids with the same words: PostgreSQL indexes source ids in a
+btree, whose entries cannot exceed about 2,700 bytes (512 characters are at most 2,048 bytes of
+UTF-8), while the in-memory store would keep any length. The alternative, letting each store
+fail its own way, gave a raw error naming an index in one store and silent success in the other.
 """
 
 from __future__ import annotations
@@ -35,6 +41,9 @@ def chunk_id(source_id: str, text: str) -> str:
     return digest.hexdigest()
 
 
+#: Longest source id in characters, in every store (PostgreSQL's btree entries stay < 2,700 bytes).
+MAX_SOURCE_ID_CHARS = 512
+
 #: What no store can hold: NUL (PostgreSQL text) and lone surrogates (UTF-8).
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
@@ -57,6 +66,24 @@ def _check_storable(value: str, what: str) -> str:
     return value
 
 
+def source_id_problem(value: str) -> str | None:
+    """Why ``value`` cannot be a source id in any store, or None if it can."""
+    if len(value) > MAX_SOURCE_ID_CHARS:
+        return (
+            f"the source id is {len(value):,} characters long; the longest kept is"
+            f" {MAX_SOURCE_ID_CHARS:,}"
+        )
+    problem = storable_text_problem(value)
+    return None if problem is None else f"the source id {problem}"
+
+
+def _check_source_id(value: str) -> str:
+    problem = source_id_problem(value)
+    if problem is not None:
+        raise ValueError(problem)
+    return value
+
+
 def _check_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
     try:
         encoded = json.dumps(metadata, ensure_ascii=False, allow_nan=False)
@@ -76,7 +103,12 @@ class SourceDocument(BaseModel):
     title: str = ""
     metadata: dict[str, Any] = Field(default_factory=dict)
 
-    @field_validator("source_id", "text", "title")
+    @field_validator("source_id")
+    @classmethod
+    def _storable_source(cls, value: str) -> str:
+        return _check_source_id(value)
+
+    @field_validator("text", "title")
     @classmethod
     def _storable(cls, value: str) -> str:
         return _check_storable(value, "text")
@@ -107,7 +139,7 @@ class StoredChunk(BaseModel):
     @field_validator("source_id")
     @classmethod
     def _storable_source(cls, value: str) -> str:
-        return _check_storable(value, "source_id")
+        return _check_source_id(value)
 
     @field_validator("text")
     @classmethod

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import colorsys
 import html
-import re
 import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -31,10 +30,17 @@ from typing import Final
 from pydantic import BaseModel, ConfigDict
 
 from core.bm25 import IdfForm, ScoreExplanation, TermContribution
-from core.tokenize import DEFAULT_PROFILE, STOPWORDS, Profile, index_terms, raw_terms
+from core.tokenize import (
+    DEFAULT_PROFILE,
+    STOPWORDS,
+    TERM_PATTERN,
+    Profile,
+    index_terms,
+    raw_terms,
+)
 
-#: The tokenizer's term pattern (a run of Unicode letters and digits), applied after normalising.
-_TERM: Final = re.compile(r"[^\W_]+")
+#: The tokenizer's own term pattern (so an over-long run is marked piece by piece, as indexed).
+_TERM: Final = TERM_PATTERN
 #: A qualitative palette (Tableau 10) whose colours are far apart; used while a query has at most
 #: this many distinct terms. More terms get evenly spaced hues instead (``term_colours``): cycling
 #: the palette gave two terms the same colour, and a 12-colour palette had two near-twins.

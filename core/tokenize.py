@@ -13,6 +13,16 @@ every query of that workspace go through ``tokenize(text, profile)`` here. The
 alternative, letting each store stem (PostgreSQL's ``to_tsvector('english')``,
 a Python stemmer in the in-memory store), is how two stores come to disagree
 about what a term is; one function in the domain makes that impossible.
+
+The longest term is ``MAX_TERM_CHARS`` (255) characters, as in Lucene's standard tokenizer; a
+longer run of letters and digits is SPLIT into pieces of at most 255 characters, again as
+Lucene (and Elasticsearch's ``max_token_length``) does. Splitting rather than dropping keeps
+the text findable: the same over-long word in a query splits into the same pieces and still
+matches, while a dropped token would vanish from every passage and every query without a word.
+The cap is here, in what a term is, so every store indexes exactly the same terms: PostgreSQL's
+btree cannot index a term of more than about 2,700 bytes, and the in-memory store must not
+accept what PostgreSQL refuses (stemming only shortens a term). The cost: a 300-letter "word"
+counts as two terms.
 """
 
 from __future__ import annotations
@@ -34,8 +44,11 @@ STOPWORDS: frozenset[str] = frozenset(
     }
 )  # fmt: skip
 
-#: A term is a maximal run of Unicode letters and digits; "_" separates like punctuation.
-_TERM = re.compile(r"[^\W_]+")
+#: Longest term in characters (after normalisation); longer runs are split (Lucene's limit).
+MAX_TERM_CHARS = 255
+#: A term: a maximal run of Unicode letters and digits ("_" separates like punctuation), or one
+#: 255-character slice of a longer run.
+TERM_PATTERN = re.compile(rf"[^\W_]{{1,{MAX_TERM_CHARS}}}")
 
 
 class Profile(StrEnum):
@@ -67,7 +80,7 @@ def _normalise(text: str) -> str:
 
 def raw_terms(text: str) -> list[str]:
     """All terms of ``text`` in order, stopwords kept, unstemmed (to show what was dropped)."""
-    return _TERM.findall(_normalise(text))
+    return TERM_PATTERN.findall(_normalise(text))
 
 
 def index_terms(terms: list[str], profile: Profile = DEFAULT_PROFILE) -> list[str]:

@@ -20,11 +20,11 @@ import pytest
 from pydantic import ValidationError
 
 from core.bm25 import corpus_stats
-from core.chunks import StoredChunk, chunk_id
+from core.chunks import MAX_SOURCE_ID_CHARS, StoredChunk, chunk_id
 from core.entities import Entity
 from core.ranking import rank_chunks
 from core.stores.port import ChunkStore, Workspace
-from core.tokenize import Profile, tokenize
+from core.tokenize import MAX_TERM_CHARS, Profile, tokenize
 
 PLAIN, ENGLISH = Profile.PLAIN, Profile.ENGLISH
 #: Both profiles, plain first.
@@ -673,6 +673,49 @@ class ChunkStoreCompliance:
             "needle": 1,
             "ünïcode": counts["ünïcode"],
         }
+
+    @pytest.mark.parametrize(
+        "token",
+        ["x" * 3000, "字" * 1000, "ünïcode" * 200],
+        ids=["3000-letters", "1000-cjk", "1400-accented"],
+    )
+    async def test_an_over_long_token_is_stored_and_found_as_its_255_character_pieces(
+        self, store: ChunkStore, token: str
+    ) -> None:
+        tenant = uuid.uuid4()
+        chunk = make_chunk(tenant, "long", f"before {token} after")
+        await store.upsert_many([chunk])
+        pieces = tokenize(token)
+        assert len(pieces) > 1 and max(len(piece) for piece in pieces) == MAX_TERM_CHARS
+        found = await store.lexical_candidates(pieces, tenant, 10)
+        assert [c.chunk for c in found.candidates] == [chunk]
+        assert found.candidates[0].doc_length == len(pieces) + 2
+        assert found.candidates[0].term_frequencies == dict(Counter(pieces))
+        listed = await store.terms_with_prefix(pieces[0][:10], tenant, 10)
+        assert {t.term for t in listed} == {p for p in pieces if p.startswith(pieces[0][:10])}
+
+    async def test_a_source_id_of_the_longest_length_is_kept_and_one_more_refused_everywhere(
+        self, store: ChunkStore
+    ) -> None:
+        tenant = uuid.uuid4()
+        longest = "é" * MAX_SOURCE_ID_CHARS
+        chunk = make_chunk(tenant, longest, "ocean tides")
+        assert await store.replace_source(longest, tenant, [chunk]) == 0
+        assert await store.get_by_source(longest, tenant) == [chunk]
+        too_long = "é" * (MAX_SOURCE_ID_CHARS + 1)
+        with pytest.raises(ValidationError, match="longest kept is 512"):
+            make_chunk(tenant, too_long, "ocean tides")
+        smuggled = StoredChunk.model_construct(
+            **{**chunk.model_dump(), "source_id": too_long, "id": chunk_id(too_long, chunk.text)}
+        )
+        with pytest.raises(ValueError, match="longest kept is 512"):
+            await store.upsert_many([smuggled])
+        with pytest.raises(ValueError, match="longest kept is 512"):
+            await store.replace_source(too_long, tenant, [smuggled])
+        with pytest.raises(ValueError, match="longest kept is 512"):
+            await store.replace_source("x" * 10_000, tenant, [])
+        assert [s.source_id for s in await store.list_sources(tenant)] == [longest]
+        assert (await store.corpus_summary(tenant)).passages == 1
 
     # -- the read-outs the screens need ----------------------------------------------
 

@@ -25,7 +25,7 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from core.chunks import StoredChunk, chunk_id, storable_text_problem
+from core.chunks import StoredChunk, chunk_id, source_id_problem, storable_text_problem
 from core.entities import Entity
 from core.ranking import LexicalCandidates
 from core.tokenize import DEFAULT_PROFILE, Profile, tokenize
@@ -262,6 +262,10 @@ def checked_for_write(
     The model already rejects bad text, but ``model_construct`` bypasses it, so every
     store re-checks here and fails the whole batch before touching anything.
     """
+    if source_id is not None:
+        problem = source_id_problem(source_id)
+        if problem is not None:
+            raise ValueError(problem)
     latest: dict[tuple[UUID, str], StoredChunk] = {}
     for position, chunk in enumerate(chunks):
         if not isinstance(chunk, StoredChunk):
@@ -277,6 +281,9 @@ def checked_for_write(
         for name, value in (("source_id", chunk.source_id), ("text", chunk.text)):
             if not isinstance(value, str) or not value or not is_storable(value):
                 raise ValueError(f"chunk {position} has an unstorable {name}")
+        problem = source_id_problem(chunk.source_id)
+        if problem is not None:
+            raise ValueError(f"chunk {position}: {problem}")
         for name, number in (
             ("chunk_index", chunk.chunk_index),
             ("start_char", chunk.start_char),

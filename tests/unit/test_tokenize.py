@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core.tokenize import STOPWORDS, raw_terms, tokenize
+from core.tokenize import MAX_TERM_CHARS, STOPWORDS, raw_terms, tokenize
 
 
 def test_stopwords_are_exactly_the_design_set() -> None:
@@ -64,3 +64,9 @@ def test_every_term_is_a_casefolded_alphanumeric_non_stopword(text: str) -> None
 def test_tokenizing_the_joined_terms_gives_the_same_terms(text: str) -> None:
     terms = tokenize(text)
     assert tokenize(" ".join(terms)) == terms
+
+
+def test_a_run_longer_than_255_characters_is_split_into_255_character_terms_like_lucene() -> None:
+    assert [len(term) for term in tokenize("x" * 600 + " wing")] == [255, 255, 90, 4]
+    assert tokenize("é" * 256) == ["é" * 255, "é"]
+    assert max(len(term) for term in tokenize("字" * 1000)) == MAX_TERM_CHARS == 255
