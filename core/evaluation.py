@@ -2,20 +2,31 @@
 
 Judgments come as BEIR qrels (``query-id corpus-id score`` TSV with a header) or
 TREC qrels (``qid iteration docid grade``); both are read by one parser that
-names the bad line rather than guessing. A run is judged per source document:
-passages of one document collapse to the document's best rank, as the qrels
-judge documents, not passages. The alternative, judging passages, would need
-passage-level judgments no test collection ships.
+names the bad line rather than guessing. A file with a bad line is refused whole, naming the
+line: skipping it would compute metrics over part of the judgments and show them as the whole
+(the cost: one typo stops the run until it is fixed). Grades are finite integers of at most
+``MAX_GRADE``; JSON query lines go through the readers' bounded JSON parser, so no line (deep
+nesting, a 5,000-digit id, ``inf``) can raise anything but ``JudgmentError``.
+
+A run is judged per source document: passages of one document collapse to the
+document's best rank, as the qrels judge documents, not passages. The alternative,
+judging passages, would need passage-level judgments no test collection ships.
 """
 
 from __future__ import annotations
 
-import json
+import math
 from collections.abc import Iterable, Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from core.metrics import mrr, ndcg_at_k, recall_at_k
+from core.readers import JsonLineError, parse_json_line
+
+#: Largest relevance grade accepted (TREC and BEIR use 0-4; anything huge is a broken file).
+MAX_GRADE = 1_000_000
+#: Characters of a bad value quoted in a message.
+_QUOTED = 40
 
 
 class JudgmentError(ValueError):
@@ -73,13 +84,28 @@ def parse_qrels(data: bytes | str) -> dict[str, dict[str, int]]:
             raise JudgmentError(
                 f"line {number}: expected 3 (BEIR) or 4 (TREC) columns, found {len(fields)}"
             )
-        try:
-            judgments.setdefault(query_id, {})[doc_id] = int(float(grade))
-        except ValueError:
-            raise JudgmentError(f"line {number}: grade {grade!r} is not a number") from None
+        judgments.setdefault(query_id, {})[doc_id] = _grade(grade, number)
     if not judgments:
         raise JudgmentError("no judgments found")
     return judgments
+
+
+def _quoted(value: str) -> str:
+    return repr(value if len(value) <= _QUOTED else value[:_QUOTED] + "…")
+
+
+def _grade(text: str, number: int) -> int:
+    """A grade as an int; fractions are truncated, as before (``int(float(...))``)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise JudgmentError(f"line {number}: grade {_quoted(text)} is not a number") from None
+    if not math.isfinite(value) or abs(value) > MAX_GRADE:
+        raise JudgmentError(
+            f"line {number}: grade {_quoted(text)} is not a grade (a finite number between"
+            f" -{MAX_GRADE:,} and {MAX_GRADE:,})"
+        )
+    return int(value)
 
 
 def parse_queries(data: bytes | str) -> dict[str, str]:
@@ -90,10 +116,18 @@ def parse_queries(data: bytes | str) -> dict[str, str]:
             continue
         if line.lstrip().startswith("{"):
             try:
-                row = json.loads(line)
-                queries[str(row["_id"])] = str(row["text"])
-            except (json.JSONDecodeError, KeyError, TypeError) as exc:
+                row = parse_json_line(line)
+            except JsonLineError as exc:
                 raise JudgmentError(f"line {number}: not a BEIR query ({exc})") from None
+            query_id = row.get("_id") if isinstance(row, dict) else None
+            text = row.get("text") if isinstance(row, dict) else None
+            if isinstance(query_id, int) and not isinstance(query_id, bool):
+                query_id = str(query_id)
+            if not isinstance(query_id, str) or not isinstance(text, str):
+                raise JudgmentError(
+                    f'line {number}: not a BEIR query (it needs an "_id" and a "text" string)'
+                )
+            queries[query_id] = text
         else:
             query_id, sep, text = line.partition("\t")
             if not sep:

@@ -28,18 +28,24 @@ size in the message. A 50 MB text file loads (about 48,000 passages at the defau
 
 from __future__ import annotations
 
+import codecs
 import io
 import json
 import re
 import unicodedata
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from core.chunks import SourceDocument
+from core.chunks import (
+    MAX_SOURCE_ID_CHARS,
+    SourceDocument,
+    source_id_problem,
+    storable_text_problem,
+)
 
 #: Largest file read by default; bigger ones are refused before any parsing.
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
@@ -57,8 +63,6 @@ SUPPORTED_EXTENSIONS: dict[str, str] = {
     ".docx": "docx",
     ".jsonl": "jsonl",
 }
-#: Longest source id kept (longer names are shortened, keeping the extension).
-MAX_SOURCE_ID_CHARS = 200
 #: Share of control characters above which decoded "text" is taken for binary data.
 BINARY_CONTROL_SHARE = 0.02
 #: Share of NUL characters above which decoded "text" is taken for binary data.
@@ -71,6 +75,11 @@ _CONTROLS = re.compile(r"[\x01-\x08\x0e-\x1f\x7f-\x9f\ufffd]")
 _WESTERN_TEXT = re.compile(r"[\x00-\x7f\u00a0-\u00ff‘’“”–—…€•]*")
 #: Encodings preferred when charset-normalizer finds them as plausible as its first choice.
 _WESTERN = ("cp1252", "latin_1", "iso8859_15")
+#: Share of invalid UTF-8 sequences (per character) below which text holding well-formed
+#: multi-byte UTF-8 is read as UTF-8 with U+FFFD, not re-read in a legacy code page.
+MOSTLY_UTF8_BAD_SHARE = 0.01
+#: One invalid UTF-8 byte sequence after lenient decoding (the decoder may emit several U+FFFD).
+_REPLACEMENT_RUNS = re.compile("\ufffd+")
 #: Any non-ASCII character (to count well-formed multi-byte UTF-8 sequences).
 _NON_ASCII = re.compile(r"[^\x00-\x7f]")
 #: Unpaired UTF-16 surrogates (a str can hold them; UTF-8 and PostgreSQL cannot).
@@ -103,6 +112,17 @@ _BLOCK_MARK = "\ue000"
 _LINE_MARK = "\ue001"
 #: Horizontal whitespace collapsed to one space in HTML text.
 _SPACES = re.compile(r"[ \t\r\f\v\u00a0]+")
+#: Bytes of an HTML page searched for a ``<meta charset>`` (the HTML standard says 1,024).
+_CHARSET_SNIFF_BYTES = 4096
+#: ``<meta charset="x">`` or ``<meta http-equiv=... content="text/html; charset=x">``.
+_META_CHARSET = re.compile(
+    rb"<meta[^>]{0,200}?charset\s*=\s*[\"']?\s*([A-Za-z0-9_.:-]{1,40})", re.IGNORECASE
+)
+#: Deepest nesting of arrays and objects accepted in one JSON line (a BEIR record needs 1).
+MAX_JSON_DEPTH = 64
+#: What decides JSON nesting: strings (skipped whole, brackets inside them do not count) and
+#: the brackets themselves.
+_JSON_NESTING = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
 
 
 class ReadError(Exception):
@@ -193,9 +213,11 @@ def decode_text(data: bytes) -> tuple[str, list[str]]:
             return text, []
     except UnicodeDecodeError:
         lenient = data.decode("utf-8", errors="replace")
-        bad = lenient.count("\ufffd")
-        good_multibyte = len(_NON_ASCII.findall(lenient)) - bad
-        if good_multibyte > 0 and bad <= max(1, good_multibyte // 10):
+        bad = len(_REPLACEMENT_RUNS.findall(lenient))
+        good_multibyte = len(_NON_ASCII.findall(lenient)) - lenient.count("\ufffd")
+        if good_multibyte > 0 and (
+            bad <= good_multibyte or bad <= len(lenient) * MOSTLY_UTF8_BAD_SHARE
+        ):
             note = (
                 f"replaced {bad} invalid UTF-8 byte sequence{'s' if bad != 1 else ''} with U+FFFD"
             )
@@ -244,45 +266,101 @@ def _read_plain(data: bytes) -> tuple[str, str, dict[str, Any], list[str]]:
     return text, "", {}, notes
 
 
-def _html_text(data: bytes) -> tuple[str, str, dict[str, Any], list[str]]:
-    from bs4 import BeautifulSoup, Comment, Declaration, Doctype, ProcessingInstruction
-    from bs4.element import CData, NavigableString, Tag
+class _HtmlText:
+    """An lxml parser target that keeps visible text: one pass, one small entry per open element.
 
-    soup = BeautifulSoup(data, "html.parser")
-    title_tag = soup.find("title")
-    title = " ".join(title_tag.get_text(" ").split()) if isinstance(title_tag, Tag) else ""
-    for tag in soup.find_all(_INVISIBLE_TAGS):
-        tag.decompose()
-    for tag in soup.find_all(True):
-        if not isinstance(tag, Tag) or tag.decomposed:
-            continue
-        style = str(tag.get("style", "")).replace(" ", "").casefold()
-        if tag.has_attr("hidden") or "display:none" in style or "visibility:hidden" in style:
-            tag.decompose()
-    for tag in soup.find_all(_BLOCK_TAGS):
-        tag.insert_before(_BLOCK_MARK)
-        tag.insert_after(_BLOCK_MARK)
-    for tag in soup.find_all("br"):
-        tag.replace_with(_LINE_MARK)
-    pieces: list[str] = []
-    skipped = (Comment, Declaration, Doctype, ProcessingInstruction, CData)
-    for string in soup.find_all(string=True):
-        if isinstance(string, skipped) or not isinstance(string, NavigableString):
-            continue
-        in_pre = string.find_parent("pre") is not None
-        value = str(string)
-        if in_pre:
-            pieces.append(value.replace("\n", _LINE_MARK))
+    libxml2 balances every start with an end, so a stack of each open element's effect
+    (hides its content? preformatted?) is enough: no tree is built, nothing recurses, and the
+    work is linear in the size of the page whatever its depth.
+    """
+
+    def __init__(self) -> None:
+        self.pieces: list[str] = []
+        self.title: list[str] = []
+        self._stack: list[tuple[bool, bool]] = []
+        self._hidden = 0
+        self._pre = 0
+        self._in_title = False
+
+    def start(self, tag: str, attrib: Mapping[str, str]) -> None:
+        name = tag.casefold() if isinstance(tag, str) else ""
+        style = str(attrib.get("style", "")).replace(" ", "").casefold()
+        hides = (
+            name in _INVISIBLE_TAGS
+            or "hidden" in attrib
+            or "display:none" in style
+            or "visibility:hidden" in style
+        )
+        pre = name == "pre"
+        self._stack.append((hides, pre))
+        self._hidden += hides
+        self._pre += pre
+        if name == "title" and not self.title:
+            self._in_title = True
+        if name in _BLOCK_TAGS:
+            self.pieces.append(_BLOCK_MARK)
+        elif name == "br":
+            self.pieces.append(_LINE_MARK)
+
+    def end(self, tag: str) -> None:
+        name = tag.casefold() if isinstance(tag, str) else ""
+        if self._stack:
+            hides, pre = self._stack.pop()
+            self._hidden -= hides
+            self._pre -= pre
+        if name == "title":
+            self._in_title = False
+        if name in _BLOCK_TAGS:
+            self.pieces.append(_BLOCK_MARK)
+
+    def data(self, value: str) -> None:
+        if self._in_title:
+            self.title.append(value)
+        if self._hidden:
+            return
+        if self._pre:
+            self.pieces.append(value.replace("\n", _LINE_MARK))
         else:
-            pieces.append(_SPACES.sub(" ", value.replace("\n", " ")))
-    flat = "".join(pieces)
+            self.pieces.append(_SPACES.sub(" ", value.replace("\n", " ")))
+
+    def close(self) -> None:
+        return None
+
+
+def _declared_charset(data: bytes) -> str | None:
+    """The codec a ``<meta charset>`` near the start names, if Python knows it."""
+    found = _META_CHARSET.search(data[:_CHARSET_SNIFF_BYTES])
+    if found is None:
+        return None
+    try:
+        return codecs.lookup(found.group(1).decode("ascii")).name
+    except (LookupError, UnicodeDecodeError):
+        return None
+
+
+def _html_text(data: bytes) -> tuple[str, str, dict[str, Any], list[str]]:
+    from lxml import etree
+
+    declared = None if any(data.startswith(bom) for bom, _ in _BOMS) else _declared_charset(data)
+    if declared is not None:
+        markup, notes = _checked_text(data.decode(declared, errors="replace"), [])
+    else:
+        markup, notes = decode_text(data)
+    target = _HtmlText()
+    parser = etree.HTMLParser(target=target, recover=True, no_network=True)
+    try:
+        parser.feed(markup)
+        parser.close()
+    except etree.Error as exc:  # recover=True makes this rare: a page libxml2 gives up on
+        raise ReadError(f"damaged HTML: {exc}") from exc
+    title = " ".join("".join(target.title).split())
     paragraphs = []
-    for block in flat.split(_BLOCK_MARK):
+    for block in "".join(target.pieces).split(_BLOCK_MARK):
         lines = [_SPACES.sub(" ", line).strip() for line in block.split(_LINE_MARK)]
         joined = "\n".join(line for line in lines if line)
         if joined:
             paragraphs.append(joined)
-    return "\n\n".join(paragraphs), title, {}, []
+    return "\n\n".join(paragraphs), title, {}, notes
 
 
 def _pdf_text(data: bytes) -> tuple[str, str, dict[str, Any], list[str]]:
@@ -366,6 +444,45 @@ def _docx_text(data: bytes) -> tuple[str, str, dict[str, Any], list[str]]:
     return "\n\n".join(p for p in paragraphs if p), title, {}, []
 
 
+class JsonLineError(ValueError):
+    """A JSON line that cannot be read; ``str()`` says why in plain words."""
+
+
+def _json_depth(text: str) -> int:
+    """The deepest nesting of arrays and objects in ``text`` (brackets inside strings ignored)."""
+    depth = deepest = 0
+    for token in _JSON_NESTING.finditer(text):
+        bracket = token.group()
+        if bracket in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif bracket in "]}":
+            depth -= 1
+    return deepest
+
+
+def parse_json_line(text: str) -> Any:
+    """One JSON value, within ``MAX_JSON_DEPTH``; raises ``JsonLineError`` in plain words.
+
+    The nesting is measured before parsing (only when the line has enough brackets to be deep,
+    so ordinary records cost one ``count``): the stdlib parser recurses once per level and a
+    line of 100,000 ``[`` raised RecursionError. Integers of more than 4,300 digits are
+    Python's own limit (a ValueError that is not a JSONDecodeError).
+    """
+    if text.count("[") + text.count("{") > MAX_JSON_DEPTH:
+        depth = _json_depth(text)
+        if depth > MAX_JSON_DEPTH:
+            raise JsonLineError(f"nested {depth:,} levels deep; the limit is {MAX_JSON_DEPTH}")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise JsonLineError(f"not valid JSON ({exc.msg})") from None
+    except RecursionError:
+        raise JsonLineError(f"nested more than {MAX_JSON_DEPTH} levels deep") from None
+    except ValueError:  # int() refuses more than sys.get_int_max_str_digits() digits
+        raise JsonLineError("holds a number with more than 4,300 digits") from None
+
+
 def _jsonl_documents(data: bytes, result: _Collector, *, prefix: str = "") -> None:
     """BEIR records ``{"_id", "title", "text"}``, one per line; bad lines skipped and reported."""
     if data.startswith(b"\xef\xbb\xbf"):
@@ -376,12 +493,12 @@ def _jsonl_documents(data: bytes, result: _Collector, *, prefix: str = "") -> No
         if not raw.strip():
             continue
         try:
-            record = json.loads(raw.decode("utf-8"))
+            record = parse_json_line(raw.decode("utf-8"))
         except UnicodeDecodeError:
             result.problem(number, "not UTF-8 — line skipped")
             continue
-        except json.JSONDecodeError as exc:
-            result.problem(number, f"not valid JSON ({exc.msg}) — line skipped")
+        except JsonLineError as exc:
+            result.problem(number, f"{exc} — line skipped")
             continue
         if not isinstance(record, dict):
             result.problem(number, "not a JSON object — line skipped")
@@ -392,6 +509,11 @@ def _jsonl_documents(data: bytes, result: _Collector, *, prefix: str = "") -> No
         if not isinstance(doc_id, str) or not doc_id.strip():
             result.problem(number, 'no "_id" string — line skipped')
             continue
+        unstorable = storable_text_problem(doc_id)
+        if unstorable is not None:
+            # Cleaning it would break the match with the qrels' corpus-id: refuse instead.
+            result.problem(number, f"the _id {unstorable}; no store can keep it — line skipped")
+            continue
         title = record.get("title") or ""
         body = record.get("text") or ""
         if not isinstance(title, str) or not isinstance(body, str):
@@ -399,11 +521,18 @@ def _jsonl_documents(data: bytes, result: _Collector, *, prefix: str = "") -> No
             continue
         source_id = prefix + _ID_UNSAFE.sub("", doc_id).strip()
         if not source_id:
-            result.problem(number, f"_id {doc_id!r} has no printable character — line skipped")
+            result.problem(
+                number, f"_id {_shown(doc_id)} has no printable character — line skipped"
+            )
+            continue
+        too_long = source_id_problem(source_id)
+        if too_long is not None:
+            result.problem(number, f"{too_long} — line skipped")
             continue
         if source_id in seen:
             result.problem(
-                number, f"duplicate _id {doc_id!r} (first on line {seen[source_id]}) — line skipped"
+                number,
+                f"duplicate _id {_shown(doc_id)} (first on line {seen[source_id]}) — line skipped",
             )
             continue
         seen[source_id] = number
@@ -428,6 +557,11 @@ def _jsonl_documents(data: bytes, result: _Collector, *, prefix: str = "") -> No
         raise ReadError(
             "no usable records in the JSONL file" + (f" ({reasons})" if reasons else "")
         )
+
+
+def _shown(value: str, limit: int = 80) -> str:
+    """``value`` quoted for a message, shortened when long."""
+    return repr(value if len(value) <= limit else value[:limit] + "…")
 
 
 class _Collector:

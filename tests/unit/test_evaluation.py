@@ -79,3 +79,23 @@ def test_a_run_carries_the_ranked_documents_it_judged_cut_at_k() -> None:
         limit=100,
     )
     assert run.ranked == {"1": ["a", "q"], "2": []}
+
+
+@pytest.mark.parametrize("grade", ["inf", "1e400", "9" * 5000, "nan", "-inf"])
+def test_a_grade_that_is_not_a_finite_number_is_named_never_an_overflow(grade: str) -> None:
+    with pytest.raises(JudgmentError, match=r"line 2: grade .* not a"):
+        parse_qrels(f"query-id\tcorpus-id\tscore\n1\td1\t{grade}\n")
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        '{"_id": "2", "text": "x", "m": ' + "[" * 100_000 + "]" * 100_000 + "}",
+        '{"_id": ' + "9" * 5000 + ', "text": "x"}',
+        '{"_id": 1}',
+    ],
+    ids=["deep-json", "5000-digit-id", "no-text"],
+)
+def test_a_hostile_query_line_is_named_never_a_crash(line: str) -> None:
+    with pytest.raises(JudgmentError, match="line 2: not a BEIR query"):
+        parse_queries('{"_id": "1", "text": "wing"}\n' + line + "\n")

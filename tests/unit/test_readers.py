@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -16,6 +17,7 @@ from hypothesis import strategies as st
 from core.chunks import storable_text_problem
 from core.readers import (
     DEFAULT_MAX_BYTES,
+    MAX_SOURCE_ID_CHARS,
     ReadError,
     clean_text,
     decode_text,
@@ -167,6 +169,40 @@ def test_html_with_nothing_visible_is_refused() -> None:
     assert refused("empty.html", b"<html><script>x()</script></html>") == (
         "the file has no visible text — nothing stored"
     )
+
+
+def test_a_hundred_thousand_nested_divs_are_read_in_one_linear_pass() -> None:
+    # 1.1 MB; the tree-building reader took more than 300 s (quadratic in the depth).
+    page = ("<div>" * 100_000 + "deep text" + "</div>" * 100_000).encode()
+    assert only_text("nested.html", page) == "deep text"
+
+
+def test_hostile_markup_that_stalls_the_stdlib_html_parser_is_read_at_once() -> None:
+    # html.parser (Python 3.11) needs about a minute for 50,000 unterminated comments.
+    page = ("<p>kept</p>" + "<!--" * 50_000).encode()
+    assert only_text("comments.html", page) == "kept"
+
+
+def test_hidden_text_deep_inside_nested_elements_stays_hidden() -> None:
+    page = ("<div>" * 5_000 + "<span hidden>SECRET</span>shown" + "</div>" * 5_000).encode()
+    assert only_text("deep.html", page) == "shown"
+
+
+@pytest.mark.parametrize("extension", ["txt", "md", "html", "htm", "jsonl"])
+def test_random_bytes_are_refused_whatever_the_extension(extension: str) -> None:
+    noise = random.Random(8).randbytes(8192)
+    refused(f"noise.{extension}", noise)
+
+
+@pytest.mark.parametrize("extension", ["txt", "html"])
+def test_utf8_with_one_bad_byte_sequence_is_read_as_utf8_and_the_repair_noted(
+    extension: str,
+) -> None:
+    # Read as Windows-1252 before: "Müller" became "MÃ¼ller".
+    data = "<p>Müller sagt hallo".encode() + b"\xff\xfe" + " und tschüs</p>".encode()
+    result = read_file(f"greeting.{extension}", data)
+    assert "Müller sagt hallo\ufffd\ufffd und tschüs" in result.documents[0].text
+    assert result.notes == ["replaced 1 invalid UTF-8 byte sequence with U+FFFD"]
 
 
 # --- PDF ---------------------------------------------------------------------------------
@@ -334,8 +370,8 @@ def test_folder_relative_paths_keep_their_folders_joined_without_separators() ->
 
 
 def test_a_very_long_file_name_is_shortened_keeping_its_extension() -> None:
-    source_id = sanitise_source_id("x" * 500 + ".pdf")
-    assert len(source_id) == 200 and source_id.endswith("….pdf")
+    source_id = sanitise_source_id("x" * 900 + ".pdf")
+    assert len(source_id) == MAX_SOURCE_ID_CHARS and source_id.endswith("….pdf")
 
 
 def test_a_file_name_with_path_separators_and_controls_is_read_under_a_clean_id() -> None:
@@ -390,3 +426,28 @@ def test_a_jsonl_id_is_kept_verbatim_even_with_a_slash_so_qrels_still_match() ->
     assert [d.source_id for d in result.documents] == ["<dbpedia:AC/DC>", "<dbpedia:DC>", "okbell"]
     assert result.documents[2].metadata == {"corpus_id": "ok\x07bell"}
     assert [p.line for p in result.problems] == [4]
+
+
+def test_hostile_jsonl_records_are_skipped_each_with_a_plain_reason_and_the_rest_kept() -> None:
+    lines = [
+        b'{"_id": "ok", "text": "fine text"}',
+        b"[" * 100_000 + b"]" * 100_000,
+        b'{"_id": ' + b"9" * 5000 + b', "text": "x"}',
+        b'{"_id": "a\\u0000b", "text": "x"}',
+        b'{"_id": "a\\ud800b", "text": "x"}',
+        json.dumps({"_id": "x" * 10_000, "text": "y"}).encode(),
+        b'{"_id": "brackets", "text": "' + b"[" * 500 + b'"}',
+    ]
+    result = read_file("corpus.jsonl", b"\n".join(lines))
+    assert [d.source_id for d in result.documents] == ["ok", "brackets"]
+    assert [(p.line, p.reason) for p in result.problems] == [
+        (2, "nested 100,000 levels deep; the limit is 64 — line skipped"),
+        (3, "holds a number with more than 4,300 digits — line skipped"),
+        (4, "the _id contains a NUL character at offset 1; no store can keep it — line skipped"),
+        (
+            5,
+            "the _id contains a lone surrogate U+D800 at offset 1; no store can keep it"
+            " — line skipped",
+        ),
+        (6, "the source id is 10,000 characters long; the longest kept is 512 — line skipped"),
+    ]
