@@ -293,3 +293,14 @@ async def test_an_entity_list_given_to_the_command_line_links_its_aliases(tmp_pa
     )
     (summary,) = await store.list_entities(workspace_tenant_id("w"))
     assert summary.entity.name == "Jet Propulsion Laboratory" and summary.passages == 1
+
+
+def test_the_entities_column_says_rows_count_per_document_and_the_total_distinct_entities(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "a.txt").write_text("Dr Jane Whitfield visited NASA.")
+    (tmp_path / "b.txt").write_text("Dr Jane Whitfield wrote to NASA.")
+    status, out = run("load", str(tmp_path), "--workspace", "w", "--dry-run")
+    assert status == 0
+    assert "entities (per document)" in out
+    assert "2 distinct" in out  # 2 + 2 on the file rows, the same two entities in total
