@@ -42,6 +42,7 @@ from core.readers import (
     iter_supported_files,
     read_beir_folder,
     sanitise_source_id,
+    skipped_files,
 )
 from core.settings import Settings, describe_store, display_path
 from core.stores.memory import InMemoryChunkStore
@@ -243,6 +244,10 @@ async def load(args: argparse.Namespace, console: Console) -> int:
         )
     else:
         console.print(f"store: {describe_store(settings)}", highlight=False)
+    for path in args.paths:
+        if path.is_dir():
+            for file, reason in skipped_files(path):
+                console.print(f"skipped: {file}: {reason}", markup=False, highlight=False)
     try:
         report = await load_into(
             store,

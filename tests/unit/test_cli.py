@@ -75,7 +75,9 @@ def test_a_dry_run_says_so_keeps_nothing_and_exits_zero(
     assert "dry run:" in out and "nothing is kept" in out
     for name in ("memo.txt", "readme.md", "page.html", "sub/paper.pdf", "sub/letter.docx"):
         assert name in out
-    assert "ignored.png" not in out and "secret" not in out
+    # What is not read is named with its reason, never passed over in silence (issue 11, 15).
+    assert "ignored.png: not read: unsupported file type" in out
+    assert "secret.txt: hidden file or folder" in out
     assert "ok: 5 documents read and checked (dry run, nothing kept)" in out
     assert "stored" not in out.splitlines()[-1]
     assert not no_default_database.exists(), "a dry run started the embedded server"
@@ -201,6 +203,27 @@ async def test_a_beir_folder_loads_each_record_under_its_corpus_id(tmp_path: Pat
     assert doc.metadata["title"] == "scale models for thermo-aeroelastic research ."
     summary = await store.corpus_summary(tenant)
     assert summary.sources == summary.passages == 1398
+
+
+def test_a_beir_folder_names_every_other_file_it_holds_and_why_it_was_not_read(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "collection"
+    (folder / "qrels").mkdir(parents=True)
+    (folder / "corpus.jsonl").write_text('{"_id": "d1", "title": "", "text": "lift and drag"}\n')
+    (folder / "queries.jsonl").write_text('{"_id": "q1", "text": "lift"}\n')
+    (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\n")
+    (folder / "notes.txt").write_text("a note that is not part of the collection")
+    (folder / "scan.pdf").write_bytes(pdf_bytes(["Flutter at NACA."]))
+    (folder / "data.csv").write_text("a,b\n")
+    status, out = run("load", str(folder), "--workspace", "w", "--dry-run")
+    assert status == 0
+    assert "ok: 1 documents read and checked" in out
+    lines = [line for line in out.splitlines() if line.startswith("skipped: ")]
+    named = {line.split(": ")[1].rsplit("/", 1)[-1] for line in lines}
+    assert named == {"queries.jsonl", "test.tsv", "notes.txt", "scan.pdf", "data.csv"}
+    assert any("queries.jsonl: BEIR queries, not documents" in line for line in lines)
+    assert any("notes.txt: not read: in a BEIR folder only corpus.jsonl" in line for line in lines)
 
 
 # --- both stores ---------------------------------------------------------------------------
