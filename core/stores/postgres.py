@@ -711,25 +711,16 @@ class PostgresChunkStore:
     async def delete_by_tenant(self, tenant_id: UUID) -> int:
         async def write(conn: asyncpg.Connection) -> int:
             async with conn.transaction():
-                await conn.execute("DELETE FROM passage_terms WHERE tenant_id = $1", tenant_id)
-                status = await conn.execute("DELETE FROM passages WHERE tenant_id = $1", tenant_id)
-                await conn.execute("DELETE FROM term_df WHERE tenant_id = $1", tenant_id)
-                await conn.execute("DELETE FROM tenant_counters WHERE tenant_id = $1", tenant_id)
-                await conn.execute("DELETE FROM entities WHERE tenant_id = $1", tenant_id)
-                return int(str(status).rsplit(" ", 1)[-1])
+                return await _delete_tenant_rows(conn, tenant_id)
 
         return await self._run(write, writing="the deletion of the workspace's passages")
 
     async def delete_workspace(self, tenant_id: UUID) -> int:
         async def write(conn: asyncpg.Connection) -> int:
             async with conn.transaction():
-                await conn.execute("DELETE FROM passage_terms WHERE tenant_id = $1", tenant_id)
-                status = await conn.execute("DELETE FROM passages WHERE tenant_id = $1", tenant_id)
-                await conn.execute("DELETE FROM term_df WHERE tenant_id = $1", tenant_id)
-                await conn.execute("DELETE FROM tenant_counters WHERE tenant_id = $1", tenant_id)
-                await conn.execute("DELETE FROM entities WHERE tenant_id = $1", tenant_id)
+                deleted = await _delete_tenant_rows(conn, tenant_id)
                 await conn.execute("DELETE FROM workspaces WHERE tenant_id = $1", tenant_id)
-                return int(str(status).rsplit(" ", 1)[-1])
+                return deleted
 
         return await self._run(write, writing="the deletion of the workspace")
 
@@ -1212,3 +1203,13 @@ async def _reindex(
     if on_progress is not None and not ids:
         on_progress(0, 0)
     return len(ids)
+
+
+async def _delete_tenant_rows(conn: asyncpg.Connection, tenant_id: UUID) -> int:
+    """Every passage, term row, statistic and entity of a tenant (not its workspace record)."""
+    await conn.execute("DELETE FROM passage_terms WHERE tenant_id = $1", tenant_id)
+    status = await conn.execute("DELETE FROM passages WHERE tenant_id = $1", tenant_id)
+    await conn.execute("DELETE FROM term_df WHERE tenant_id = $1", tenant_id)
+    await conn.execute("DELETE FROM tenant_counters WHERE tenant_id = $1", tenant_id)
+    await conn.execute("DELETE FROM entities WHERE tenant_id = $1", tenant_id)
+    return int(str(status).rsplit(" ", 1)[-1])
