@@ -261,6 +261,8 @@ def offer_sample(service: LexplainService) -> None:
 
 #: Bounds of k and of a limit, in the inputs and when taken from a link.
 K_MAX, LIMIT_MAX = 100, 10_000_000
+#: Query, k and limit before any screen set them: one default for Search, Truncation and Compare.
+QUERY_DEFAULTS: dict[str, Any] = {"q": "", "k": 10, "limit": 1000}
 
 
 def _int_param(value: str | None, default: int, low: int, high: int) -> int:

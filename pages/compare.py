@@ -28,6 +28,7 @@ from core.presentation import (
 from core.service import MAX_K1, CompareView, Ranker, RankerKind
 from pages.common import (
     K_MAX,
+    QUERY_DEFAULTS,
     offer_sample,
     screen,
     sync_query_params,
@@ -37,8 +38,6 @@ from pages.common import (
 
 #: Session keys of the query widgets (own keys: Search's widgets keep theirs).
 KEYS = {"q": "c_q", "k": "c_k", "limit": "c_limit"}
-#: Defaults of query, k and limit.
-DEFAULTS: dict[str, Any] = {"q": "", "k": 10, "limit": 1000}
 #: Session key of the URL this page last adopted.
 URL_MARKER = "_compare_url"
 #: How each ranker kind is offered.
@@ -214,7 +213,7 @@ st.caption(
     "One query, two rankers, ONE candidate read: both lists use the same statistics, tf and "
     "passage lengths, so what differs is only the formula. Scores compare only within one list."
 )
-sync_query_params(KEYS, DEFAULTS, URL_MARKER)
+sync_query_params(KEYS, QUERY_DEFAULTS, URL_MARKER)
 sync_rankers_from_url()
 offer_sample(service)
 

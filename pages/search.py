@@ -6,8 +6,6 @@ formats. Query, k, limit live in the URL so a link reproduces the view.
 
 from __future__ import annotations
 
-from typing import Any
-
 import streamlit as st
 
 from core.presentation import (
@@ -32,6 +30,7 @@ from core.service import PASSAGE_MARK, RankedPassage, SearchResult
 from pages.common import (
     K_MAX,
     LIMIT_MAX,
+    QUERY_DEFAULTS,
     contribution_bar,
     offer_sample,
     screen,
@@ -45,8 +44,6 @@ LIMIT_HELP = (
     "limit = how many candidates the store hands to BM25, chosen by matched-term count, "
     "before any scoring"
 )
-#: Widget keys and their defaults; also the URL parameters (same names).
-DEFAULTS: dict[str, Any] = {"q": "", "k": 10, "limit": 1000}
 #: This page's widget keys per URL name (the same names).
 KEYS = {"q": "q", "k": "k", "limit": "limit"}
 #: Session key of the URL this page last adopted.
@@ -63,7 +60,7 @@ NUMBER_FORMATS = {
 
 
 def sync_from_url() -> None:
-    sync_query_params(KEYS, DEFAULTS, URL_MARKER)
+    sync_query_params(KEYS, QUERY_DEFAULTS, URL_MARKER)
 
 
 def write_url(query: str, k: int, limit: int) -> None:

@@ -19,6 +19,7 @@ from core.presentation import CANDIDATE_ORDER, TIE_NOTE, escape_text, stemming_l
 from core.service import TruncationView
 from pages.common import (
     K_MAX,
+    QUERY_DEFAULTS,
     offer_sample,
     score_scatter,
     screen,
@@ -30,14 +31,12 @@ from pages.common import (
 
 #: Session keys of the widgets (own keys: Search's widgets keep theirs).
 KEYS = {"q": "t_q", "k": "t_k", "limit": "t_limit"}
-#: Defaults of query, k and limit before either screen set them (as on Search).
-DEFAULTS: dict[str, Any] = {"q": "", "k": 10, "limit": 1000}
 #: Session key of the URL this page last adopted.
 URL_MARKER = "_truncation_url"
 
 
 def sync_from_url() -> None:
-    sync_query_params(KEYS, DEFAULTS, URL_MARKER)
+    sync_query_params(KEYS, QUERY_DEFAULTS, URL_MARKER)
 
 
 def write_url(query: str, k: int, limit: int) -> None:
