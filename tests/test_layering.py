@@ -23,6 +23,7 @@ DOMAIN = (
     "classic",
     "entities",
     "readers",
+    "postings",
 )
 #: What a page may import from core: the facade and pure formatting helpers.
 PAGE_ALLOWED_CORE = ("core.service", "core.presentation", "core.highlight", "core.settings")

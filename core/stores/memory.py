@@ -28,7 +28,6 @@ import heapq
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Final
 from uuid import UUID
 
 import numpy as np
@@ -37,6 +36,7 @@ import numpy.typing as npt
 from core.bm25 import CorpusStats
 from core.chunks import StoredChunk
 from core.entities import Entity
+from core.postings import CsrPostings, Posting, postings_candidates
 from core.ranking import LexicalCandidates
 from core.stores.port import (
     CorpusSummary,
@@ -127,30 +127,23 @@ class _Tenant:
         return self.image
 
 
-#: The posting of a term no passage has.
-_NO_POSTING: Final = (np.empty(0, dtype=np.int32), np.empty(0, dtype=np.int32))
-
-
 @dataclass
 class _Columns:
     """A read-only columnar image of one tenant version: rows are chunk ids in ascending order.
 
     Built on the first read after a write and kept until the next write, so the row of a
     passage is its rank in chunk-id order and ties between scores are integer compares.
-    Every posting list becomes two int32 arrays (rows ascending, tf) in one pass, CSR-style,
-    the arrays of a term being views into two arrays for the whole vocabulary. Building them
-    lazily per term was tried first: the first query to touch a common word then paid for
-    its whole posting list in Python (tens of ms at 100k passages), which dominated p50.
+    Every posting list becomes two int32 arrays (rows ascending, tf) in one pass, CSR-style
+    (``core.postings``, the kernel the PostgreSQL store shares). Building them lazily per
+    term was tried first: the first query to touch a common word then paid for its whole
+    posting list in Python (tens of ms at 100k passages), which dominated p50.
     """
 
     version: int
     ids: npt.NDArray[np.object_]
     lengths: npt.NDArray[np.int64]
     chunks: list[StoredChunk]
-    #: term -> (rows ascending, tf per row), views into one array each.
-    arrays: dict[str, tuple[npt.NDArray[np.int32], npt.NDArray[np.int32]]] = field(
-        default_factory=dict
-    )
+    postings: CsrPostings
 
     @classmethod
     def of(cls, tenant: _Tenant) -> _Columns:
@@ -158,83 +151,24 @@ class _Columns:
         ids = np.empty(len(order), dtype=object)
         ids[:] = order
         rows = {chunk_id: row for row, chunk_id in enumerate(order)}
-        postings = tenant.postings
-        sizes = [len(posting) for posting in postings.values()]
-        total = sum(sizes)
-        where = np.fromiter(
-            (rows[c] for posting in postings.values() for c in posting), np.int32, total
-        )
-        tfs = np.fromiter(
-            (tf for posting in postings.values() for tf in posting.values()), np.int32, total
-        )
-        arrays = {}
-        start = 0
-        for term, size in zip(postings, sizes, strict=True):
-            end = start + size
-            part = np.argsort(where[start:end], kind="stable")
-            where[start:end] = where[start:end][part]
-            tfs[start:end] = tfs[start:end][part]
-            arrays[term] = (where[start:end], tfs[start:end])
-            start = end
         return cls(
             version=tenant.version,
             ids=ids,
             lengths=np.fromiter((tenant.lengths[i] for i in order), np.int64, len(order)),
             chunks=[tenant.chunks[i] for i in order],
-            arrays=arrays,
+            postings=CsrPostings.build(tenant.postings, rows),
         )
-
-    def posting(self, term: str) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int32]]:
-        return self.arrays.get(term, _NO_POSTING)
 
     def candidates(
-        self,
-        stats: CorpusStats,
-        wanted: list[str],
-        postings: list[tuple[npt.NDArray[np.int32], npt.NDArray[np.int32]]],
-        limit: int,
+        self, stats: CorpusStats, wanted: list[str], postings: list[Posting], limit: int
     ) -> LexicalCandidates:
         """Rows matching a term, by distinct terms matched desc then id asc, first ``limit``."""
-        counts = np.zeros(len(self.ids), dtype=np.int32)
-        for rows, _ in postings:
-            counts[rows] += 1
-        matched = np.flatnonzero(counts)
-        if limit == 0 or not len(matched):
-            return LexicalCandidates(stats=stats, terms=tuple(wanted), matching=len(matched))
-        per_row = counts[matched]
-        levels: list[npt.NDArray[np.int64]] = []
-        taken = 0
-        for level in range(len(wanted), 0, -1):
-            if taken >= limit:
-                break
-            # Rows ascend, so each level is already in chunk-id order.
-            rows_at = matched[per_row == level]
-            levels.append(rows_at)
-            taken += len(rows_at)
-        selected = np.concatenate(levels)[:limit]
-        tfs = np.zeros((len(selected), len(wanted)), dtype=np.int64)
-        for j, (rows, values) in enumerate(postings):
-            if not len(rows):
-                continue
-            at = np.searchsorted(rows, selected)
-            at[at >= len(rows)] = 0
-            hit = rows[at] == selected
-            tfs[hit, j] = values[at[hit]]
         chunks = self.chunks
 
-        def lookup(wanted_rows: Sequence[int]) -> list[StoredChunk]:
-            return [_copy(chunks[int(selected[row])]) for row in wanted_rows]
+        def lookup(rows: npt.NDArray[np.int64]) -> list[StoredChunk]:
+            return [_copy(chunks[row]) for row in rows.tolist()]
 
-        return LexicalCandidates(
-            stats=stats,
-            terms=tuple(wanted),
-            ids=self.ids[selected],
-            id_order=selected,
-            doc_lengths=self.lengths[selected],
-            tfs=tfs,
-            matching=len(matched),
-            lookup=lookup,
-        )
+        return postings_candidates(stats, wanted, postings, self.lengths, self.ids, limit, lookup)
 
 
 #: Passages re-tokenised between two progress reports (and two yields to the loop).
@@ -375,7 +309,7 @@ class InMemoryChunkStore:
                 doc_frequencies={t: len(tenant.postings.get(t, ())) for t in wanted},
             )
             columns = tenant.columns()
-            postings = [columns.posting(term) for term in wanted]
+            postings = [columns.postings.posting(term) for term in wanted]
         return columns.candidates(stats, wanted, postings, limit)
 
     async def list_sources(self, tenant_id: UUID) -> list[SourceSummary]:

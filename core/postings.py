@@ -1,0 +1,210 @@
+"""The columnar query kernel: CSR postings of the query terms -> ``LexicalCandidates``.
+
+Pure and store-agnostic, so the in-memory store and the PostgreSQL store (which fetches
+the query terms' posting blocks from the database) select candidates with the same code
+and hand ``rank_chunks`` the same columns. A store supplies, per query term, its posting
+list as two arrays (``rows`` ascending, ``tfs``), where a row is the passage's index in
+the store's own passage arrays (``doc_lengths``, ``ids``); this module computes the
+distinct terms each row matches, the truncation order (terms matched desc, then chunk id
+asc), the first ``limit`` rows of it, and their tf columns.
+
+Counting is one ``np.bincount`` over the concatenated postings and the order is built
+level by level from that count array (each level a ``flatnonzero``, already in row order),
+so a query costs the postings it touches plus a few passes over one small N-sized integer
+array. The alternatives measured on 100k passages were slower: an N-sized fancy-index
+scatter per term (``counts[rows] += 1``) cost about five times the ``bincount``, and a
+sort of the concatenated postings by (level, row) costs O(P log P) where the level scan
+is O(N) with a tiny constant. The chunk-id tie-break is an integer compare: either the
+rows are numbered in chunk-id order (``id_rank=None``, the in-memory store) or the store
+passes ``id_rank``, each row's rank in chunk-id order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Final
+
+import numpy as np
+import numpy.typing as npt
+
+from core.bm25 import CorpusStats
+from core.chunks import StoredChunk
+from core.ranking import LexicalCandidates
+
+#: One term's posting list: rows ascending (int32) and the term's tf in each (int32).
+Posting = tuple[npt.NDArray[np.int32], npt.NDArray[np.int32]]
+#: Corpus rows -> the passages at those rows (the caller's own, or immutable shared ones).
+RowChunks = Callable[[npt.NDArray[np.int64]], list[StoredChunk]]
+
+#: The posting of a term no passage has.
+EMPTY_POSTING: Final[Posting] = (np.empty(0, dtype=np.int32), np.empty(0, dtype=np.int32))
+
+
+@dataclass(frozen=True)
+class CsrPostings:
+    """Posting lists of a whole vocabulary in CSR form: two arrays and per-term offsets.
+
+    Term ``t``'s rows are ``rows[offsets[i]:offsets[i + 1]]`` (ascending) with tf in the
+    same slice of ``tfs``, ``i = index[t]``; a term's posting is two views, no copy.
+    """
+
+    #: term -> its position in ``offsets``.
+    index: Mapping[str, int]
+    #: int64, len(index) + 1 entries: where each term's slice starts (and the last ends).
+    offsets: npt.NDArray[np.int64]
+    rows: npt.NDArray[np.int32]
+    tfs: npt.NDArray[np.int32]
+
+    @classmethod
+    def build(
+        cls, postings: Mapping[str, Mapping[str, int]], row_of: Mapping[str, int]
+    ) -> CsrPostings:
+        """From ``term -> {chunk id: tf}`` and each chunk id's row, in one pass."""
+        sizes = np.fromiter((len(p) for p in postings.values()), np.int64, len(postings))
+        offsets = np.zeros(len(postings) + 1, dtype=np.int64)
+        np.cumsum(sizes, out=offsets[1:])
+        total = int(offsets[-1])
+        rows = np.fromiter((row_of[c] for p in postings.values() for c in p), np.int32, total)
+        tfs = np.fromiter((tf for p in postings.values() for tf in p.values()), np.int32, total)
+        # Each slice sorted on its own: one global sort by (term, row) would need an int64
+        # key per posting (800 MB at 1M passages) for no gain in time.
+        for start, end in zip(offsets[:-1].tolist(), offsets[1:].tolist(), strict=True):
+            if end - start > 1:
+                part = np.argsort(rows[start:end], kind="stable")
+                rows[start:end] = rows[start:end][part]
+                tfs[start:end] = tfs[start:end][part]
+        return cls(
+            index={term: i for i, term in enumerate(postings)}, offsets=offsets, rows=rows, tfs=tfs
+        )
+
+    def posting(self, term: str) -> Posting:
+        i = self.index.get(term)
+        if i is None:
+            return EMPTY_POSTING
+        start, end = int(self.offsets[i]), int(self.offsets[i + 1])
+        return self.rows[start:end], self.tfs[start:end]
+
+
+def matched_counts(postings: Sequence[Posting], n_rows: int) -> npt.NDArray[np.int64]:
+    """Per row of the corpus, how many of the given (distinct terms') postings contain it."""
+    lists = [rows for rows, _ in postings if len(rows)]
+    if not lists:
+        return np.zeros(n_rows, dtype=np.int64)
+    return np.bincount(np.concatenate(lists), minlength=n_rows)
+
+
+def truncation_order(
+    counts: npt.NDArray[np.int64],
+    levels: int,
+    limit: int,
+    id_rank: npt.NDArray[np.int64] | None = None,
+) -> npt.NDArray[np.int64]:
+    """The first ``limit`` matching rows: count desc, then chunk id asc (row or ``id_rank``).
+
+    ``levels`` is the largest possible count (the number of query terms). Each level is one
+    ``flatnonzero`` over ``counts``; levels below the one that fills ``limit`` are not read.
+    """
+    parts: list[npt.NDArray[np.int64]] = []
+    taken = 0
+    for level in range(levels, 0, -1):
+        if taken >= limit:
+            break
+        at = np.flatnonzero(counts == level)
+        if id_rank is not None:
+            keys = id_rank[at]
+            if taken + len(at) > limit:
+                # Only the `limit - taken` smallest ids of this level are kept.
+                cut = np.argpartition(keys, limit - taken - 1)[: limit - taken]
+                at, keys = at[cut], keys[cut]
+            at = at[np.argsort(keys, kind="stable")]
+        parts.append(at)
+        taken += len(at)
+    if not parts:
+        return np.empty(0, dtype=np.int64)
+    return np.concatenate(parts)[:limit]
+
+
+def tf_columns(
+    postings: Sequence[Posting], selected: npt.NDArray[np.int64], n_rows: int
+) -> npt.NDArray[np.int64]:
+    """``out[i, j]``: the tf of term ``j`` in row ``selected[i]`` (0 where absent).
+
+    For a few rows each posting is binary-searched; for many, each posting is scattered
+    through an N-sized position map, which is linear where the searches are not.
+    """
+    out = np.zeros((len(selected), len(postings)), dtype=np.int64)
+    if not len(selected):
+        return out
+    touched = sum(len(rows) for rows, _ in postings)
+    if len(selected) * 8 < touched:
+        for j, (rows, values) in enumerate(postings):
+            if not len(rows):
+                continue
+            at = np.searchsorted(rows, selected)
+            at[at >= len(rows)] = 0
+            hit = rows[at] == selected
+            out[hit, j] = values[at[hit]]
+        return out
+    position = np.full(n_rows, -1, dtype=np.int64)
+    position[selected] = np.arange(len(selected), dtype=np.int64)
+    for j, (rows, values) in enumerate(postings):
+        where = position[rows]
+        kept = where >= 0
+        out[where[kept], j] = values[kept]
+    return out
+
+
+def postings_candidates(
+    stats: CorpusStats,
+    terms: Sequence[str],
+    postings: Sequence[Posting],
+    doc_lengths: npt.NDArray[np.int64],
+    ids: npt.NDArray[np.object_],
+    limit: int,
+    chunks: RowChunks,
+    id_rank: npt.NDArray[np.int64] | None = None,
+) -> LexicalCandidates:
+    """The candidates of one query, in the store's truncation order, first ``limit`` of them.
+
+    ``terms`` are the query's distinct terms, sorted (the columns of ``tfs``); ``postings[j]``
+    is the posting of ``terms[j]`` (``EMPTY_POSTING`` for an unknown term). ``doc_lengths``
+    and ``ids`` hold one entry per corpus row (their length is the row count); ``id_rank``
+    (optional) each row's rank in chunk-id order, when rows are not numbered in that order.
+    ``chunks`` turns corpus rows into passages for the k a ranking shows; it is called only
+    then. ``stats`` are passed through (the store computes them from the same snapshot).
+    """
+    if len(terms) != len(postings):
+        raise ValueError(f"{len(terms)} terms but {len(postings)} postings")
+    n_rows = len(doc_lengths)
+    counts = matched_counts(postings, n_rows)
+    matching = n_rows - int(np.count_nonzero(counts == 0))
+    if limit == 0 or not matching:
+        return LexicalCandidates(stats=stats, terms=tuple(terms), matching=matching)
+    selected = truncation_order(counts, len(terms), limit, id_rank)
+
+    def lookup(rows: Sequence[int]) -> list[StoredChunk]:
+        return chunks(selected[np.asarray(rows, dtype=np.int64)])
+
+    return LexicalCandidates(
+        stats=stats,
+        terms=tuple(terms),
+        ids=ids[selected],
+        id_order=selected if id_rank is None else id_rank[selected],
+        doc_lengths=doc_lengths[selected],
+        tfs=tf_columns(postings, selected, n_rows),
+        matching=matching,
+        lookup=lookup,
+    )
+
+
+__all__ = [
+    "EMPTY_POSTING",
+    "CsrPostings",
+    "Posting",
+    "RowChunks",
+    "matched_counts",
+    "postings_candidates",
+    "tf_columns",
+    "truncation_order",
+]

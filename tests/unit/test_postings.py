@@ -1,0 +1,123 @@
+"""The columnar query kernel against a plain-Python reference of the truncation order."""
+
+from __future__ import annotations
+
+from uuid import UUID
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from core.bm25 import CorpusStats
+from core.chunks import StoredChunk
+from core.postings import (
+    EMPTY_POSTING,
+    CsrPostings,
+    Posting,
+    postings_candidates,
+    tf_columns,
+    truncation_order,
+)
+
+TENANT = UUID("00000000-0000-0000-0000-000000000008")
+TERMS = ("a", "b", "c", "d")
+
+#: A corpus: per row, tf of each of TERMS (0 = absent).
+corpora = st.lists(st.tuples(*[st.integers(0, 3)] * len(TERMS)), min_size=0, max_size=40)
+
+
+def reference(corpus: list[tuple[int, ...]], ranks: list[int], limit: int) -> list[int]:
+    """Rows matching a term: matched count desc, then id rank asc, first ``limit``."""
+    matching = [r for r, tfs in enumerate(corpus) if any(tfs)]
+    key = {r: (-sum(1 for tf in corpus[r] if tf), ranks[r]) for r in matching}
+    return sorted(matching, key=key.__getitem__)[:limit]
+
+
+def postings_of(corpus: list[tuple[int, ...]]) -> list[Posting]:
+    out = []
+    for j in range(len(TERMS)):
+        rows = [r for r, tfs in enumerate(corpus) if tfs[j]]
+        out.append(
+            (
+                np.array(rows, dtype=np.int32),
+                np.array([corpus[r][j] for r in rows], dtype=np.int32),
+            )
+        )
+    return out
+
+
+def chunk(row: int) -> StoredChunk:
+    text = f"passage {row}"
+    return StoredChunk(
+        tenant_id=TENANT, source_id="s", text=text, chunk_index=row, start_char=0, end_char=9
+    )
+
+
+@settings(max_examples=150, deadline=None)
+@given(corpora, st.integers(0, 45), st.randoms(use_true_random=False), st.booleans())
+def test_the_kernel_selects_and_orders_rows_as_the_plain_reference_does(
+    corpus: list[tuple[int, ...]], limit: int, rng: object, shuffled: bool
+) -> None:
+    n = len(corpus)
+    ranks = list(range(n))
+    if shuffled:
+        rng.shuffle(ranks)  # type: ignore[attr-defined]
+    id_rank = np.array(ranks, dtype=np.int64) if shuffled else None
+    postings = postings_of(corpus)
+    lengths = np.array([sum(tfs) + 3 for tfs in corpus], dtype=np.int64)
+    ids = np.empty(n, dtype=object)
+    ids[:] = [f"id{r}" for r in range(n)]
+    stats = CorpusStats(n_docs=n, avg_doc_length=float(lengths.mean()) if n else 0.0)
+    found = postings_candidates(
+        stats, TERMS, postings, lengths, ids, limit, lambda rows: [chunk(r) for r in rows], id_rank
+    )
+    expected = reference(corpus, ranks, limit)
+    assert list(found.ids) == [f"id{r}" for r in expected]
+    assert found.matching == sum(1 for tfs in corpus if any(tfs))
+    assert found.tfs.tolist() == [list(corpus[r]) for r in expected]
+    assert found.doc_lengths.tolist() == [int(lengths[r]) for r in expected]
+    assert found.id_order.tolist() == [ranks[r] for r in expected]
+    assert [c.chunk_index for c in found.chunks(range(len(found)))] == expected
+
+
+@settings(max_examples=100, deadline=None)
+@given(corpora, st.data())
+def test_both_ways_of_reading_tf_columns_agree(
+    corpus: list[tuple[int, ...]], data: st.DataObject
+) -> None:
+    n = len(corpus)
+    selected = np.array(
+        data.draw(st.lists(st.integers(0, max(n - 1, 0)), unique=True, max_size=n) if n else
+                  st.just([])),
+        dtype=np.int64,
+    )  # fmt: skip
+    postings = postings_of(corpus)
+    few = tf_columns(postings, selected[:1], n)  # the binary-search path
+    many = tf_columns(postings, selected, n)  # the position-map path
+    assert many.tolist() == [list(corpus[r]) for r in selected.tolist()]
+    assert few.tolist() == many[:1].tolist()
+
+
+def test_a_limit_inside_a_level_keeps_its_smallest_ids() -> None:
+    counts = np.array([1, 2, 1, 2, 2, 0, 1], dtype=np.int64)
+    assert truncation_order(counts, 2, 4).tolist() == [1, 3, 4, 0]
+    rank = np.array([6, 5, 4, 3, 2, 1, 0], dtype=np.int64)
+    assert truncation_order(counts, 2, 4, rank).tolist() == [4, 3, 1, 6]
+
+
+def test_csr_postings_are_views_in_row_order_and_unknown_terms_are_empty() -> None:
+    rows = {"x": 2, "y": 0, "z": 1}
+    csr = CsrPostings.build({"t": {"x": 5, "y": 1, "z": 2}, "u": {"z": 7}}, rows)
+    t_rows, t_tfs = csr.posting("t")
+    assert t_rows.tolist() == [0, 1, 2] and t_tfs.tolist() == [1, 2, 5]
+    assert [a.tolist() for a in csr.posting("u")] == [[1], [7]]
+    assert csr.posting("nope") is EMPTY_POSTING
+
+
+def test_terms_and_postings_must_pair_up() -> None:
+    with pytest.raises(ValueError, match="2 terms but 1 postings"):
+        postings_candidates(
+            CorpusStats(n_docs=0, avg_doc_length=0.0), ("a", "b"), [EMPTY_POSTING],
+            np.zeros(0, dtype=np.int64), np.empty(0, dtype=object), 5, lambda rows: [],
+        )  # fmt: skip
