@@ -38,7 +38,9 @@ settings.register_profile(
 settings.load_profile("lexplain")
 
 #: Every table the PostgreSQL store creates, emptied between tests of one module.
-STORE_TABLES = "passage_terms, passages, term_df, tenant_counters, entities, workspaces"
+STORE_TABLES = (
+    "passage_terms, passages, term_df, tenant_counters, entities, workspaces, workspace_members"
+)
 
 
 @contextlib.contextmanager

@@ -970,3 +970,107 @@ class ChunkStoreCompliance:
         assert any(0 in s for s in seen), "no read ran while the re-index was building"
         found = await store.lexical_candidates(terms, tenant, 10)
         assert found.stats == allowed[1]
+
+    # -- owners and members (sign-in) -----------------------------------------------------
+
+    async def test_a_new_workspace_keeps_its_owner_and_members_as_given_normalised(
+        self, store: ChunkStore
+    ) -> None:
+        tenant = uuid.uuid4()
+        await store.upsert_workspace(
+            Workspace(
+                tenant_id=tenant,
+                name="shared",
+                owner=" Ada@Example.org ",
+                members=("zoe@example.org", "BOB@example.org", "ada@example.org"),
+            )
+        )
+        expected = Workspace(
+            tenant_id=tenant,
+            name="shared",
+            owner="ada@example.org",
+            members=("bob@example.org", "zoe@example.org"),
+        )
+        assert await store.get_workspace(tenant) == expected
+        assert await store.list_workspaces() == [expected]
+        assert await store.get_workspace(uuid.uuid4()) is None
+        assert expected.admits("ADA@example.org") and expected.admits("zoe@example.org")
+        assert not expected.admits("eve@example.org") and not expected.admits(None)
+
+    async def test_creating_an_existing_workspace_again_never_changes_its_owner_or_members(
+        self, store: ChunkStore
+    ) -> None:
+        tenant = uuid.uuid4()
+        await store.upsert_workspace(
+            Workspace(tenant_id=tenant, name="mine", owner="ada@example.org")
+        )
+        await store.upsert_workspace(
+            Workspace(
+                tenant_id=tenant,
+                name="mine",
+                owner="eve@example.org",
+                members=("eve@example.org", "mallory@example.org"),
+            )
+        )
+        await store.upsert_workspace(Workspace(tenant_id=tenant, name="mine"))
+        found = await store.get_workspace(tenant)
+        assert found is not None and (found.owner, found.members) == ("ada@example.org", ())
+
+    async def test_members_are_added_and_removed_once_each_and_the_owner_stays(
+        self, store: ChunkStore
+    ) -> None:
+        tenant, other = uuid.uuid4(), uuid.uuid4()
+        await store.upsert_workspace(Workspace(tenant_id=tenant, name="t", owner="ada@example.org"))
+        await store.upsert_workspace(Workspace(tenant_id=other, name="o", owner="bob@example.org"))
+        assert await store.add_member(tenant, "Bob@Example.org") is True
+        assert await store.add_member(tenant, "bob@example.org") is False
+        assert await store.add_member(tenant, "ada@example.org") is False  # the owner
+        assert await store.add_member(tenant, "cy@example.org") is True
+        found = await store.get_workspace(tenant)
+        assert found is not None and found.members == ("bob@example.org", "cy@example.org")
+        other_found = await store.get_workspace(other)
+        assert other_found is not None and other_found.members == ()
+        assert await store.remove_member(tenant, "BOB@example.org") is True
+        assert await store.remove_member(tenant, "bob@example.org") is False
+        with pytest.raises(ValueError, match="owner"):
+            await store.remove_member(tenant, "ada@example.org")
+        found = await store.get_workspace(tenant)
+        assert found is not None
+        assert (found.owner, found.members) == ("ada@example.org", ("cy@example.org",))
+
+    async def test_membership_of_an_unknown_workspace_raises_key_error_and_stores_nothing(
+        self, store: ChunkStore
+    ) -> None:
+        tenant = uuid.uuid4()
+        with pytest.raises(KeyError, match="no workspace"):
+            await store.add_member(tenant, "ada@example.org")
+        with pytest.raises(KeyError, match="no workspace"):
+            await store.remove_member(tenant, "ada@example.org")
+        assert await store.list_workspaces() == []
+
+    async def test_an_address_that_is_not_an_e_mail_is_refused_and_not_stored(
+        self, store: ChunkStore
+    ) -> None:
+        tenant = uuid.uuid4()
+        await store.upsert_workspace(Workspace(tenant_id=tenant, name="t", owner="ada@example.org"))
+        for bad in ("", "ada", "a b@example.org", "a@b@c", "ada\x00@example.org", "x" * 300 + "@e"):
+            with pytest.raises(ValueError, match="not an e-mail address"):
+                await store.add_member(tenant, bad)
+        with pytest.raises(ValidationError):
+            Workspace(tenant_id=tenant, name="t", owner="not-an-address")
+        found = await store.get_workspace(tenant)
+        assert found is not None and found.members == ()
+
+    async def test_a_deleted_workspace_takes_its_members_along_and_its_name_starts_afresh(
+        self, store: ChunkStore
+    ) -> None:
+        tenant = uuid.uuid4()
+        await store.upsert_workspace(
+            Workspace(tenant_id=tenant, name="t", owner="ada@example.org", members=("bob@x.org",))
+        )
+        await store.delete_workspace(tenant)
+        assert await store.get_workspace(tenant) is None
+        await store.upsert_workspace(Workspace(tenant_id=tenant, name="t", owner="eve@example.org"))
+        assert await store.get_workspace(tenant) == Workspace(
+            tenant_id=tenant, name="t", owner="eve@example.org"
+        )

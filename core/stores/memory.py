@@ -49,6 +49,7 @@ from core.stores.port import (
     checked_for_write,
     checked_sources,
     distinct_terms,
+    member_email,
     passage_terms,
 )
 from core.tokenize import DEFAULT_PROFILE, Profile
@@ -371,7 +372,13 @@ class InMemoryChunkStore:
         with self._lock:
             known = self._workspaces.get(workspace.tenant_id)
             if known is not None:
-                workspace = workspace.model_copy(update={"profile": known.profile})
+                workspace = workspace.model_copy(
+                    update={
+                        "profile": known.profile,
+                        "owner": known.owner,
+                        "members": known.members,
+                    }
+                )
             self._workspaces[workspace.tenant_id] = workspace.model_copy()
             tenant = self._tenants.get(workspace.tenant_id)
             if tenant is not None and tenant.profile != workspace.profile:
@@ -409,6 +416,37 @@ class InMemoryChunkStore:
             if on_progress is not None:
                 on_progress(len(chunks), len(chunks))
             return len(chunks)
+
+    async def get_workspace(self, tenant_id: UUID) -> Workspace | None:
+        with self._lock:
+            known = self._workspaces.get(tenant_id)
+            return None if known is None else known.model_copy()
+
+    async def add_member(self, tenant_id: UUID, email: str) -> bool:
+        email = member_email(email)
+        with self._lock:
+            known = self._workspaces.get(tenant_id)
+            if known is None:
+                raise KeyError(f"no workspace with tenant id {tenant_id}")
+            if email == known.owner or email in known.members:
+                return False
+            members = tuple(sorted((*known.members, email)))
+            self._workspaces[tenant_id] = known.model_copy(update={"members": members})
+            return True
+
+    async def remove_member(self, tenant_id: UUID, email: str) -> bool:
+        email = member_email(email)
+        with self._lock:
+            known = self._workspaces.get(tenant_id)
+            if known is None:
+                raise KeyError(f"no workspace with tenant id {tenant_id}")
+            if email == known.owner:
+                raise ValueError("the owner of a workspace cannot be removed from it")
+            if email not in known.members:
+                return False
+            members = tuple(m for m in known.members if m != email)
+            self._workspaces[tenant_id] = known.model_copy(update={"members": members})
+            return True
 
     async def list_workspaces(self) -> list[Workspace]:
         with self._lock:

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol, runtime_checkable
 from uuid import UUID
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from core.chunks import StoredChunk, chunk_id, source_id_problem, storable_text_problem
 from core.entities import Entity
@@ -32,6 +32,8 @@ from core.tokenize import DEFAULT_PROFILE, Profile, tokenize
 
 #: Largest offset or index any store keeps (PostgreSQL bigint); larger ones are rejected everywhere.
 MAX_POSITION = 2**63 - 1
+#: Longest e-mail address kept as a workspace owner or member (RFC 5321's path limit).
+MAX_EMAIL_CHARS = 254
 
 
 class ConnectionLost(RuntimeError):
@@ -85,8 +87,35 @@ class TermFrequency(BaseModel):
     df: int = Field(ge=0)
 
 
+def member_email(value: str) -> str:
+    """An owner's or member's e-mail as every store keeps it: trimmed, lower case.
+
+    ``ValueError`` in plain words for anything that is not one address (spaces, control
+    characters, no or two ``@``, too long). Lower case because identity providers differ in
+    the case they return, and a member added as ``Ada@Example.org`` must match her sign-in.
+    """
+    cleaned = value.strip().lower()
+    local, at, domain = cleaned.partition("@")
+    if (
+        not at
+        or not local
+        or not domain
+        or "@" in domain
+        or len(cleaned) > MAX_EMAIL_CHARS
+        or any(c.isspace() or not c.isprintable() for c in cleaned)
+        or not is_storable(cleaned)
+    ):
+        shown = value if len(value) <= 60 else value[:60] + "…"
+        raise ValueError(f"{shown!r} is not an e-mail address")
+    return cleaned
+
+
 class Workspace(BaseModel):
-    """A named tenant and the tokenizer profile every write and query of it uses."""
+    """A named tenant, the tokenizer profile every write and query of it uses, and who may open it.
+
+    ``owner`` is None for a workspace made without sign-in (the single-user local tool); with
+    sign-in, the creator owns it and only the owner and ``members`` may open it.
+    """
 
     model_config = ConfigDict(frozen=True)
 
@@ -94,6 +123,33 @@ class Workspace(BaseModel):
     name: str = Field(min_length=1)
     #: Chosen at creation; changed only by ``ChunkStore.reindex`` (which re-tokenises everything).
     profile: Profile = DEFAULT_PROFILE
+    #: The e-mail of who created it (with sign-in); None without sign-in.
+    owner: str | None = None
+    #: E-mails of the other people who may open it: distinct, sorted, never the owner.
+    members: tuple[str, ...] = ()
+
+    @field_validator("owner")
+    @classmethod
+    def _owner_email(cls, value: str | None) -> str | None:
+        return None if value is None else member_email(value)
+
+    @field_validator("members")
+    @classmethod
+    def _member_emails(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(sorted({member_email(m) for m in value}))
+
+    @model_validator(mode="after")
+    def _owner_is_not_a_member(self) -> Workspace:
+        if self.owner is not None and self.owner in self.members:
+            object.__setattr__(self, "members", tuple(m for m in self.members if m != self.owner))
+        return self
+
+    def admits(self, email: str | None) -> bool:
+        """Whether the signed-in ``email`` may open this workspace (its owner or a member)."""
+        if email is None:
+            return False
+        email = email.strip().lower()
+        return email == self.owner or email in self.members
 
 
 #: Called during a re-index with (passages done, passages in all).
@@ -139,7 +195,7 @@ class ChunkStore(Protocol):
         ...
 
     async def delete_workspace(self, tenant_id: UUID) -> int:
-        """Delete a workspace: its record, passages and entities, together or not at all.
+        """Delete a workspace: its record, members, passages and entities, together or not at all.
 
         Returns passages deleted; an unknown tenant deletes nothing and returns 0.
         """
@@ -188,10 +244,32 @@ class ChunkStore(Protocol):
         ...
 
     async def upsert_workspace(self, workspace: Workspace) -> None:
-        """Create a workspace, or rename it; an existing workspace keeps its profile.
+        """Create a workspace, or rename it; an existing workspace keeps its profile,
+        owner and members.
 
         A tenant's passages are tokenised with the profile of its workspace (``plain`` when
-        the tenant has none); a new workspace's profile is taken from ``workspace``.
+        the tenant has none); a new workspace's profile, owner and members are taken from
+        ``workspace``.
+        """
+        ...
+
+    async def get_workspace(self, tenant_id: UUID) -> Workspace | None:
+        """The workspace of ``tenant_id`` with its owner and members; None when unknown."""
+        ...
+
+    async def add_member(self, tenant_id: UUID, email: str) -> bool:
+        """Let ``email`` (normalised by ``member_email``) open the workspace.
+
+        Returns False when it already could (a member, or the owner). An unknown workspace
+        raises KeyError; an address ``member_email`` refuses raises ValueError.
+        """
+        ...
+
+    async def remove_member(self, tenant_id: UUID, email: str) -> bool:
+        """Take ``email`` off the members; returns False when it was not one.
+
+        The owner is not a member and cannot be removed (ValueError). An unknown workspace
+        raises KeyError.
         """
         ...
 
@@ -207,7 +285,7 @@ class ChunkStore(Protocol):
         ...
 
     async def list_workspaces(self) -> list[Workspace]:
-        """Ordered by name."""
+        """Ordered by name, each with its owner and members."""
         ...
 
     async def close(self) -> None: ...

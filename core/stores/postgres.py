@@ -68,6 +68,7 @@ from core.stores.port import (
     checked_sources,
     distinct_terms,
     is_storable,
+    member_email,
     passage_terms,
 )
 from core.tokenize import DEFAULT_PROFILE, Profile
@@ -159,6 +160,14 @@ CREATE TABLE IF NOT EXISTS workspaces (
     name text COLLATE "C" NOT NULL
 );
 ALTER TABLE workspaces ADD COLUMN IF NOT EXISTS profile text NOT NULL DEFAULT 'plain';
+-- Who may open a workspace (sign-in): added at connect, so a database from before keeps
+-- working; its workspaces have no owner, as the single-user local tool made them.
+ALTER TABLE workspaces ADD COLUMN IF NOT EXISTS owner text COLLATE "C";
+CREATE TABLE IF NOT EXISTS workspace_members (
+    tenant_id uuid NOT NULL REFERENCES workspaces (tenant_id) ON DELETE CASCADE,
+    email text COLLATE "C" NOT NULL,
+    PRIMARY KEY (tenant_id, email)
+);
 """
 
 #: Databases created before bulk loading (the schema of 2026-11) had two indexes on
@@ -749,14 +758,22 @@ class PostgresChunkStore:
         async def write(conn: asyncpg.Connection) -> bool:
             # Created as plain: passages written before the workspace existed were tokenised
             # so; a new workspace of another profile is then re-indexed to it, below.
-            inserted = await conn.fetchval(
-                "INSERT INTO workspaces (tenant_id, name, profile) VALUES ($1, $2, $3) "
-                "ON CONFLICT (tenant_id) DO UPDATE SET name = EXCLUDED.name "
-                "RETURNING (xmax = 0)",
-                workspace.tenant_id,
-                workspace.name,
-                DEFAULT_PROFILE.value,
-            )
+            async with conn.transaction():
+                inserted = await conn.fetchval(
+                    "INSERT INTO workspaces (tenant_id, name, profile, owner) "
+                    "VALUES ($1, $2, $3, $4) "
+                    "ON CONFLICT (tenant_id) DO UPDATE SET name = EXCLUDED.name "
+                    "RETURNING (xmax = 0)",
+                    workspace.tenant_id,
+                    workspace.name,
+                    DEFAULT_PROFILE.value,
+                    workspace.owner,
+                )
+                if inserted and workspace.members:
+                    await conn.executemany(
+                        "INSERT INTO workspace_members (tenant_id, email) VALUES ($1, $2)",
+                        [(workspace.tenant_id, m) for m in workspace.members],
+                    )
             return bool(inserted)
 
         if (
@@ -990,15 +1007,81 @@ class PostgresChunkStore:
 
     async def list_workspaces(self) -> list[Workspace]:
         async def read(conn: asyncpg.Connection) -> list[Workspace]:
-            rows = await conn.fetch(
-                "SELECT tenant_id, name, profile FROM workspaces ORDER BY name, tenant_id"
-            )
-            return [
-                Workspace(tenant_id=r["tenant_id"], name=r["name"], profile=r["profile"])
-                for r in rows
-            ]
+            rows = await conn.fetch(_WORKSPACES + " ORDER BY w.name, w.tenant_id")
+            return [_workspace(r) for r in rows]
 
         return await self._run(read)
+
+    async def get_workspace(self, tenant_id: UUID) -> Workspace | None:
+        async def read(conn: asyncpg.Connection) -> Workspace | None:
+            row = await conn.fetchrow(_WORKSPACES + " WHERE w.tenant_id = $1", tenant_id)
+            return None if row is None else _workspace(row)
+
+        return await self._run(read)
+
+    async def add_member(self, tenant_id: UUID, email: str) -> bool:
+        email = member_email(email)
+
+        async def write(conn: asyncpg.Connection) -> bool:
+            async with conn.transaction():
+                owner = await _locked_owner(conn, tenant_id)
+                if email == owner:
+                    return False
+                status = await conn.execute(
+                    "INSERT INTO workspace_members (tenant_id, email) VALUES ($1, $2) "
+                    "ON CONFLICT DO NOTHING",
+                    tenant_id,
+                    email,
+                )
+                return bool(str(status).endswith(" 1"))
+
+        return await self._run(write, writing=f"the member {email!r}")
+
+    async def remove_member(self, tenant_id: UUID, email: str) -> bool:
+        email = member_email(email)
+
+        async def write(conn: asyncpg.Connection) -> bool:
+            async with conn.transaction():
+                if email == await _locked_owner(conn, tenant_id):
+                    raise ValueError("the owner of a workspace cannot be removed from it")
+                status = await conn.execute(
+                    "DELETE FROM workspace_members WHERE tenant_id = $1 AND email = $2",
+                    tenant_id,
+                    email,
+                )
+                return bool(str(status).endswith(" 1"))
+
+        return await self._run(write, writing=f"the removal of the member {email!r}")
+
+
+#: A workspace row with its members (sorted), for ``_workspace``; callers add WHERE/ORDER BY.
+_WORKSPACES: Final = """
+SELECT w.tenant_id, w.name, w.profile, w.owner,
+       ARRAY(SELECT m.email FROM workspace_members m
+             WHERE m.tenant_id = w.tenant_id ORDER BY m.email) AS members
+FROM workspaces w
+"""
+
+
+def _workspace(row: asyncpg.Record) -> Workspace:
+    return Workspace(
+        tenant_id=row["tenant_id"],
+        name=row["name"],
+        profile=row["profile"],
+        owner=row["owner"],
+        members=tuple(row["members"]),
+    )
+
+
+async def _locked_owner(conn: asyncpg.Connection, tenant_id: UUID) -> str | None:
+    """The workspace's owner, its row held until commit; KeyError for an unknown workspace."""
+    row = await conn.fetchrow(
+        "SELECT owner FROM workspaces WHERE tenant_id = $1 FOR KEY SHARE", tenant_id
+    )
+    if row is None:
+        raise KeyError(f"no workspace with tenant id {tenant_id}")
+    owner: str | None = row["owner"]
+    return owner
 
 
 async def _create_schema(conn: asyncpg.Connection, schema: str | None) -> None:

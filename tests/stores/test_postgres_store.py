@@ -8,8 +8,9 @@ import asyncpg
 import pytest
 
 from core.stores.compliance import ChunkStoreCompliance, corpus_chunks, snapshot
-from core.stores.port import ChunkStore
+from core.stores.port import ChunkStore, Workspace
 from core.stores.postgres import PostgresChunkStore
+from core.tokenize import Profile
 
 
 @pytest.fixture(scope="module")
@@ -150,5 +151,40 @@ async def test_a_database_from_before_bulk_loading_is_migrated_and_keeps_its_pas
         )
     finally:
         await store.close()
+        await conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
+        await conn.close()
+
+
+async def test_a_database_from_before_sign_in_opens_with_ownerless_workspaces_that_take_members(
+    database_url: str,
+) -> None:
+    schema = f"t_{uuid.uuid4().hex}"
+    tenant = uuid.uuid4()
+    conn = await asyncpg.connect(database_url)
+    try:
+        # The workspaces table as the schema of 2026-11 had it: no owner, no members table.
+        await conn.execute(f'CREATE SCHEMA "{schema}"')
+        await conn.execute(
+            f'CREATE TABLE "{schema}".workspaces (tenant_id uuid PRIMARY KEY, '
+            "name text COLLATE \"C\" NOT NULL, profile text NOT NULL DEFAULT 'plain')"
+        )
+        await conn.execute(
+            f"INSERT INTO \"{schema}\".workspaces VALUES ($1, 'old', 'english')",  # noqa: S608
+            tenant,
+        )
+        store = await PostgresChunkStore.connect(database_url, schema=schema)
+        try:
+            assert await store.list_workspaces() == [
+                Workspace(tenant_id=tenant, name="old", profile=Profile.ENGLISH)
+            ]
+            assert await store.add_member(tenant, "ada@example.org") is True
+            found = await store.get_workspace(tenant)
+            assert found is not None and (found.owner, found.members) == (
+                None,
+                ("ada@example.org",),
+            )
+        finally:
+            await store.close()
+    finally:
         await conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
         await conn.close()
