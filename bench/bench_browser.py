@@ -1,0 +1,195 @@
+"""How long the Search and Truncation pages take in a real browser over a big in-memory workspace.
+
+Issue 8 asks that both pages answer within a second on a 1M-passage in-memory workspace, and
+that this be reported, not asserted. A browser upload of a million passages is not a way to
+build that workspace, so this script builds the in-memory store in its own process (the
+synthetic Zipf corpus of ``bench_scale.py``, same seed), hands it to the app through the
+facade's ``from_settings`` (the one seam the pages use), and serves ``app.py`` from the same
+process with Streamlit's own bootstrap. A second process drives Debian's Chromium with
+Playwright and times, per query: a link opened cold (page load, websocket, script run,
+results drawn) and a query typed into the open page (the rerun alone). Rejected: starting
+``streamlit run`` and loading through the Upload page (hours at 1M, and it measures the
+upload, not the pages).
+
+    .venv/bin/python bench/bench_browser.py --passages 1000000     # prints a Markdown table
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+import bench_scale  # noqa: E402
+
+#: Queries timed per page (the synthetic corpus's first queries, as bench_scale uses them).
+QUERIES = 8
+#: The candidate limit of the links (the Search page's default is the same order).
+LIMIT = 1000
+#: Debian's Chromium, as the end-to-end test uses it.
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"]
+#: Seconds a page may take before the run is recorded as failed for that query.
+PAGE_TIMEOUT_MS = 120_000
+
+
+def serve(passages: int, port: int) -> None:
+    """Build the store, then serve app.py with it from this process (blocks)."""
+    from streamlit.web import bootstrap
+
+    from core.service import LexplainService
+    from core.stores.memory import InMemoryChunkStore
+    from core.stores.port import Workspace
+
+    ids, texts, _ = bench_scale.zipf_corpus(passages)
+    store = InMemoryChunkStore()
+    started = time.perf_counter()
+
+    async def fill(ids: list[str], texts: list[str]) -> None:
+        await store.upsert_workspace(
+            Workspace(tenant_id=bench_scale.TENANT, name=bench_scale.WORKSPACE)
+        )
+        for offset in range(0, len(ids), bench_scale.BATCH):
+            end = offset + bench_scale.BATCH
+            await store.upsert_many(bench_scale._chunks(ids[offset:end], texts[offset:end]))
+        await store.lexical_candidates(["w0"], bench_scale.TENANT, 1)
+
+    asyncio.run(fill(ids, texts))
+    del ids, texts
+    print(f"built {passages:,} passages in {time.perf_counter() - started:.0f} s", flush=True)
+
+    async def prebuilt() -> Any:
+        return store
+
+    def from_settings(cls: type[LexplainService], settings: Any = None) -> LexplainService:
+        return cls(prebuilt, store_label="in-memory (prebuilt by bench_browser)")
+
+    LexplainService.from_settings = classmethod(from_settings)  # type: ignore[method-assign,assignment]
+    os.chdir(ROOT)
+    options = {
+        "server_port": port,
+        "server_address": "127.0.0.1",
+        "server_headless": True,
+        "server_fileWatcherType": "none",
+        "browser_gatherUsageStats": False,
+    }
+    bootstrap.load_config_options(flag_options=options)
+    bootstrap.run(str(ROOT / "app.py"), False, [], options)
+
+
+#: True in the page when a run for these terms has finished drawing: the Terms line names
+#: exactly the query's words and differs from ``before``, the page's summary line is there,
+#: Streamlit's running indicator is gone and the charts are drawn. Polled every animation
+#: frame (Playwright's ``expect`` backs off to 1 s between checks: too coarse to time with).
+DONE_JS = """([before, terms, done, charts]) => {
+  const line = [...document.querySelectorAll('p')].find(e => e.innerText.startsWith('Terms:'));
+  if (!line || line.innerText === before) return false;
+  const words = line.innerText.split(/\\s+/);
+  if (!terms.every(t => words.includes(t))) return false;
+  if (!document.body.innerText.includes(done)) return false;
+  if (document.querySelectorAll('[data-testid="stStatusWidget"]').length) return false;
+  return document.querySelectorAll('.js-plotly-plot').length >= charts;
+}"""
+
+
+def drive(url: str, queries: list[str]) -> dict[str, list[float]]:
+    """Seconds per query: a cold link and a typed query, on Search and on Truncation."""
+    from playwright.sync_api import sync_playwright
+
+    times: dict[str, list[float]] = {}
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 1600})
+        page.set_default_timeout(PAGE_TIMEOUT_MS)
+
+        def finished(query: str, before: str, done: str, charts: int) -> None:
+            arg = [before, query.split(), done, charts]
+            page.wait_for_function(DONE_JS, arg=arg, polling="raf")
+
+        for path, name, done, charts in (
+            ("", "Search", "passages shown", 10),
+            ("truncation", "Truncation", "matching passages", 2),
+        ):
+            for query in queries:
+                params = {"ws": bench_scale.WORKSPACE, "q": query, "k": "10", "limit": str(LIMIT)}
+                started = time.perf_counter()
+                page.goto(f"{url}/{path}?{urlencode(params)}")
+                finished(query, "", done, charts)
+                times.setdefault(f"{name}, link opened", []).append(time.perf_counter() - started)
+            box = page.get_by_label("Query")
+            terms_line = page.locator("p", has_text="Terms:").first
+            for query in reversed(queries[:-1]):  # the last one is on the page already
+                before = terms_line.inner_text()
+                started = time.perf_counter()
+                box.fill(query)
+                box.press("Enter")
+                finished(query, before, done, charts)
+                times.setdefault(f"{name}, query typed", []).append(time.perf_counter() - started)
+        browser.close()
+    return times
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--passages", type=int, default=1_000_000)
+    parser.add_argument("--serve", type=int, metavar="PORT", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.serve:
+        serve(args.passages, args.serve)
+        return
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, __file__, "--passages", str(args.passages), "--serve", str(port)],
+        cwd=ROOT,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
+                    if response.read() == b"ok":
+                        break
+            except OSError:
+                pass
+            if server.poll() is not None:
+                raise SystemExit("the server process ended before it served")
+            time.sleep(1)
+        _, _, token_lists = bench_scale.zipf_corpus(min(args.passages, 10_000))
+        queries = [" ".join(terms) for terms in token_lists[:QUERIES]]
+        times = drive(url, queries)
+    finally:
+        server.terminate()
+        server.wait(30)
+    print(
+        f"\n{args.passages:,} passages in memory, k = 10, limit {LIMIT:,}; seconds from the "
+        "action until the page finished drawing\n"
+    )
+    print("| page, action | queries | p50 s | max s |\n|---|---:|---:|---:|")
+    for what, values in times.items():
+        print(f"| {what} | {len(values)} | {statistics.median(values):.2f} | {max(values):.2f} |")
+    print(json.dumps(times))
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+if __name__ == "__main__":
+    main()
