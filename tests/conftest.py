@@ -39,7 +39,8 @@ settings.load_profile("lexplain")
 
 #: Every table the PostgreSQL store creates, emptied between tests of one module.
 STORE_TABLES = (
-    "passage_terms, passages, term_df, tenant_counters, entities, workspaces, workspace_members"
+    "postings, segments, passages, term_df, tenant_counters, entities, workspaces, "
+    "workspace_members"
 )
 
 

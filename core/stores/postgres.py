@@ -1,36 +1,41 @@
-"""The PostgreSQL chunk store: passages plus a term table, on an asyncpg pool.
+"""The PostgreSQL chunk store: passages plus posting blocks, on an asyncpg pool.
 
-Why a term table (tenant, chunk, term, tf) and not PostgreSQL's full-text search:
-BM25 needs tf, df, N and avgdl exactly as the in-memory reference computes them,
-from the one shared tokenizer; ``tsvector`` has its own parser and stemming and
-``ts_rank`` is not BM25, so rankings would differ (and it measured ~7x slower at
-100k passages, see ../shared/notes/postgres-facts.md). The costs of the term table
-are paid with a per-tenant counters row and a per-(tenant, term) df table, both
-maintained in the same transaction as every write, and one index on the term table
-that is both its key and the candidate query's covering index: (tenant_id, term,
-chunk_id) INCLUDE (tf). A second key by chunk (to delete a passage's rows) and a
-foreign key to passages doubled the cost of every term row inserted (EXPLAIN, see
-docs/scaling.md); a passage's rows are found by key from its own text instead.
-The candidate query counts matched terms and collects the tf arrays in the same
-pass over the postings; the notes' "count first, tf later" (a second pass for the
-survivors' tf) measured 1.3-3x slower here on Cranfield and on 100k Zipf passages, but
-the notes saw one-pass aggregation spill past work_mem at 1M passages, so that is where
-the two-pass form should come back.
-Writes stage rows with COPY and move them with INSERT ... SELECT inside the
-transaction, instead of row-by-row INSERTs; ``replace_sources`` writes many documents in
-one such transaction, which is how ``load`` reaches COPY speed.
+Why our own postings and not PostgreSQL's full-text search: BM25 needs tf, df, N and
+avgdl exactly as the in-memory reference computes them, from the one shared tokenizer;
+``tsvector`` has its own parser and stemming and ``ts_rank`` is not BM25, so rankings
+would differ (and it measured slower, see docs/scaling.md).
+
+Why blocks and not a row per posting: the term table (tenant, term, chunk, tf) made a
+query aggregate every posting of its terms row by row (GROUP BY chunk over ~2M rows for
+a Zipf query at 1M passages: ~1.5 s at best), and made a load insert ~80 index entries
+per passage. Now every passage gets an ordinal (per tenant, never reused) and each batch
+written becomes a segment: per (tenant, term, segment) one row holding the ordinals and
+tf of that term as big-endian int32 arrays (Lucene-style). A query reads a few rows per
+term and does counts, truncation order and tf columns with numpy, on the same rows and
+by the same rule as the in-memory store, so the two hand identical columns to ranking.
+Segments of one size tier are merged when ``MERGE_FACTOR`` accumulate. A deleted passage
+is a tombstone by absence: its ordinals stay in the blocks until nothing reads them,
+because readers map ordinals through an image of the live passages (``_Image``, read
+again only when the tenant's generation moved). df and counters stay maintained tables,
+written in the same transaction as every write. Only the likely shown passages' text
+crosses the wire (``PREFETCH_ROWS``, in the read's snapshot); any other is looked up on
+a side connection (``_SideReader``).
+Writes stage passage rows with COPY and move them with INSERT ... SELECT inside the
+transaction; blocks are COPYed straight into their table. ``replace_sources`` writes many
+documents in one such transaction, which is how ``load`` reaches COPY speed.
 
 Each tenant is tokenised with its workspace's profile (``workspaces.profile``).
 A write stages its rows under the profile it read, then, inside its transaction,
 takes the workspace row FOR SHARE and checks the profile is still that one (else
-stages again); ``reindex`` takes the row FOR UPDATE and rewrites the term index,
-lengths, df and counters in one transaction, so writes wait for it and readers
+stages again); ``reindex`` takes the row FOR UPDATE and rewrites the posting
+blocks, lengths, df and counters in one transaction, so writes wait for it and readers
 see the old index (MVCC) until it commits. Building the new index in shadow
 tables and renaming them would keep writes going during a re-index, at the cost
 of a second schema per tenant; one transaction is simpler and exactly as atomic.
 
 Reads of one query happen in one REPEATABLE READ read-only transaction, so the
-statistics, the document frequencies and the candidates come from one snapshot.
+statistics, the document frequencies, the blocks, the image and the prefetched
+passages come from one snapshot.
 Calls are retried on a lost connection (a server restart, a killed backend):
 reads trivially, writes because they are one transaction, idempotent by key. Every call
 is bounded (see ``_attempt``); after the retries a write fails with ``ConnectionLost``
@@ -44,17 +49,21 @@ import contextlib
 import hashlib
 import json
 import re
+import threading
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 from uuid import UUID
 
 import asyncpg
+import numpy as np
+import numpy.typing as npt
 
 from core.bm25 import CorpusStats
 from core.chunks import StoredChunk
 from core.entities import Entity
-from core.ranking import LexicalCandidate, LexicalCandidates
+from core.ranking import LexicalCandidates, candidate_scores, top_rows
 from core.stores.port import (
     ConnectionLost,
     CorpusSummary,
@@ -125,23 +134,36 @@ CREATE TABLE IF NOT EXISTS passages (
     entity_ids uuid[] NOT NULL DEFAULT '{}',
     metadata jsonb NOT NULL DEFAULT '{}',
     doc_length integer NOT NULL CHECK (doc_length >= 0),
+    ordinal bigint NOT NULL CHECK (ordinal >= 0),
     PRIMARY KEY (tenant_id, id)
 );
+ALTER TABLE passages ADD COLUMN IF NOT EXISTS ordinal bigint CHECK (ordinal >= 0);
 CREATE INDEX IF NOT EXISTS passages_by_source
     ON passages (tenant_id, source_id, chunk_index, id);
 CREATE INDEX IF NOT EXISTS passages_by_entity ON passages USING gin (entity_ids);
-CREATE TABLE IF NOT EXISTS passage_terms (
+CREATE TABLE IF NOT EXISTS postings (
     tenant_id uuid NOT NULL,
-    chunk_id text COLLATE "C" NOT NULL,
     term text COLLATE "C" NOT NULL,
-    tf integer NOT NULL CHECK (tf > 0),
-    PRIMARY KEY (tenant_id, term, chunk_id) INCLUDE (tf)
+    segment bigint NOT NULL,
+    ordinals bytea NOT NULL,
+    tfs bytea NOT NULL,
+    PRIMARY KEY (tenant_id, term, segment)
+);
+CREATE TABLE IF NOT EXISTS segments (
+    tenant_id uuid NOT NULL,
+    segment bigint NOT NULL,
+    passages bigint NOT NULL CHECK (passages >= 0),
+    PRIMARY KEY (tenant_id, segment)
 );
 CREATE TABLE IF NOT EXISTS tenant_counters (
     tenant_id uuid PRIMARY KEY,
     passages bigint NOT NULL CHECK (passages >= 0),
     tokens bigint NOT NULL CHECK (tokens >= 0)
 );
+ALTER TABLE tenant_counters
+    ADD COLUMN IF NOT EXISTS next_ordinal bigint NOT NULL DEFAULT 0,
+    ADD COLUMN IF NOT EXISTS next_segment bigint NOT NULL DEFAULT 0,
+    ADD COLUMN IF NOT EXISTS generation bigint NOT NULL DEFAULT 0;
 CREATE TABLE IF NOT EXISTS term_df (
     tenant_id uuid NOT NULL,
     term text COLLATE "C" NOT NULL,
@@ -170,47 +192,59 @@ CREATE TABLE IF NOT EXISTS workspace_members (
 );
 """
 
-#: Databases created before bulk loading (the schema of 2026-11) had two indexes on
-#: passage_terms, a key (tenant_id, chunk_id, term) and a covering (tenant_id, term) INCLUDE
-#: (chunk_id, tf), plus a foreign key to passages checked row by row. EXPLAIN (ANALYZE,
-#: BUFFERS) of one 2,000-passage batch put 4.1 of its 5.9 s in maintaining them. Now one
-#: index is both key and covering index. An old database is migrated once, at connect, under
-#: the schema lock: the key is rebuilt (about a minute per 10M term rows; a NOTICE says so).
+#: Databases created before posting blocks (2026-11 and 2026-12-01) kept a row per posting in
+#: passage_terms (tenant_id, chunk_id, term, tf): 81.5M rows and a 3.9 GB key at a million
+#: passages, and a query aggregated every posting of its terms row by row. An old database
+#: is migrated once, at connect, under the schema lock: each tenant's passages get ordinals in
+#: chunk-id order, each term's rows become one block (big-endian int32 ordinals and tf, built by
+#: int4send in SQL), and passage_terms is dropped. A NOTICE says so; about a minute per 10M rows.
 _MIGRATE: Final = """
 DO $$
-DECLARE old record;
 BEGIN
-    FOR old IN
-        SELECT c.conname FROM pg_constraint c
-        WHERE c.conrelid = 'passage_terms'::regclass AND c.contype = 'f'
-    LOOP
-        EXECUTE format('ALTER TABLE passage_terms DROP CONSTRAINT %I', old.conname);
-    END LOOP;
-    SELECT c.conname INTO old FROM pg_constraint c
-    JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = c.conkey[2]
-    WHERE c.conrelid = 'passage_terms'::regclass AND c.contype = 'p' AND a.attname = 'chunk_id';
-    IF FOUND THEN
-        RAISE NOTICE 'lexplain: rebuilding the term index of a database from before bulk loading';
-        EXECUTE format('ALTER TABLE passage_terms DROP CONSTRAINT %I', old.conname);
-        ALTER TABLE passage_terms ADD PRIMARY KEY (tenant_id, term, chunk_id) INCLUDE (tf);
+    IF to_regclass('passage_terms') IS NOT NULL THEN
+        RAISE NOTICE 'lexplain: turning the term table into posting blocks (once)';
+        UPDATE passages p SET ordinal = r.n
+        FROM (SELECT tenant_id, id, row_number() OVER (PARTITION BY tenant_id ORDER BY id) - 1 AS n
+              FROM passages) r
+        WHERE p.tenant_id = r.tenant_id AND p.id = r.id;
+        INSERT INTO tenant_counters (tenant_id, passages, tokens)
+        SELECT tenant_id, count(*), sum(doc_length) FROM passages GROUP BY tenant_id
+        ON CONFLICT (tenant_id) DO NOTHING;
+        UPDATE tenant_counters c SET next_ordinal = r.n, next_segment = 1,
+            generation = txid_current()
+        FROM (SELECT tenant_id, count(*) AS n FROM passages GROUP BY tenant_id) r
+        WHERE c.tenant_id = r.tenant_id;
+        INSERT INTO postings (tenant_id, term, segment, ordinals, tfs)
+        SELECT t.tenant_id, t.term, 0,
+               string_agg(int4send(p.ordinal::integer), ''::bytea ORDER BY p.ordinal),
+               string_agg(int4send(t.tf), ''::bytea ORDER BY p.ordinal)
+        FROM passage_terms t JOIN passages p ON p.tenant_id = t.tenant_id AND p.id = t.chunk_id
+        GROUP BY t.tenant_id, t.term;
+        INSERT INTO segments (tenant_id, segment, passages)
+        SELECT tenant_id, 0, count(*) FROM passages GROUP BY tenant_id;
+        DROP TABLE passage_terms;
     END IF;
-    DROP INDEX IF EXISTS passage_terms_by_term;
+    IF NOT (SELECT attnotnull FROM pg_attribute
+            WHERE attrelid = 'passages'::regclass AND attname = 'ordinal') THEN
+        ALTER TABLE passages ALTER COLUMN ordinal SET NOT NULL;
+    END IF;
+    -- Blocks are read whole and do not compress (ordinals are dense): stored as they are.
+    IF (SELECT attstorage FROM pg_attribute
+        WHERE attrelid = 'postings'::regclass AND attname = 'ordinals') <> 'e' THEN
+        ALTER TABLE postings ALTER COLUMN ordinals SET STORAGE EXTERNAL,
+            ALTER COLUMN tfs SET STORAGE EXTERNAL;
+    END IF;
 END $$;
 """
-#: Sorts of a bulk batch (its term rows by term) stay in memory instead of spilling to disk.
+#: Sorts of a bulk batch stay in memory instead of spilling to disk.
 _WRITE_WORK_MEM: Final = "SET LOCAL work_mem = '256MB'"
 
 _STAGE: Final = """
 CREATE TEMP TABLE stage_passages (
     tenant_id uuid, id text COLLATE "C", source_id text, chunk_index bigint,
     start_char bigint, end_char bigint, text text, entity_ids uuid[], metadata text,
-    doc_length integer
+    doc_length integer, ordinal bigint
 ) ON COMMIT DROP;
-CREATE TEMP TABLE stage_terms (
-    tenant_id uuid, chunk_id text COLLATE "C", term text COLLATE "C", tf integer
-) ON COMMIT DROP;
-CREATE TEMP TABLE new_passages (tenant_id uuid, id text COLLATE "C", doc_length integer)
-    ON COMMIT DROP;
 """
 _STAGE_PASSAGE_COLUMNS: Final = (
     "tenant_id",
@@ -223,66 +257,52 @@ _STAGE_PASSAGE_COLUMNS: Final = (
     "entity_ids",
     "metadata",
     "doc_length",
+    "ordinal",
 )
 _INSERT_NEW: Final = """
-WITH inserted AS (
-    INSERT INTO passages (tenant_id, id, source_id, chunk_index, start_char, end_char, text,
-                          entity_ids, metadata, doc_length)
-    SELECT tenant_id, id, source_id, chunk_index, start_char, end_char, text,
-           entity_ids, metadata::jsonb, doc_length
-    FROM stage_passages
-    ON CONFLICT (tenant_id, id) DO NOTHING
-    RETURNING tenant_id, id, doc_length
-)
-INSERT INTO new_passages SELECT tenant_id, id, doc_length FROM inserted
+INSERT INTO passages (tenant_id, id, source_id, chunk_index, start_char, end_char, text,
+                      entity_ids, metadata, doc_length, ordinal)
+SELECT tenant_id, id, source_id, chunk_index, start_char, end_char, text,
+       entity_ids, metadata::jsonb, doc_length, ordinal
+FROM stage_passages
+ON CONFLICT (tenant_id, id) DO NOTHING
+RETURNING tenant_id, ordinal
 """
+#: Passages already stored keep their ordinal and terms (same key, same text); only where
+#: they sit in their source, their entities and metadata can change.
 _UPDATE_EXISTING: Final = """
 UPDATE passages p
 SET chunk_index = s.chunk_index, start_char = s.start_char, end_char = s.end_char,
     entity_ids = s.entity_ids, metadata = s.metadata::jsonb
 FROM stage_passages s
-WHERE p.tenant_id = s.tenant_id AND p.id = s.id
-  AND NOT EXISTS (SELECT 1 FROM new_passages n WHERE n.tenant_id = s.tenant_id AND n.id = s.id)
+WHERE p.tenant_id = s.tenant_id AND p.id = s.id AND p.ordinal <> s.ordinal
   AND (p.chunk_index, p.start_char, p.end_char, p.entity_ids, p.metadata)
       IS DISTINCT FROM (s.chunk_index, s.start_char, s.end_char, s.entity_ids, s.metadata::jsonb)
 """
-#: When every staged passage was new (a bulk load): no join, straight from the staging table,
-#: in key order so the one index grows in runs.
-_INSERT_ALL_TERMS: Final = """
-INSERT INTO passage_terms (tenant_id, chunk_id, term, tf)
-SELECT tenant_id, chunk_id, term, tf FROM stage_terms ORDER BY tenant_id, term, chunk_id
-"""
-_ADD_ALL_DF: Final = """
-INSERT INTO term_df (tenant_id, term, df)
-SELECT tenant_id, term, count(*) FROM stage_terms GROUP BY tenant_id, term ORDER BY tenant_id, term
-ON CONFLICT (tenant_id, term) DO UPDATE SET df = term_df.df + EXCLUDED.df
-"""
-#: In key order: the index then grows in runs (measured ~1.6x faster than unsorted).
-_INSERT_TERMS: Final = """
-INSERT INTO passage_terms (tenant_id, chunk_id, term, tf)
-SELECT t.tenant_id, t.chunk_id, t.term, t.tf
-FROM stage_terms t JOIN new_passages n ON n.tenant_id = t.tenant_id AND n.id = t.chunk_id
-ORDER BY t.tenant_id, t.term, t.chunk_id
-"""
+#: The df of a batch's terms, one statement (terms distinct: ON CONFLICT touches a row once).
 _ADD_DF: Final = """
 INSERT INTO term_df (tenant_id, term, df)
-SELECT t.tenant_id, t.term, count(*)
-FROM stage_terms t JOIN new_passages n ON n.tenant_id = t.tenant_id AND n.id = t.chunk_id
-GROUP BY t.tenant_id, t.term
-ORDER BY t.tenant_id, t.term
+SELECT $1, u.term, u.n FROM unnest($2::text[], $3::integer[]) AS u(term, n)
 ON CONFLICT (tenant_id, term) DO UPDATE SET df = term_df.df + EXCLUDED.df
 """
-_NEW_TOTALS: Final = """
-SELECT tenant_id, count(*) AS passages, coalesce(sum(doc_length), 0) AS tokens
-FROM new_passages GROUP BY tenant_id
+#: Ordinals and a segment number for a batch; the counters row stays locked until commit.
+_RESERVE: Final = """
+UPDATE tenant_counters SET next_ordinal = next_ordinal + $2, next_segment = next_segment + $3
+WHERE tenant_id = $1
+RETURNING next_ordinal - $2 AS ordinal, next_segment - $3 AS segment
 """
 #: Two statements, not one upsert: the CHECKs would reject a negative delta's proposed row.
 _ENSURE_COUNTERS: Final = """
 INSERT INTO tenant_counters (tenant_id, passages, tokens) VALUES ($1, 0, 0)
 ON CONFLICT (tenant_id) DO NOTHING
 """
+#: Every change of the passage set or of a length gets a new generation (the writing
+#: transaction's id: never reused, also not after a tenant is emptied and filled again), so
+#: a reader's cached ordinal image (``_Image``) is known stale from its own snapshot.
 _ADD_COUNTERS: Final = """
-UPDATE tenant_counters SET passages = passages + $2, tokens = tokens + $3 WHERE tenant_id = $1
+UPDATE tenant_counters SET passages = passages + $2, tokens = tokens + $3,
+    generation = txid_current()
+WHERE tenant_id = $1
 RETURNING passages
 """
 #: The batch's entities in one statement (ids are distinct: ON CONFLICT touches a row once).
@@ -293,15 +313,6 @@ ON CONFLICT (tenant_id, id) DO UPDATE SET name = EXCLUDED.name, kind = EXCLUDED.
 """
 _DOOMED: Final = """
 SELECT id, text, doc_length FROM passages WHERE tenant_id = $1 AND id = ANY($2::text[])
-"""
-_DELETE_TERMS_BY_KEY: Final = """
-DELETE FROM passage_terms p USING unnest($2::text[], $3::text[]) AS g(term, chunk_id)
-WHERE p.tenant_id = $1 AND p.term = g.term AND p.chunk_id = g.chunk_id
-RETURNING p.term, p.tf
-"""
-#: The fallback: every term row of the passages, by a scan of the tenant's term rows.
-_DELETE_TERMS_BY_CHUNK: Final = """
-DELETE FROM passage_terms WHERE tenant_id = $1 AND chunk_id = ANY($2::text[]) RETURNING term, tf
 """
 _DROP_DF: Final = """
 DELETE FROM term_df d USING unnest($2::text[], $3::integer[]) AS g(term, n)
@@ -314,32 +325,36 @@ WHERE d.tenant_id = $1 AND d.term = g.term
 _DELETE_PASSAGES: Final = """
 DELETE FROM passages WHERE tenant_id = $1 AND id = ANY($2::text[]) RETURNING doc_length
 """
+#: Segments merged as one, Lucene-style, when this many are of one size tier (tier = decimal
+#: digits of their passage count): a term has at most ~9 rows per tier to read, and each
+#: posting is rewritten about once per tier (log10 of the corpus) over a workspace's life.
+MERGE_FACTOR: Final = 10
+#: Concatenation keeps the ordinals of each term ascending within a segment; across merged
+#: segments a reader does not rely on order (counts and tf are scattered by ordinal).
+_MERGE: Final = """
+INSERT INTO postings (tenant_id, term, segment, ordinals, tfs)
+SELECT tenant_id, term, $3, string_agg(ordinals, ''::bytea ORDER BY segment),
+       string_agg(tfs, ''::bytea ORDER BY segment)
+FROM postings WHERE tenant_id = $1 AND segment = ANY($2::bigint[])
+GROUP BY tenant_id, term
+"""
 _CHUNK_COLUMNS: Final = (
     "p.id, p.tenant_id, p.source_id, p.chunk_index, p.start_char, p.end_char, p.text, "
     "p.entity_ids, p.metadata::text AS metadata"
 )
-#: One pass over the query terms' postings (the covering index) gives the matched-term
-#: count, the tf arrays, and (a window over the groups, before LIMIT) how many passages
-#: match at all; the truncation order and LIMIT are in SQL.
-_CANDIDATES: Final = f"""
-WITH top AS (
-    SELECT chunk_id, count(*) AS matched, array_agg(term) AS terms, array_agg(tf) AS tfs,
-           count(*) OVER () AS matching
-    FROM passage_terms
-    WHERE tenant_id = $1 AND term = ANY($2::text[])
-    GROUP BY chunk_id
-    ORDER BY matched DESC, chunk_id
-    LIMIT $3
-)
-SELECT {_CHUNK_COLUMNS}, p.doc_length, top.terms, top.tfs, top.matching
-FROM top
-JOIN passages p ON p.tenant_id = $1 AND p.id = top.chunk_id
-ORDER BY top.matched DESC, top.chunk_id
-"""  # noqa: S608 - only the fixed column list is interpolated
-#: How many passages contain any of the terms, for a limit of 0 (no candidate rows to carry it).
-_MATCHING: Final = """
-SELECT count(DISTINCT chunk_id) FROM passage_terms WHERE tenant_id = $1 AND term = ANY($2::text[])
+#: The read of one query: its terms' posting blocks, a few rows per term (one per segment).
+_BLOCKS: Final = """
+SELECT term, ordinals, tfs FROM postings
+WHERE tenant_id = $1 AND term = ANY($2::text[]) ORDER BY term, segment
 """
+#: The tenant's live passages in chunk-id order (the key's order: no sort).
+_IMAGE: Final = """
+SELECT ordinal, id, doc_length FROM passages WHERE tenant_id = $1 ORDER BY id
+"""
+#: The k shown, by id (the lookup's only read of passage text).
+_SHOWN: Final = f"""
+SELECT {_CHUNK_COLUMNS} FROM passages p WHERE p.tenant_id = $1 AND p.id = ANY($2::text[])
+"""  # noqa: S608 - only the fixed column list is interpolated
 
 
 def _chunk(row: asyncpg.Record) -> StoredChunk:
@@ -457,6 +472,242 @@ def _prefix_upper_bound(prefix: str) -> str | None:
     return None
 
 
+@dataclass(frozen=True)
+class _Image:
+    """A tenant's live passages as of one generation: ordinal -> row in chunk-id order.
+
+    Blocks hold ordinals (assigned at insert, never reused), but the truncation order and
+    the score tie-break are by chunk id; this image maps ordinals to id ranks (-1 for an
+    ordinal whose passage is gone: the tombstone), with each row's id and length. It is read
+    in the query's own snapshot whenever the tenant's generation moved (any insert, delete
+    or re-index) and kept per store, like the in-memory store's columnar image: one read of
+    (ordinal, id, length) per passage, in key order, after a write; none per query.
+    """
+
+    generation: int
+    #: Row (rank in chunk-id order) of each ordinal; -1 where no live passage has it.
+    rows: npt.NDArray[np.int64]
+    #: Chunk id per row, ascending.
+    ids: npt.NDArray[np.object_]
+    #: doc_length per row.
+    lengths: npt.NDArray[np.int64]
+
+    @classmethod
+    async def load(
+        cls, conn: asyncpg.Connection, tenant_id: UUID, totals: asyncpg.Record
+    ) -> _Image:
+        records = await conn.fetch(_IMAGE, tenant_id)
+        n = len(records)
+        ordinals = np.fromiter((r[0] for r in records), np.int64, n)
+        ids = np.empty(n, dtype=object)
+        ids[:] = [r[1] for r in records]
+        lengths = np.fromiter((r[2] for r in records), np.int64, n)
+        rows = np.full(int(totals["next_ordinal"]), -1, dtype=np.int64)
+        rows[ordinals] = np.arange(n, dtype=np.int64)
+        return cls(int(totals["generation"]), rows, ids, lengths)
+
+
+#: A term's live postings: rows (id ranks, not sorted) and tf per row.
+_Posting = tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]
+
+
+def _postings(wanted: list[str], blocks: Sequence[asyncpg.Record], image: _Image) -> list[_Posting]:
+    """Each wanted term's blocks decoded, concatenated and mapped to live rows."""
+    parts: dict[str, tuple[list[bytes], list[bytes]]] = {}
+    for block in blocks:
+        ordinals, tfs = parts.setdefault(block["term"], ([], []))
+        ordinals.append(block["ordinals"])
+        tfs.append(block["tfs"])
+    postings: list[_Posting] = []
+    for term in wanted:
+        ordinals, tfs = parts.get(term, ([], []))
+        where = np.frombuffer(b"".join(ordinals), dtype=">i4").astype(np.int64)
+        rows = image.rows[where]
+        live = rows >= 0
+        values = np.frombuffer(b"".join(tfs), dtype=">i4").astype(np.int64)
+        postings.append((rows[live], values[live]))
+    return postings
+
+
+def _columns(
+    stats: CorpusStats,
+    wanted: list[str],
+    postings: list[_Posting],
+    image: _Image,
+    limit: int,
+    fetch: Callable[[list[str]], list[StoredChunk]],
+) -> LexicalCandidates:
+    """Rows matching a term, by distinct terms matched desc then id asc, first ``limit``.
+
+    The same rule as the in-memory store's, on the same kind of rows (ranks in chunk-id
+    order), so both hand over identical columns and ranking gives identical bits.
+    """
+    n = len(image.ids)
+    counts = np.zeros(n, dtype=np.int32)
+    for rows, _ in postings:
+        counts[rows] += 1  # a passage is in a term's blocks once: no repeated index
+    matched = np.flatnonzero(counts)
+    if limit == 0 or not len(matched):
+        return LexicalCandidates(stats=stats, terms=tuple(wanted), matching=len(matched))
+    per_row = counts[matched]
+    levels: list[npt.NDArray[np.int64]] = []
+    taken = 0
+    for level in range(len(wanted), 0, -1):
+        if taken >= limit:
+            break
+        rows_at = matched[per_row == level]  # ascending rows: chunk-id order within a level
+        levels.append(rows_at)
+        taken += len(rows_at)
+    selected = np.concatenate(levels)[:limit]
+    tfs = np.zeros((len(selected), len(wanted)), dtype=np.int64)
+    dense = np.zeros(n, dtype=np.int64)
+    for j, (rows, values) in enumerate(postings):
+        if len(rows):
+            dense[rows] = values
+            tfs[:, j] = dense[selected]
+            dense[rows] = 0
+    ids = image.ids[selected]
+
+    def lookup(wanted_rows: Sequence[int]) -> list[StoredChunk]:
+        return fetch([str(ids[row]) for row in wanted_rows])
+
+    return LexicalCandidates(
+        stats=stats,
+        terms=tuple(wanted),
+        ids=ids,
+        id_order=selected,
+        doc_lengths=image.lengths[selected],
+        tfs=tfs,
+        matching=len(matched),
+        lookup=lookup,
+    )
+
+
+#: Candidates whose text the read fetches in its own snapshot: all of them up to this many,
+#: else the best this many by the workspace's BM25 (what a search or a top-k list shows).
+PREFETCH_ROWS: Final = 100
+
+
+def _likely_shown(terms: Sequence[str], columns: LexicalCandidates) -> npt.NDArray[np.int64]:
+    """Rows whose passages a caller will most likely look up."""
+    if len(columns) <= PREFETCH_ROWS:
+        return np.arange(len(columns), dtype=np.int64)
+    return top_rows(candidate_scores(terms, columns), columns.id_order, PREFETCH_ROWS)
+
+
+class _Texts:
+    """Passages of one read: those prefetched in its snapshot, the rest from the side reader."""
+
+    def __init__(self, side: _SideReader, tenant_id: UUID) -> None:
+        self._side = side
+        self._tenant_id = tenant_id
+        self._known: dict[str, asyncpg.Record] = {}
+
+    async def prefetch(self, conn: asyncpg.Connection, ids: list[str]) -> None:
+        self._known = {r["id"]: r for r in await conn.fetch(_SHOWN, self._tenant_id, ids)}
+
+    def chunks(self, ids: list[str]) -> list[StoredChunk]:
+        missing = [i for i in ids if i not in self._known]
+        fetched = {c.id: c for c in self._side.fetch(self._tenant_id, missing)}
+        return [fetched[i] if i in fetched else _chunk(self._known[i]) for i in ids]
+
+
+class _SideReader:
+    """Passage text for ``LexicalCandidates.lookup``, which is synchronous.
+
+    Ranking calls the lookup for the k it shows, after the read returned, often on the very
+    event loop the pool lives on (the service runs ranking inside its coroutine), where no
+    pooled call can be awaited. So the lookup reads on its own connection, on its own thread
+    and loop, and waits for that. It serves only rows the read did not prefetch (an
+    analysis's scatter, a what-if ranker's other top rows). The rejected alternative,
+    fetching the text of every candidate up front, costs a row of text per candidate (at
+    limit 1000 most of the read; at no limit, every matching passage). A passage is looked
+    up by id, so its text (part of the id) is the snapshot's; one deleted since the read is
+    reported as such (LookupError: search again).
+    """
+
+    def __init__(self, dsn: str | None, settings: dict[str, str]) -> None:
+        self._dsn = dsn
+        self._settings = dict(settings)
+        self._guard = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._conn: asyncpg.Connection | None = None
+        self._busy: asyncio.Lock | None = None
+
+    def fetch(self, tenant_id: UUID, ids: list[str]) -> list[StoredChunk]:
+        if not ids:
+            return []
+        if self._dsn is None:
+            raise RuntimeError("this store was opened without a DSN: it cannot look passages up")
+        with self._guard:
+            if self._loop is None:
+                loop = asyncio.new_event_loop()
+                thread = threading.Thread(
+                    target=loop.run_forever, name="lexplain-passage-lookup", daemon=True
+                )
+                thread.start()
+                self._loop, self._thread = loop, thread
+            loop = self._loop
+        future = asyncio.run_coroutine_threadsafe(self._fetch(tenant_id, ids), loop)
+        try:
+            rows = future.result(timeout=CALL_TIMEOUT_S)
+        except TimeoutError as exc:
+            future.cancel()
+            raise _timed_out(None, CALL_TIMEOUT_S) from exc
+        by_id = {row["id"]: row for row in rows}
+        missing = [i for i in ids if i not in by_id]
+        if missing:
+            raise LookupError(
+                f"passage {missing[0]!r} was deleted after this search read it; search again"
+            )
+        return [_chunk(by_id[i]) for i in ids]
+
+    async def _fetch(self, tenant_id: UUID, ids: list[str]) -> list[asyncpg.Record]:
+        if self._busy is None:
+            self._busy = asyncio.Lock()
+        async with self._busy:
+            for attempt in range(DEFAULT_RETRIES + 1):
+                try:
+                    if self._conn is None or _closed(self._conn):
+                        self._conn = await asyncpg.connect(
+                            self._dsn,
+                            server_settings={"application_name": "lexplain", **self._settings},
+                            timeout=CONNECT_TIMEOUT_S,
+                            command_timeout=STATEMENT_TIMEOUT_S,
+                        )
+                    return list(await self._conn.fetch(_SHOWN, tenant_id, ids))
+                except Exception as exc:
+                    if not (_retryable(exc) or _broken(exc)) or attempt == DEFAULT_RETRIES:
+                        if _retryable(exc) or _broken(exc):
+                            raise _lost(None, attempt + 1) from exc
+                        raise
+                    if self._conn is not None:
+                        with contextlib.suppress(Exception):
+                            self._conn.terminate()
+                    self._conn = None
+                    await asyncio.sleep(_RETRY_PAUSE_S * 2**attempt)
+            raise AssertionError("unreachable")
+
+    def close(self) -> None:
+        with self._guard:
+            loop, thread, self._loop, self._thread = self._loop, self._thread, None, None
+        if loop is None or thread is None:
+            return
+
+        async def shut() -> None:
+            if self._conn is not None:
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(self._conn.close(), CONNECT_TIMEOUT_S)
+                self._conn = None
+
+        with contextlib.suppress(Exception):
+            asyncio.run_coroutine_threadsafe(shut(), loop).result(timeout=2 * CONNECT_TIMEOUT_S)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout=CONNECT_TIMEOUT_S)
+        loop.close()
+
+
 class PostgresChunkStore:
     """``ChunkStore`` on PostgreSQL; create with ``await PostgresChunkStore.connect(dsn)``."""
 
@@ -466,10 +717,15 @@ class PostgresChunkStore:
         *,
         retries: int = DEFAULT_RETRIES,
         call_timeout: float = CALL_TIMEOUT_S,
+        dsn: str | None = None,
+        settings: dict[str, str] | None = None,
     ) -> None:
         self._pool = pool
         self._retries = retries
         self._call_timeout = call_timeout
+        #: tenant -> its live passages by ordinal, as of one generation (see ``_Image``).
+        self._images: dict[UUID, _Image] = {}
+        self._side = _SideReader(dsn, settings or {})
 
     @classmethod
     async def connect(
@@ -496,7 +752,7 @@ class PostgresChunkStore:
             timeout=CONNECT_TIMEOUT_S,
             command_timeout=STATEMENT_TIMEOUT_S,
         )
-        store = cls(pool, retries=retries, call_timeout=call_timeout)
+        store = cls(pool, retries=retries, call_timeout=call_timeout, dsn=dsn, settings=settings)
         try:
             await store._run(lambda conn: _create_schema(conn, schema))
         except BaseException:
@@ -505,7 +761,10 @@ class PostgresChunkStore:
         return store
 
     async def close(self) -> None:
-        await self._pool.close()
+        try:
+            self._side.close()
+        finally:
+            await self._pool.close()
 
     async def _run(
         self,
@@ -688,7 +947,7 @@ class PostgresChunkStore:
 
         async def analyze(conn: asyncpg.Connection) -> None:
             await conn.execute("ANALYZE passages")
-            await conn.execute("ANALYZE passage_terms")
+            await conn.execute("ANALYZE postings")
 
         with contextlib.suppress(asyncpg.PostgresError, ConnectionLost, *_CONNECTION_LOST):
             await self._run(analyze)
@@ -860,7 +1119,9 @@ class PostgresChunkStore:
         async def read(conn: asyncpg.Connection) -> LexicalCandidates:
             async with conn.transaction(isolation="repeatable_read", readonly=True):
                 totals = await conn.fetchrow(
-                    "SELECT passages, tokens FROM tenant_counters WHERE tenant_id = $1", tenant_id
+                    "SELECT passages, tokens, next_ordinal, generation FROM tenant_counters "
+                    "WHERE tenant_id = $1",
+                    tenant_id,
                 )
                 found = await conn.fetch(
                     "SELECT term, df FROM term_df WHERE tenant_id = $1 AND term = ANY($2::text[])",
@@ -868,32 +1129,31 @@ class PostgresChunkStore:
                     askable,
                 )
                 present = [str(r["term"]) for r in found]
-                rows = []
-                matching = 0
-                if limit > 0 and present:
-                    rows = await conn.fetch(_CANDIDATES, tenant_id, present, limit)
-                    matching = int(rows[0]["matching"]) if rows else 0
-                elif present:
-                    matching = int(await conn.fetchval(_MATCHING, tenant_id, present))
-            n_docs = 0 if totals is None else int(totals["passages"])
-            tokens = 0 if totals is None else int(totals["tokens"])
-            frequencies = dict.fromkeys(wanted, 0)
-            frequencies.update((str(r["term"]), int(r["df"])) for r in found)
-            stats = CorpusStats(
-                n_docs=n_docs,
-                avg_doc_length=tokens / n_docs if n_docs else 0.0,
-                doc_frequencies=frequencies,
-            )
-            candidates = [
-                # Built from validated rows: model_construct skips re-hashing every passage.
-                LexicalCandidate.model_construct(
-                    chunk=_chunk(row),
-                    doc_length=row["doc_length"],
-                    term_frequencies=dict(zip(row["terms"], row["tfs"], strict=True)),
+                blocks = await conn.fetch(_BLOCKS, tenant_id, present) if present else []
+                image = None
+                if totals is not None and present:
+                    image = self._images.get(tenant_id)
+                    if image is None or image.generation != totals["generation"]:
+                        image = await _Image.load(conn, tenant_id, totals)
+                        self._images[tenant_id] = image
+                n_docs = 0 if totals is None else int(totals["passages"])
+                tokens = 0 if totals is None else int(totals["tokens"])
+                frequencies = dict.fromkeys(wanted, 0)
+                frequencies.update((str(r["term"]), int(r["df"])) for r in found)
+                stats = CorpusStats(
+                    n_docs=n_docs,
+                    avg_doc_length=tokens / n_docs if n_docs else 0.0,
+                    doc_frequencies=frequencies,
                 )
-                for row in rows
-            ]
-            return LexicalCandidates(stats=stats, candidates=candidates, matching=matching)
+                if image is None:
+                    return LexicalCandidates(stats=stats, terms=tuple(wanted))
+                texts = _Texts(self._side, tenant_id)
+                postings = _postings(wanted, blocks, image)
+                columns = _columns(stats, wanted, postings, image, limit, texts.chunks)
+                shown = _likely_shown(terms, columns)
+                if len(shown):
+                    await texts.prefetch(conn, [str(i) for i in columns.ids[shown]])
+                return columns
 
         return await self._run(read)
 
@@ -1094,8 +1354,10 @@ async def _create_schema(conn: asyncpg.Connection, schema: str | None) -> None:
         await conn.execute(_MIGRATE)
 
 
-#: One passage staged for COPY: its row and its term rows.
-_Staged = tuple[tuple[Any, ...], list[tuple[UUID, str, str, int]]]
+#: One passage staged for COPY: its row (without ordinal) and its tf per term.
+_Staged = tuple[tuple[Any, ...], Counter[str]]
+#: Largest ordinal a block can hold (int32).
+_MAX_ORDINAL: Final = 2**31 - 1
 
 
 def _stage_rows(batch: Iterable[StoredChunk], profiles: dict[UUID, Profile]) -> list[_Staged]:
@@ -1115,9 +1377,125 @@ def _stage_rows(batch: Iterable[StoredChunk], profiles: dict[UUID, Profile]) -> 
             json.dumps(chunk.metadata, ensure_ascii=False, allow_nan=False),
             length,
         )
-        terms = [(chunk.tenant_id, chunk.id, term, tf) for term, tf in tfs.items()]
-        staged.append((row, terms))
+        staged.append((row, tfs))
     return staged
+
+
+class _Blocks:
+    """A batch's postings grouped by term: one block (ordinals, tf as big-endian int32) each.
+
+    Built in Python from the tf counters tokenising already produced, so a batch sends one
+    row per distinct term instead of one per posting (at 100k Zipf passages ~60 postings per
+    passage but ~0.3 new terms): the row-per-posting COPY and its index were the write's
+    cost centre (docs/scaling.md).
+    """
+
+    def __init__(self, passages: Iterable[tuple[int, Counter[str]]]) -> None:
+        index: dict[str, int] = {}
+        term_ids: list[int] = []
+        ordinals: list[int] = []
+        tfs: list[int] = []
+        for ordinal, counts in passages:
+            if ordinal > _MAX_ORDINAL:
+                raise ValueError(f"a workspace holds at most {_MAX_ORDINAL} passage ordinals")
+            term_ids.extend(index.setdefault(term, len(index)) for term in counts)
+            ordinals.extend([ordinal] * len(counts))
+            tfs.extend(counts.values())
+        names = sorted(index)
+        rank = np.empty(len(index), dtype=np.int64)
+        rank[[index[name] for name in names]] = np.arange(len(names), dtype=np.int64)
+        keys = rank[np.asarray(term_ids, dtype=np.int64)]
+        # Stable: within a term the ordinals stay in the (ascending) order they came in.
+        order = np.argsort(keys, kind="stable")
+        #: Distinct terms, sorted; df of each within the batch.
+        self.terms = names
+        self.df = np.bincount(keys, minlength=len(names)).astype(np.int64)
+        self._ordinals = np.asarray(ordinals, dtype=">i4")[order].tobytes()
+        self._tfs = np.asarray(tfs, dtype=">i4")[order].tobytes()
+        self._ends = (np.cumsum(self.df) * 4).tolist()
+
+    def records(self, tenant_id: UUID, segment: int) -> list[tuple[UUID, str, int, bytes, bytes]]:
+        rows = []
+        start = 0
+        for term, end in zip(self.terms, self._ends, strict=True):
+            rows.append((tenant_id, term, segment, self._ordinals[start:end], self._tfs[start:end]))
+            start = end
+        return rows
+
+
+async def _write_blocks(
+    conn: asyncpg.Connection, tenant_id: UUID, blocks: _Blocks, segment: int, passages: int
+) -> None:
+    """One new segment: its blocks by COPY, its df added, then merges if a tier filled up."""
+    if not blocks.terms:
+        return
+    await conn.copy_records_to_table(
+        "postings",
+        records=blocks.records(tenant_id, segment),
+        columns=("tenant_id", "term", "segment", "ordinals", "tfs"),
+    )
+    await conn.execute(
+        "INSERT INTO segments (tenant_id, segment, passages) VALUES ($1, $2, $3)",
+        tenant_id,
+        segment,
+        passages,
+    )
+    await conn.execute(_ADD_DF, tenant_id, blocks.terms, blocks.df.tolist())
+    await _merge_segments(conn, tenant_id)
+
+
+def _tier(passages: int) -> int:
+    return len(str(max(passages, 1)))
+
+
+async def _merge_segments(conn: asyncpg.Connection, tenant_id: UUID) -> None:
+    """Merge every tier holding ``MERGE_FACTOR`` segments into one segment of the next tier."""
+    while True:
+        rows = await conn.fetch(
+            "SELECT segment, passages FROM segments WHERE tenant_id = $1 ORDER BY segment",
+            tenant_id,
+        )
+        tiers: dict[int, list[tuple[int, int]]] = {}
+        for row in rows:
+            tiers.setdefault(_tier(row["passages"]), []).append(
+                (int(row["segment"]), int(row["passages"]))
+            )
+        full = [group for group in tiers.values() if len(group) >= MERGE_FACTOR]
+        if not full:
+            return
+        group = full[0]
+        merged = [segment for segment, _ in group]
+        target = int(
+            await conn.fetchval(
+                "UPDATE tenant_counters SET next_segment = next_segment + 1 "
+                "WHERE tenant_id = $1 RETURNING next_segment - 1",
+                tenant_id,
+            )
+        )
+        await conn.execute(_MERGE, tenant_id, merged, target)
+        await conn.execute(
+            "DELETE FROM postings WHERE tenant_id = $1 AND segment = ANY($2::bigint[])",
+            tenant_id,
+            merged,
+        )
+        await conn.execute(
+            "DELETE FROM segments WHERE tenant_id = $1 AND segment = ANY($2::bigint[])",
+            tenant_id,
+            merged,
+        )
+        await conn.execute(
+            "INSERT INTO segments (tenant_id, segment, passages) VALUES ($1, $2, $3)",
+            tenant_id,
+            target,
+            sum(passages for _, passages in group),
+        )
+
+
+async def _reserve(conn: asyncpg.Connection, tenant_id: UUID, passages: int) -> tuple[int, int]:
+    """``passages`` fresh ordinals and one segment number: (first ordinal, segment)."""
+    await conn.execute(_ENSURE_COUNTERS, tenant_id)
+    row = await conn.fetchrow(_RESERVE, tenant_id, passages, 1)
+    return int(row["ordinal"]), int(row["segment"])
 
 
 async def _write_new(
@@ -1125,39 +1503,54 @@ async def _write_new(
     staged: list[_Staged],
     deltas: dict[UUID, tuple[int, int]],
 ) -> bool:
-    """Insert new passages with their terms, update known ones, then the df and counters.
+    """Insert new passages with their posting blocks, update known ones, then the counters.
 
-    The counters row is updated last, once per tenant, with ``deltas`` (passages, tokens
-    removed earlier in the same transaction) folded in. Returns whether a tenant grew by
-    a bulk load (then the planner's statistics are stale; see ``_refresh_statistics``).
+    Each tenant's new passages get fresh ordinals and make one new segment. The counters row
+    is updated last, once per tenant, with ``deltas`` (passages, tokens removed earlier in the
+    same transaction) folded in. Returns whether a tenant grew by a bulk load (then the
+    planner's statistics are stale; see ``_refresh_statistics``).
     """
     totals = dict(deltas)
+    changed = {tenant for tenant, (passages, _) in deltas.items() if passages}
     bulk = False
     if staged:
+        by_tenant: dict[UUID, list[_Staged]] = {}
+        for item in staged:
+            by_tenant.setdefault(item[0][0], []).append(item)
+        ordinals: dict[UUID, tuple[int, int]] = {}
+        records: list[tuple[Any, ...]] = []
+        for tenant_id in sorted(by_tenant):
+            first, segment = await _reserve(conn, tenant_id, len(by_tenant[tenant_id]))
+            ordinals[tenant_id] = (first, segment)
+            records.extend((*row, first + i) for i, (row, _) in enumerate(by_tenant[tenant_id]))
         await conn.execute(_STAGE)
         await conn.copy_records_to_table(
-            "stage_passages",
-            records=[row for row, _ in staged],
-            columns=_STAGE_PASSAGE_COLUMNS,
-        )
-        await conn.copy_records_to_table(
-            "stage_terms", records=[term for _, terms in staged for term in terms]
+            "stage_passages", records=records, columns=_STAGE_PASSAGE_COLUMNS
         )
         await conn.execute(_WRITE_WORK_MEM)
-        inserted = int(str(await conn.execute(_INSERT_NEW)).rsplit(" ", 1)[-1])
-        if inserted == len(staged):
-            await conn.execute(_INSERT_ALL_TERMS)
-            await conn.execute(_ADD_ALL_DF)
-        else:
+        inserted = await conn.fetch(_INSERT_NEW)
+        if len(inserted) < len(staged):
             await conn.execute(_UPDATE_EXISTING)
-            await conn.execute(_INSERT_TERMS)
-            await conn.execute(_ADD_DF)
-        for row in await conn.fetch(_NEW_TOTALS):
-            passages, tokens = totals.get(row["tenant_id"], (0, 0))
-            totals[row["tenant_id"]] = (passages + row["passages"], tokens + row["tokens"])
+        fresh: dict[UUID, set[int]] = {}
+        for row in inserted:
+            fresh.setdefault(row["tenant_id"], set()).add(int(row["ordinal"]))
+        for tenant_id in sorted(fresh):
+            first, segment = ordinals[tenant_id]
+            new = fresh[tenant_id]
+            kept = [
+                (first + i, row[9], tfs)
+                for i, (row, tfs) in enumerate(by_tenant[tenant_id])
+                if first + i in new
+            ]
+            blocks = _Blocks((ordinal, tfs) for ordinal, _, tfs in kept)
+            await _write_blocks(conn, tenant_id, blocks, segment, len(kept))
+            passages, tokens = totals.get(tenant_id, (0, 0))
+            added = sum(length for _, length, _ in kept)
+            totals[tenant_id] = (passages + len(new), tokens + added)
+            changed.add(tenant_id)
     for tenant_id in sorted(totals):
         passages, tokens = totals[tenant_id]
-        if passages or tokens:
+        if tenant_id in changed:
             after = await _add_counters(conn, tenant_id, passages, tokens)
             bulk = bulk or (passages >= _BULK_PASSAGES and passages * 2 >= after)
     return bulk
@@ -1166,7 +1559,7 @@ async def _write_new(
 async def _add_counters(
     conn: asyncpg.Connection, tenant_id: UUID, passages: int, tokens: int
 ) -> int:
-    """Apply a delta to the tenant's counters row; returns its passages afterwards."""
+    """Apply a delta to the tenant's counters row (a new generation); returns its passages."""
     await conn.execute(_ENSURE_COUNTERS, tenant_id)
     return int(await conn.fetchval(_ADD_COUNTERS, tenant_id, passages, tokens))
 
@@ -1174,26 +1567,20 @@ async def _add_counters(
 async def _delete_ids(
     conn: asyncpg.Connection, tenant_id: UUID, ids: list[str], profile: Profile
 ) -> int:
-    """Delete passages and their term rows and lower the df table; returns tokens removed.
+    """Delete passages and lower the df table; returns tokens removed.
 
-    The term rows are found through the key (tenant_id, term, chunk_id) from the passages'
-    own text, tokenised as when they were written (the workspace row is locked, so no
-    re-index runs meanwhile). If fewer tf add up than the passages' lengths (a tokenizer that
-    changed since), the rest are found by chunk id, slowly but completely.
+    Their postings stay in the blocks as dead ordinals (the tombstone is the passage row's
+    absence): a reader keeps only ordinals its image of live passages knows. The df to lower
+    comes from the passages' own text, tokenised as when they were written (the workspace
+    row is locked, so no re-index runs meanwhile).
     """
     if not ids:
         return 0
     found = await conn.fetch(_DOOMED, tenant_id, ids)
-    keys: list[tuple[str, str]] = []
+    removed: Counter[str] = Counter()
     for row in found:
-        keys.extend((term, row["id"]) for term in passage_terms(row["text"], profile)[1])
+        removed.update(passage_terms(row["text"], profile)[1].keys())
     tokens = sum(int(row["doc_length"]) for row in found)
-    gone = await conn.fetch(
-        _DELETE_TERMS_BY_KEY, tenant_id, [t for t, _ in keys], [c for _, c in keys]
-    )
-    if sum(int(r["tf"]) for r in gone) != tokens:
-        gone = [*gone, *await conn.fetch(_DELETE_TERMS_BY_CHUNK, tenant_id, ids)]
-    removed = Counter(str(r["term"]) for r in gone)
     terms = sorted(removed)
     counts = [removed[t] for t in terms]
     await conn.execute(_DROP_DF, tenant_id, terms, counts)
@@ -1234,37 +1621,43 @@ async def _reindex(
     profile: Profile,
     on_progress: ReindexProgress | None,
 ) -> int:
-    """Rewrite the tenant's term rows, lengths, df and token count under ``profile``.
+    """Rewrite the tenant's posting blocks, lengths, df and token count under ``profile``.
 
     Runs inside the caller's transaction: nothing of it is visible until that commits.
+    Ordinals stay; each batch of passages becomes one segment.
     """
     ids = [
         r["id"]
         for r in await conn.fetch(
-            "SELECT id FROM passages WHERE tenant_id = $1 ORDER BY id", tenant_id
+            "SELECT id FROM passages WHERE tenant_id = $1 ORDER BY ordinal", tenant_id
         )
     ]
-    await conn.execute("DELETE FROM passage_terms WHERE tenant_id = $1", tenant_id)
-    await conn.execute("DELETE FROM term_df WHERE tenant_id = $1", tenant_id)
+    for table in ("postings", "segments", "term_df"):
+        await conn.execute(f"DELETE FROM {table} WHERE tenant_id = $1", tenant_id)  # noqa: S608
     await conn.execute(
         'CREATE TEMP TABLE reindex_lengths (id text COLLATE "C", doc_length integer) ON COMMIT DROP'
     )
+    await conn.execute(_ENSURE_COUNTERS, tenant_id)
     for start in range(0, len(ids), _REINDEX_BATCH):
         rows = await conn.fetch(
-            "SELECT id, text FROM passages WHERE tenant_id = $1 AND id = ANY($2::text[])",
+            "SELECT id, text, ordinal FROM passages WHERE tenant_id = $1 "
+            "AND id = ANY($2::text[]) ORDER BY ordinal",
             tenant_id,
             ids[start : start + _REINDEX_BATCH],
         )
         lengths: list[tuple[str, int]] = []
-        terms: list[tuple[UUID, str, str, int]] = []
+        written: list[tuple[int, Counter[str]]] = []
         for row in rows:
             length, tfs = passage_terms(row["text"], profile)
             lengths.append((row["id"], length))
-            terms.extend((tenant_id, row["id"], term, tf) for term, tf in tfs.items())
+            written.append((int(row["ordinal"]), tfs))
         await conn.copy_records_to_table("reindex_lengths", records=lengths)
-        await conn.copy_records_to_table(
-            "passage_terms", records=terms, columns=("tenant_id", "chunk_id", "term", "tf")
+        segment = await conn.fetchval(
+            "UPDATE tenant_counters SET next_segment = next_segment + 1 "
+            "WHERE tenant_id = $1 RETURNING next_segment - 1",
+            tenant_id,
         )
+        await _write_blocks(conn, tenant_id, _Blocks(written), int(segment), len(written))
         if on_progress is not None:
             on_progress(min(start + _REINDEX_BATCH, len(ids)), len(ids))
     await conn.execute(
@@ -1273,14 +1666,9 @@ async def _reindex(
         tenant_id,
     )
     await conn.execute(
-        "INSERT INTO term_df (tenant_id, term, df) SELECT tenant_id, term, count(*) "
-        "FROM passage_terms WHERE tenant_id = $1 GROUP BY tenant_id, term",
-        tenant_id,
-    )
-    await conn.execute(
         "UPDATE tenant_counters SET tokens = "
-        "(SELECT coalesce(sum(doc_length), 0) FROM passages WHERE tenant_id = $1) "
-        "WHERE tenant_id = $1",
+        "(SELECT coalesce(sum(doc_length), 0) FROM passages WHERE tenant_id = $1), "
+        "generation = txid_current() WHERE tenant_id = $1",
         tenant_id,
     )
     if on_progress is not None and not ids:
@@ -1290,7 +1678,8 @@ async def _reindex(
 
 async def _delete_tenant_rows(conn: asyncpg.Connection, tenant_id: UUID) -> int:
     """Every passage, term row, statistic and entity of a tenant (not its workspace record)."""
-    await conn.execute("DELETE FROM passage_terms WHERE tenant_id = $1", tenant_id)
+    await conn.execute("DELETE FROM postings WHERE tenant_id = $1", tenant_id)
+    await conn.execute("DELETE FROM segments WHERE tenant_id = $1", tenant_id)
     status = await conn.execute("DELETE FROM passages WHERE tenant_id = $1", tenant_id)
     await conn.execute("DELETE FROM term_df WHERE tenant_id = $1", tenant_id)
     await conn.execute("DELETE FROM tenant_counters WHERE tenant_id = $1", tenant_id)

@@ -7,10 +7,12 @@ import uuid
 import asyncpg
 import pytest
 
-from core.stores.compliance import ChunkStoreCompliance, corpus_chunks, snapshot
-from core.stores.port import ChunkStore, Workspace
-from core.stores.postgres import PostgresChunkStore
+from core.stores.compliance import ChunkStoreCompliance, corpus_chunks, make_chunk, snapshot
+from core.stores.memory import InMemoryChunkStore
+from core.stores.port import ChunkStore, Workspace, passage_terms
+from core.stores.postgres import MERGE_FACTOR, PREFETCH_ROWS, PostgresChunkStore
 from core.tokenize import Profile
+from tests.stores.test_postgres_failures import assert_derived_tables_agree
 
 
 @pytest.fixture(scope="module")
@@ -95,7 +97,8 @@ async def test_every_key_and_unique_index_leads_with_tenant_id_so_citus_can_dist
     assert [(r["name"], r["first"]) for r in unique_indexes if r["first"] != "tenant_id"] == []
 
 
-#: passage_terms as databases created before bulk loading have it (two indexes, a foreign key).
+#: passage_terms as databases created before bulk loading have it (two indexes, a foreign key);
+#: databases from bulk loading until posting blocks had one row per posting too.
 OLD_PASSAGE_TERMS = """
 CREATE TABLE passage_terms (
     tenant_id uuid NOT NULL,
@@ -107,9 +110,16 @@ CREATE TABLE passage_terms (
 );
 CREATE INDEX passage_terms_by_term ON passage_terms (tenant_id, term) INCLUDE (chunk_id, tf);
 """
+#: What a previous version's schema did not have: ordinals, blocks, segments, generations.
+TO_PREVIOUS_LAYOUT = """
+DROP TABLE postings, segments;
+ALTER TABLE passages DROP COLUMN ordinal;
+ALTER TABLE tenant_counters DROP COLUMN next_ordinal, DROP COLUMN next_segment,
+    DROP COLUMN generation;
+"""
 
 
-async def test_a_database_from_before_bulk_loading_is_migrated_and_keeps_its_passages(
+async def test_a_database_from_a_previous_version_is_migrated_and_keeps_its_passages(
     database_url: str,
 ) -> None:
     schema = f"t_{uuid.uuid4().hex}"
@@ -120,35 +130,24 @@ async def test_a_database_from_before_bulk_loading_is_migrated_and_keeps_its_pas
     try:
         await store.upsert_many(chunks)
         expected = await snapshot(store, tenant)
-        await conn.execute("ALTER TABLE passage_terms RENAME TO new_terms")
-        await conn.execute(OLD_PASSAGE_TERMS)
-        await conn.execute("INSERT INTO passage_terms SELECT * FROM new_terms")
-        await conn.execute("DROP TABLE new_terms")
         await store.close()
+        await conn.execute(TO_PREVIOUS_LAYOUT)
+        await conn.execute(OLD_PASSAGE_TERMS)
+        await conn.copy_records_to_table(
+            "passage_terms",
+            records=[
+                (tenant, chunk.id, term, tf)
+                for chunk in chunks
+                for term, tf in passage_terms(chunk.text)[1].items()
+            ],
+        )
         store = await PostgresChunkStore.connect(database_url, schema=schema)
-        indexes = await conn.fetch(
-            "SELECT indexdef FROM pg_indexes WHERE schemaname = $1 AND tablename = 'passage_terms'",
-            schema,
-        )
-        assert [r["indexdef"].split(" USING ")[1] for r in indexes] == [
-            "btree (tenant_id, term, chunk_id) INCLUDE (tf)"
-        ]
-        assert (
-            await conn.fetchval(
-                "SELECT count(*) FROM pg_constraint WHERE conrelid = 'passage_terms'::regclass "
-                "AND contype = 'f'"
-            )
-            == 0
-        )
+        assert await conn.fetchval("SELECT to_regclass('passage_terms')") is None
         assert await snapshot(store, tenant) == expected
         assert await store.delete_by_source("doc-a", tenant) == 2
-        assert (
-            await conn.fetchval(
-                "SELECT count(*) FROM passage_terms p WHERE NOT EXISTS (SELECT 1 FROM passages q "
-                "WHERE q.tenant_id = p.tenant_id AND q.id = p.chunk_id)"
-            )
-            == 0
-        )
+        await store.upsert_many([make_chunk(tenant, "doc-z", "a new ocean passage", 0)])
+        await assert_derived_tables_agree(conn, tenant)
+        assert len(await store.lexical_candidates(["ocean"], tenant, 10)) > 0
     finally:
         await store.close()
         await conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
@@ -187,4 +186,62 @@ async def test_a_database_from_before_sign_in_opens_with_ownerless_workspaces_th
             await store.close()
     finally:
         await conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
+        await conn.close()
+
+
+async def test_rows_beyond_the_prefetched_ones_are_looked_up_by_id_with_the_same_text(
+    pg_store: PostgresChunkStore,
+) -> None:
+    tenant = uuid.uuid4()
+    chunks = [make_chunk(tenant, f"s{i}", f"ocean passage number {i}", 0) for i in range(250)]
+    memory = InMemoryChunkStore()
+    for store in (pg_store, memory):
+        await store.replace_sources(tenant, [(c.source_id, [c]) for c in chunks])
+    found = await pg_store.lexical_candidates(["ocean", "number"], tenant, 1_000)
+    assert len(found) == 250 > PREFETCH_ROWS
+    assert found == await memory.lexical_candidates(["ocean", "number"], tenant, 1_000)
+
+
+async def test_a_passage_deleted_after_the_read_is_reported_not_invented(
+    pg_store: PostgresChunkStore,
+) -> None:
+    tenant = uuid.uuid4()
+    chunks = [make_chunk(tenant, f"s{i}", f"ocean passage number {i}", 0) for i in range(250)]
+    await pg_store.replace_sources(tenant, [(c.source_id, [c]) for c in chunks])
+    found = await pg_store.lexical_candidates(["ocean"], tenant, 1_000)
+    await pg_store.delete_by_source(found.chunks([249])[0].source_id, tenant)
+    with pytest.raises(LookupError, match="deleted after this search read it; search again"):
+        found.chunks([249])
+
+
+async def test_merged_segments_and_deleted_passages_read_exactly_as_the_memory_store(
+    pg_store: PostgresChunkStore, database_url: str, pg_schema: str
+) -> None:
+    tenant = uuid.uuid4()
+    memory = InMemoryChunkStore()
+    terms = ["ocean", "tides", "moon", "river", "w3"]
+    for round_ in range(3 * MERGE_FACTOR):
+        batch = [
+            make_chunk(tenant, f"doc{round_ % 7}", f"{terms[(round_ + i) % 5]} w{i} v{round_}", i)
+            for i in range(1 + round_ % 4)
+        ]
+        for store in (pg_store, memory):
+            await store.replace_source(f"doc{round_ % 7}", tenant, batch)
+        if round_ % 5 == 4:
+            for store in (pg_store, memory):
+                await store.delete_by_source(f"doc{round_ % 3}", tenant)
+        for limit in (0, 2, 1_000):
+            assert await pg_store.lexical_candidates(
+                terms, tenant, limit
+            ) == await memory.lexical_candidates(terms, tenant, limit)
+    conn = await asyncpg.connect(database_url, server_settings={"search_path": pg_schema})
+    try:
+        tiers = await conn.fetch(
+            "SELECT length(passages::text) AS tier, count(*) AS n FROM segments "
+            "WHERE tenant_id = $1 GROUP BY 1",
+            tenant,
+        )
+        assert tiers and all(r["n"] < MERGE_FACTOR for r in tiers)
+        await assert_derived_tables_agree(conn, tenant)
+    finally:
         await conn.close()
