@@ -63,6 +63,7 @@ import numpy.typing as npt
 from core.bm25 import CorpusStats
 from core.chunks import StoredChunk
 from core.entities import Entity
+from core.postings import EMPTY_POSTING, Posting, RowChunks, postings_candidates
 from core.ranking import LexicalCandidates, candidate_scores, top_rows
 from core.stores.port import (
     ConnectionLost,
@@ -162,7 +163,6 @@ CREATE TABLE IF NOT EXISTS tenant_counters (
 );
 ALTER TABLE tenant_counters
     ADD COLUMN IF NOT EXISTS next_ordinal bigint NOT NULL DEFAULT 0,
-    ADD COLUMN IF NOT EXISTS next_segment bigint NOT NULL DEFAULT 0,
     ADD COLUMN IF NOT EXISTS generation bigint NOT NULL DEFAULT 0;
 CREATE TABLE IF NOT EXISTS term_df (
     tenant_id uuid NOT NULL,
@@ -210,8 +210,7 @@ BEGIN
         INSERT INTO tenant_counters (tenant_id, passages, tokens)
         SELECT tenant_id, count(*), sum(doc_length) FROM passages GROUP BY tenant_id
         ON CONFLICT (tenant_id) DO NOTHING;
-        UPDATE tenant_counters c SET next_ordinal = r.n, next_segment = 1,
-            generation = txid_current()
+        UPDATE tenant_counters c SET next_ordinal = r.n, generation = txid_current()
         FROM (SELECT tenant_id, count(*) AS n FROM passages GROUP BY tenant_id) r
         WHERE c.tenant_id = r.tenant_id;
         INSERT INTO postings (tenant_id, term, segment, ordinals, tfs)
@@ -285,11 +284,10 @@ INSERT INTO term_df (tenant_id, term, df)
 SELECT $1, u.term, u.n FROM unnest($2::text[], $3::integer[]) AS u(term, n)
 ON CONFLICT (tenant_id, term) DO UPDATE SET df = term_df.df + EXCLUDED.df
 """
-#: Ordinals and a segment number for a batch; the counters row stays locked until commit.
+#: Ordinals for a batch; the counters row stays locked until commit.
 _RESERVE: Final = """
-UPDATE tenant_counters SET next_ordinal = next_ordinal + $2, next_segment = next_segment + $3
-WHERE tenant_id = $1
-RETURNING next_ordinal - $2 AS ordinal, next_segment - $3 AS segment
+UPDATE tenant_counters SET next_ordinal = next_ordinal + $2 WHERE tenant_id = $1
+RETURNING next_ordinal - $2 AS ordinal
 """
 #: Two statements, not one upsert: the CHECKs would reject a negative delta's proposed row.
 _ENSURE_COUNTERS: Final = """
@@ -325,18 +323,25 @@ WHERE d.tenant_id = $1 AND d.term = g.term
 _DELETE_PASSAGES: Final = """
 DELETE FROM passages WHERE tenant_id = $1 AND id = ANY($2::text[]) RETURNING doc_length
 """
-#: Segments merged as one, Lucene-style, when this many are of one size tier (tier = decimal
-#: digits of their passage count): a term has at most ~9 rows per tier to read, and each
-#: posting is rewritten about once per tier (log10 of the corpus) over a workspace's life.
+#: Adjacent segments merged as one, Lucene-style (log merge), when this many in a row are of
+#: one size tier (tier = decimal digits of their passage count): a term has at most ~9 rows
+#: per tier to read, and each posting is rewritten about once per tier over a workspace's life.
 MERGE_FACTOR: Final = 10
-#: Concatenation keeps the ordinals of each term ascending within a segment; across merged
-#: segments a reader does not rely on order (counts and tf are scattered by ordinal).
+#: More segments than this (a mix of tiers that never lines up) merges the smallest run anyway.
+MAX_SEGMENTS: Final = 64
+#: A segment is numbered by its first ordinal and holds a contiguous range of them, so blocks
+#: read in segment order concatenate to ascending ordinals. The merged segment takes the first
+#: one's number: the rows it replaces are deleted in the same statement (a key deleted by the
+#: own transaction does not conflict).
 _MERGE: Final = """
+WITH gone AS (
+    DELETE FROM postings WHERE tenant_id = $1 AND segment = ANY($2::bigint[])
+    RETURNING term, segment, ordinals, tfs
+)
 INSERT INTO postings (tenant_id, term, segment, ordinals, tfs)
-SELECT tenant_id, term, $3, string_agg(ordinals, ''::bytea ORDER BY segment),
+SELECT $1, term, $3, string_agg(ordinals, ''::bytea ORDER BY segment),
        string_agg(tfs, ''::bytea ORDER BY segment)
-FROM postings WHERE tenant_id = $1 AND segment = ANY($2::bigint[])
-GROUP BY tenant_id, term
+FROM gone GROUP BY term
 """
 _CHUNK_COLUMNS: Final = (
     "p.id, p.tenant_id, p.source_id, p.chunk_index, p.start_char, p.end_char, p.text, "
@@ -474,22 +479,24 @@ def _prefix_upper_bound(prefix: str) -> str | None:
 
 @dataclass(frozen=True)
 class _Image:
-    """A tenant's live passages as of one generation: ordinal -> row in chunk-id order.
+    """A tenant's live passages as of one generation, indexed by ordinal.
 
     Blocks hold ordinals (assigned at insert, never reused), but the truncation order and
-    the score tie-break are by chunk id; this image maps ordinals to id ranks (-1 for an
-    ordinal whose passage is gone: the tombstone), with each row's id and length. It is read
-    in the query's own snapshot whenever the tenant's generation moved (any insert, delete
-    or re-index) and kept per store, like the in-memory store's columnar image: one read of
-    (ordinal, id, length) per passage, in key order, after a write; none per query.
+    the score tie-break are by chunk id; this image gives each ordinal its rank in chunk-id
+    order (-1 for an ordinal whose passage is gone: the tombstone), its id and its length.
+    It is read in the query's own snapshot whenever the tenant's generation moved (any
+    insert, delete or re-index) and kept per store, like the in-memory store's columnar
+    image: one read of (ordinal, id, length) per passage, in key order, after a write; none
+    per query. The rejected alternative, fetching the ids of the matching passages per
+    query, costs a row per candidate again (hundreds of thousands for an unlimited read).
     """
 
     generation: int
-    #: Row (rank in chunk-id order) of each ordinal; -1 where no live passage has it.
-    rows: npt.NDArray[np.int64]
-    #: Chunk id per row, ascending.
+    #: Rank in chunk-id order per ordinal; -1 where no live passage has it.
+    id_rank: npt.NDArray[np.int64]
+    #: Chunk id per ordinal (None where dead).
     ids: npt.NDArray[np.object_]
-    #: doc_length per row.
+    #: doc_length per ordinal (0 where dead).
     lengths: npt.NDArray[np.int64]
 
     @classmethod
@@ -498,89 +505,37 @@ class _Image:
     ) -> _Image:
         records = await conn.fetch(_IMAGE, tenant_id)
         n = len(records)
+        size = int(totals["next_ordinal"])
         ordinals = np.fromiter((r[0] for r in records), np.int64, n)
-        ids = np.empty(n, dtype=object)
-        ids[:] = [r[1] for r in records]
-        lengths = np.fromiter((r[2] for r in records), np.int64, n)
-        rows = np.full(int(totals["next_ordinal"]), -1, dtype=np.int64)
-        rows[ordinals] = np.arange(n, dtype=np.int64)
-        return cls(int(totals["generation"]), rows, ids, lengths)
+        id_rank = np.full(size, -1, dtype=np.int64)
+        id_rank[ordinals] = np.arange(n, dtype=np.int64)
+        ids = np.empty(size, dtype=object)
+        ids[ordinals] = [r[1] for r in records]
+        lengths = np.zeros(size, dtype=np.int64)
+        lengths[ordinals] = np.fromiter((r[2] for r in records), np.int64, n)
+        return cls(int(totals["generation"]), id_rank, ids, lengths)
 
 
-#: A term's live postings: rows (id ranks, not sorted) and tf per row.
-_Posting = tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]
-
-
-def _postings(wanted: list[str], blocks: Sequence[asyncpg.Record], image: _Image) -> list[_Posting]:
-    """Each wanted term's blocks decoded, concatenated and mapped to live rows."""
+def _postings(wanted: list[str], blocks: Sequence[asyncpg.Record], image: _Image) -> list[Posting]:
+    """Each wanted term's blocks decoded and concatenated (ascending ordinals), live only."""
     parts: dict[str, tuple[list[bytes], list[bytes]]] = {}
     for block in blocks:
         ordinals, tfs = parts.setdefault(block["term"], ([], []))
         ordinals.append(block["ordinals"])
         tfs.append(block["tfs"])
-    postings: list[_Posting] = []
+    postings: list[Posting] = []
     for term in wanted:
-        ordinals, tfs = parts.get(term, ([], []))
-        where = np.frombuffer(b"".join(ordinals), dtype=">i4").astype(np.int64)
-        rows = image.rows[where]
-        live = rows >= 0
-        values = np.frombuffer(b"".join(tfs), dtype=">i4").astype(np.int64)
-        postings.append((rows[live], values[live]))
+        if term not in parts:
+            postings.append(EMPTY_POSTING)
+            continue
+        ordinals, tfs = parts[term]
+        rows = np.frombuffer(b"".join(ordinals), dtype=">i4").astype(np.int32)
+        values = np.frombuffer(b"".join(tfs), dtype=">i4").astype(np.int32)
+        live = image.id_rank[rows] >= 0
+        if not live.all():
+            rows, values = rows[live], values[live]
+        postings.append((rows, values))
     return postings
-
-
-def _columns(
-    stats: CorpusStats,
-    wanted: list[str],
-    postings: list[_Posting],
-    image: _Image,
-    limit: int,
-    fetch: Callable[[list[str]], list[StoredChunk]],
-) -> LexicalCandidates:
-    """Rows matching a term, by distinct terms matched desc then id asc, first ``limit``.
-
-    The same rule as the in-memory store's, on the same kind of rows (ranks in chunk-id
-    order), so both hand over identical columns and ranking gives identical bits.
-    """
-    n = len(image.ids)
-    counts = np.zeros(n, dtype=np.int32)
-    for rows, _ in postings:
-        counts[rows] += 1  # a passage is in a term's blocks once: no repeated index
-    matched = np.flatnonzero(counts)
-    if limit == 0 or not len(matched):
-        return LexicalCandidates(stats=stats, terms=tuple(wanted), matching=len(matched))
-    per_row = counts[matched]
-    levels: list[npt.NDArray[np.int64]] = []
-    taken = 0
-    for level in range(len(wanted), 0, -1):
-        if taken >= limit:
-            break
-        rows_at = matched[per_row == level]  # ascending rows: chunk-id order within a level
-        levels.append(rows_at)
-        taken += len(rows_at)
-    selected = np.concatenate(levels)[:limit]
-    tfs = np.zeros((len(selected), len(wanted)), dtype=np.int64)
-    dense = np.zeros(n, dtype=np.int64)
-    for j, (rows, values) in enumerate(postings):
-        if len(rows):
-            dense[rows] = values
-            tfs[:, j] = dense[selected]
-            dense[rows] = 0
-    ids = image.ids[selected]
-
-    def lookup(wanted_rows: Sequence[int]) -> list[StoredChunk]:
-        return fetch([str(ids[row]) for row in wanted_rows])
-
-    return LexicalCandidates(
-        stats=stats,
-        terms=tuple(wanted),
-        ids=ids,
-        id_order=selected,
-        doc_lengths=image.lengths[selected],
-        tfs=tfs,
-        matching=len(matched),
-        lookup=lookup,
-    )
 
 
 #: Candidates whose text the read fetches in its own snapshot: all of them up to this many,
@@ -605,6 +560,10 @@ class _Texts:
 
     async def prefetch(self, conn: asyncpg.Connection, ids: list[str]) -> None:
         self._known = {r["id"]: r for r in await conn.fetch(_SHOWN, self._tenant_id, ids)}
+
+    def rows(self, ids: npt.NDArray[np.object_]) -> RowChunks:
+        """Ordinals -> passages, for ``postings_candidates``."""
+        return lambda ordinals: self.chunks([str(i) for i in ids[ordinals]])
 
     def chunks(self, ids: list[str]) -> list[StoredChunk]:
         missing = [i for i in ids if i not in self._known]
@@ -1148,8 +1107,16 @@ class PostgresChunkStore:
                 if image is None:
                     return LexicalCandidates(stats=stats, terms=tuple(wanted))
                 texts = _Texts(self._side, tenant_id)
-                postings = _postings(wanted, blocks, image)
-                columns = _columns(stats, wanted, postings, image, limit, texts.chunks)
+                columns = postings_candidates(
+                    stats,
+                    wanted,
+                    _postings(wanted, blocks, image),
+                    image.lengths,
+                    image.ids,
+                    limit,
+                    texts.rows(image.ids),
+                    image.id_rank,
+                )
                 shown = _likely_shown(terms, columns)
                 if len(shown):
                     await texts.prefetch(conn, [str(i) for i in columns.ids[shown]])
@@ -1448,36 +1415,31 @@ def _tier(passages: int) -> int:
     return len(str(max(passages, 1)))
 
 
+def _mergeable(segments: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """A run of adjacent segments to merge, or none: ``MERGE_FACTOR`` of one tier in a row,
+    else (past ``MAX_SEGMENTS``) the run with the fewest passages."""
+    for start in range(len(segments) - MERGE_FACTOR + 1):
+        run = segments[start : start + MERGE_FACTOR]
+        if len({_tier(passages) for _, passages in run}) == 1:
+            return run
+    if len(segments) <= MAX_SEGMENTS:
+        return []
+    runs = [segments[i : i + MERGE_FACTOR] for i in range(len(segments) - MERGE_FACTOR + 1)]
+    return min(runs, key=lambda run: sum(passages for _, passages in run))
+
+
 async def _merge_segments(conn: asyncpg.Connection, tenant_id: UUID) -> None:
-    """Merge every tier holding ``MERGE_FACTOR`` segments into one segment of the next tier."""
+    """Merge runs of adjacent segments until none is due (see ``_mergeable``)."""
     while True:
         rows = await conn.fetch(
             "SELECT segment, passages FROM segments WHERE tenant_id = $1 ORDER BY segment",
             tenant_id,
         )
-        tiers: dict[int, list[tuple[int, int]]] = {}
-        for row in rows:
-            tiers.setdefault(_tier(row["passages"]), []).append(
-                (int(row["segment"]), int(row["passages"]))
-            )
-        full = [group for group in tiers.values() if len(group) >= MERGE_FACTOR]
-        if not full:
+        run = _mergeable([(int(r["segment"]), int(r["passages"])) for r in rows])
+        if not run:
             return
-        group = full[0]
-        merged = [segment for segment, _ in group]
-        target = int(
-            await conn.fetchval(
-                "UPDATE tenant_counters SET next_segment = next_segment + 1 "
-                "WHERE tenant_id = $1 RETURNING next_segment - 1",
-                tenant_id,
-            )
-        )
-        await conn.execute(_MERGE, tenant_id, merged, target)
-        await conn.execute(
-            "DELETE FROM postings WHERE tenant_id = $1 AND segment = ANY($2::bigint[])",
-            tenant_id,
-            merged,
-        )
+        merged = [segment for segment, _ in run]
+        await conn.execute(_MERGE, tenant_id, merged, merged[0])
         await conn.execute(
             "DELETE FROM segments WHERE tenant_id = $1 AND segment = ANY($2::bigint[])",
             tenant_id,
@@ -1486,16 +1448,15 @@ async def _merge_segments(conn: asyncpg.Connection, tenant_id: UUID) -> None:
         await conn.execute(
             "INSERT INTO segments (tenant_id, segment, passages) VALUES ($1, $2, $3)",
             tenant_id,
-            target,
-            sum(passages for _, passages in group),
+            merged[0],
+            sum(passages for _, passages in run),
         )
 
 
-async def _reserve(conn: asyncpg.Connection, tenant_id: UUID, passages: int) -> tuple[int, int]:
-    """``passages`` fresh ordinals and one segment number: (first ordinal, segment)."""
+async def _reserve(conn: asyncpg.Connection, tenant_id: UUID, passages: int) -> int:
+    """The first of ``passages`` fresh ordinals (also the number of the batch's segment)."""
     await conn.execute(_ENSURE_COUNTERS, tenant_id)
-    row = await conn.fetchrow(_RESERVE, tenant_id, passages, 1)
-    return int(row["ordinal"]), int(row["segment"])
+    return int(await conn.fetchval(_RESERVE, tenant_id, passages))
 
 
 async def _write_new(
@@ -1517,11 +1478,10 @@ async def _write_new(
         by_tenant: dict[UUID, list[_Staged]] = {}
         for item in staged:
             by_tenant.setdefault(item[0][0], []).append(item)
-        ordinals: dict[UUID, tuple[int, int]] = {}
+        ordinals: dict[UUID, int] = {}
         records: list[tuple[Any, ...]] = []
         for tenant_id in sorted(by_tenant):
-            first, segment = await _reserve(conn, tenant_id, len(by_tenant[tenant_id]))
-            ordinals[tenant_id] = (first, segment)
+            first = ordinals[tenant_id] = await _reserve(conn, tenant_id, len(by_tenant[tenant_id]))
             records.extend((*row, first + i) for i, (row, _) in enumerate(by_tenant[tenant_id]))
         await conn.execute(_STAGE)
         await conn.copy_records_to_table(
@@ -1535,7 +1495,7 @@ async def _write_new(
         for row in inserted:
             fresh.setdefault(row["tenant_id"], set()).add(int(row["ordinal"]))
         for tenant_id in sorted(fresh):
-            first, segment = ordinals[tenant_id]
+            first = ordinals[tenant_id]
             new = fresh[tenant_id]
             kept = [
                 (first + i, row[9], tfs)
@@ -1543,7 +1503,7 @@ async def _write_new(
                 if first + i in new
             ]
             blocks = _Blocks((ordinal, tfs) for ordinal, _, tfs in kept)
-            await _write_blocks(conn, tenant_id, blocks, segment, len(kept))
+            await _write_blocks(conn, tenant_id, blocks, kept[0][0], len(kept))
             passages, tokens = totals.get(tenant_id, (0, 0))
             added = sum(length for _, length, _ in kept)
             totals[tenant_id] = (passages + len(new), tokens + added)
@@ -1652,12 +1612,8 @@ async def _reindex(
             lengths.append((row["id"], length))
             written.append((int(row["ordinal"]), tfs))
         await conn.copy_records_to_table("reindex_lengths", records=lengths)
-        segment = await conn.fetchval(
-            "UPDATE tenant_counters SET next_segment = next_segment + 1 "
-            "WHERE tenant_id = $1 RETURNING next_segment - 1",
-            tenant_id,
-        )
-        await _write_blocks(conn, tenant_id, _Blocks(written), int(segment), len(written))
+        if written:
+            await _write_blocks(conn, tenant_id, _Blocks(written), written[0][0], len(written))
         if on_progress is not None:
             on_progress(min(start + _REINDEX_BATCH, len(ids)), len(ids))
     await conn.execute(

@@ -114,8 +114,7 @@ CREATE INDEX passage_terms_by_term ON passage_terms (tenant_id, term) INCLUDE (c
 TO_PREVIOUS_LAYOUT = """
 DROP TABLE postings, segments;
 ALTER TABLE passages DROP COLUMN ordinal;
-ALTER TABLE tenant_counters DROP COLUMN next_ordinal, DROP COLUMN next_segment,
-    DROP COLUMN generation;
+ALTER TABLE tenant_counters DROP COLUMN next_ordinal, DROP COLUMN generation;
 """
 
 
