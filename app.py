@@ -5,6 +5,12 @@ page list, titles and default page; the legacy auto-discovery of ``pages/`` cann
 hide helper modules or choose a default, and ``pages.common.screen`` turns it off
 when Streamlit still runs a screen without this file). The sidebar holds what every page shares:
 the workspace (also in the URL, so a link reproduces it) and the active store.
+
+With sign-in configured (``[auth]`` in ``.streamlit/secrets.toml``, OpenID Connect through
+``st.login``) nothing runs until the person signs in, and from then on the sidebar, the
+link and every screen use the service as they may (``current_service``): their workspaces
+only, members managed by owners. The decisions are core's (``core.service.access``); this
+file only shows them. Without sign-in it is the single-user local tool and says so.
 """
 
 from __future__ import annotations
@@ -12,8 +18,23 @@ from __future__ import annotations
 import streamlit as st
 
 from core.presentation import count, escape_text
-from core.service import DEFAULT_WORKSPACE, StoreUnavailable
-from pages.common import FRAMED_KEY, WORKSPACE_KEY, WORKSPACE_PARAM, get_service, workspace
+from core.service import (
+    DEFAULT_WORKSPACE,
+    NOT_FOUND_OR_NO_ACCESS,
+    NoAccess,
+    NotOwner,
+    StoreUnavailable,
+    local_mode,
+)
+from pages.common import (
+    FRAMED_KEY,
+    WORKSPACE_KEY,
+    WORKSPACE_PARAM,
+    current_service,
+    sign_in_configured,
+    signed_in_email,
+    workspace,
+)
 
 #: Non-widget copy of the workspace: survives page switches that drop widget state.
 SHADOW_KEY = "_workspace"
@@ -24,8 +45,22 @@ NOTICE_KEY = "_workspace_notice"
 
 st.set_page_config(page_title="lexplain", page_icon="🔎", layout="wide")
 
+SIGN_IN = sign_in_configured()
+if SIGN_IN and not st.user.is_logged_in:  # every page: nothing is read before sign-in
+    st.title("lexplain")
+    st.markdown("Explainable BM25 passage search. Sign in to see your workspaces.")
+    st.button("Sign in", key="sign_in", type="primary", on_click=st.login)
+    st.stop()
+if SIGN_IN and signed_in_email() is None:
+    st.error(
+        "Your sign-in worked, but the identity provider sent no e-mail address, and "
+        "workspaces are shared by e-mail. Ask for the `email` scope and claim."
+    )
+    st.button("Sign out", key="sign_out", on_click=st.logout)
+    st.stop()
+
 try:
-    service = get_service()
+    service = current_service()
 except StoreUnavailable as exc:  # plain words, and nothing else can work without a store
     st.error(f"lexplain cannot open its store. {exc}", icon=":material/database:")
     st.stop()
@@ -51,11 +86,36 @@ def create_linked_workspace(name: str) -> None:
 
 def delete_workspace(name: str) -> None:
     """Button callback: delete the workspace and its passages, then show the default one."""
-    deleted = service.delete_workspace(name)
-    st.session_state[WORKSPACE_KEY] = DEFAULT_WORKSPACE
+    try:
+        deleted = service.delete_workspace(name)
+    except (NoAccess, NotOwner) as exc:
+        st.session_state[NOTICE_KEY] = f"Nothing deleted: {exc}."
+        return
+    st.session_state.pop(WORKSPACE_KEY, None)
     st.session_state[NOTICE_KEY] = (
         f"Deleted the workspace “{name}” and its {count(deleted, 'passage')}."
     )
+
+
+def add_member(name: str) -> None:
+    """Button callback: the owner lets someone open the workspace."""
+    try:
+        added = service.add_member(name, str(st.session_state.get("new_member_email", "")))
+    except (ValueError, NoAccess, NotOwner) as exc:
+        st.session_state[NOTICE_KEY] = f"No member added: {exc}."
+    else:
+        st.session_state["new_member_email"] = ""
+        st.session_state[NOTICE_KEY] = f"{added} can now open “{name}”."
+
+
+def remove_member(name: str, email: str) -> None:
+    """Button callback: the owner takes someone off the workspace."""
+    try:
+        service.remove_member(name, email)
+    except (ValueError, NoAccess, NotOwner) as exc:
+        st.session_state[NOTICE_KEY] = f"No member removed: {exc}."
+    else:
+        st.session_state[NOTICE_KEY] = f"{email} can no longer open “{name}”."
 
 
 # The workspace: a link's ``ws`` wins when it names a known workspace that differs from the
@@ -67,36 +127,45 @@ current = st.session_state.get(SHADOW_KEY)
 linked = st.query_params.get(WORKSPACE_PARAM)
 if linked is not None and linked != current:
     try:
-        wanted = service.workspace_name(linked)
+        target = service.linked_workspace(linked)
     except ValueError as exc:
         st.session_state[NOTICE_KEY] = f"The link's workspace cannot be opened: {exc}."
     else:
-        if wanted in names:
-            st.session_state[WORKSPACE_KEY] = wanted
+        if target.outcome == "open" and target.name in names:
+            st.session_state[WORKSPACE_KEY] = target.name
             st.session_state.pop(UNKNOWN_KEY, None)
-        else:
-            st.session_state[UNKNOWN_KEY] = wanted
+        elif target.outcome == "create":
+            st.session_state[UNKNOWN_KEY] = target.name
+        else:  # never says whether it exists
+            st.session_state[NOTICE_KEY] = (
+                f"The link's workspace “{target.name}”: {NOT_FOUND_OR_NO_ACCESS}."
+            )
     if WORKSPACE_KEY not in st.session_state and current in names:
         st.session_state[WORKSPACE_KEY] = current
 elif WORKSPACE_KEY not in st.session_state and current in names:
     st.session_state[WORKSPACE_KEY] = current
-if not names:
+if not names and service.user is None:
     names = [service.create_workspace(DEFAULT_WORKSPACE)]
-if st.session_state.get(WORKSPACE_KEY) not in names:
+if names and st.session_state.get(WORKSPACE_KEY) not in names:
     st.session_state[WORKSPACE_KEY] = DEFAULT_WORKSPACE if DEFAULT_WORKSPACE in names else names[0]
 # Written back explicitly: a run that ended before the selector rendered (a screen Streamlit
 # ran without this file, see pages.common.screen) would otherwise reset it to its first option.
-st.session_state[WORKSPACE_KEY] = st.session_state[WORKSPACE_KEY]
+if names:
+    st.session_state[WORKSPACE_KEY] = st.session_state[WORKSPACE_KEY]
 
 with st.sidebar:
     st.markdown("### lexplain")
-    st.selectbox(
-        "Workspace",
-        names,
-        key=WORKSPACE_KEY,
-        help="A separate set of passages.",
-        on_change=lambda: st.session_state.pop(UNKNOWN_KEY, None),  # a choice answers the offer
-    )
+    if service.user is not None:
+        st.caption(f"Signed in as **{escape_text(service.user)}**")
+        st.button("Sign out", key="sign_out", icon=":material/logout:", on_click=st.logout)
+    if names:
+        st.selectbox(
+            "Workspace",
+            names,
+            key=WORKSPACE_KEY,
+            help="A separate set of passages.",
+            on_change=lambda: st.session_state.pop(UNKNOWN_KEY, None),  # answers the offer
+        )
     with st.popover("New workspace", icon=":material/add:"):
         st.text_input("Name", key="new_workspace_name")
         st.radio(
@@ -109,22 +178,53 @@ with st.sidebar:
         )
         st.button("Create", key="create_workspace", on_click=create_workspace)
     chosen = workspace()
-    with st.popover("Delete workspace", icon=":material/delete:"):
-        st.markdown(
-            f"Deletes the workspace **{escape_text(chosen)}** with all its passages and "
-            "entities. This cannot be undone."
-            + (" The default workspace is emptied and kept." if chosen == DEFAULT_WORKSPACE else "")
-        )
-        sure = st.checkbox(f"Yes, delete “{chosen}”", key="confirm_delete_workspace")
-        st.button(
-            "Delete",
-            key="delete_workspace",
-            type="primary",
-            disabled=not sure,
-            on_click=delete_workspace,
-            args=(chosen,),
-        )
+    access = service.workspace_access(chosen) if names else None
+    if access is not None and service.user is not None:
+        with st.popover("Members", icon=":material/group:"):
+            st.markdown(f"**Owner:** {escape_text(access.owner or 'nobody')}")
+            if not access.members:
+                st.caption("No members yet: only the owner can open this workspace.")
+            for member in access.members:
+                left, right = st.columns([3, 1], vertical_alignment="center")
+                left.markdown(escape_text(member))
+                if access.you_own:
+                    right.button(
+                        "Remove",
+                        key=f"remove_member_{member}",
+                        on_click=remove_member,
+                        args=(chosen, member),
+                    )
+            if access.you_own:
+                st.text_input("E-mail of a new member", key="new_member_email")
+                st.button("Add member", key="add_member", on_click=add_member, args=(chosen,))
+            else:
+                st.caption("Only the owner adds and removes members.")
+    if access is not None and (service.user is None or access.you_own):
+        with st.popover("Delete workspace", icon=":material/delete:"):
+            st.markdown(
+                f"Deletes the workspace **{escape_text(chosen)}** with all its passages and "
+                "entities. This cannot be undone."
+                + (
+                    " The default workspace is emptied and kept."
+                    if chosen == DEFAULT_WORKSPACE and service.user is None
+                    else ""
+                )
+            )
+            sure = st.checkbox(f"Yes, delete “{chosen}”", key="confirm_delete_workspace")
+            st.button(
+                "Delete",
+                key="delete_workspace",
+                type="primary",
+                disabled=not sure,
+                on_click=delete_workspace,
+                args=(chosen,),
+            )
     st.caption(f"Store: {service.store_label}")
+    if not SIGN_IN:
+        mode = local_mode(st.get_option("server.address"))
+        st.caption(
+            mode.message if mode.loopback_only else f":red[:material/warning: {mode.message}]"
+        )
 
 notice = st.session_state.pop(NOTICE_KEY, None)
 if notice:
@@ -141,6 +241,14 @@ if unknown:
         on_click=create_linked_workspace,
         args=(unknown,),
     )
+
+if not names:  # signed in, and no workspace of theirs yet: nothing to show a screen on
+    st.title("lexplain")
+    st.info(
+        "You have no workspace yet. Create one in the sidebar (New workspace), or ask the "
+        f"owner of a workspace to add you as a member: {escape_text(service.user or '')}."
+    )
+    st.stop()
 
 st.session_state[SHADOW_KEY] = workspace()
 st.query_params[WORKSPACE_PARAM] = workspace()

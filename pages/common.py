@@ -13,6 +13,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 import streamlit as st
+from streamlit.auth_util import get_secrets_auth_section
 from streamlit.runtime.pages_manager import PagesManager
 
 from core.presentation import escape_text, term_colours
@@ -41,8 +42,40 @@ def get_service() -> LexplainService:
     return LexplainService.from_settings()
 
 
+def sign_in_configured() -> bool:
+    """Whether lexplain requires sign-in: ``.streamlit/secrets.toml`` has an ``[auth]`` section.
+
+    Read with the function ``st.login`` itself uses, so the two never disagree; a sign-in
+    state reported by Streamlit (``st.user.is_logged_in``) also counts, failing closed.
+    """
+    return "is_logged_in" in st.user.to_dict() or bool(get_secrets_auth_section())
+
+
+def signed_in_email() -> str | None:
+    """The e-mail of the person signed in; None without sign-in or before signing in."""
+    if not sign_in_configured() or not st.user.is_logged_in:
+        return None
+    email = st.user.get("email")
+    return email if isinstance(email, str) and email.strip() else None
+
+
+def current_service() -> LexplainService:
+    """The service as the person signed in may use it (every workspace without sign-in).
+
+    With sign-in and nobody signed in, the script stops here: nothing is shown or read
+    (app.py draws the sign-in screen before it gets this far).
+    """
+    if not sign_in_configured():
+        return get_service()
+    email = signed_in_email()
+    if email is None:
+        st.stop()
+    return get_service().for_user(email)
+
+
 def screen() -> LexplainService:
-    """Start a screen inside app.py's frame; returns the service. Every screen calls it first.
+    """Start a screen inside app.py's frame; returns the service as the person signed in may
+    use it (``current_service``). Every screen calls it first.
 
     The screens live in ``pages/``, the folder Streamlit's legacy multipage mode discovers.
     Streamlit decides that mode from the folder's existence until ``st.navigation`` has run
@@ -56,14 +89,14 @@ def screen() -> LexplainService:
     """
     if st.session_state.pop(FRAMED_KEY, False):
         st.session_state.pop(REFRAMING_KEY, None)
-        return get_service()
+        return current_service()
     if not st.session_state.get(REFRAMING_KEY):
         st.session_state[REFRAMING_KEY] = True  # one rerun, never a loop
         # What ``st.navigation`` itself does first (streamlit/commands/navigation.py); calling
         # st.navigation here instead shows the user a "page not found" dialog.
         PagesManager.uses_pages_directory = False
         st.rerun()
-    return get_service()
+    return current_service()
 
 
 def workspace() -> str:

@@ -9,6 +9,7 @@ A package by screen family, so a new screen adds a module instead of growing one
 | ``search`` | Search: ranked passages and their explanations |
 | ``analysis`` | Truncation, "why not?", Evaluate |
 | ``library`` | Upload, sources, Entities, workspaces |
+| ``access`` | sign-in: a person's guarded view, owners and members |
 | ``corpus`` | Corpus: counts, lengths, the term browser |
 | ``rankings`` | Compare rankings, workspace tokenizer profiles |
 | ``facade`` | ``LexplainService`` (all families on one store) and opening the store |
@@ -25,6 +26,13 @@ from core.chunks import ChunkingOptions
 from core.entities import EXTRACTOR_LIMITS
 from core.evaluation import EvaluationRun, JudgmentError
 from core.rankers import MAX_K1, Ranker, RankerKind, RankMovement
+from core.service.access import (
+    LinkedWorkspace,
+    NotOwner,
+    WorkspaceAccess,
+    WorkspaceGuard,
+    local_mode,
+)
 from core.service.analysis import (
     NO_LIMIT,
     PASSAGE_MARK,
@@ -39,7 +47,14 @@ from core.service.analysis import (
     UnlimitedEntry,
     compare_runs,
 )
-from core.service.common import DEFAULT_WORKSPACE, UNLIMITED, EmptyReason, QueryView
+from core.service.common import (
+    DEFAULT_WORKSPACE,
+    NOT_FOUND_OR_NO_ACCESS,
+    UNLIMITED,
+    EmptyReason,
+    NoAccess,
+    QueryView,
+)
 from core.service.corpus import TERM_BROWSER_LIMIT, CorpusView, TermInfo, TermPassage
 from core.service.facade import LexplainService, StoreUnavailable
 from core.service.library import (
@@ -60,6 +75,7 @@ __all__ = [
     "EXAMPLE_WITH_NAMES",
     "EXTRACTOR_LIMITS",
     "MAX_K1",
+    "NOT_FOUND_OR_NO_ACCESS",
     "NO_LIMIT",
     "PASSAGE_MARK",
     "SAMPLE_CORPUS",
@@ -80,7 +96,10 @@ __all__ = [
     "JudgmentError",
     "LexplainService",
     "LimitedEntry",
+    "LinkedWorkspace",
     "Mention",
+    "NoAccess",
+    "NotOwner",
     "PassageView",
     "Profile",
     "ProgressCallback",
@@ -97,5 +116,8 @@ __all__ = [
     "TermPassage",
     "TruncationView",
     "UnlimitedEntry",
+    "WorkspaceAccess",
+    "WorkspaceGuard",
     "compare_runs",
+    "local_mode",
 ]

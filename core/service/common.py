@@ -8,7 +8,7 @@ two screens came to disagree before.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any, Final, Literal
 from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict
@@ -21,6 +21,18 @@ from core.truncation import UNLIMITED as UNLIMITED
 
 #: The workspace every fresh store starts with.
 DEFAULT_WORKSPACE = "default"
+#: What a person is told about a workspace they may not open, or that does not exist.
+NOT_FOUND_OR_NO_ACCESS: Final = "not found or no access"
+
+
+class NoAccess(LookupError):
+    """The workspace does not exist or the signed-in person may not open it (never says which).
+
+    Raised by the signed-in view's store (``core.service.access``); here so every screen
+    family can name it without depending on that module.
+    """
+
+
 #: Why a search returned nothing, in the words the page shows.
 EmptyReason = Literal[
     "no terms left after stopwords",

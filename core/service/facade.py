@@ -17,6 +17,7 @@ from pydantic import ValidationError
 
 from core.chunks import workspace_tenant_id
 from core.embedded import EmbeddedServerError
+from core.service.access import AccessActions
 from core.service.analysis import AnalysisActions
 from core.service.common import DEFAULT_WORKSPACE
 from core.service.corpus import CorpusActions
@@ -33,9 +34,12 @@ class StoreUnavailable(RuntimeError):
 
 
 class LexplainService(
-    SearchActions, AnalysisActions, LibraryActions, CorpusActions, RankingsActions
+    SearchActions, AnalysisActions, LibraryActions, CorpusActions, RankingsActions, AccessActions
 ):
-    """One store on one background event loop; synchronous methods for the pages."""
+    """One store on one background event loop; synchronous methods for the pages.
+
+    ``for_user(email)`` (``core.service.access``) gives a signed-in person's view of it.
+    """
 
     async def _open(self, factory: Callable[[], Awaitable[ChunkStore]]) -> ChunkStore:
         store = await factory()

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from core.chunks import ChunkingOptions, StoredChunk, workspace_tenant_id
 from core.entities import Entity
 from core.indexing import DocumentRow, IndexReport, UploadResult, index_uploads, read_upload
-from core.service.common import DEFAULT_WORKSPACE, entity_names
+from core.service.common import DEFAULT_WORKSPACE, NoAccess, entity_names
 from core.service.runner import ProgressCallback, StoreRunner
 from core.stores.port import EntitySummary, SourceSummary, Workspace
 from core.tokenize import DEFAULT_PROFILE, Profile
@@ -95,7 +95,7 @@ class LibraryActions(StoreRunner):
     """The Upload and Entities screens' actions, and the sidebar's workspaces."""
 
     def list_workspaces(self) -> list[str]:
-        """Workspace names, sorted."""
+        """Names of the workspaces the person signed in may open (all without sign-in), sorted."""
         return [w.name for w in self._call(self._store.list_workspaces())]
 
     @staticmethod
@@ -121,20 +121,28 @@ class LibraryActions(StoreRunner):
         """Create (or keep, with its profile) the workspace ``name``; returns its cleaned name.
 
         ``profile`` is the tokenizer every write and query of a NEW workspace uses; an
-        existing workspace keeps its own (change it with ``change_profile``). Raises
+        existing workspace keeps its own (change it with ``change_profile``). With sign-in
+        (``core.service.access``) the creator owns a new workspace, and a name someone else
+        holds is refused. Raises
         ``ValueError`` (plain words) for a name ``workspace_name`` refuses.
         """
         cleaned = self.workspace_name(name)
         workspace = Workspace(
-            tenant_id=workspace_tenant_id(cleaned), name=cleaned, profile=Profile(profile)
+            tenant_id=workspace_tenant_id(cleaned),
+            name=cleaned,
+            profile=Profile(profile),
         )
-        self._call(self._store.upsert_workspace(workspace))
+        try:
+            self._call(self._store.upsert_workspace(workspace))
+        except NoAccess:
+            raise ValueError(f"the name “{cleaned}” is taken; choose another") from None
         return cleaned
 
     def delete_workspace(self, name: str) -> int:
         """Delete a workspace with its passages and entities; returns passages deleted.
 
-        The default workspace is emptied and kept: a store always has one to show.
+        With sign-in only its owner may (``NotOwner``). The default workspace is emptied
+        and kept: a store always has one to show.
         """
         deleted = self._call(self._store.delete_workspace(workspace_tenant_id(name)))
         if name == DEFAULT_WORKSPACE:

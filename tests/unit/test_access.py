@@ -1,0 +1,193 @@
+"""Sign-in rules at the service: who lists, opens, changes and deletes which workspace.
+
+Two people (Ada, Bob) share one in-memory service as two sessions share the server's; each
+acts through ``for_user``. The store-level rules (owners and members kept, normalised) are in
+the compliance suite; these are the decisions the pages only show.
+"""
+
+from __future__ import annotations
+
+import inspect
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from core.chunks import workspace_tenant_id
+from core.entities import Entity
+from core.service import (
+    NOT_FOUND_OR_NO_ACCESS,
+    LexplainService,
+    NoAccess,
+    NotOwner,
+    WorkspaceGuard,
+)
+from core.settings import Settings
+from core.stores.compliance import make_chunk
+from core.stores.memory import InMemoryChunkStore
+from core.stores.port import ChunkStore, Workspace
+from core.tokenize import Profile
+
+ADA, BOB = "ada@example.org", "bob@example.org"
+FILE = ("wings.txt", b"Swept wings delay the onset of compressibility drag at high speed.")
+
+
+@pytest.fixture
+def service() -> Iterator[LexplainService]:
+    svc = LexplainService.from_settings(Settings(store="memory"))
+    yield svc
+    svc.close()
+
+
+def test_a_signed_in_person_lists_only_the_workspaces_they_created_and_owns_them(
+    service: LexplainService,
+) -> None:
+    ada, bob = service.for_user(ADA), service.for_user(BOB)
+    assert ada.list_workspaces() == []  # the ownerless default is nobody's
+    assert ada.create_workspace("ada-notes") == "ada-notes"
+    bob.create_workspace("bob-notes")
+    assert ada.list_workspaces() == ["ada-notes"]
+    assert bob.list_workspaces() == ["bob-notes"]
+    access = ada.workspace_access("ada-notes")
+    assert (access.owner, access.members, access.you_own) == (ADA, (), True)
+    assert service.list_workspaces() == ["ada-notes", "bob-notes", "default"]
+
+
+def test_someone_elses_workspace_cannot_be_read_written_or_deleted(
+    service: LexplainService,
+) -> None:
+    ada, bob = service.for_user(ADA), service.for_user(BOB)
+    ada.create_workspace("ada-notes")
+    ada.upload_files([FILE], workspace="ada-notes")
+    for action in (
+        lambda: bob.search("wings", workspace="ada-notes"),
+        lambda: bob.list_sources(workspace="ada-notes"),
+        lambda: bob.corpus(workspace="ada-notes"),
+        lambda: bob.upload_files([FILE], workspace="ada-notes"),
+        lambda: bob.delete_source("wings.txt", workspace="ada-notes"),
+        lambda: bob.delete_workspace("ada-notes"),
+        lambda: bob.add_member("ada-notes", BOB),
+        lambda: bob.workspace_access("ada-notes"),
+        lambda: bob.change_profile("ada-notes", Profile.ENGLISH),
+    ):
+        with pytest.raises(NoAccess, match=NOT_FOUND_OR_NO_ACCESS):
+            action()
+    assert [s.source_id for s in ada.list_sources(workspace="ada-notes")] == ["wings.txt"]
+    assert ada.workspace_profile("ada-notes") is Profile.PLAIN
+
+
+def test_a_link_to_someone_elses_workspace_reads_like_one_that_does_not_exist(
+    service: LexplainService,
+) -> None:
+    ada, bob = service.for_user(ADA), service.for_user(BOB)
+    ada.create_workspace("ada-notes")
+    theirs, missing = bob.linked_workspace("ada-notes"), bob.linked_workspace("no-such")
+    assert (theirs.outcome, missing.outcome) == (NOT_FOUND_OR_NO_ACCESS, NOT_FOUND_OR_NO_ACCESS)
+    assert ada.linked_workspace(" ada-notes ").outcome == "open"
+    assert service.linked_workspace("no-such").outcome == "create"  # no sign-in: offer it
+
+
+def test_a_member_opens_searches_and_uploads_but_only_the_owner_manages_and_deletes(
+    service: LexplainService,
+) -> None:
+    ada, bob = service.for_user(ADA), service.for_user(BOB)
+    ada.create_workspace("shared")
+    ada.upload_files([FILE], workspace="shared")
+    assert ada.add_member("shared", " Bob@Example.org ") == BOB
+    with pytest.raises(ValueError, match="can already open"):
+        ada.add_member("shared", BOB)
+    bob = service.for_user(BOB)  # the next script run
+    assert bob.list_workspaces() == ["shared"]
+    assert bob.linked_workspace("shared").outcome == "open"
+    assert [p.chunk.source_id for p in bob.search("wings", workspace="shared").passages] == [
+        "wings.txt"
+    ]
+    bob.upload_files([("more.txt", b"Delta wings at high speed.")], workspace="shared")
+    access = bob.workspace_access("shared")
+    assert (access.owner, access.members, access.you_own) == (ADA, (BOB,), False)
+    with pytest.raises(NotOwner, match="owner"):
+        bob.add_member("shared", "eve@example.org")
+    with pytest.raises(NotOwner, match="owner"):
+        bob.delete_workspace("shared")
+    assert ada.remove_member("shared", BOB) is True
+    bob = service.for_user(BOB)
+    assert bob.list_workspaces() == []
+    with pytest.raises(NoAccess):
+        bob.search("wings", workspace="shared")
+    assert ada.delete_workspace("shared") == 2
+    assert ada.list_workspaces() == []
+
+
+def test_a_name_someone_else_holds_is_refused_and_stays_theirs(service: LexplainService) -> None:
+    ada, bob = service.for_user(ADA), service.for_user(BOB)
+    ada.create_workspace("notes")
+    with pytest.raises(ValueError, match="taken"):
+        bob.create_workspace("notes")
+    with pytest.raises(ValueError, match="taken"):
+        bob.create_workspace("default")  # made without sign-in: nobody's, not claimable
+    assert ada.workspace_access("notes").owner == ADA
+    assert bob.list_workspaces() == []
+
+
+def test_a_signed_in_view_shares_the_store_and_closing_it_keeps_the_store_open(
+    service: LexplainService,
+) -> None:
+    ada = service.for_user(ADA)
+    ada.create_workspace("kept")
+    ada.close()
+    assert "kept" in service.list_workspaces()
+    assert service.for_user(None) is service
+
+
+def test_without_sign_in_every_workspace_is_visible_and_the_default_is_kept(
+    service: LexplainService,
+) -> None:
+    service.for_user(ADA).create_workspace("ada-notes")
+    service.create_workspace("local")
+    assert service.list_workspaces() == ["ada-notes", "default", "local"]
+    assert service.workspace_access("local").owner is None
+    service.delete_workspace("default")
+    assert "default" in service.list_workspaces()
+
+
+async def test_the_guard_implements_the_whole_port_and_refuses_every_call_on_a_foreign_tenant() -> (
+    None
+):
+    inner = InMemoryChunkStore()
+    theirs = workspace_tenant_id("theirs")
+    await inner.upsert_workspace(Workspace(tenant_id=theirs, name="theirs", owner=ADA))
+    guard = WorkspaceGuard(inner, BOB)
+    assert isinstance(guard, ChunkStore)
+    chunk = make_chunk(theirs, "s", "ocean waves")
+    values: dict[str, Any] = {
+        "tenant_id": theirs,
+        "chunks": [chunk],
+        "source_id": "s",
+        "sources": [("s", [chunk])],
+        "entities": [Entity(name="Ada Lovelace")],
+        "chunk_id": chunk.id,
+        "entity_id": uuid.uuid4(),
+        "entity_ids": [uuid.uuid4()],
+        "terms": ["ocean"],
+        "limit": 10,
+        "prefix": "oc",
+        "profile": Profile.ENGLISH,
+        "email": BOB,
+        "workspace": Workspace(tenant_id=theirs, name="renamed"),
+    }
+    checked = []
+    for name, _ in inspect.getmembers(ChunkStore, inspect.isfunction):
+        if name.startswith("_") or name in {"close", "list_workspaces", "get_workspace"}:
+            continue
+        parameters = inspect.signature(getattr(ChunkStore, name)).parameters
+        arguments = {p: values[p] for p in parameters if p != "self" and p in values}
+        with pytest.raises(NoAccess):
+            await getattr(guard, name)(**arguments)
+        checked.append(name)
+    assert len(checked) >= 20
+    assert await guard.list_workspaces() == [] and await guard.get_workspace(theirs) is None
+    assert await inner.get_workspace(theirs) == Workspace(
+        tenant_id=theirs, name="theirs", owner=ADA
+    )
+    assert (await inner.corpus_summary(theirs)).passages == 0
