@@ -133,25 +133,28 @@ def tf_columns(
     For a few rows each posting is binary-searched; for many, each posting is scattered
     through an N-sized position map, which is linear where the searches are not.
     """
-    out = np.zeros((len(selected), len(postings)), dtype=np.int64)
-    if not len(selected):
-        return out
-    touched = sum(len(rows) for rows, _ in postings)
-    if len(selected) * 8 < touched:
-        for j, (rows, values) in enumerate(postings):
-            if not len(rows):
-                continue
-            at = np.searchsorted(rows, selected)
-            at[at >= len(rows)] = 0
-            hit = rows[at] == selected
-            out[hit, j] = values[at[hit]]
-        return out
-    position = np.full(n_rows, -1, dtype=np.int64)
-    position[selected] = np.arange(len(selected), dtype=np.int64)
-    for j, (rows, values) in enumerate(postings):
-        where = position[rows]
-        kept = where >= 0
-        out[where[kept], j] = values[kept]
+    # Filled column by column and handed over transposed: each term's column is contiguous,
+    # which is how scoring reads it (one column per term).
+    columns = np.zeros((len(postings), len(selected)), dtype=np.int64)
+    if len(selected):
+        touched = sum(len(rows) for rows, _ in postings)
+        if len(selected) * 8 < touched:
+            for j, (rows, values) in enumerate(postings):
+                if not len(rows):
+                    continue
+                at = np.searchsorted(rows, selected)
+                at[at >= len(rows)] = 0
+                hit = rows[at] == selected
+                columns[j, hit] = values[at[hit]]
+        else:
+            # int32 halves the N-sized map; a candidate list is never 2**31 rows long.
+            position = np.full(n_rows, -1, dtype=np.int32)
+            position[selected] = np.arange(len(selected), dtype=np.int32)
+            for j, (rows, values) in enumerate(postings):
+                where = position[rows]
+                kept = where >= 0
+                columns[j, where[kept]] = values[kept]
+    out: npt.NDArray[np.int64] = columns.T
     return out
 
 

@@ -12,9 +12,10 @@ the store's truncation order is contract, so the first ``limit`` of the full lis
 are exactly what a limited call returns. Asking the store once per limit of a
 sweep would cost one round trip per point and risk reading two snapshots.
 
-It works on the candidate columns (numpy): one vectorised scoring, one sort of the
-matching passages by (score desc, id asc), and the sweep from a running count, so a
-million candidates cost arrays, not a million models. Only the k results become
+It works on the candidate columns (numpy): one vectorised scoring, and of the ranking
+(score desc, id asc) only what the screens read: its head by partial sort, the rank of
+the rows drawn by counting (see ``_Ranking``), so a million candidates cost a few linear
+passes over arrays, neither a million models nor a million-row sort. Only the k results become
 passages, and the per-candidate rows of the scatter are capped at ``SCATTER_ROWS``
 (evenly spaced over the candidate order, plus every row the screens name), saying
 so in ``candidates_sampled``; building one model per candidate was rejected, it is
@@ -30,7 +31,7 @@ import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict
 
 from core.evaluation import documents_in_rank_order
-from core.ranking import LexicalCandidates, RankedChunk, candidate_scores, ranked_rows
+from core.ranking import LexicalCandidates, RankedChunk, candidate_scores, ranked_rows, top_rows
 
 #: Points of the overlap-versus-limit sweep (plus the exact safe limit and the total).
 SWEEP_POINTS = 40
@@ -127,10 +128,79 @@ def _check(k: int, limit: int) -> None:
         raise ValueError(f"limit must be >= 0, got {limit}")
 
 
-def _ranking(scores: npt.NDArray[np.float64], full: LexicalCandidates) -> npt.NDArray[np.int64]:
-    """Every scoring row (0-based), by score desc then chunk id asc: rank_chunks' order."""
-    rows = np.flatnonzero(scores > 0.0)
-    return rows[np.lexsort((full.id_order[rows], -scores[rows]))]
+class _Ranking:
+    """The unlimited ranking of one query (score desc, chunk id asc), read only as far as asked.
+
+    Sorting every scoring row (a 1M-row ``lexsort``) was most of an unlimited analysis at a
+    million passages, yet the screens read only the head of the ranking, the limited top-k
+    (the head of the rows before the limit) and the rank of the at most SCATTER_ROWS rows
+    they draw. So the head is a partial sort (``top_rows``), grown on demand; the top-k of
+    the first ``limit`` rows, when the head does not hold it, is ``top_rows`` over those
+    rows (a prefix of the candidates keeps their relative order); and a row's rank is
+    counted (rows scoring more, plus equal scores with a smaller id) rather than looked up.
+    """
+
+    def __init__(self, scores: npt.NDArray[np.float64], id_order: npt.NDArray[np.int64]) -> None:
+        self.scores = scores
+        self.id_order = id_order
+        self.scoring = int(np.count_nonzero(scores > 0.0))
+        self._head = np.empty(0, dtype=np.int64)
+        self._wanted = 0
+
+    def head(self, size: int) -> npt.NDArray[np.int64]:
+        """The first ``size`` rows of the ranking (fewer if fewer score)."""
+        if size > self._wanted and len(self._head) < self.scoring:
+            self._wanted = max(size, 2 * self._wanted)
+            self._head = top_rows(self.scores, self.id_order, self._wanted)
+        return self._head[:size]
+
+    def first_below(self, limit: int, k: int) -> npt.NDArray[np.int64]:
+        """The limited top-k: the ranking of the first ``limit`` rows, first k of it."""
+        head = self.head(4 * k + 64)
+        kept = head[head < limit][:k]
+        if len(kept) == k or len(head) == self.scoring:
+            return kept
+        return top_rows(self.scores[:limit], self.id_order[:limit], k)
+
+    def ranks(self, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        """1-based rank of each of ``rows`` in the ranking, 0 for a row scoring nothing.
+
+        Each row's score is one of a few distinct values; every scoring row is placed among
+        them by one binary search, so rows scoring more are counted per value, and rows tied
+        at a value are ordered by id among themselves only.
+        """
+        scores, ids = self.scores, self.id_order
+        asked = scores[rows]
+        values = np.unique(asked[asked > 0.0])  # ascending
+        ranks = np.zeros(len(rows), dtype=np.int64)
+        if not len(values):
+            return ranks
+        scoring = np.flatnonzero(scores > 0.0)
+        x = scores[scoring]
+        below = np.searchsorted(values, x, side="left")  # values strictly below x
+        # above[i]: rows scoring more than values[i] = rows with more than i values below.
+        per = np.bincount(below, minlength=len(values) + 1)
+        above = np.cumsum(per[::-1])[::-1][1:]
+        at = np.minimum(below, len(values) - 1)
+        tied = values[at] == x
+        # Ties before a drawn row: tied rows of its value with a smaller id. The drawn rows are
+        # few, so each tied row is placed among them (a difference array over the drawn rows
+        # sorted by (value, id)) instead of sorting every tied row.
+        positive = np.flatnonzero(asked > 0.0)
+        span = int(ids.max()) + 1
+        group = np.searchsorted(values, asked[positive])
+        keys = group * span + ids[rows[positive]]
+        order = np.argsort(keys, kind="stable")
+        keys = keys[order]
+        tied_group = at[tied]
+        first_after = np.searchsorted(keys, tied_group * span + ids[scoring[tied]], side="right")
+        group_end = np.searchsorted(keys, (tied_group + 1) * span, side="left")
+        diff = np.bincount(first_after, minlength=len(keys) + 1)
+        diff -= np.bincount(group_end, minlength=len(keys) + 1)
+        earlier = np.cumsum(diff)[: len(keys)]
+        ranks[positive[order]] = above[group[order]] + earlier
+        ranks[positive] += 1
+        return ranks
 
 
 def _sweep_limits(total: int, safe: int, limit: int) -> list[int]:
@@ -140,28 +210,18 @@ def _sweep_limits(total: int, safe: int, limit: int) -> list[int]:
     return sorted(p for p in points if 0 <= p <= total)
 
 
-def _first_below(order: npt.NDArray[np.int64], limit: int, k: int) -> npt.NDArray[np.int64]:
-    """The limited top-k: the first k rows of the unlimited ranking positioned below ``limit``.
-
-    A prefix of the candidates keeps their relative order, so ranking the first ``limit``
-    equals filtering the whole ranking. The ranking is scanned in growing blocks: at a
-    large limit the k are found at once, and a million-row mask per sweep point is avoided.
-    """
-    size = 4 * k + 64
-    while True:
-        head = order[:size]
-        kept = head[head < limit][:k]
-        if len(kept) == k or size >= len(order):
-            return kept
-        size *= 4
-
-
-def _overlaps(order: npt.NDArray[np.int64], k: int, limits: list[int]) -> list[float]:
+def _overlaps(ranking: _Ranking, k: int, limits: list[int]) -> list[float]:
     """Share of the unlimited top-k kept at each limit (1.0 when nothing scores)."""
-    top = order[:k]
+    top = ranking.head(k)
     if not len(top):
         return [1.0 for _ in limits]
-    return [int(np.isin(_first_below(order, limit, k), top).sum()) / len(top) for limit in limits]
+    return [int(np.isin(ranking.first_below(limit, k), top).sum()) / len(top) for limit in limits]
+
+
+def _matched(full: LexicalCandidates, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """Distinct query terms each of ``rows`` contains (read for those rows only)."""
+    counts: npt.NDArray[np.int64] = np.count_nonzero(full.tfs[rows] > 0, axis=1).astype(np.int64)
+    return counts
 
 
 def analyse_truncation(
@@ -171,10 +231,12 @@ def analyse_truncation(
     _check(k, limit)
     n = len(full)
     scores = candidate_scores(terms, full) if terms else np.zeros(n)
-    order = _ranking(scores, full)
-    matched = full.matched_terms
-    unlimited_rows = order[:k]
-    limited_rows = _first_below(order, limit, k)
+    ranking = _Ranking(scores, full.id_order)
+    unlimited_rows = ranking.head(k)
+    limited_rows = ranking.first_below(limit, k)
+    matched = dict(
+        zip(unlimited_rows.tolist(), _matched(full, unlimited_rows).tolist(), strict=True)
+    )
     safe = int(unlimited_rows.max()) + 1 if len(unlimited_rows) else 0
     unlimited = ranked_rows(terms, full, unlimited_rows, scores)
     limited = ranked_rows(terms, full, limited_rows, scores)
@@ -188,8 +250,6 @@ def analyse_truncation(
         for rank, (row, ranked) in enumerate(zip(unlimited_rows, unlimited, strict=True), 1)
         if row >= limit
     ]
-    rank_of = np.zeros(n, dtype=np.int64)  # 0: scores nothing
-    rank_of[order] = np.arange(1, len(order) + 1)
     shown = np.arange(n)
     sampled = n > SCATTER_ROWS
     if sampled:
@@ -199,21 +259,25 @@ def analyse_truncation(
         )
         shown = shown[(shown >= 0) & (shown < n)]
     sources = full.chunks(shown)
+    shown_matched = _matched(full, shown)
+    shown_ranks = ranking.ranks(shown)
     rows = [
         CandidateRow(
             chunk_id=chunk.id,
             source_id=chunk.source_id,
             chunk_index=chunk.chunk_index,
             position=int(row) + 1,
-            matched_terms=int(matched[row]),
+            matched_terms=int(terms_in),
             score=float(scores[row]),
-            unlimited_rank=int(rank_of[row]) or None,
+            unlimited_rank=int(rank) or None,
             cut=bool(row >= limit),
         )
-        for row, chunk in zip(shown, sources, strict=True)
+        for row, chunk, terms_in, rank in zip(
+            shown, sources, shown_matched, shown_ranks, strict=True
+        )
     ]
     limits = _sweep_limits(n, safe, limit)
-    overlaps = _overlaps(order, k, [limit, *limits])
+    overlaps = _overlaps(ranking, k, [limit, *limits])
     return TruncationReport(
         terms=sorted(set(terms)),
         k=k,
@@ -247,14 +311,16 @@ def why_not(
     contained = [t for t in wanted if tfs.get(t, 0) > 0]
     scores = candidate_scores(terms, full) if terms else np.zeros(len(full))
     score = float(scores[row])
-    order = _ranking(scores, full)
-    found = np.flatnonzero(order == row)
-    limited = _first_below(order, limit, k)
+    ranking = _Ranking(scores, full.id_order)
+    rank = int(ranking.ranks(np.array([row], dtype=np.int64))[0])
+    limited = ranking.first_below(limit, k)
     in_limited = np.flatnonzero(limited == row)
     # It enters the limited top-k at limit row+1 if fewer than k earlier candidates outrank it;
     # a larger limit only adds rivals, so no later limit can bring it back.
-    ahead = order[: int(found[0])] if len(found) else order[:0]
-    rivals = int(np.count_nonzero(ahead < row))
+    before, own = scores[:row], full.id_order[row]
+    rivals = int(
+        np.count_nonzero((before > score) | ((before == score) & (full.id_order[:row] < own)))
+    )
     return WhyNot(
         chunk_id=chunk_id,
         contained_terms=contained,
@@ -262,7 +328,7 @@ def why_not(
         position=row + 1,
         cut_by_limit=row >= limit,
         score=score,
-        unlimited_rank=int(found[0]) + 1 if len(found) else None,
+        unlimited_rank=rank or None,
         limited_rank=int(in_limited[0]) + 1 if len(in_limited) else None,
         smallest_limit=row + 1 if score > 0.0 and rivals < k else None,
         k=k,
@@ -283,7 +349,7 @@ def top_documents(
     if k < 0:
         raise ValueError(f"k must be >= 0, got {k}")
     scores = candidate_scores(terms, full) if terms else np.zeros(len(full))
-    order = _ranking(scores, full)
+    ranking = _Ranking(scores, full.id_order)
     sources: dict[int, str] = {}
     found: list[list[str]] = []
     for limit in limits:
@@ -292,7 +358,7 @@ def top_documents(
         documents: list[str] = []
         want = 4 * k + 16
         while True:
-            rows = _first_below(order, limit, want)
+            rows = ranking.first_below(limit, want)
             missing = [int(r) for r in rows if int(r) not in sources]
             for row, chunk in zip(missing, full.chunks(missing), strict=True):
                 sources[row] = chunk.source_id

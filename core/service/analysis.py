@@ -435,13 +435,16 @@ class AnalysisActions(StoreRunner):
             for query_id, text in queries.items():
                 terms = tokenize(text, profiles[workspace])
                 full = await self._store.lexical_candidates(terms, tenant, UNLIMITED)
-                for documents, spec in zip(ranked, specs, strict=True):
-                    if spec.workspace == workspace:
-                        handed = full.head(spec.limit)
-                        if spec.ranker.kind is RankerKind.WORKSPACE:
-                            (documents[query_id],) = top_documents(terms, full, k, [spec.limit])
-                        else:
-                            documents[query_id] = _top_documents(spec.ranker, terms, handed, k)
+                mine = [i for i, spec in enumerate(specs) if spec.workspace == workspace]
+                # The workspace's own runs share one scoring of the query (top_documents).
+                own = [i for i in mine if specs[i].ranker.kind is RankerKind.WORKSPACE]
+                bulk = top_documents(terms, full, k, [specs[i].limit for i in own])
+                for i, documents in zip(own, bulk, strict=True):
+                    ranked[i][query_id] = documents
+                for i in mine:
+                    if i not in own:
+                        handed = full.head(specs[i].limit)
+                        ranked[i][query_id] = _top_documents(specs[i].ranker, terms, handed, k)
                 done += 1
                 report(done, total, query_id)
         return [

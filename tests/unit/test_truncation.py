@@ -165,3 +165,73 @@ def test_evaluate_in_bulk_finds_at_each_limit_the_documents_ranking_that_limit_f
     for limit, documents in zip(limits, bulk, strict=True):
         ranked = rank_chunks(QUERY, full.head(limit), len(full))
         assert documents == documents_in_rank_order(r.chunk.source_id for r in ranked)[:3]
+
+
+@settings(max_examples=60, deadline=None)
+@given(CORPORA, st.integers(0, 30), st.integers(1, 5))
+def test_every_drawn_row_and_every_why_not_carries_its_rank_in_the_full_ranking(
+    docs: list[list[str]], limit: int, k: int
+) -> None:
+    terms = ["a", "b", "c", "x"]
+    full = full_candidates(docs, terms)
+    everything = rank_chunks(terms, full, len(full))
+    rank = {r.chunk.id: i for i, r in enumerate(everything, 1)}
+    report = analyse_truncation(terms, full, k=k, limit=limit)
+    assert [r.chunk.id for r in report.unlimited] == [r.chunk.id for r in everything[:k]]
+    assert {row.chunk_id: row.unlimited_rank for row in report.candidates} == {
+        chunk_id: rank.get(chunk_id) for chunk_id in full.ids
+    }
+    limited = [r.chunk.id for r in rank_chunks(terms, full.head(limit), k)]
+    for chunk_id in full.ids:
+        answer = why_not(terms, full, chunk_id, k=k, limit=limit)
+        assert answer.unlimited_rank == rank.get(chunk_id)
+        assert answer.limited_rank == (limited.index(chunk_id) + 1 if chunk_id in limited else None)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    st.lists(
+        st.lists(st.sampled_from(["a", "b", "c", "x", "y"]), min_size=0, max_size=5),
+        min_size=80,
+        max_size=160,
+    ),
+    st.integers(0, 160),
+    st.integers(1, 3),
+)
+def test_limits_whose_top_k_lies_beyond_the_head_of_the_ranking_rank_as_rank_chunks_does(
+    docs: list[list[str]], limit: int, k: int
+) -> None:
+    # More scoring rows than the head the analysis sorts first (4k + 64), so small limits
+    # need the ranking of the rows before the limit, not a filter of the head.
+    terms = ["a", "b", "c", "x"]
+    full = full_candidates(docs, terms)
+    report = analyse_truncation(terms, full, k=k, limit=limit)
+    assert [r.chunk.id for r in report.limited] == [
+        r.chunk.id for r in rank_chunks(terms, full.head(limit), k)
+    ]
+    for point in report.sweep:
+        top = {r.chunk.id for r in report.unlimited}
+        kept = {r.chunk.id for r in rank_chunks(terms, full.head(point.limit), k)}
+        assert point.overlap == (len(top & kept) / len(top) if top else 1.0)
+    everything = rank_chunks(terms, full, len(full))
+    rank = {r.chunk.id: i for i, r in enumerate(everything, 1)}
+    assert all(row.unlimited_rank == rank.get(row.chunk_id) for row in report.candidates)
+    assert top_documents(terms, full, 1, [limit]) == [
+        [r.chunk.source_id for r in rank_chunks(terms, full.head(limit), 1)]
+    ]
+
+
+def test_a_small_limit_whose_passages_all_rank_below_the_head_still_gets_its_top_k() -> None:
+    # 900 passages match both common terms (first in the candidate order, lowest scores),
+    # 100 match only the rarer one and outrank them all: the limited top-k at limit 5 lies
+    # far below the head of the unlimited ranking.
+    docs = [["a", "b", f"f{i}"] for i in range(900)] + [["r"] for _ in range(100)]
+    terms = ["a", "b", "r"]
+    full = full_candidates(docs, terms)
+    report = analyse_truncation(terms, full, k=3, limit=5)
+    expected = [r.chunk.id for r in rank_chunks(terms, full.head(5), 3)]
+    assert [r.chunk.id for r in report.limited] == expected
+    assert why_not(terms, full, expected[0], k=3, limit=5).limited_rank == 1
+    assert top_documents(terms, full, 3, [5]) == [
+        [r.chunk.source_id for r in rank_chunks(terms, full.head(5), 3)]
+    ]
