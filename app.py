@@ -45,8 +45,20 @@ NOTICE_KEY = "_workspace_notice"
 
 st.set_page_config(page_title="lexplain", page_icon="🔎", layout="wide")
 
+pages = [
+    st.Page("pages/search.py", title="Search", icon=":material/search:", default=True),
+    st.Page("pages/truncation.py", title="Truncation", icon=":material/content_cut:"),
+    st.Page("pages/compare.py", title="Compare rankings", icon=":material/compare_arrows:"),
+    st.Page("pages/upload.py", title="Upload", icon=":material/upload:"),
+    st.Page("pages/entities.py", title="Entities", icon=":material/sell:"),
+    st.Page("pages/corpus.py", title="Corpus", icon=":material/bar_chart:"),
+    st.Page("pages/evaluate.py", title="Evaluate", icon=":material/fact_check:"),
+]
+
 SIGN_IN = sign_in_configured()
 if SIGN_IN and not st.user.is_logged_in:  # every page: nothing is read before sign-in
+    # Hidden navigation, not none: without it Streamlit's legacy mode lists pages/ in a sidebar.
+    st.navigation(pages, position="hidden")
     st.title("lexplain")
     st.markdown("Explainable BM25 passage search. Sign in to see your workspaces.")
     st.button("Sign in", key="sign_in", type="primary", on_click=st.login)
@@ -253,15 +265,6 @@ if not names:  # signed in, and no workspace of theirs yet: nothing to show a sc
 st.session_state[SHADOW_KEY] = workspace()
 st.query_params[WORKSPACE_PARAM] = workspace()
 
-pages = [
-    st.Page("pages/search.py", title="Search", icon=":material/search:", default=True),
-    st.Page("pages/truncation.py", title="Truncation", icon=":material/content_cut:"),
-    st.Page("pages/compare.py", title="Compare rankings", icon=":material/compare_arrows:"),
-    st.Page("pages/upload.py", title="Upload", icon=":material/upload:"),
-    st.Page("pages/entities.py", title="Entities", icon=":material/sell:"),
-    st.Page("pages/corpus.py", title="Corpus", icon=":material/bar_chart:"),
-    st.Page("pages/evaluate.py", title="Evaluate", icon=":material/fact_check:"),
-]
 page = st.navigation(pages)
 # The screen checks this (pages.common.screen): a screen Streamlit ran without app.py reruns.
 st.session_state[FRAMED_KEY] = True
