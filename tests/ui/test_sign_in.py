@@ -2,7 +2,7 @@
 
 AppTest seeds ``st.user`` (``at.user``); a dict carrying ``is_logged_in`` is how Streamlit
 reports a sign-in state, which the app takes as sign-in being on (``sign_in_configured``).
-The real OpenID Connect round trip is in tests/e2e/test_sign_in.py.
+The real OpenID Connect round trip is in tests/e2e/test_browser_sign_in.py.
 """
 
 from __future__ import annotations
