@@ -40,6 +40,7 @@ from core.readers import (
     ReadError,
     is_beir_folder,
     iter_supported_files,
+    printable_name,
     read_beir_folder,
     sanitise_source_id,
     skipped_files,
@@ -134,7 +135,7 @@ def collect_uploads(paths: Sequence[Path]) -> list[UploadResult]:
     for path in paths:
         if path.is_dir():
             if is_beir_folder(path):
-                name = str(path / "corpus.jsonl")
+                name = printable_name(str(path / "corpus.jsonl"))
                 try:
                     result = read_beir_folder(path)
                 except ReadError as exc:
@@ -152,20 +153,28 @@ def collect_uploads(paths: Sequence[Path]) -> list[UploadResult]:
             files = list(iter_supported_files(path))
             if not files:
                 uploads.append(
-                    UploadResult(file_name=str(path), error="no readable files in this folder")
+                    UploadResult(
+                        file_name=printable_name(str(path)),
+                        error="no readable files in this folder",
+                    )
                 )
             for file in files:
                 relative = file.relative_to(path).as_posix()
                 source_id = sanitise_source_id(relative, keep_directories=True)
-                uploads.append(_read_path(file, str(file), source_id))
+                uploads.append(_read_path(file, source_id))
         elif path.is_file():
-            uploads.append(_read_path(path, str(path), None))
+            uploads.append(_read_path(path, None))
         else:
-            uploads.append(UploadResult(file_name=str(path), error="no such file or folder"))
+            uploads.append(
+                UploadResult(file_name=printable_name(str(path)), error="no such file or folder")
+            )
     return uploads
 
 
-def _read_path(path: Path, display: str, source_id: str | None) -> UploadResult:
+def _read_path(path: Path, source_id: str | None) -> UploadResult:
+    """One file on disk read; shown by its path, with bytes of the name that are not UTF-8
+    as U+FFFD (a name read_file then refuses in plain words)."""
+    display = printable_name(str(path))
     try:
         data = path.read_bytes()
     except OSError as exc:
@@ -247,7 +256,9 @@ async def load(args: argparse.Namespace, console: Console) -> int:
     for path in args.paths:
         if path.is_dir():
             for file, reason in skipped_files(path):
-                console.print(f"skipped: {file}: {reason}", markup=False, highlight=False)
+                console.print(
+                    f"skipped: {printable_name(str(file))}: {reason}", markup=False, highlight=False
+                )
     try:
         report = await load_into(
             store,

@@ -35,7 +35,7 @@ from core.chunks import (
     split_document,
 )
 from core.entities import Entity, EntityExtractor, RuleBasedExtractor
-from core.readers import DEFAULT_MAX_BYTES, LineProblem, ReadError, read_file
+from core.readers import DEFAULT_MAX_BYTES, LineProblem, ReadError, printable_name, read_file
 from core.stores.port import ChunkStore
 
 #: Documents written at once (a PostgreSQL store writes each in its own transaction and
@@ -165,9 +165,9 @@ def read_upload(
     try:
         result = read_file(name, data, source_id=source_id, max_bytes=max_bytes)
     except ReadError as exc:
-        return UploadResult(file_name=name, error=exc.reason)
+        return UploadResult(file_name=printable_name(name), error=exc.reason)
     return UploadResult(
-        file_name=name,
+        file_name=printable_name(name),
         documents=result.documents,
         problems=result.problems,
         notes=result.notes,

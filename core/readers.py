@@ -24,6 +24,15 @@ control characters removed; a "/" stays, as in DBpedia ids), so relevance judgme
 
 Size: files over ``DEFAULT_MAX_BYTES`` (64 MiB, settable) are refused before parsing, with the
 size in the message. A 50 MB text file loads (about 48,000 passages at the default size).
+
+Bounds that hold whatever a file says (``ParseLimits``; shown on the Upload page): PDF and DOCX
+are parsed in a worker process (``core.parse_worker``) capped at ``PARSE_MEMORY_BYTES`` of
+address space and ``PARSE_SECONDS`` of wall-clock time, killed on breach; their text stops at
+``MAX_TEXT_BYTES``; a DOCX whose members declare more than ``MAX_INFLATED_BYTES`` in total is
+refused before anything is inflated (and ``zipfile`` never inflates past a declared size: a
+member that lies ends in a CRC error). HTML is read in one linear pass; JSON nesting is capped.
+Rejected: checks before parsing alone (no check bounds what pypdf allocates for one page) and
+a thread with a timeout (a thread cannot be killed, nor its memory capped).
 """
 
 from __future__ import annotations
@@ -40,6 +49,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from core import parse_worker
 from core.chunks import (
     MAX_SOURCE_ID_CHARS,
     SourceDocument,
@@ -49,8 +59,15 @@ from core.chunks import (
 
 #: Largest file read by default; bigger ones are refused before any parsing.
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
-#: Largest uncompressed word/document.xml accepted in a DOCX (guards against zip bombs).
-MAX_DOCX_XML_BYTES = 256 * 1024 * 1024
+#: Address space of the worker process that parses one PDF or DOCX (RLIMIT_AS); a file that
+#: needs more is refused. The worker itself takes about 80 MiB of it.
+PARSE_MEMORY_BYTES = 1024 * 1024 * 1024
+#: Wall-clock seconds one PDF or DOCX may take to parse before its worker is killed.
+PARSE_SECONDS = 120.0
+#: Most text (UTF-8 bytes) one PDF or DOCX may yield; one that expands to more is refused.
+MAX_TEXT_BYTES = 64 * 1024 * 1024
+#: Most bytes the members of one DOCX may inflate to, in total (checked before inflating).
+MAX_INFLATED_BYTES = 128 * 1024 * 1024
 #: Extensions read, and the reader each one uses.
 SUPPORTED_EXTENSIONS: dict[str, str] = {
     ".txt": "text",
@@ -125,6 +142,37 @@ MAX_JSON_DEPTH = 64
 _JSON_NESTING = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
 
 
+class ParseLimits(BaseModel):
+    """The bounds one PDF or DOCX is parsed under (the defaults are the constants above)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    memory_bytes: int = Field(default=PARSE_MEMORY_BYTES, gt=0)
+    seconds: float = Field(default=PARSE_SECONDS, gt=0)
+    text_bytes: int = Field(default=MAX_TEXT_BYTES, gt=0)
+    inflated_bytes: int = Field(default=MAX_INFLATED_BYTES, gt=0)
+
+    def summary(self, max_bytes: int = DEFAULT_MAX_BYTES) -> str:
+        """The limits in one sentence, for the Upload page."""
+        return (
+            f"Limits per file: {_mib(max_bytes)} MiB uploaded; a PDF or DOCX is read in a separate"
+            f" process with at most {_mib(self.memory_bytes)} MiB of memory and"
+            f" {self.seconds:g} s, and may yield at most {_mib(self.text_bytes)} MiB of text; a"
+            f" DOCX may inflate to at most {_mib(self.inflated_bytes)} MiB; JSON lines may nest"
+            f" {MAX_JSON_DEPTH} levels."
+        )
+
+
+def _mib(size: int) -> str:
+    """``size`` in MiB for a message: whole above 10 MiB, else two significant digits."""
+    mib = size / 1_048_576
+    return f"{mib:,.0f}" if mib >= 10 else f"{mib:.2g}"
+
+
+#: The product's bounds for one PDF or DOCX.
+DEFAULT_PARSE_LIMITS = ParseLimits()
+
+
 class ReadError(Exception):
     """A file that cannot be read; ``str()`` is a plain-words reason for the analyst."""
 
@@ -171,6 +219,26 @@ def sanitise_source_id(name: str, *, keep_directories: bool = False) -> str:
         suffix = Path(result).suffix[:16]
         result = result[: MAX_SOURCE_ID_CHARS - len(suffix) - 1] + "…" + suffix
     return result or "unnamed"
+
+
+def printable_name(name: str) -> str:
+    """``name`` as it can be shown and stored: lone surrogates become U+FFFD.
+
+    A file name on disk that is not UTF-8 reaches Python with each bad byte as a lone
+    surrogate (``os.fsdecode``), and a browser may send one; neither can be printed, sent to
+    the page or stored, so messages and reports show the name with U+FFFD instead.
+    """
+    return _SURROGATES.sub("\ufffd", name)
+
+
+def name_problem(name: str) -> str | None:
+    """Why a file name (or the path a source id is made from) cannot name a source, or None."""
+    if _SURROGATES.search(name):
+        return (
+            f"the file name {printable_name(name)!r} is not valid UTF-8 (the bad bytes are shown"
+            " as \ufffd): rename the file — nothing stored"
+        )
+    return None
 
 
 def clean_text(text: str) -> tuple[str, list[str]]:
@@ -363,7 +431,10 @@ def _html_text(data: bytes) -> tuple[str, str, dict[str, Any], list[str]]:
     return "\n\n".join(paragraphs), title, {}, notes
 
 
-def _pdf_text(data: bytes) -> tuple[str, str, dict[str, Any], list[str]]:
+def _pdf_text(
+    data: bytes, text_bytes: int = MAX_TEXT_BYTES
+) -> tuple[str, str, dict[str, Any], list[str]]:
+    """A PDF's pages as paragraphs; run in the worker (``parse_in_worker``), never in the app."""
     from pypdf import PdfReader
 
     if not data.lstrip()[:5].startswith(b"%PDF"):
@@ -381,12 +452,22 @@ def _pdf_text(data: bytes) -> tuple[str, str, dict[str, Any], list[str]]:
                 ) from exc
             if not opened:
                 raise ReadError("encrypted PDF: it needs a password — nothing stored")
-        pages = [page.extract_text() or "" for page in reader.pages]
+        pages: list[str] = []
+        produced = 0
+        for pdf_page in reader.pages:
+            page_text = pdf_page.extract_text() or ""
+            produced += len(page_text.encode("utf-8", "surrogatepass"))
+            if produced > text_bytes:
+                raise ReadError(
+                    f"the PDF expands to more than {_mib(text_bytes)} MiB of text"
+                    " (the limit per file) — nothing stored"
+                )
+            pages.append(page_text)
         title = ""
         info = reader.metadata
         if info is not None and info.title:
             title = " ".join(str(info.title).split())
-    except ReadError:
+    except (ReadError, MemoryError):
         raise
     except Exception as exc:  # pypdf raises many types (IndexError, struct.error ...) on damage
         detail = str(exc) or type(exc).__name__
@@ -408,7 +489,14 @@ def _pdf_text(data: bytes) -> tuple[str, str, dict[str, Any], list[str]]:
     return "\n\n".join(text_parts), title, {"page_starts": page_starts}, []
 
 
-def _docx_text(data: bytes) -> tuple[str, str, dict[str, Any], list[str]]:
+def _docx_text(
+    data: bytes, text_bytes: int = MAX_TEXT_BYTES, inflated_bytes: int = MAX_INFLATED_BYTES
+) -> tuple[str, str, dict[str, Any], list[str]]:
+    """A DOCX's paragraphs and tables; run in the worker (``parse_in_worker``), never in the app.
+
+    The members' declared sizes are summed before python-docx inflates anything: it loads
+    every part of the package (a 1 GiB ``styles.xml`` as much as ``document.xml``).
+    """
     if not zipfile.is_zipfile(io.BytesIO(data)):
         raise ReadError(
             "not a DOCX: the file is not a zip archive (an old .doc or a password-protected file?)"
@@ -418,8 +506,12 @@ def _docx_text(data: bytes) -> tuple[str, str, dict[str, Any], list[str]]:
             names = set(archive.namelist())
             if "word/document.xml" not in names:
                 raise ReadError("not a DOCX: the file is a zip without word/document.xml")
-            if archive.getinfo("word/document.xml").file_size > MAX_DOCX_XML_BYTES:
-                raise ReadError("DOCX too large: its text part expands beyond 256 MiB")
+            inflated = sum(member.file_size for member in archive.infolist())
+            if inflated > inflated_bytes:
+                raise ReadError(
+                    f"the DOCX inflates to {_mib(inflated)} MiB, more than the"
+                    f" {_mib(inflated_bytes)} MiB allowed per file (a zip bomb?) — nothing stored"
+                )
     except zipfile.BadZipFile as exc:
         raise ReadError(f"damaged DOCX: {exc}") from exc
     import docx
@@ -439,9 +531,42 @@ def _docx_text(data: bytes) -> tuple[str, str, dict[str, Any], list[str]]:
         title = " ".join((document.core_properties.title or "").split())
     except ReadError:
         raise
+    except MemoryError:
+        raise
     except Exception as exc:  # python-docx/lxml raise many types for a damaged package
         raise ReadError(f"damaged DOCX: {exc}") from exc
-    return "\n\n".join(p for p in paragraphs if p), title, {}, []
+    text = "\n\n".join(p for p in paragraphs if p)
+    if len(text.encode("utf-8", "surrogatepass")) > text_bytes:
+        raise ReadError(
+            f"the DOCX expands to more than {_mib(text_bytes)} MiB of text"
+            " (the limit per file) — nothing stored"
+        )
+    return text, title, {}, []
+
+
+def parse_in_worker(kind: str, data: bytes, options: dict[str, Any]) -> dict[str, Any]:
+    """What the worker process runs for one file: ``kind`` "pdf" or "docx"; raises ReadError."""
+    if kind == "pdf":
+        text, title, metadata, notes = _pdf_text(data, options["text_bytes"])
+    else:
+        text, title, metadata, notes = _docx_text(
+            data, options["text_bytes"], options["inflated_bytes"]
+        )
+    return {"text": text, "title": title, "metadata": metadata, "notes": notes}
+
+
+def _bounded(
+    kind: str, data: bytes, limits: ParseLimits
+) -> tuple[str, str, dict[str, Any], list[str]]:
+    """A PDF or DOCX parsed in the worker process, under ``limits``."""
+    options = {"text_bytes": limits.text_bytes, "inflated_bytes": limits.inflated_bytes}
+    try:
+        answer = parse_worker.run(
+            kind, data, options, memory_bytes=limits.memory_bytes, seconds=limits.seconds
+        )
+    except parse_worker.ParseRefused as exc:
+        raise ReadError(exc.reason) from None
+    return answer["text"], answer["title"], answer["metadata"], answer["notes"]
 
 
 class JsonLineError(ValueError):
@@ -585,12 +710,18 @@ def read_file(
     *,
     source_id: str | None = None,
     max_bytes: int = DEFAULT_MAX_BYTES,
+    limits: ParseLimits | None = None,
 ) -> ReadResult:
     """Read one file. Raises ``ReadError`` with a plain-words reason when it cannot.
 
     ``source_id`` overrides the id derived from ``name`` (the command line passes a
     folder-relative one); a JSONL corpus ignores it and uses each record's ``_id``.
+    ``limits`` bound a PDF or DOCX parse (tests pass small ones; the default is the product's).
     """
+    for named in (name, source_id or ""):
+        problem = name_problem(named)
+        if problem is not None:
+            raise ReadError(problem)
     kind = file_kind(name)
     if kind is None:
         suffix = Path(name).suffix or "(none)"
@@ -612,8 +743,10 @@ def read_file(
             problems=collector.problems,
             notes=collector.notes,
         )
-    readers = {"text": _read_plain, "html": _html_text, "pdf": _pdf_text, "docx": _docx_text}
-    text, title, metadata, notes = readers[kind](data)
+    if kind in ("pdf", "docx"):
+        text, title, metadata, notes = _bounded(kind, data, limits or DEFAULT_PARSE_LIMITS)
+    else:
+        text, title, metadata, notes = (_read_plain if kind == "text" else _html_text)(data)
     text, cleaned = clean_text(text)
     title, _ = clean_text(title)
     if not text.strip():

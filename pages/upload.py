@@ -28,6 +28,7 @@ files = st.file_uploader(
     accept_multiple_files=True,
     key="files",
 )
+st.caption(escape_text(service.upload_limits()))
 whole = st.toggle(
     "Whole documents (one passage per document)",
     key="whole_documents",

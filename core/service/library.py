@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from core.chunks import ChunkingOptions, StoredChunk, workspace_tenant_id
 from core.entities import Entity
 from core.indexing import DocumentRow, IndexReport, UploadResult, index_uploads, read_upload
+from core.readers import DEFAULT_PARSE_LIMITS
 from core.service.common import DEFAULT_WORKSPACE, NoAccess, entity_names
 from core.service.runner import ProgressCallback, StoreRunner
 from core.stores.port import EntitySummary, SourceSummary, Workspace
@@ -198,6 +199,10 @@ class LibraryActions(StoreRunner):
             words = "; ".join(problems)
             raise ValueError(words[:1].upper() + words[1:] + ".") from None
 
+    def upload_limits(self) -> str:
+        """The limits every uploaded file is read under, in one sentence (from the constants)."""
+        return DEFAULT_PARSE_LIMITS.summary(self.settings.max_upload_bytes)
+
     def upload_files(
         self,
         files: Sequence[tuple[str, bytes]],
@@ -220,7 +225,7 @@ class LibraryActions(StoreRunner):
             lambda progress: self._index_uploads(uploads, workspace, chunking, progress),
             on_progress,
         )
-        return _file_reports([name for name, _ in files], report, before)
+        return _file_reports([upload.file_name for upload in uploads], report, before)
 
     def _passage_counts(self, workspace: str) -> dict[str, int]:
         return {s.source_id: s.passages for s in self.list_sources(workspace=workspace)}

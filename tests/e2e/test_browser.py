@@ -26,6 +26,7 @@ from playwright.sync_api import Browser, Page, expect, sync_playwright
 from core.bm25 import corpus_stats, explain_score
 from core.readers import read_file
 from core.tokenize import tokenize
+from tests.fixtures.files import docx_bytes, pdf_bytes
 
 pytestmark = pytest.mark.e2e
 # Ten plotly charts on a busy 2-core machine can take longer than Playwright's 5 s default.
@@ -313,12 +314,16 @@ def test_screens_with_tables_are_saved_at_1280_px_for_a_look(server: str, page: 
         f = ARTIFACTS / f"wing-notes-{i}.md"
         f.write_text(f"# Wing notes {i}\n\n" + "Flutter of heated wings. " * 200, encoding="utf-8")
         files.append(str(f))
+    # A PDF and a DOCX are parsed in the worker process, started under the real Streamlit server.
+    (ARTIFACTS / "wing-notes.pdf").write_bytes(pdf_bytes(["Flutter of heated wings."]))
+    (ARTIFACTS / "wing-notes.docx").write_bytes(docx_bytes(["Flutter of heated wings."]))
+    files += [str(ARTIFACTS / "wing-notes.pdf"), str(ARTIFACTS / "wing-notes.docx")]
     open_workspace(page, f"{server}/upload?ws=e2e-shots", "e2e-shots")
     for _ in range(2):  # the second time every passage is unchanged
         page.locator("input[type=file]").set_input_files(files)
         page.get_by_role("button", name="Index the files").click()
         settle(page)
-    expect(page.get_by_text("Stored 3 of 3 file(s)")).to_be_visible()
+    expect(page.get_by_text("Stored 5 of 5 file(s)")).to_be_visible()
     shot(page, "upload-results")
 
     page.goto(f"{server}/evaluate?ws=e2e")

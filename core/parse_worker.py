@@ -1,0 +1,226 @@
+"""PDF and DOCX are parsed in a worker process with a memory and a wall-clock limit.
+
+pypdf and python-docx are parsers we do not control: a 97 KB PDF whose pages share one 60 MB
+content stream took 99 s and 3.45 GiB for one page, and a DOCX member inflating to 250 MiB
+passed 4 GiB. No check before parsing can bound what they allocate, so they run in a child
+process whose address space is capped (``RLIMIT_AS``) and which is killed when it overruns
+its time; the file is then refused in plain words and the app and ``load`` go on.
+
+Why a long-lived worker fed over a pipe, not a process per file: ``multiprocessing`` with
+spawn or forkserver re-imports the parent's ``__main__`` in every child (under Streamlit that
+is Streamlit's own command line, about a second per file), and fork copies a process full of
+threads (Streamlit's, the store's event loop). A worker started once with ``python -m
+core.parse_worker`` pays the interpreter and parser imports once (~0.2 s), then a normal file
+costs one round trip. Its cost: a worker that survives a parse may keep memory fragmented, so
+one that grew past half its limit, or failed in any way, is replaced rather than reused.
+
+The answer comes back as JSON, never pickle: the worker parses hostile bytes, and a parser
+exploit there must not become code run in the app. Idle workers are kept in a small pool
+(one per concurrent upload, up to ``IDLE_WORKERS``) and ended when the app exits.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import resource
+import selectors
+import struct
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import IO, Any
+
+#: Idle workers kept per memory limit, ready for the next file (more are started on demand).
+IDLE_WORKERS = 2
+#: Length prefix of every message on the pipe: one unsigned 64-bit big-endian integer.
+_HEADER = struct.Struct(">Q")
+#: The project folder: the worker is started there so ``core`` is importable.
+_PROJECT_DIR = Path(__file__).resolve().parents[1]
+
+
+class ParseRefused(Exception):
+    """The worker refused the file, ran out of memory or time; ``reason`` is plain words."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class _Worker:
+    """One child process and its pipes."""
+
+    def __init__(self, memory_bytes: int) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "core.parse_worker", str(memory_bytes)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            cwd=_PROJECT_DIR,
+        )
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait()
+        for pipe in (self.process.stdin, self.process.stdout):
+            if pipe is not None:
+                pipe.close()
+
+    def ask(self, request: bytes, deadline: float) -> bytes:
+        """Send one request, return the answer; raises TimeoutError or EOFError."""
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.write(_HEADER.pack(len(request)) + request)
+        self.process.stdin.flush()
+        (size,) = _HEADER.unpack(_read_exact(self.process.stdout, _HEADER.size, deadline))
+        return _read_exact(self.process.stdout, size, deadline)
+
+
+def _read_exact(stream: IO[bytes], size: int, deadline: float) -> bytes:
+    """``size`` bytes from a pipe, or TimeoutError at ``deadline``, or EOFError if it closes."""
+    fd = stream.fileno()
+    chunks: list[bytes] = []
+    left = size
+    with selectors.DefaultSelector() as selector:
+        selector.register(fd, selectors.EVENT_READ)
+        while left:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not selector.select(remaining):
+                raise TimeoutError
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                raise EOFError
+            chunks.append(chunk)
+            left -= len(chunk)
+    return b"".join(chunks)
+
+
+_idle: dict[int, list[_Worker]] = {}
+_lock = threading.Lock()
+
+
+def _take(memory_bytes: int) -> _Worker:
+    with _lock:
+        pool = _idle.get(memory_bytes, [])
+        while pool:
+            worker = pool.pop()
+            if worker.process.poll() is None:
+                return worker
+            worker.kill()
+    return _Worker(memory_bytes)
+
+
+def _give_back(worker: _Worker, memory_bytes: int) -> None:
+    with _lock:
+        pool = _idle.setdefault(memory_bytes, [])
+        if len(pool) < IDLE_WORKERS:
+            pool.append(worker)
+            return
+    worker.kill()
+
+
+def shutdown() -> None:
+    """End every idle worker (also run at exit)."""
+    with _lock:
+        workers = [w for pool in _idle.values() for w in pool]
+        _idle.clear()
+    for worker in workers:
+        worker.kill()
+
+
+atexit.register(shutdown)
+
+
+def run(
+    kind: str, data: bytes, options: dict[str, Any], *, memory_bytes: int, seconds: float
+) -> Any:
+    """``core.readers.parse_in_worker(kind, data, options)`` in a worker, within the limits.
+
+    Returns its JSON answer; raises ``ParseRefused`` with the worker's own refusal, or with
+    a plain-words reason when the worker ran out of memory or time (it is then killed).
+    """
+    what = kind.upper()
+    worker = _take(memory_bytes)
+    header = json.dumps({"kind": kind, "options": options}).encode()
+    request = _HEADER.pack(len(header)) + header + data
+    try:
+        answer = json.loads(worker.ask(request, time.monotonic() + seconds))
+    except TimeoutError:
+        worker.kill()
+        raise ParseRefused(
+            f"reading the {what} took longer than {seconds:g} s (the limit per file)"
+            " — nothing stored"
+        ) from None
+    except (EOFError, BrokenPipeError, ValueError):
+        # The worker died (the kernel refused it memory, or it hit the limit while answering).
+        worker.kill()
+        raise ParseRefused(_memory_reason(what, memory_bytes)) from None
+    if answer.get("status") == "ok" and answer.get("healthy"):
+        _give_back(worker, memory_bytes)
+    else:
+        worker.kill()
+    if answer.get("status") == "memory":
+        raise ParseRefused(_memory_reason(what, memory_bytes))
+    if answer.get("status") != "ok":
+        raise ParseRefused(str(answer.get("reason", f"the {what} could not be read")))
+    return answer["result"]
+
+
+def _memory_reason(what: str, memory_bytes: int) -> str:
+    mib = memory_bytes // (1024 * 1024)
+    return (
+        f"the {what} expands to more than {mib:,} MiB in memory while being read"
+        " (the limit per file) — nothing stored"
+    )
+
+
+def _address_space() -> int:
+    """This process's virtual size in bytes (what RLIMIT_AS counts)."""
+    with open("/proc/self/statm", encoding="ascii") as statm:
+        return int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def _serve(memory_bytes: int) -> None:
+    """The worker's loop: one request in, one JSON answer out, until the pipe closes."""
+    resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
+    import docx  # noqa: F401  (imported once here, not on the first file)
+    import pypdf  # noqa: F401
+
+    from core.readers import ReadError, parse_in_worker
+
+    stdin = sys.stdin.buffer
+    stdout = sys.stdout.buffer
+    while True:
+        head = stdin.read(_HEADER.size)
+        if len(head) < _HEADER.size:
+            return
+        (size,) = _HEADER.unpack(head)
+        request = stdin.read(size)
+        (header_size,) = _HEADER.unpack(request[: _HEADER.size])
+        header = json.loads(request[_HEADER.size : _HEADER.size + header_size])
+        data = request[_HEADER.size + header_size :]
+        del request
+        answer: dict[str, Any]
+        try:
+            result = parse_in_worker(header["kind"], data, header["options"])
+            del data
+            answer = {"status": "ok", "result": result}
+            body = json.dumps(answer).encode()
+        except ReadError as exc:
+            body = json.dumps({"status": "refused", "reason": exc.reason}).encode()
+        except MemoryError:
+            body = json.dumps({"status": "memory"}).encode()
+        except Exception as exc:  # a parser bug: refuse the file, keep the app
+            body = json.dumps({"status": "refused", "reason": f"damaged file: {exc}"}).encode()
+        if body.startswith(b'{"status": "ok"'):
+            healthy = _address_space() < memory_bytes // 2
+            body = body[:-1] + (b', "healthy": true}' if healthy else b', "healthy": false}')
+        stdout.write(_HEADER.pack(len(body)) + body)
+        stdout.flush()
+
+
+if __name__ == "__main__":
+    _serve(int(sys.argv[1]))

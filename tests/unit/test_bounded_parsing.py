@@ -1,0 +1,141 @@
+"""PDF and DOCX are parsed under limits that hold whatever the file says (issue 13, item 2).
+
+Every hostile file is generated here: a PDF whose pages share one deflated content stream,
+DOCX archives whose members inflate (or claim to inflate) far beyond their size. The limits
+given here are small (``ParseLimits``) so each case takes well under a second; the product's
+own constants are checked where the check needs no big file (declared sizes).
+"""
+
+from __future__ import annotations
+
+import zipfile
+from io import BytesIO
+from pathlib import Path
+
+import pytest
+
+from core import parse_worker
+from core.cli import collect_uploads
+from core.readers import (
+    DEFAULT_PARSE_LIMITS,
+    MAX_INFLATED_BYTES,
+    MAX_JSON_DEPTH,
+    MAX_TEXT_BYTES,
+    PARSE_MEMORY_BYTES,
+    PARSE_SECONDS,
+    ParseLimits,
+    ReadError,
+    read_file,
+)
+from tests.fixtures.files import docx_bytes, docx_with_member, pdf_bytes, shared_stream_pdf_bytes
+
+MIB = 1024 * 1024
+
+
+def refused(name: str, data: bytes, limits: ParseLimits | None = None) -> str:
+    with pytest.raises(ReadError) as caught:
+        read_file(name, data, limits=limits)
+    return caught.value.reason
+
+
+def test_a_pdf_of_pages_sharing_one_huge_content_stream_is_refused_for_its_text_size() -> None:
+    data = shared_stream_pdf_bytes(30, 20_000)
+    assert len(data) < 20_000
+    assert refused("shared.pdf", data, ParseLimits(text_bytes=MIB)) == (
+        "the PDF expands to more than 1 MiB of text (the limit per file) — nothing stored"
+    )
+
+
+def test_a_pdf_that_needs_more_memory_than_the_worker_has_is_refused_and_the_next_file_reads() -> (
+    None
+):
+    data = shared_stream_pdf_bytes(1, 10, padding=64 * MIB)
+    assert refused("bomb.pdf", data, ParseLimits(memory_bytes=160 * MIB)) == (
+        "the PDF expands to more than 160 MiB in memory while being read (the limit per file)"
+        " — nothing stored"
+    )
+    (document,) = read_file(
+        "fine.pdf", pdf_bytes(["Flutter at NACA."]), limits=ParseLimits(memory_bytes=160 * MIB)
+    ).documents
+    assert document.text == "Flutter at NACA."
+
+
+def test_a_pdf_that_takes_longer_than_the_limit_is_refused_and_its_worker_killed() -> None:
+    before = {id(w) for pool in parse_worker._idle.values() for w in pool}
+    data = shared_stream_pdf_bytes(30, 20_000)
+    assert refused("slow.pdf", data, ParseLimits(seconds=0.3)) == (
+        "reading the PDF took longer than 0.3 s (the limit per file) — nothing stored"
+    )
+    after = [w for pool in parse_worker._idle.values() for w in pool if id(w) not in before]
+    assert all(w.process.poll() is None for w in after), "a killed worker was kept for reuse"
+    assert read_file("next.pdf", pdf_bytes(["Still readable."])).documents[0].text == (
+        "Still readable."
+    )
+
+
+def test_a_docx_whose_styles_claim_a_gibibyte_is_refused_before_anything_is_inflated() -> None:
+    data = docx_with_member("word/styles.xml", 10_000, declared=1024 * MIB)
+    assert refused("bomb.docx", data) == (
+        "the DOCX inflates to 1,024 MiB, more than the 128 MiB allowed per file (a zip bomb?)"
+        " — nothing stored"
+    )
+
+
+def test_a_docx_whose_text_part_inflates_past_the_limit_is_refused() -> None:
+    data = docx_with_member("word/document.xml", 3 * MIB)
+    assert len(data) < 100_000
+    assert refused("big.docx", data, ParseLimits(inflated_bytes=2 * MIB)) == (
+        "the DOCX inflates to 3.8 MiB, more than the 2 MiB allowed per file (a zip bomb?)"
+        " — nothing stored"
+    )
+
+
+def test_a_docx_member_that_inflates_past_its_declared_size_is_never_inflated_beyond_it() -> None:
+    data = docx_with_member("word/styles.xml", 3 * MIB, declared=1_000)
+    with zipfile.ZipFile(BytesIO(data)) as archive:
+        assert archive.getinfo("word/styles.xml").file_size == 1_000
+    assert refused("liar.docx", data, ParseLimits(memory_bytes=160 * MIB)) == (
+        "damaged DOCX: Bad CRC-32 for file 'word/styles.xml'"
+    )
+
+
+def test_a_docx_that_expands_to_more_text_than_the_limit_is_refused() -> None:
+    data = docx_bytes(["Flutter of heated wings at the root. " * 100] * 40)
+    assert refused("long.docx", data, ParseLimits(text_bytes=100_000)) == (
+        "the DOCX expands to more than 0.095 MiB of text (the limit per file) — nothing stored"
+    )
+
+
+def test_ordinary_pdf_and_docx_read_the_same_through_the_worker() -> None:
+    assert read_file("a.pdf", pdf_bytes(["One.", "Two."])).documents[0].text == "One.\n\nTwo."
+    assert read_file("a.docx", docx_bytes(["One.", "Two."])).documents[0].text == "One.\n\nTwo."
+
+
+def test_the_limits_are_the_product_constants_and_the_upload_sentence_names_each() -> None:
+    assert (
+        ParseLimits(
+            memory_bytes=PARSE_MEMORY_BYTES,
+            seconds=PARSE_SECONDS,
+            text_bytes=MAX_TEXT_BYTES,
+            inflated_bytes=MAX_INFLATED_BYTES,
+        )
+        == DEFAULT_PARSE_LIMITS
+    )
+    sentence = DEFAULT_PARSE_LIMITS.summary(64 * MIB)
+    assert sentence == (
+        "Limits per file: 64 MiB uploaded; a PDF or DOCX is read in a separate process with at"
+        " most 1,024 MiB of memory and 120 s, and may yield at most 64 MiB of text; a DOCX may"
+        f" inflate to at most 128 MiB; JSON lines may nest {MAX_JSON_DEPTH} levels."
+    )
+
+
+def test_load_refuses_a_docx_bomb_by_name_and_reads_the_other_files(tmp_path: Path) -> None:
+    (tmp_path / "bomb.docx").write_bytes(
+        docx_with_member("word/styles.xml", 10_000, declared=1024 * MIB)
+    )
+    (tmp_path / "notes.txt").write_text("Flutter of heated wings.", encoding="utf-8")
+    uploads = {Path(u.file_name).name: u for u in collect_uploads([tmp_path])}
+    assert uploads["bomb.docx"].error is not None
+    assert uploads["bomb.docx"].error.startswith("the DOCX inflates to 1,024 MiB")
+    assert uploads["notes.txt"].error is None
+    assert uploads["notes.txt"].documents[0].text == "Flutter of heated wings."

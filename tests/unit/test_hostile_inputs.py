@@ -1,0 +1,62 @@
+"""Every probe of issue 13 ends in a stored document or a plain-words refusal (item 3).
+
+The same generated files go through the app's upload path (the service, as the Upload page
+calls it) and through ``load`` (a folder on disk, names that are not UTF-8 included); one bad
+file never stops the others. The PostgreSQL side is tests/stores/test_hostile_probes_pg.py.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+from core.chunks import ChunkingOptions, workspace_tenant_id
+from core.cli import load_into, main
+from core.service.facade import LexplainService
+from core.settings import Settings
+from core.stores.memory import InMemoryChunkStore
+from tests.fixtures.probes import (
+    STORED_SOURCES,
+    check_outcomes,
+    outcomes_by_file,
+    probes,
+    write_probes,
+)
+
+
+def test_every_probe_uploaded_in_the_app_ends_stored_or_refused_in_plain_words() -> None:
+    service = LexplainService.from_settings(Settings(store="memory"))
+    try:
+        tried = probes()
+        reports = service.upload_files([(p.name, p.data) for p in tried], workspace="probes")
+        outcomes = {r.file_name: (r.error, f"{r.error or ''} {' '.join(r.notes)}") for r in reports}
+        check_outcomes(outcomes, tried)
+        sources = {s.source_id for s in service.list_sources(workspace="probes")}
+        assert sources >= STORED_SOURCES
+    finally:
+        service.close()
+
+
+async def test_every_probe_in_a_folder_given_to_load_ends_stored_or_refused(
+    tmp_path: Path,
+) -> None:
+    tried = write_probes(tmp_path / "probes")
+    store = InMemoryChunkStore()
+    report = await load_into(
+        store, [tmp_path / "probes"], "probes", chunking=ChunkingOptions(), extractor=None
+    )
+    check_outcomes(outcomes_by_file(report), tried)
+    sources = {s.source_id for s in await store.list_sources(workspace_tenant_id("probes"))}
+    assert sources >= STORED_SOURCES
+
+
+def test_load_prints_names_that_are_not_utf8_and_exits_saying_what_it_refused(
+    tmp_path: Path,
+) -> None:
+    write_probes(tmp_path / "probes")
+    out = io.StringIO()
+    status = main(["load", str(tmp_path / "probes"), "--workspace", "p", "--dry-run"], stdout=out)
+    assert status == 1
+    assert (
+        "bad\ufffdname.txt: the file name 'bad\ufffdname.txt' is not valid UTF-8" in out.getvalue()
+    )
