@@ -26,6 +26,7 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from core.checkpoint import checkpoint
 from core.chunks import (
     ChunkingOptions,
     PassageMention,
@@ -260,6 +261,7 @@ async def _index_items(
 
     try:
         for item in items:
+            await checkpoint()
             prepared = _prepare(item, tenant_id, options, extractor, first_file)
             group.append(prepared)
             if isinstance(prepared, _Prepared):

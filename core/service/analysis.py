@@ -16,6 +16,7 @@ from typing import Final
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from core.checkpoint import checkpoint
 from core.chunks import StoredChunk, workspace_tenant_id
 from core.evaluation import (
     EvaluationRun,
@@ -447,6 +448,7 @@ class AnalysisActions(StoreRunner):
                         ranked[i][query_id] = _top_documents(specs[i].ranker, terms, handed, k)
                 done += 1
                 report(done, total, query_id)
+                await checkpoint()
         return [
             evaluate_run(
                 queries, qrels, documents, k, spec.limit, label=spec.label if labelled else ""

@@ -8,6 +8,11 @@ The rejected alternative, ``asyncio.run`` per call, makes a new loop each time:
 a pool created on the first loop breaks on the second, and a new pool per click
 costs a connection handshake per action.
 
+Interactive calls (``_call``: a search, a list) go before long work (``_call_with_progress``:
+Evaluate, uploads, re-indexing): the runner counts the interactive calls pending, and long
+work waits at each ``core.checkpoint.checkpoint()`` while any is (``core.checkpoint`` says why
+this and not a second loop or thread).
+
 Progress callbacks run in the CALLER's thread (Streamlit can only draw from the
 script thread): the loop thread queues progress events, the caller drains them.
 Each screen family (``search``, ``analysis``, ``library``, ``corpus``) subclasses
@@ -25,10 +30,16 @@ from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, TypeVar
 
+from core import checkpoint
 from core.settings import Settings
 from core.stores.port import ChunkStore
 
 T = TypeVar("T")
+
+#: Longest one checkpoint of long work waits for interactive calls (so it always progresses).
+MAX_GIVE_WAY_S = 0.5
+#: How often long work waiting at a checkpoint looks again.
+GIVE_WAY_POLL_S = 0.001
 
 #: A progress report: (done, total, label of the item just done).
 ProgressCallback = Callable[[int, int, str], None]
@@ -52,6 +63,9 @@ class StoreRunner:
         )
         self._thread.start()
         self._closed = False
+        #: Interactive calls submitted and not yet finished (any thread adds, any removes).
+        self._interactive = 0
+        self._interactive_lock = threading.Lock()
         try:
             self._store: ChunkStore = self._call(self._open(store_factory))
         except BaseException:
@@ -71,15 +85,38 @@ class StoreRunner:
             raise RuntimeError("the service is closed")
         return asyncio.run_coroutine_threadsafe(coro, self._loop)
 
+    def _interactive_done(self) -> None:
+        with self._interactive_lock:
+            self._interactive -= 1
+
+    async def _give_way(self) -> None:
+        """Long work's checkpoint: wait while interactive calls are pending (bounded)."""
+        await asyncio.sleep(0)
+        deadline = self._loop.time() + MAX_GIVE_WAY_S
+        while self._interactive > 0 and self._loop.time() < deadline:
+            await asyncio.sleep(GIVE_WAY_POLL_S)
+
+    async def _long(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run long work with ``_give_way`` at its checkpoints."""
+        checkpoint.install(self._give_way)
+        return await coro
+
     def _call(self, coro: Coroutine[Any, Any, T]) -> T:
-        future = self._submit(coro)
+        # Counted until the CALLER has the result: long work resuming as soon as the loop set
+        # it would take the GIL from the caller's thread and slow the rest of the call.
+        with self._interactive_lock:
+            self._interactive += 1
         try:
-            return future.result(timeout=self.settings.call_timeout_s)
-        except FutureTimeout:
-            future.cancel()
-            raise TimeoutError(
-                f"the store did not answer within {self.settings.call_timeout_s:g} s"
-            ) from None
+            future = self._submit(coro)
+            try:
+                return future.result(timeout=self.settings.call_timeout_s)
+            except FutureTimeout:
+                future.cancel()
+                raise TimeoutError(
+                    f"the store did not answer within {self.settings.call_timeout_s:g} s"
+                ) from None
+        finally:
+            self._interactive_done()
 
     def _call_with_progress(
         self,
@@ -88,7 +125,9 @@ class StoreRunner:
     ) -> T:
         """Run ``make(report)`` on the loop; ``report`` events reach ``on_progress`` here."""
         events: queue.SimpleQueue[tuple[int, int, str]] = queue.SimpleQueue()
-        future = self._submit(make(lambda done, total, label: events.put((done, total, label))))
+        future = self._submit(
+            self._long(make(lambda done, total, label: events.put((done, total, label))))
+        )
 
         def drain() -> None:
             while True:

@@ -1,0 +1,136 @@
+"""Search latency of one session while another session's Evaluate runs, in both stores.
+
+Issue 13 item 5: long work (Evaluate, loads, re-indexing) must not block other sessions'
+searches; the target is search p99 during an Evaluate under twice the idle p99. One service
+(``LexplainService``, as the app has one per process) holds Cranfield; a "searcher" thread
+runs the Search screen's call (``service.search``, k = 10, limit = 1000) over Cranfield's
+queries one after another with a short pause (a person typing, not a load test), first
+alone (idle), then while an "evaluator" thread runs the sample's Evaluate (225 queries,
+limits 100 and 1000) again and again. The evaluator restarts at once, so every measured
+search overlaps an Evaluate. One run, ratios only: the machine is shared.
+
+    .venv/bin/python bench/bench_stall.py --store memory
+    source .ci/pg.sh && pg_start && .venv/bin/python bench/bench_stall.py --store postgres
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from pydantic import SecretStr  # noqa: E402
+
+from core.evaluation import parse_queries  # noqa: E402
+from core.service.facade import LexplainService  # noqa: E402
+from core.settings import Settings  # noqa: E402
+
+#: The workspace the benchmark loads Cranfield into.
+WORKSPACE = "bench-stall"
+#: Searches measured while idle, and at least while Evaluate runs.
+SEARCHES = 300
+#: Pause between one session's searches (seconds): a person, not a load generator.
+PAUSE_S = 0.01
+#: The Search screen's defaults.
+K, LIMIT = 10, 1000
+#: Limits of the Evaluate run (the Evaluate screen's default pair).
+EVALUATE_LIMITS = (100, 1000)
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
+
+
+def summary(values: list[float]) -> dict[str, float]:
+    return {
+        "n": len(values),
+        "p50_ms": round(statistics.median(values) * 1000, 2),
+        "p99_ms": round(percentile(values, 0.99) * 1000, 2),
+        "max_ms": round(max(values) * 1000, 2),
+    }
+
+
+def open_service(store: str) -> LexplainService:
+    if store == "memory":
+        return LexplainService.from_settings(Settings(store="memory"))
+    url = os.environ.get("DATABASE_URL")
+    if not url:
+        raise SystemExit("--store postgres needs DATABASE_URL (source .ci/pg.sh && pg_start)")
+    return LexplainService.from_settings(Settings(database_url=SecretStr(url)))
+
+
+def timed_searches(service: LexplainService, queries: list[str]) -> list[float]:
+    """SEARCHES searches, one after another with a pause; the seconds each took."""
+    timings: list[float] = []
+    for i in range(SEARCHES):
+        started = time.perf_counter()
+        service.search(queries[i % len(queries)], K, LIMIT, workspace=WORKSPACE)
+        timings.append(time.perf_counter() - started)
+        time.sleep(PAUSE_S)
+    return timings
+
+
+def run(store: str) -> dict[str, object]:
+    service = open_service(store)
+    try:
+        if WORKSPACE in service.list_workspaces():
+            service.delete_workspace(WORKSPACE)
+        service.create_workspace(WORKSPACE)
+        service.load_sample(workspace=WORKSPACE)
+        queries_data, qrels_data = service.sample_judgments()
+        queries = list(parse_queries(queries_data.decode()).values())
+        for query in queries[:20]:  # warm caches
+            service.search(query, K, LIMIT, workspace=WORKSPACE)
+        idle = timed_searches(service, queries)
+
+        evaluating = threading.Event()
+        done = threading.Event()
+        evaluate_s: list[float] = []
+
+        def evaluator() -> None:
+            while not done.is_set():
+                started = time.perf_counter()
+                evaluating.set()
+                service.evaluate(queries_data, qrels_data, K, EVALUATE_LIMITS, workspace=WORKSPACE)
+                evaluate_s.append(time.perf_counter() - started)
+
+        thread = threading.Thread(target=evaluator, daemon=True)
+        thread.start()
+        evaluating.wait()
+        during = timed_searches(service, queries)
+        done.set()
+        thread.join()
+        service.delete_workspace(WORKSPACE)
+    finally:
+        service.close()
+    result: dict[str, object] = {
+        "store": store,
+        "idle": summary(idle),
+        "during_evaluate": summary(during),
+        "evaluate_s": round(statistics.median(evaluate_s), 2),
+        "evaluations": len(evaluate_s),
+    }
+    during_p99 = summary(during)["p99_ms"]
+    idle_p99 = summary(idle)["p99_ms"]
+    result["p99_ratio"] = round(during_p99 / idle_p99, 2)
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--store", choices=("memory", "postgres"), required=True)
+    args = parser.parse_args()
+    print(json.dumps(run(args.store), indent=2))
+
+
+if __name__ == "__main__":
+    main()

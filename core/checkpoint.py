@@ -1,0 +1,39 @@
+"""Long work gives way to interactive calls at checkpoints: no session's search waits for it.
+
+The service runs every store call on ONE event loop (``core.service.runner``: an asyncpg pool
+belongs to one loop). Long work — an Evaluate over 225 queries, a load, a re-index — is a
+coroutine on that loop too, and the in-memory store never suspends, so one Evaluate held the
+loop for its whole run: another session's search waited 0.6-1 s for it (bench/bench_stall.py).
+Long work therefore awaits ``checkpoint()`` between units (a query, a document, a batch of
+passages); the runner installs a pause there that waits while any interactive call is pending.
+
+Rejected: long work on its own thread and loop (the PostgreSQL pool cannot be shared across
+loops, and the in-memory store is not written for concurrent threads; under the GIL a CPU-bound
+thread would still halve a search's speed), and ``asyncio.sleep(0)`` alone (a search submitted
+from another thread needs two loop turns to start, and on PostgreSQL it suspends at each round
+trip, when the long work would take the loop again). The cost: long work pauses for as long as
+searches keep arriving, up to ``core.service.runner.MAX_GIVE_WAY_S`` per checkpoint.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
+
+#: The pause long work awaits at each checkpoint; None outside the service (tests, ``load``).
+_PAUSE: ContextVar[Callable[[], Awaitable[None]] | None] = ContextVar("pause", default=None)
+
+
+async def checkpoint() -> None:
+    """Let pending interactive calls run before this long work goes on."""
+    pause = _PAUSE.get()
+    if pause is None:
+        await asyncio.sleep(0)
+    else:
+        await pause()
+
+
+def install(pause: Callable[[], Awaitable[None]]) -> None:
+    """Use ``pause`` at every checkpoint of the current task (and the tasks it starts)."""
+    _PAUSE.set(pause)

@@ -1,0 +1,96 @@
+"""Long work never blocks another session's search (issue 13, item 5: no stall).
+
+The service runs every store call on one event loop; an Evaluate or an upload on the
+in-memory store never suspends by itself, so before checkpoints a search from another
+thread waited for the whole run. These tests assert order, not time: a search started
+while an Evaluate runs returns while it is still running; indexing reaches a checkpoint
+per document. The p99 figures are in
+bench/bench_stall.py and bench/README.md ("No stall").
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable, Iterator
+from uuid import uuid4
+
+import pytest
+
+from core.checkpoint import install
+from core.chunks import SourceDocument
+from core.indexing import index_documents
+from core.service import RunSpec
+from core.service.facade import LexplainService
+from core.settings import Settings
+from core.stores.memory import InMemoryChunkStore
+
+
+@pytest.fixture(scope="module")
+def service() -> Iterator[LexplainService]:
+    svc = LexplainService.from_settings(Settings(store="memory"))
+    svc.load_sample(workspace="cranfield")
+    yield svc
+    svc.close()
+
+
+def search_during(
+    long_work: Callable[[Callable[[int, int, str], None]], object], service: LexplainService
+) -> tuple[bool, int]:
+    """Run ``long_work`` in a thread; at its first progress report, search from this thread.
+
+    Returns whether the long work was still running when the search returned, and how many
+    progress reports had arrived by then.
+    """
+    started = threading.Event()
+    reports: list[int] = []
+
+    def progress(done: int, total: int, label: str) -> None:
+        reports.append(done)
+        started.set()
+
+    worker = threading.Thread(target=long_work, args=(progress,), daemon=True)
+    worker.start()
+    assert started.wait(60), "the long work never reported progress"
+    service.search("flow over a heated flat plate", 10, 1000, workspace="cranfield")
+    running = worker.is_alive()
+    seen = len(reports)
+    worker.join(120)
+    return running, seen
+
+
+def test_a_search_returns_while_another_sessions_evaluate_is_still_running(
+    service: LexplainService,
+) -> None:
+    queries, qrels = service.sample_judgments()
+    runs = [RunSpec(workspace="cranfield", limit=limit) for limit in (10, 100, 1000)] * 4
+
+    def evaluate(progress: Callable[[int, int, str], None]) -> object:
+        return service.evaluate_runs(queries, qrels, 10, runs, on_progress=progress)
+
+    running, seen = search_during(evaluate, service)
+    assert running, f"the search waited for the whole Evaluate ({seen} progress reports)"
+
+
+async def test_indexing_gives_way_to_interactive_calls_before_every_document() -> None:
+    """A load or upload reaches a checkpoint per document, where the service's pause runs.
+
+    (An order test like the Evaluate one cannot tell here: an upload reports progress only
+    after its first batch is written, and its writes already suspend between batches.)
+    """
+    paused: list[int] = []
+
+    async def pause() -> None:
+        paused.append(1)
+
+    async def upload() -> int:
+        install(pause)
+        documents = [
+            SourceDocument(source_id=f"note-{i}", text=f"Flutter of heated wings, note {i}.")
+            for i in range(50)
+        ]
+        report = await index_documents(documents, InMemoryChunkStore(), uuid4(), extractor=None)
+        return report.documents_indexed
+
+    assert await asyncio.create_task(upload()) == 50
+    assert len(paused) >= 50
