@@ -191,3 +191,29 @@ async def test_the_guard_implements_the_whole_port_and_refuses_every_call_on_a_f
         tenant_id=theirs, name="theirs", owner=ADA
     )
     assert (await inner.corpus_summary(theirs)).passages == 0
+
+
+async def test_of_two_people_creating_one_name_at_once_the_second_is_refused() -> None:
+    tenant = workspace_tenant_id("contested")
+
+    class Racing(InMemoryChunkStore):
+        """Ada creates the name between Bob's look-up and Bob's write."""
+
+        raced = False
+
+        async def get_workspace(self, tenant_id: uuid.UUID) -> Workspace | None:
+            if not self.raced:
+                self.raced = True
+                await self.upsert_workspace(
+                    Workspace(tenant_id=tenant, name="contested", owner=ADA)
+                )
+                return None
+            return await super().get_workspace(tenant_id)
+
+    inner = Racing()
+    with pytest.raises(NoAccess):
+        await WorkspaceGuard(inner, BOB).upsert_workspace(
+            Workspace(tenant_id=tenant, name="contested")
+        )
+    found = await inner.get_workspace(tenant)
+    assert found is not None and (found.owner, found.members) == (ADA, ())
