@@ -47,7 +47,7 @@ from core.readers import (
 )
 from core.settings import Settings, describe_store, display_path
 from core.stores.memory import InMemoryChunkStore
-from core.stores.port import ChunkStore, Workspace
+from core.stores.port import ChunkStore, Workspace, member_email
 from core.stores.select import open_store
 from core.tokenize import DEFAULT_PROFILE, Profile
 
@@ -126,6 +126,17 @@ def _parser() -> argparse.ArgumentParser:
     )
     db.add_argument("action", choices=("status", "stop", *DB_TOOLS), metavar="ACTION")
     db.add_argument("tool_args", nargs=argparse.REMAINDER, metavar="ARGS")
+    owner = commands.add_parser(
+        "owner",
+        help="give a workspace an owner (with sign-in, only its owner and members open it)",
+        description=(
+            "Make EMAIL the owner of the workspace NAME: for a workspace made without sign-in "
+            "or by load (it has none, so with sign-in nobody sees it), or to hand one over."
+        ),
+    )
+    owner.add_argument("workspace", metavar="NAME")
+    owner.add_argument("email", metavar="EMAIL")
+    owner.add_argument("--database-url", metavar="URL", default=None, help="as for load")
     return parser
 
 
@@ -293,6 +304,30 @@ async def load(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+async def set_owner(args: argparse.Namespace, console: Console) -> int:
+    """``python -m core owner NAME EMAIL``: the store's workspace NAME is owned by EMAIL."""
+    try:
+        email = member_email(args.email)
+        store = await open_store(_load_settings(args.database_url))
+    except (ValueError, embedded.EmbeddedServerError) as exc:
+        console.print(f"[red]error:[/red] {exc}", highlight=False)
+        return EXIT_UNUSABLE
+    except Exception as exc:  # asyncpg/OS errors: the message is what the user needs
+        console.print(f"[red]error:[/red] cannot open the database: {exc}", highlight=False)
+        return EXIT_UNUSABLE
+    try:
+        await store.set_owner(workspace_tenant_id(args.workspace), email)
+        found = await store.get_workspace(workspace_tenant_id(args.workspace))
+    except KeyError:
+        console.print(f"[red]error:[/red] there is no workspace {args.workspace!r}")
+        return EXIT_UNUSABLE
+    finally:
+        await store.close()
+    members = ", ".join(found.members) if found is not None and found.members else "none"
+    console.print(f"ok: {args.workspace!r} is owned by {email}; members: {members}")
+    return 0
+
+
 def db(args: argparse.Namespace, console: Console) -> int:
     """``python -m core db ...``: status, stop, or a client tool against the embedded server."""
     try:
@@ -389,4 +424,6 @@ def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None) -> 
         return asyncio.run(load(args, console))
     if args.command == "db":
         return db(args, console)
+    if args.command == "owner":
+        return asyncio.run(set_owner(args, console))
     return EXIT_UNUSABLE  # pragma: no cover - argparse rejects unknown commands

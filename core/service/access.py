@@ -146,6 +146,10 @@ class WorkspaceGuard:
         await self._check_owner(tenant_id, "add members")
         return await self._inner.add_member(tenant_id, email)
 
+    async def set_owner(self, tenant_id: UUID, email: str) -> None:
+        await self._check_owner(tenant_id, "hand the workspace over")
+        await self._inner.set_owner(tenant_id, email)
+
     async def remove_member(self, tenant_id: UUID, email: str) -> bool:
         await self._check_owner(tenant_id, "remove members")
         return await self._inner.remove_member(tenant_id, email)

@@ -1074,3 +1074,21 @@ class ChunkStoreCompliance:
         assert await store.get_workspace(tenant) == Workspace(
             tenant_id=tenant, name="t", owner="eve@example.org"
         )
+
+    async def test_an_ownerless_workspace_is_given_an_owner_and_a_member_promoted_leaves_members(
+        self, store: ChunkStore
+    ) -> None:
+        tenant = uuid.uuid4()
+        await store.upsert_workspace(Workspace(tenant_id=tenant, name="old"))
+        await store.add_member(tenant, "bob@example.org")
+        await store.add_member(tenant, "cy@example.org")
+        await store.set_owner(tenant, "Bob@Example.org")
+        assert await store.get_workspace(tenant) == Workspace(
+            tenant_id=tenant, name="old", owner="bob@example.org", members=("cy@example.org",)
+        )
+        with pytest.raises(KeyError, match="no workspace"):
+            await store.set_owner(uuid.uuid4(), "bob@example.org")
+        with pytest.raises(ValueError, match="not an e-mail address"):
+            await store.set_owner(tenant, "bob")
+        found = await store.get_workspace(tenant)
+        assert found is not None and found.owner == "bob@example.org"

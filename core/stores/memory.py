@@ -434,6 +434,17 @@ class InMemoryChunkStore:
             self._workspaces[tenant_id] = known.model_copy(update={"members": members})
             return True
 
+    async def set_owner(self, tenant_id: UUID, email: str) -> None:
+        email = member_email(email)
+        with self._lock:
+            known = self._workspaces.get(tenant_id)
+            if known is None:
+                raise KeyError(f"no workspace with tenant id {tenant_id}")
+            members = tuple(m for m in known.members if m != email)
+            self._workspaces[tenant_id] = known.model_copy(
+                update={"owner": email, "members": members}
+            )
+
     async def remove_member(self, tenant_id: UUID, email: str) -> bool:
         email = member_email(email)
         with self._lock:

@@ -265,6 +265,14 @@ class ChunkStore(Protocol):
         """
         ...
 
+    async def set_owner(self, tenant_id: UUID, email: str) -> None:
+        """Make ``email`` the workspace's owner: for one made without sign-in, or a hand-over.
+
+        A member who becomes the owner is no longer listed as a member; the previous owner
+        keeps no access unless added as a member. An unknown workspace raises KeyError.
+        """
+        ...
+
     async def remove_member(self, tenant_id: UUID, email: str) -> bool:
         """Take ``email`` off the members; returns False when it was not one.
 

@@ -1264,6 +1264,23 @@ class PostgresChunkStore:
 
         return await self._run(write, writing=f"the member {email!r}")
 
+    async def set_owner(self, tenant_id: UUID, email: str) -> None:
+        email = member_email(email)
+
+        async def write(conn: asyncpg.Connection) -> None:
+            async with conn.transaction():
+                await _locked_owner(conn, tenant_id)
+                await conn.execute(
+                    "UPDATE workspaces SET owner = $2 WHERE tenant_id = $1", tenant_id, email
+                )
+                await conn.execute(
+                    "DELETE FROM workspace_members WHERE tenant_id = $1 AND email = $2",
+                    tenant_id,
+                    email,
+                )
+
+        await self._run(write, writing=f"the owner {email!r}")
+
     async def remove_member(self, tenant_id: UUID, email: str) -> bool:
         email = member_email(email)
 
