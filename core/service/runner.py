@@ -45,6 +45,16 @@ GIVE_WAY_POLL_S = 0.001
 ProgressCallback = Callable[[int, int, str], None]
 
 
+class _Pending:
+    """A count of interactive calls, one object for the runner and every signed-in view of
+    it (``core.service.access`` copies the runner; a copied int would count per view, and one
+    session's long work would not give way to another's searches)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.lock = threading.Lock()
+
+
 class StoreRunner:
     """One store on one background event loop; the synchronous bridge every action uses."""
 
@@ -64,8 +74,7 @@ class StoreRunner:
         self._thread.start()
         self._closed = False
         #: Interactive calls submitted and not yet finished (any thread adds, any removes).
-        self._interactive = 0
-        self._interactive_lock = threading.Lock()
+        self._interactive = _Pending()
         try:
             self._store: ChunkStore = self._call(self._open(store_factory))
         except BaseException:
@@ -86,14 +95,14 @@ class StoreRunner:
         return asyncio.run_coroutine_threadsafe(coro, self._loop)
 
     def _interactive_done(self) -> None:
-        with self._interactive_lock:
-            self._interactive -= 1
+        with self._interactive.lock:
+            self._interactive.count -= 1
 
     async def _give_way(self) -> None:
         """Long work's checkpoint: wait while interactive calls are pending (bounded)."""
         await asyncio.sleep(0)
         deadline = self._loop.time() + MAX_GIVE_WAY_S
-        while self._interactive > 0 and self._loop.time() < deadline:
+        while self._interactive.count > 0 and self._loop.time() < deadline:
             await asyncio.sleep(GIVE_WAY_POLL_S)
 
     async def _long(self, coro: Coroutine[Any, Any, T]) -> T:
@@ -104,8 +113,8 @@ class StoreRunner:
     def _call(self, coro: Coroutine[Any, Any, T]) -> T:
         # Counted until the CALLER has the result: long work resuming as soon as the loop set
         # it would take the GIL from the caller's thread and slow the rest of the call.
-        with self._interactive_lock:
-            self._interactive += 1
+        with self._interactive.lock:
+            self._interactive.count += 1
         try:
             future = self._submit(coro)
             try:

@@ -7,7 +7,10 @@ the compliance suite; these are the decisions the pages only show.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
+import threading
+import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -217,3 +220,27 @@ async def test_of_two_people_creating_one_name_at_once_the_second_is_refused() -
         )
     found = await inner.get_workspace(tenant)
     assert found is not None and (found.owner, found.members) == (ADA, ())
+
+
+def test_a_signed_in_views_searches_count_as_pending_for_every_sessions_long_work(
+    service: LexplainService,
+) -> None:
+    """The views share the runner's count of interactive calls, so long work of any session
+    gives way to a search of any other (core.service.runner)."""
+    ada = service.for_user(ADA)
+    ada.create_workspace("counted")
+    release = threading.Event()
+    seen: list[int] = []
+
+    async def blocked() -> list[str]:
+        seen.append(service._interactive.count)
+        await asyncio.to_thread(release.wait, 10)
+        return []
+
+    worker = threading.Thread(target=lambda: ada._call(blocked()))
+    worker.start()
+    while not seen:
+        time.sleep(0.01)
+    release.set()
+    worker.join(10)
+    assert seen == [1] and service._interactive.count == 0
