@@ -304,6 +304,11 @@ class RuleBasedExtractor:
     def extract(self, text: str) -> list[Mention]:
         taken: list[Mention] = self._listed_mentions(text)
         covered = sorted((m.start, m.end) for m in taken)
+        if text.islower():
+            # No cased character is upper case, so no word can start a name (every rule
+            # needs a capitalised word or an acronym): skip cutting the text into tokens,
+            # which costs as much as the rest of loading a lower-case passage.
+            return sorted(taken, key=lambda m: (m.start, m.end))
         tokens = [_Token(m.start(), m.end(), m.group()) for m in _WORD.finditer(text)]
         found = self._rule_mentions(text, tokens, covered)
         return sorted(taken + found, key=lambda m: (m.start, m.end))
@@ -346,7 +351,8 @@ class RuleBasedExtractor:
             return previous not in PERSON_TITLES and previous not in ORGANISATION_SUFFIXES
 
         def nameish(token: _Token) -> bool:
-            return _is_capitalised(token.text) or _is_acronym(token.text)
+            # An acronym is capitalised too (its first letter is upper case).
+            return _is_capitalised(token.text)
 
         # Candidate runs: (first token, last token (inclusive), kind evidence).
         runs: list[tuple[int, int, EntityKind]] = []
@@ -354,10 +360,10 @@ class RuleBasedExtractor:
         n = len(tokens)
         while i < n:
             token = tokens[i]
-            word = _folded(token.text)
             if not nameish(token) or not free(token):
                 i += 1
                 continue
+            word = _folded(token.text)
             # A person title: the capitalised words after it are a person's name.
             if word in PERSON_TITLES and i + 1 < n:
                 gap_text = gap(token, tokens[i + 1]).strip()

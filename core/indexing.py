@@ -44,9 +44,9 @@ from core.stores.port import ChunkStore
 WRITE_CONCURRENCY = 4
 #: Passages per bulk write: many documents in one transaction (COPY plus set-based statements),
 #: so the per-transaction costs (staging tables, locks, statistics rows) are paid per batch.
-BATCH_PASSAGES = 2_000
+BATCH_PASSAGES = 5_000
 #: Documents per bulk write at most (the progress bar moves per batch).
-BATCH_DOCUMENTS = 500
+BATCH_DOCUMENTS = 5_000
 #: The extractor used when the caller names none (rules only; see EXTRACTOR_LIMITS).
 DEFAULT_EXTRACTOR: EntityExtractor = RuleBasedExtractor()
 

@@ -53,6 +53,7 @@ import threading
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any, Final, TypeVar
 from uuid import UUID
 
@@ -169,7 +170,7 @@ CREATE TABLE IF NOT EXISTS term_df (
     term text COLLATE "C" NOT NULL,
     df integer NOT NULL CHECK (df > 0),
     PRIMARY KEY (tenant_id, term)
-);
+) WITH (fillfactor = 60);
 CREATE TABLE IF NOT EXISTS entities (
     tenant_id uuid NOT NULL,
     id uuid NOT NULL,
@@ -226,6 +227,12 @@ BEGIN
     IF NOT (SELECT attnotnull FROM pg_attribute
             WHERE attrelid = 'passages'::regclass AND attname = 'ordinal') THEN
         ALTER TABLE passages ALTER COLUMN ordinal SET NOT NULL;
+    END IF;
+    -- Room on each page, so a df changed by a write is updated in place (HOT, no new key
+    -- entry): EXPLAIN of a 5,000-passage batch's upsert, 0.92 s at 100 -> 0.54 s at 60.
+    IF NOT coalesce((SELECT reloptions FROM pg_class WHERE oid = 'term_df'::regclass)
+                    @> ARRAY['fillfactor=60'], false) THEN
+        ALTER TABLE term_df SET (fillfactor = 60);
     END IF;
     -- Blocks are read whole and do not compress (ordinals are dense): stored as they are.
     IF (SELECT attstorage FROM pg_attribute
@@ -1358,7 +1365,9 @@ def _stage_rows(batch: Iterable[StoredChunk], profiles: dict[UUID, Profile]) -> 
             chunk.end_char,
             chunk.text,
             list(chunk.entity_ids),
-            json.dumps(chunk.metadata, ensure_ascii=False, allow_nan=False),
+            json.dumps(chunk.metadata, ensure_ascii=False, allow_nan=False)
+            if chunk.metadata
+            else "{}",
             length,
         )
         staged.append((row, tfs))
@@ -1375,36 +1384,39 @@ class _Blocks:
     """
 
     def __init__(self, passages: Iterable[tuple[int, Counter[str]]]) -> None:
-        index: dict[str, int] = {}
-        term_ids: list[int] = []
-        ordinals: list[int] = []
-        tfs: list[int] = []
+        numbers: list[int] = []
+        counters: list[Counter[str]] = []
         for ordinal, counts in passages:
             if ordinal > _MAX_ORDINAL:
                 raise ValueError(f"a workspace holds at most {_MAX_ORDINAL} passage ordinals")
-            term_ids.extend(index.setdefault(term, len(index)) for term in counts)
-            ordinals.extend([ordinal] * len(counts))
-            tfs.extend(counts.values())
-        names = sorted(index)
-        rank = np.empty(len(index), dtype=np.int64)
-        rank[[index[name] for name in names]] = np.arange(len(names), dtype=np.int64)
-        keys = rank[np.asarray(term_ids, dtype=np.int64)]
+            numbers.append(ordinal)
+            counters.append(counts)
+        # Every loop below runs in C (map, chain, dict.fromkeys): a Python loop per posting
+        # was the load's largest Python cost after tokenising (cProfile, 50k passages).
+        words = list(chain.from_iterable(counters))
+        #: Distinct terms, sorted.
+        self.terms = sorted(dict.fromkeys(words))
+        rank = {term: i for i, term in enumerate(self.terms)}
+        keys = np.fromiter(map(rank.__getitem__, words), np.int64, len(words))
+        sizes = np.fromiter(map(len, counters), np.int64, len(counters))
+        ordinals = np.repeat(np.asarray(numbers, dtype=np.int64), sizes)
+        tfs = np.fromiter(chain.from_iterable(c.values() for c in counters), np.int64, len(words))
         # Stable: within a term the ordinals stay in the (ascending) order they came in.
         order = np.argsort(keys, kind="stable")
-        #: Distinct terms, sorted; df of each within the batch.
-        self.terms = names
-        self.df = np.bincount(keys, minlength=len(names)).astype(np.int64)
-        self._ordinals = np.asarray(ordinals, dtype=">i4")[order].tobytes()
-        self._tfs = np.asarray(tfs, dtype=">i4")[order].tobytes()
-        self._ends = (np.cumsum(self.df) * 4).tolist()
+        #: df of each term within the batch.
+        self.df = np.bincount(keys, minlength=len(self.terms)).astype(np.int64)
+        self._ordinals = ordinals[order].astype(">i4").tobytes()
+        self._tfs = tfs[order].astype(">i4").tobytes()
+        ends = np.cumsum(self.df) * 4
+        self._starts = (ends - self.df * 4).tolist()
+        self._ends = ends.tolist()
 
     def records(self, tenant_id: UUID, segment: int) -> list[tuple[UUID, str, int, bytes, bytes]]:
-        rows = []
-        start = 0
-        for term, end in zip(self.terms, self._ends, strict=True):
-            rows.append((tenant_id, term, segment, self._ordinals[start:end], self._tfs[start:end]))
-            start = end
-        return rows
+        ordinals, tfs = self._ordinals, self._tfs
+        return [
+            (tenant_id, term, segment, ordinals[start:end], tfs[start:end])
+            for term, start, end in zip(self.terms, self._starts, self._ends, strict=True)
+        ]
 
 
 async def _write_blocks(
