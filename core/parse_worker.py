@@ -26,6 +26,7 @@ import json
 import os
 import resource
 import selectors
+import signal
 import struct
 import subprocess
 import sys
@@ -34,8 +35,14 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
-#: Idle workers kept per memory limit, ready for the next file (more are started on demand).
+#: Idle workers kept per memory limit, ready for the next file.
 IDLE_WORKERS = 2
+#: Files parsed at once in the whole process (each worker may take its memory limit, so this
+#: bounds the app's worst case: two sessions' PDFs at 1 GiB each); more wait their turn.
+MAX_BUSY_WORKERS = 2
+#: Seconds of CPU a worker may spend past the wall-clock limit before the kernel stops it
+#: (RLIMIT_CPU): the backstop for a worker whose app died mid-parse and cannot kill it.
+CPU_GRACE_S = 5
 #: Length prefix of every message on the pipe: one unsigned 64-bit big-endian integer.
 _HEADER = struct.Struct(">Q")
 #: The project folder: the worker is started there so ``core`` is importable.
@@ -100,6 +107,7 @@ def _read_exact(stream: IO[bytes], size: int, deadline: float) -> bytes:
 
 _idle: dict[int, list[_Worker]] = {}
 _lock = threading.Lock()
+_busy = threading.BoundedSemaphore(MAX_BUSY_WORKERS)
 
 
 def _take(memory_bytes: int) -> _Worker:
@@ -142,21 +150,29 @@ def run(
     Returns its JSON answer; raises ``ParseRefused`` with the worker's own refusal, or with
     a plain-words reason when the worker ran out of memory or time (it is then killed).
     """
+    with _busy:
+        return _run(kind, data, options, memory_bytes, seconds)
+
+
+def _run(kind: str, data: bytes, options: dict[str, Any], memory_bytes: int, seconds: float) -> Any:
     what = kind.upper()
+    too_slow = (
+        f"reading the {what} took longer than {seconds:g} s (the limit per file) — nothing stored"
+    )
     worker = _take(memory_bytes)
-    header = json.dumps({"kind": kind, "options": options}).encode()
+    cpu_seconds = seconds + CPU_GRACE_S
+    header = json.dumps({"kind": kind, "options": options, "cpu_seconds": cpu_seconds}).encode()
     request = _HEADER.pack(len(header)) + header + data
     try:
         answer = json.loads(worker.ask(request, time.monotonic() + seconds))
     except TimeoutError:
         worker.kill()
-        raise ParseRefused(
-            f"reading the {what} took longer than {seconds:g} s (the limit per file)"
-            " — nothing stored"
-        ) from None
+        raise ParseRefused(too_slow) from None
     except (EOFError, BrokenPipeError, ValueError):
-        # The worker died (the kernel refused it memory, or it hit the limit while answering).
+        # The worker died: the kernel stopped it for CPU time, or it ran out of memory.
         worker.kill()
+        if worker.process.returncode == -signal.SIGXCPU:
+            raise ParseRefused(too_slow) from None
         raise ParseRefused(_memory_reason(what, memory_bytes)) from None
     if answer.get("status") == "ok" and answer.get("healthy"):
         _give_back(worker, memory_bytes)
@@ -186,6 +202,7 @@ def _address_space() -> int:
 def _serve(memory_bytes: int) -> None:
     """The worker's loop: one request in, one JSON answer out, until the pipe closes."""
     resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
+    _, cpu_hard = resource.getrlimit(resource.RLIMIT_CPU)
     import docx  # noqa: F401  (imported once here, not on the first file)
     import pypdf  # noqa: F401
 
@@ -203,7 +220,11 @@ def _serve(memory_bytes: int) -> None:
         header = json.loads(request[_HEADER.size : _HEADER.size + header_size])
         data = request[_HEADER.size + header_size :]
         del request
-        answer: dict[str, Any]
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        cpu_limit = int(usage.ru_utime + usage.ru_stime + header["cpu_seconds"]) + 1
+        if cpu_hard != resource.RLIM_INFINITY:
+            cpu_limit = min(cpu_limit, cpu_hard)
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu_limit, cpu_hard))
         try:
             result = parse_in_worker(header["kind"], data, header["options"])
             del data

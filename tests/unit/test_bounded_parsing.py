@@ -8,6 +8,9 @@ own constants are checked where the check needs no big file (declared sizes).
 
 from __future__ import annotations
 
+import json
+import signal
+import time
 import zipfile
 from io import BytesIO
 from pathlib import Path
@@ -139,3 +142,19 @@ def test_load_refuses_a_docx_bomb_by_name_and_reads_the_other_files(tmp_path: Pa
     assert uploads["bomb.docx"].error.startswith("the DOCX inflates to 1,024 MiB")
     assert uploads["notes.txt"].error is None
     assert uploads["notes.txt"].documents[0].text == "Flutter of heated wings."
+
+
+def test_a_worker_nobody_kills_is_stopped_by_the_kernel_after_its_cpu_allowance() -> None:
+    """The backstop for an app that died mid-parse: RLIMIT_CPU ends the worker by itself."""
+    worker = parse_worker._Worker(PARSE_MEMORY_BYTES)
+    try:
+        header = json.dumps(
+            {"kind": "pdf", "options": {"text_bytes": MAX_TEXT_BYTES}, "cpu_seconds": 0.5}
+        ).encode()
+        data = shared_stream_pdf_bytes(30, 20_000)
+        request = parse_worker._HEADER.pack(len(header)) + header + data
+        with pytest.raises(EOFError):
+            worker.ask(request, time.monotonic() + 60)
+        assert worker.process.wait(10) == -signal.SIGXCPU
+    finally:
+        worker.kill()

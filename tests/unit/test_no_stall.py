@@ -17,7 +17,7 @@ from uuid import uuid4
 
 import pytest
 
-from core.checkpoint import install
+from core.checkpoint import checkpoint, install
 from core.chunks import SourceDocument
 from core.indexing import index_documents
 from core.service import RunSpec
@@ -94,3 +94,33 @@ async def test_indexing_gives_way_to_interactive_calls_before_every_document() -
 
     assert await asyncio.create_task(upload()) == 50
     assert len(paused) >= 50
+
+
+def test_long_work_does_not_advance_while_an_interactive_call_is_pending(
+    service: LexplainService,
+) -> None:
+    """The runner's rule itself: a search that waits on the database (here: a sleep) holds
+    the long work at its next checkpoint until the search's caller has the answer."""
+    steps = [0]
+    started = threading.Event()
+
+    async def long_work(report: Callable[[int, int, str], None]) -> int:
+        for _ in range(100_000):
+            steps[0] += 1
+            started.set()
+            await checkpoint()
+        return steps[0]
+
+    async def slow_search() -> int:
+        before = steps[0]
+        await asyncio.sleep(0.2)
+        return steps[0] - before
+
+    worker = threading.Thread(
+        target=service._call_with_progress, args=(long_work, None), daemon=True
+    )
+    worker.start()
+    assert started.wait(30)
+    advanced = service._call(slow_search())
+    worker.join(120)
+    assert advanced <= 1, f"the long work advanced {advanced} steps during the search"
