@@ -290,6 +290,15 @@ def test_a_query_of_spaces_says_why_nothing_is_shown(cranfield: str) -> None:
     assert [i.value for i in at.info] == ["The query is only spaces: type words to search for."]
 
 
+def test_the_upload_page_shows_the_limits_files_are_read_under_from_core() -> None:
+    at = app(fresh())
+    at.switch_page("pages/upload.py").run()
+    no_exception(at)
+    limits = get_service().upload_limits()
+    assert "1,024 MiB of memory" in limits
+    assert escape_text(limits) in [c.value for c in at.caption]
+
+
 def test_uploaded_files_are_indexed_reported_and_rendered_as_text() -> None:
     ws = fresh()
     at = app(ws)
