@@ -1,15 +1,17 @@
-"""Search latency of one session while another session's Evaluate runs, in both stores.
+"""Search latency of one session while another session's long work runs, in both stores.
 
 Issue 13 item 5: long work (Evaluate, loads, re-indexing) must not block other sessions'
 searches; the target is search p99 during an Evaluate under twice the idle p99. One service
 (``LexplainService``, as the app has one per process) holds Cranfield; a "searcher" thread
 runs the Search screen's call (``service.search``, k = 10, limit = 1000) over Cranfield's
 queries one after another with a short pause (a person typing, not a load test), first
-alone (idle), then while an "evaluator" thread runs the sample's Evaluate (225 queries,
-limits 100 and 1000) again and again. The evaluator restarts at once, so every measured
-search overlaps an Evaluate. One run, ratios only: the machine is shared.
+alone (idle), then while another thread does long work again and again: ``--work evaluate``
+(default) the sample's Evaluate (225 queries, limits 100 and 1000); ``upload`` the sample
+loaded into another workspace; ``reindex`` another workspace re-indexed under the other
+tokenizer profile. The long work restarts at once, so every measured
+search overlaps it. One run, ratios only: the machine is shared.
 
-    .venv/bin/python bench/bench_stall.py --store memory
+    .venv/bin/python bench/bench_stall.py --store memory [--work evaluate|upload|reindex]
     source .ci/pg.sh && pg_start && .venv/bin/python bench/bench_stall.py --store postgres
 """
 
@@ -35,6 +37,8 @@ from core.settings import Settings  # noqa: E402
 
 #: The workspace the benchmark loads Cranfield into.
 WORKSPACE = "bench-stall"
+#: The other session's workspace (uploaded into, or re-indexed).
+OTHER = "bench-stall-other"
 #: Searches measured while idle, and at least while Evaluate runs.
 SEARCHES = 300
 #: Pause between one session's searches (seconds): a person, not a load generator.
@@ -79,57 +83,77 @@ def timed_searches(service: LexplainService, queries: list[str]) -> list[float]:
     return timings
 
 
-def run(store: str) -> dict[str, object]:
+def run(store: str, work: str) -> dict[str, object]:
     service = open_service(store)
     try:
-        if WORKSPACE in service.list_workspaces():
-            service.delete_workspace(WORKSPACE)
+        for name in (WORKSPACE, OTHER):
+            if name in service.list_workspaces():
+                service.delete_workspace(name)
         service.create_workspace(WORKSPACE)
         service.load_sample(workspace=WORKSPACE)
+        if work == "reindex":
+            service.create_workspace(OTHER)
+            service.load_sample(workspace=OTHER)
         queries_data, qrels_data = service.sample_judgments()
         queries = list(parse_queries(queries_data.decode()).values())
         for query in queries[:20]:  # warm caches
             service.search(query, K, LIMIT, workspace=WORKSPACE)
         idle = timed_searches(service, queries)
 
-        evaluating = threading.Event()
-        done = threading.Event()
-        evaluate_s: list[float] = []
+        profiles = ("english", "plain")
 
-        def evaluator() -> None:
+        def one_run(i: int) -> None:
+            if work == "evaluate":
+                service.evaluate(queries_data, qrels_data, K, EVALUATE_LIMITS, workspace=WORKSPACE)
+            elif work == "upload":  # another session loads the sample into its own workspace
+                service.delete_workspace(OTHER)
+                service.create_workspace(OTHER)
+                service.load_sample(workspace=OTHER)
+            else:  # another session re-indexes its workspace under the other profile
+                service.change_profile(OTHER, profiles[i % 2])
+
+        running = threading.Event()
+        done = threading.Event()
+        work_s: list[float] = []
+
+        def worker() -> None:
+            i = 0
             while not done.is_set():
                 started = time.perf_counter()
-                evaluating.set()
-                service.evaluate(queries_data, qrels_data, K, EVALUATE_LIMITS, workspace=WORKSPACE)
-                evaluate_s.append(time.perf_counter() - started)
+                running.set()
+                one_run(i)
+                i += 1
+                work_s.append(time.perf_counter() - started)
 
-        thread = threading.Thread(target=evaluator, daemon=True)
+        thread = threading.Thread(target=worker, daemon=True)
         thread.start()
-        evaluating.wait()
+        running.wait()
         during = timed_searches(service, queries)
         done.set()
         thread.join()
-        service.delete_workspace(WORKSPACE)
+        for name in (WORKSPACE, OTHER):
+            if name in service.list_workspaces():
+                service.delete_workspace(name)
     finally:
         service.close()
     result: dict[str, object] = {
         "store": store,
+        "work": work,
         "idle": summary(idle),
-        "during_evaluate": summary(during),
-        "evaluate_s": round(statistics.median(evaluate_s), 2),
-        "evaluations": len(evaluate_s),
+        "during": summary(during),
+        "work_s": round(statistics.median(work_s), 2),
+        "runs": len(work_s),
     }
-    during_p99 = summary(during)["p99_ms"]
-    idle_p99 = summary(idle)["p99_ms"]
-    result["p99_ratio"] = round(during_p99 / idle_p99, 2)
+    result["p99_ratio"] = round(summary(during)["p99_ms"] / summary(idle)["p99_ms"], 2)
     return result
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--store", choices=("memory", "postgres"), required=True)
+    parser.add_argument("--work", choices=("evaluate", "upload", "reindex"), default="evaluate")
     args = parser.parse_args()
-    print(json.dumps(run(args.store), indent=2))
+    print(json.dumps(run(args.store, args.work), indent=2))
 
 
 if __name__ == "__main__":

@@ -22,7 +22,6 @@ the index but would show readers a half-stemmed corpus.
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import heapq
 import threading
@@ -34,6 +33,7 @@ import numpy as np
 import numpy.typing as npt
 
 from core.bm25 import CorpusStats
+from core.checkpoint import checkpoint
 from core.chunks import StoredChunk
 from core.entities import Entity
 from core.postings import CsrPostings, Posting, postings_candidates
@@ -400,10 +400,11 @@ class InMemoryChunkStore:
             fresh = _Tenant(profile=profile)
             for done, chunk in enumerate(chunks, start=1):
                 fresh.add(chunk)
-                if done % _REINDEX_BATCH == 0:
-                    if on_progress is not None:
-                        on_progress(done, len(chunks))
-                    await asyncio.sleep(0)  # let searches run on the old index meanwhile
+                # Searches (any session's) go first, on the old index: a checkpoint per chunk
+                # (cheap: it yields only when a call waits or every GIVE_WAY_EVERY_S).
+                await checkpoint()
+                if done % _REINDEX_BATCH == 0 and on_progress is not None:
+                    on_progress(done, len(chunks))
             with self._lock:
                 current = self._tenants.get(tenant_id)
                 if current is not old or (old is not None and old.version != version):

@@ -24,6 +24,8 @@ from core.service import RunSpec
 from core.service.facade import LexplainService
 from core.settings import Settings
 from core.stores.memory import InMemoryChunkStore
+from core.stores.port import Workspace
+from core.tokenize import Profile
 
 
 @pytest.fixture(scope="module")
@@ -124,3 +126,28 @@ def test_long_work_does_not_advance_while_an_interactive_call_is_pending(
     advanced = service._call(slow_search())
     worker.join(120)
     assert advanced <= 1, f"the long work advanced {advanced} steps during the search"
+
+
+async def test_an_in_memory_reindex_gives_way_before_every_passage() -> None:
+    """A re-index reaches a checkpoint per passage (every 500 held the loop ~120 ms at a time:
+    search p99 39x idle in bench/bench_stall.py --work reindex)."""
+    paused: list[int] = []
+
+    async def pause() -> None:
+        paused.append(1)
+
+    store = InMemoryChunkStore()
+    tenant = uuid4()
+    await store.upsert_workspace(Workspace(tenant_id=tenant, name="notes"))
+    documents = [
+        SourceDocument(source_id=f"note-{i}", text=f"Flutter of heated wings, note {i}.")
+        for i in range(60)
+    ]
+    await index_documents(documents, store, tenant, extractor=None)
+
+    async def reindex() -> int:
+        install(pause)
+        return await store.reindex(tenant, Profile.ENGLISH)
+
+    assert await asyncio.create_task(reindex()) == 60
+    assert len(paused) >= 60
