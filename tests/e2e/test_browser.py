@@ -9,6 +9,7 @@ event loop running in the main thread and breaks later asyncio tests.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -58,13 +59,21 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[str]:
-    port = free_port()
+@contextlib.contextmanager
+def streamlit_app(
+    *extra: str, log_name: str = "streamlit.log", host: str = "127.0.0.1", port: int | None = None
+) -> Iterator[str]:
+    """``streamlit run app.py`` on the in-memory store and a free loopback port; yields its URL.
+
+    ``extra`` are more ``streamlit run`` options; ``host`` is the name the URL uses (the
+    sign-in test needs ``localhost`` for its redirect and cookies; the server listens on
+    127.0.0.1 either way); ``port`` when the caller needs it before the start.
+    """
+    port = port or free_port()
     env = {k: v for k, v in os.environ.items() if k != "LEXPLAIN_DATABASE_URL"}
     env["LEXPLAIN_STORE"] = "memory"  # explicit: the default is the embedded server
     ARTIFACTS.mkdir(exist_ok=True)
-    log = (ARTIFACTS / "streamlit.log").open("w")
+    log = (ARTIFACTS / log_name).open("w")
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -82,13 +91,14 @@ def server() -> Iterator[str]:
             "false",
             "--server.fileWatcherType",
             "none",
+            *extra,
         ],
         cwd=ROOT,
         env=env,
         stdout=log,
         stderr=subprocess.STDOUT,
     )
-    url = f"http://127.0.0.1:{port}"
+    url = f"http://{host}:{port}"
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -99,13 +109,19 @@ def server() -> Iterator[str]:
             except OSError:
                 pass
             if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"streamlit did not start; see {ARTIFACTS / 'streamlit.log'}")
+                pytest.fail(f"streamlit did not start; see {ARTIFACTS / log_name}")
             time.sleep(0.2)
         yield url
     finally:
         proc.terminate()
         proc.wait(10)
         log.close()
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[str]:
+    with streamlit_app() as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

@@ -12,17 +12,18 @@ from __future__ import annotations
 import os
 import secrets
 import subprocess
-import sys
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from oidc_provider_mock import User, run_server_in_thread
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Page, expect
 
-from tests.e2e.test_browser import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, ROOT, free_port
+# The Chromium fixture and the app launcher of the main browser test: one setup for all.
+from tests.e2e.test_browser import ARTIFACTS, ROOT, browser, free_port, streamlit_app
+
+__all__ = ["browser"]  # a fixture: used by name, not referenced
 
 pytestmark = pytest.mark.e2e
 expect.set_options(timeout=30_000)
@@ -41,75 +42,26 @@ def provider() -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def server(provider: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The app with an ``[auth]`` section naming the provider (a secrets file of the test's)."""
     port = free_port()
-    url = f"http://localhost:{port}"
-    folder = tmp_path_factory.mktemp("auth")
-    secrets_file = folder / "secrets.toml"
+    secrets_file = tmp_path_factory.mktemp("auth") / "secrets.toml"
     secrets_file.write_text(
         "[auth]\n"
-        f'redirect_uri = "{url}/oauth2callback"\n'
+        f'redirect_uri = "http://localhost:{port}/oauth2callback"\n'
         f'cookie_secret = "{secrets.token_hex(32)}"\n'
         'client_id = "lexplain-e2e"\n'
         'client_secret = "lexplain-e2e-secret"\n'
         f'server_metadata_url = "{provider}/.well-known/openid-configuration"\n',
         encoding="utf-8",
     )
-    env = {k: v for k, v in os.environ.items() if k != "LEXPLAIN_DATABASE_URL"}
-    env["LEXPLAIN_STORE"] = "memory"
-    ARTIFACTS.mkdir(exist_ok=True)
-    log = (ARTIFACTS / "streamlit-sign-in.log").open("w")
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "streamlit",
-            "run",
-            "app.py",
-            "--server.headless",
-            "true",
-            "--server.port",
-            str(port),
-            "--server.address",
-            "127.0.0.1",
-            "--browser.gatherUsageStats",
-            "false",
-            "--server.fileWatcherType",
-            "none",
-            "--secrets.files",
-            str(secrets_file),
-        ],
-        cwd=ROOT,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
-                    if response.read() == b"ok":
-                        break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"streamlit did not start; see {ARTIFACTS / 'streamlit-sign-in.log'}")
-            time.sleep(0.2)
+    with streamlit_app(
+        "--secrets.files",
+        str(secrets_file),
+        log_name="streamlit-sign-in.log",
+        host="localhost",
+        port=port,
+    ) as url:
         yield url
-    finally:
-        proc.terminate()
-        proc.wait(10)
-        log.close()
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} is missing: apt-get install chromium (never `playwright install`)")
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
 
 
 def settled(page: Page) -> None:
