@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from enum import StrEnum
-from typing import Final, cast, overload
+from typing import Any, Final, TypeVar, cast, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -35,6 +35,25 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 BM25_K1: Final[float] = 1.2
 #: Length normalisation: 0 ignores passage length, 1 normalises fully (Lucene's default).
 BM25_B: Final[float] = 0.75
+
+
+_Model = TypeVar("_Model", bound=BaseModel)
+
+
+def built(cls: type[_Model], values: dict[str, Any]) -> _Model:
+    """``cls.model_construct(**values)`` for ``values`` naming every field, typed already.
+
+    What ``model_construct`` does for such values, without its per-field default handling:
+    a fifth of its cost (0.7 against 3.5 us), which mattered for the explanations of a
+    search (one model per term per result). Only for values computed here with their
+    declared types; anything from outside is validated.
+    """
+    model = cls.__new__(cls)
+    object.__setattr__(model, "__dict__", values)
+    object.__setattr__(model, "__pydantic_fields_set__", set(values))
+    object.__setattr__(model, "__pydantic_extra__", None)
+    object.__setattr__(model, "__pydantic_private__", None)
+    return model
 
 
 class IdfForm(StrEnum):
@@ -245,21 +264,25 @@ class QueryScorer:
             # Every value is computed here with its declared type: validating it again costs
             # more than the arithmetic (a third of a search's time at k = 10).
             parts.append(
-                TermContribution.model_construct(
-                    term=term,
-                    tf=tf,
-                    df=df,
-                    n_docs=stats.n_docs,
-                    idf=idf,
-                    doc_length=doc_length,
-                    avg_doc_length=stats.avg_doc_length,
-                    tf_part=tf_part,
-                    contribution=contribution,
-                    length_norm=norm,
+                built(
+                    TermContribution,
+                    {
+                        "term": term,
+                        "tf": tf,
+                        "df": df,
+                        "n_docs": stats.n_docs,
+                        "idf": idf,
+                        "doc_length": doc_length,
+                        "avg_doc_length": stats.avg_doc_length,
+                        "tf_part": tf_part,
+                        "contribution": contribution,
+                        "length_norm": norm,
+                    },
                 )
             )
-        return ScoreExplanation.model_construct(
-            score=score, terms=parts, k1=k1, b=self._b, idf_form=self._idf_form
+        return built(
+            ScoreExplanation,
+            {"score": score, "terms": parts, "k1": k1, "b": self._b, "idf_form": self._idf_form},
         )
 
 

@@ -25,7 +25,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from core.bm25 import CorpusStats, QueryScorer, ScoreExplanation
+from core.bm25 import CorpusStats, QueryScorer, ScoreExplanation, built
 from core.chunks import StoredChunk
 
 #: Rows (positions in the truncation order) -> the caller's own copies of those passages.
@@ -264,7 +264,12 @@ def ranked_rows(
         explanation = scorer.explain(
             candidates.term_frequencies(int(row)), int(candidates.doc_lengths[row])
         )
-        ranked.append(RankedChunk(chunk=chunk, score=float(scores[row]), explanation=explanation))
+        ranked.append(
+            built(
+                RankedChunk,
+                {"chunk": chunk, "score": float(scores[row]), "explanation": explanation},
+            )
+        )
     return ranked
 
 

@@ -30,6 +30,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict
 
+from core.bm25 import built
 from core.evaluation import documents_in_rank_order
 from core.ranking import LexicalCandidates, RankedChunk, candidate_scores, ranked_rows, top_rows
 
@@ -190,16 +191,25 @@ class _Ranking:
         group_t, id_t = at[tied], ids[scoring[tied]]
         group_d = np.searchsorted(values, asked[drawn])
         id_d = ids[rows[drawn]]
-        # seg[t]: drawn ids smaller than t. A tied row (id t) of value g precedes drawn row d
-        # (id u, the r-th smallest drawn id) iff t < u iff seg[t] <= r, t != u; d is itself
-        # one of the tied rows of its value with seg = r, hence the - 1.
         span = int(max(int(id_t.max()), int(id_d.max()))) + 2
+        width = len(drawn) + 1
+        if len(id_t) * 16 < len(values) * width:
+            # Few ties: sort them by (value, id) and count those up to each drawn row's key
+            # (the drawn row itself included: it stands for the + 1 of a rank).
+            keys = np.sort(group_t * span + id_t)
+            own = group_d * span + id_d
+            tied_before = np.searchsorted(keys, own, side="right")
+            tied_before -= np.searchsorted(keys, group_d * span, side="left")
+            ranks[drawn] = above[group_d] + tied_before
+            return ranks
+        # Many ties: no sort. seg[t] counts the drawn ids below t; a tied row (id t) of value
+        # g comes before drawn row d (id u, the r-th smallest drawn id) iff t < u iff
+        # seg[t] <= r and t != u, so counting seg <= r also counts d itself (the + 1).
         marker = np.zeros(span, dtype=np.int64)
         marker[id_d + 1] = 1
         seg = np.cumsum(marker)
         r_d = seg[id_d]
         # One flat count per (value, interval), cumulated along the intervals of each value.
-        width = len(drawn) + 1
         cells = np.bincount(group_t * width + seg[id_t], minlength=len(values) * width)
         cumulative = np.cumsum(cells)
         ranks[drawn] = above[group_d] + cumulative[group_d * width + r_d]
@@ -207,7 +217,8 @@ class _Ranking:
         return ranks
 
 
-#: Bits of the bucket index in ``_values_below`` (2**18 buckets: two small linear passes).
+#: Most bits of the bucket index in ``_values_below`` (2**18 buckets: two small linear
+#: passes); fewer for fewer scores, so a small list does not pay for a large table.
 _BUCKET_BITS = 18
 
 
@@ -229,7 +240,7 @@ def _values_below(
     bits_v = values.view(np.int64)
     lo = int(min(int(bits_v[0]), int(bits_x.min())))
     top = int(max(int(bits_v[-1]), int(bits_x.max()))) - lo
-    shift = max(0, top.bit_length() - _BUCKET_BITS)
+    shift = max(0, top.bit_length() - min(_BUCKET_BITS, len(x).bit_length() + 2))
     buckets = (top >> shift) + 1
     bucket_x = (bits_x - lo) >> shift
     bucket_v = (bits_v - lo) >> shift
@@ -304,18 +315,27 @@ def analyse_truncation(
     shown_matched = _matched(full, shown)
     shown_ranks = ranking.ranks(shown)
     rows = [
-        CandidateRow(
-            chunk_id=chunk.id,
-            source_id=chunk.source_id,
-            chunk_index=chunk.chunk_index,
-            position=int(row) + 1,
-            matched_terms=int(terms_in),
-            score=float(scores[row]),
-            unlimited_rank=int(rank) or None,
-            cut=bool(row >= limit),
+        # Up to SCATTER_ROWS models of values typed here: built, not validated again.
+        built(
+            CandidateRow,
+            {
+                "chunk_id": chunk.id,
+                "source_id": chunk.source_id,
+                "chunk_index": chunk.chunk_index,
+                "position": row + 1,
+                "matched_terms": terms_in,
+                "score": score,
+                "unlimited_rank": rank or None,
+                "cut": row >= limit,
+            },
         )
-        for row, chunk, terms_in, rank in zip(
-            shown, sources, shown_matched, shown_ranks, strict=True
+        for row, chunk, terms_in, rank, score in zip(
+            shown.tolist(),
+            sources,
+            shown_matched.tolist(),
+            shown_ranks.tolist(),
+            scores[shown].tolist(),
+            strict=True,
         )
     ]
     limits = _sweep_limits(n, safe, limit)

@@ -14,6 +14,8 @@ from core.bm25 import (
     BM25_B,
     BM25_K1,
     CorpusStats,
+    QueryScorer,
+    ScoreExplanation,
     bm25_score,
     corpus_stats,
     explain_score,
@@ -145,3 +147,15 @@ def test_corpus_stats_reports_zero_for_requested_terms_the_corpus_lacks() -> Non
     assert stats.n_docs == 2
     assert stats.avg_doc_length == 2.0
     assert stats.doc_frequencies == {"wing": 1, "nozzle": 0}
+
+
+def test_an_explanation_built_without_validation_is_the_model_validation_would_build() -> None:
+    stats = CorpusStats(n_docs=10, avg_doc_length=5.0, doc_frequencies={"a": 2, "b": 9})
+    explanation = QueryScorer(["b", "a", "c"], stats).explain({"a": 2, "b": 1}, 6)
+    again = ScoreExplanation.model_validate(explanation.model_dump())
+    assert explanation == again
+    assert explanation.model_dump() == again.model_dump()
+    assert explanation.model_fields_set == again.model_fields_set
+    assert repr(explanation) == repr(again)
+    with pytest.raises(ValidationError):
+        explanation.terms[0].tf = 5  # frozen, as a validated one is

@@ -14,7 +14,7 @@ from core.bm25 import corpus_stats
 from core.chunks import StoredChunk
 from core.evaluation import documents_in_rank_order
 from core.ranking import LexicalCandidate, LexicalCandidates, rank_chunks
-from core.truncation import analyse_truncation, top_documents, why_not
+from core.truncation import CandidateRow, analyse_truncation, top_documents, why_not
 
 TENANT = UUID("00000000-0000-0000-0000-0000000000f1")
 
@@ -177,6 +177,11 @@ def test_every_drawn_row_and_every_why_not_carries_its_rank_in_the_full_ranking(
     everything = rank_chunks(terms, full, len(full))
     rank = {r.chunk.id: i for i, r in enumerate(everything, 1)}
     report = analyse_truncation(terms, full, k=k, limit=limit)
+    # Rows built without validation are the rows validation would build.
+    assert [row.model_dump() for row in report.candidates] == [
+        CandidateRow.model_validate(row.model_dump(), strict=True).model_dump()
+        for row in report.candidates
+    ]
     assert [r.chunk.id for r in report.unlimited] == [r.chunk.id for r in everything[:k]]
     assert {row.chunk_id: row.unlimited_rank for row in report.candidates} == {
         chunk_id: rank.get(chunk_id) for chunk_id in full.ids
