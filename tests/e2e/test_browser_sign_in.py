@@ -126,6 +126,12 @@ def test_two_people_see_only_their_own_workspace_until_the_owner_adds_the_other(
     settled(bob)
     expect(bob.get_by_role("button", name="Delete workspace")).to_have_count(0)
     bob.screenshot(path=str(ARTIFACTS / "sign-in-member.png"))
+    bob.get_by_test_id("stSidebar").get_by_role("button", name="Sign out").click()
+    # Streamlit forgets the sign-in and sends the browser to the provider's end of session.
+    expect(bob.get_by_role("heading", name="End Session")).to_be_visible()
+    bob.goto(f"{server}/?ws={WORKSPACE}")
+    expect(bob.get_by_role("button", name="Sign in")).to_be_visible()
+    expect(bob.get_by_role("heading", name="Search")).to_have_count(0)
 
 
 def listening_addresses(port: int) -> set[str]:
