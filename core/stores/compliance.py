@@ -1092,3 +1092,8 @@ class ChunkStoreCompliance:
             await store.set_owner(tenant, "bob")
         found = await store.get_workspace(tenant)
         assert found is not None and found.owner == "bob@example.org"
+        # Handed over again: the previous owner keeps no access (was never left a member).
+        await store.set_owner(tenant, "cy@example.org")
+        assert await store.get_workspace(tenant) == Workspace(
+            tenant_id=tenant, name="old", owner="cy@example.org"
+        )
