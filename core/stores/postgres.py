@@ -363,6 +363,8 @@ WHERE tenant_id = $1 AND term = ANY($2::text[]) ORDER BY term, segment
 _IMAGE: Final = """
 SELECT ordinal, id, doc_length FROM passages WHERE tenant_id = $1 ORDER BY id
 """
+#: The image's sort of the tenant's ids stays in memory (set inside the read's transaction).
+_READ_WORK_MEM: Final = "SET LOCAL work_mem = '256MB'"
 #: The k shown, by id (the lookup's only read of passage text).
 _SHOWN: Final = f"""
 SELECT {_CHUNK_COLUMNS} FROM passages p WHERE p.tenant_id = $1 AND p.id = ANY($2::text[])
@@ -510,6 +512,8 @@ class _Image:
     async def load(
         cls, conn: asyncpg.Connection, tenant_id: UUID, totals: asyncpg.Record
     ) -> _Image:
+        # Sorting a million ids by key spills past the default work_mem (4 MB) to disk.
+        await conn.execute(_READ_WORK_MEM)
         records = await conn.fetch(_IMAGE, tenant_id)
         n = len(records)
         size = int(totals["next_ordinal"])
