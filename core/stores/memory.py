@@ -61,8 +61,6 @@ class _Tenant:
 
     chunks: dict[str, StoredChunk] = field(default_factory=dict)
     lengths: dict[str, int] = field(default_factory=dict)
-    #: chunk id -> term -> tf (the forward index, to undo postings on delete).
-    forward: dict[str, dict[str, int]] = field(default_factory=dict)
     #: term -> chunk id -> tf; len() of a posting dict is the term's df.
     postings: dict[str, dict[str, int]] = field(default_factory=dict)
     sources: dict[str, set[str]] = field(default_factory=dict)
@@ -85,7 +83,6 @@ class _Tenant:
         else:
             length, tfs = passage_terms(chunk.text, self.profile)
             self.lengths[chunk.id] = length
-            self.forward[chunk.id] = dict(tfs)
             self.tokens += length
             for term, tf in tfs.items():
                 self.postings.setdefault(term, {})[chunk.id] = tf
@@ -99,7 +96,11 @@ class _Tenant:
         chunk = self.chunks.pop(chunk_id)
         self._unlink_entities(chunk)
         self.tokens -= self.lengths.pop(chunk_id)
-        for term in self.forward.pop(chunk_id):
+        # The passage's terms are its text tokenised again with this index's profile, not a
+        # stored forward index: that held one dict entry per (passage, term), about as much
+        # memory as the postings themselves, for deletes that are rare next to reads.
+        _, tfs = passage_terms(chunk.text, self.profile)
+        for term in tfs:
             posting = self.postings[term]
             del posting[chunk_id]
             if not posting:
