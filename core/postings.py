@@ -192,7 +192,8 @@ def postings_candidates(
     return LexicalCandidates(
         stats=stats,
         terms=tuple(terms),
-        ids=ids[selected],
+        id_pool=ids,
+        id_rows=selected,
         id_order=selected if id_rank is None else id_rank[selected],
         doc_lengths=doc_lengths[selected],
         tfs=tf_columns(postings, selected, n_rows),

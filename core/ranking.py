@@ -19,6 +19,7 @@ built only for the k that are returned.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -78,8 +79,13 @@ class LexicalCandidates(BaseModel):
     stats: CorpusStats
     #: The requested terms, distinct and sorted: the columns of ``tfs``.
     terms: tuple[str, ...] = ()
-    #: Chunk id per row (object array of str).
-    ids: npt.NDArray[np.object_] = Field(default_factory=lambda: np.empty(0, dtype=object))
+    #: Chunk ids (object array of str): one per row, or, with ``id_rows``, a pool they index.
+    #: (Pass ``ids=`` for the first form.) An unlimited read at a million passages would
+    #: otherwise copy a million ids (one reference count each, ~30 ms) that a screen rarely
+    #: reads; ``ids`` gathers them on first use.
+    id_pool: npt.NDArray[np.object_] = Field(default_factory=lambda: np.empty(0, dtype=object))
+    #: Row -> index into ``id_pool``; None when ``id_pool`` holds one id per row.
+    id_rows: npt.NDArray[np.int64] | None = None
     #: Integers ordered as the rows' chunk ids are (ties between scores compare these).
     id_order: npt.NDArray[np.int64] = Field(default_factory=_ints)
     #: Token count per row, repeats and all (stopwords excluded).
@@ -96,6 +102,9 @@ class LexicalCandidates(BaseModel):
     @classmethod
     def _columns_from_rows(cls, data: Any) -> Any:
         """``candidates=[LexicalCandidate, ...]`` (in truncation order) becomes columns."""
+        if isinstance(data, dict) and "ids" in data:
+            data = dict(data)
+            data["id_pool"] = data.pop("ids")
         if not isinstance(data, dict) or "candidates" not in data:
             return data
         data = dict(data)
@@ -109,7 +118,7 @@ class LexicalCandidates(BaseModel):
         terms: tuple[str, ...] = tuple(data["terms"])
         ids = np.empty(len(rows), dtype=object)
         ids[:] = [row.chunk.id for row in rows]
-        data["ids"] = ids
+        data["id_pool"] = ids
         data["id_order"] = id_order_of(ids)
         data["doc_lengths"] = _ints([row.doc_length for row in rows])
         tfs = np.zeros((len(rows), len(terms)), dtype=np.int64)
@@ -123,21 +132,29 @@ class LexicalCandidates(BaseModel):
 
     @model_validator(mode="after")
     def _columns_agree(self) -> LexicalCandidates:
-        n = len(self.ids)
+        n = len(self.id_order)
         if n == 0 and self.tfs.size == 0:
             object.__setattr__(self, "tfs", np.zeros((0, len(self.terms)), dtype=np.int64))
         if self.tfs.shape != (n, len(self.terms)):
             raise ValueError(f"tfs has shape {self.tfs.shape}, not ({n}, {len(self.terms)})")
-        if len(self.id_order) != n or len(self.doc_lengths) != n:
+        per_row = self.id_pool if self.id_rows is None else self.id_rows
+        if len(per_row) != n or len(self.doc_lengths) != n:
             raise ValueError("ids, id_order and doc_lengths must have one entry per row")
-        for array in (self.ids, self.id_order, self.doc_lengths, self.tfs):
+        for array in (per_row, self.id_order, self.doc_lengths, self.tfs):
             _frozen(array)
         if self.matching < n:
             object.__setattr__(self, "matching", n)
         return self
 
     def __len__(self) -> int:
-        return len(self.ids)
+        return len(self.id_order)
+
+    @cached_property
+    def ids(self) -> npt.NDArray[np.object_]:
+        """Chunk id per row (object array of str, read-only)."""
+        if self.id_rows is None:
+            return self.id_pool
+        return _frozen(self.id_pool[self.id_rows])
 
     def __eq__(self, other: object) -> bool:
         """Same statistics, same rows in the same order, same passages (ids equal, not approx)."""
@@ -183,14 +200,21 @@ class LexicalCandidates(BaseModel):
         """The first ``limit`` rows: exactly what a read with that limit hands over."""
         if limit < 0:
             raise ValueError(f"limit must be >= 0, got {limit}")
-        return self.model_copy(
+        ids = (
+            {"id_pool": self.id_pool[:limit]}
+            if self.id_rows is None
+            else {"id_rows": self.id_rows[:limit]}
+        )
+        head = self.model_copy(
             update={
-                "ids": self.ids[:limit],
+                **ids,
                 "id_order": self.id_order[:limit],
                 "doc_lengths": self.doc_lengths[:limit],
                 "tfs": self.tfs[:limit],
             }
         )
+        head.__dict__.pop("ids", None)  # the copy's own ids, not this list's cached ones
+        return head
 
     @property
     def candidates(self) -> list[LexicalCandidate]:

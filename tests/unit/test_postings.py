@@ -79,6 +79,9 @@ def test_the_kernel_selects_and_orders_rows_as_the_plain_reference_does(
     assert found.doc_lengths.tolist() == [int(lengths[r]) for r in expected]
     assert found.id_order.tolist() == [ranks[r] for r in expected]
     assert [c.chunk_index for c in found.chunks(range(len(found)))] == expected
+    head = found.head(limit // 2)  # after the ids were read: the head has its own
+    assert list(head.ids) == [f"id{r}" for r in expected[: limit // 2]]
+    assert len(head) == len(head.ids) == len(head.id_order)
 
 
 @settings(max_examples=100, deadline=None)
