@@ -62,6 +62,7 @@ import numpy as np
 import numpy.typing as npt
 
 from core.bm25 import CorpusStats
+from core.checkpoint import checkpoint
 from core.chunks import StoredChunk
 from core.entities import Entity
 from core.postings import EMPTY_POSTING, Posting, RowChunks, postings_candidates
@@ -1641,6 +1642,7 @@ async def _reindex(
         lengths: list[tuple[str, int]] = []
         written: list[tuple[int, Counter[str]]] = []
         for row in rows:
+            await checkpoint()  # other sessions' searches go first (core.checkpoint)
             length, tfs = passage_terms(row["text"], profile)
             lengths.append((row["id"], length))
             written.append((int(row["ordinal"]), tfs))
