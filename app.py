@@ -65,8 +65,8 @@ if SIGN_IN and not st.user.is_logged_in:  # every page: nothing is read before s
     st.stop()
 if SIGN_IN and signed_in_email() is None:
     st.error(
-        "Your sign-in worked, but the identity provider sent no e-mail address, and "
-        "workspaces are shared by e-mail. Ask for the `email` scope and claim."
+        "Your sign-in worked, but the identity provider sent no verified e-mail address, and "
+        "workspaces are shared by e-mail. Ask for the `email` scope and a verified address."
     )
     st.button("Sign out", key="sign_out", on_click=st.logout)
     st.stop()

@@ -25,6 +25,7 @@ from core.service import (
     RankedPassage,
     TruncationView,
 )
+from core.service import signed_in_email as proven_email
 
 #: Session key app.py sets right before it runs a screen: a screen run without it ran bare.
 FRAMED_KEY = "_framed"
@@ -52,11 +53,11 @@ def sign_in_configured() -> bool:
 
 
 def signed_in_email() -> str | None:
-    """The e-mail of the person signed in; None without sign-in or before signing in."""
+    """The verified e-mail of the person signed in (``core.service.signed_in_email``); None
+    without sign-in, before signing in, or when the provider proves no address."""
     if not sign_in_configured() or not st.user.is_logged_in:
         return None
-    email = st.user.get("email")
-    return email if isinstance(email, str) and email.strip() else None
+    return proven_email(st.user.to_dict())
 
 
 def current_service() -> LexplainService:

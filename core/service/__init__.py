@@ -32,6 +32,7 @@ from core.service.access import (
     WorkspaceAccess,
     WorkspaceGuard,
     local_mode,
+    signed_in_email,
 )
 from core.service.analysis import (
     NO_LIMIT,
@@ -120,4 +121,5 @@ __all__ = [
     "WorkspaceGuard",
     "compare_runs",
     "local_mode",
+    "signed_in_email",
 ]

@@ -20,7 +20,7 @@ local tool it always was: the raw store, every workspace visible.
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Final, Literal, Self
 from uuid import UUID
 
@@ -299,6 +299,22 @@ class AccessActions(StoreRunner):
         if self.user is None:
             return LinkedWorkspace(name=cleaned, outcome="create")
         return LinkedWorkspace(name=cleaned, outcome=NOT_FOUND_OR_NO_ACCESS)
+
+
+def signed_in_email(claims: Mapping[str, object]) -> str | None:
+    """The e-mail a sign-in proves, from the identity provider's claims; None if it proves none.
+
+    Workspaces are shared by e-mail, so an address the provider says it has NOT verified
+    (``email_verified`` false: some providers let anyone type any address) opens nothing;
+    a provider that sends no ``email_verified`` at all is trusted, as most corporate ones do.
+    """
+    email = claims.get("email")
+    if not isinstance(email, str) or claims.get("email_verified") in (False, "false"):
+        return None
+    try:
+        return member_email(email)
+    except ValueError:
+        return None
 
 
 #: Addresses only this machine reaches (Streamlit's default, no address, is every interface).

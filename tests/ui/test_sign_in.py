@@ -132,3 +132,14 @@ def test_without_sign_in_the_sidebar_says_who_can_reach_the_app() -> None:
     config.set_option("server.address", "0.0.0.0")
     at.run()
     assert any("anyone who can reach it" in t and "0.0.0.0" in t for t in texts(at))
+
+
+def test_an_address_the_provider_has_not_verified_opens_nothing() -> None:
+    ada = person()
+    get_service().for_user(ada).create_workspace(f"ada-{uuid.uuid4().hex[:6]}")
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.user = {"is_logged_in": True, "email": ada, "email_verified": False}
+    at.run()
+    no_exception(at)
+    assert any("no verified e-mail address" in e.value for e in at.error)
+    assert len(at.selectbox) == 0 and [b.label for b in at.button] == ["Sign out"]

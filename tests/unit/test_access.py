@@ -25,6 +25,7 @@ from core.service import (
     NoAccess,
     NotOwner,
     WorkspaceGuard,
+    signed_in_email,
 )
 from core.settings import Settings
 from core.stores.compliance import make_chunk
@@ -244,3 +245,20 @@ def test_a_signed_in_views_searches_count_as_pending_for_every_sessions_long_wor
     release.set()
     worker.join(10)
     assert seen == [1] and service._interactive.count == 0
+
+
+@pytest.mark.parametrize(
+    ("claims", "email"),
+    [
+        ({"email": " Ada@Example.org "}, ADA),
+        ({"email": ADA, "email_verified": True}, ADA),
+        ({"email": ADA, "email_verified": False}, None),
+        ({"email": ADA, "email_verified": "false"}, None),
+        ({"sub": "ada"}, None),
+        ({"email": "not an address"}, None),
+    ],
+)
+def test_only_an_address_the_provider_does_not_deny_verifying_opens_workspaces(
+    claims: dict[str, object], email: str | None
+) -> None:
+    assert signed_in_email(claims) == email
