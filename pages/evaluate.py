@@ -23,13 +23,14 @@ from core.service import (
     EvaluationComparison,
     EvaluationRun,
     JudgmentError,
+    LexplainService,
     QueryComparison,
     Ranker,
     RankerKind,
     RunSpec,
     compare_runs,
 )
-from pages.common import get_service, ndcg_histogram, offer_sample, screen, workspace
+from pages.common import ndcg_histogram, offer_sample, screen, workspace
 
 #: Session key of the chosen judgments: (label, queries bytes, qrels bytes).
 JUDGMENTS_KEY = "ev_judgments"
@@ -45,7 +46,7 @@ SEARCH_URL = "./"
 
 def use_sample() -> None:
     """Button callback: the sample's queries and judgments become the chosen judgments."""
-    queries, qrels = get_service().sample_judgments()
+    queries, qrels = LexplainService.sample_judgments()
     st.session_state[JUDGMENTS_KEY] = ("the sample's judgments (Cranfield)", queries, qrels)
 
 

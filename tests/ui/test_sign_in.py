@@ -143,3 +143,13 @@ def test_an_address_the_provider_has_not_verified_opens_nothing() -> None:
     no_exception(at)
     assert any("no verified e-mail address" in e.value for e in at.error)
     assert len(at.selectbox) == 0 and [b.label for b in at.button] == ["Sign out"]
+
+
+def test_no_screen_reaches_the_store_around_the_signed_in_view() -> None:
+    """Screens get the service from ``screen()`` (the person's guarded view); the process-wide
+    ``get_service()`` would see every workspace."""
+    pages = Path(APP).parent / "pages"
+    for path in sorted(pages.glob("*.py")):
+        if path.name not in {"common.py", "__init__.py"}:
+            assert "get_service" not in path.read_text(encoding="utf-8"), path.name
+    assert "get_service" not in Path(APP).read_text(encoding="utf-8")
