@@ -20,10 +20,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import gc
 import shlex
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TextIO
 
@@ -379,6 +381,32 @@ def db(args: argparse.Namespace, console: Console) -> int:
         embedded.release(data_dir)
 
 
+#: Allocations between young-generation collections while a load runs (CPython's default is
+#: 700: at 100k passages that was thousands of collections, most of them rescanning the read
+#: documents that live until the load ends).
+BULK_GC_THRESHOLD = 100_000
+
+
+@contextlib.contextmanager
+def _bulk_collection() -> Iterator[None]:
+    """Fewer, cheaper garbage collections while a load runs, restored afterwards.
+
+    The documents read stay alive for the whole load, and every full collection walked them
+    again: cProfile of a 20k-passage load put the collector at a fifth of the Python time.
+    They are frozen (moved out of the collector's generations, ``gc.freeze``) and collections
+    are made rarer. Rejected: ``gc.disable()`` for the load: cycles asyncio makes per write
+    (tasks, exceptions with tracebacks) would never be freed on a long load.
+    """
+    thresholds = gc.get_threshold()
+    gc.freeze()
+    gc.set_threshold(BULK_GC_THRESHOLD, *thresholds[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*thresholds)
+        gc.unfreeze()
+
+
 async def load_into(
     store: ChunkStore,
     paths: Sequence[Path],
@@ -395,14 +423,17 @@ async def load_into(
     await store.upsert_workspace(Workspace(tenant_id=tenant_id, name=workspace, profile=profile))
     with console.status("reading files"):
         uploads = collect_uploads(paths)
-    with Progress(
-        TextColumn("indexing"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-        transient=not console.is_terminal,
-    ) as progress:
+    with (
+        _bulk_collection(),
+        Progress(
+            TextColumn("indexing"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=console,
+            transient=not console.is_terminal,
+        ) as progress,
+    ):
         task = progress.add_task("indexing", total=None)
 
         def advance(done: int, total: int, row: DocumentRow) -> None:
