@@ -11,6 +11,7 @@ and compare every stored passage with the same load into the in-memory store.
 from __future__ import annotations
 
 import asyncio
+import gc
 import io
 import os
 import subprocess
@@ -139,6 +140,16 @@ async def test_a_folder_gets_folder_relative_source_ids_without_separators(tmp_p
     sources = [s.source_id for s in await store.list_sources(workspace_tenant_id("w"))]
     assert sources == ["memo.txt", "page.html", "readme.md", "sub__letter.docx", "sub__paper.pdf"]
     assert [w.name for w in await store.list_workspaces()] == ["w"]
+
+
+async def test_a_load_leaves_the_garbage_collector_as_it_found_it(tmp_path: Path) -> None:
+    thresholds, frozen = gc.get_threshold(), gc.get_freeze_count()
+    await load_into(
+        InMemoryChunkStore(), [mixed_folder(tmp_path)], "w", chunking=ChunkingOptions(),
+        extractor=None,
+    )  # fmt: skip
+    assert gc.get_threshold() == thresholds
+    assert gc.get_freeze_count() == frozen
 
 
 def test_a_rejected_file_makes_the_exit_status_one_and_its_reason_is_printed(
