@@ -74,14 +74,15 @@ class _Tenant:
     #: The columnar image queries read, rebuilt on the first read after a write.
     image: _Columns | None = None
 
-    def add(self, chunk: StoredChunk) -> None:
+    def add(self, chunk: StoredChunk, terms: tuple[int, dict[str, int]] | None = None) -> None:
+        """Index ``chunk``; ``terms`` is its ``passage_terms`` under this profile, if known."""
         self.version += 1
         previous = self.chunks.get(chunk.id)
         if previous is not None:
             # Same key means same source and text, so the terms are unchanged.
             self._unlink_entities(previous)
         else:
-            length, tfs = passage_terms(chunk.text, self.profile)
+            length, tfs = terms or passage_terms(chunk.text, self.profile)
             self.lengths[chunk.id] = length
             self.tokens += length
             for term, tf in tfs.items():
@@ -242,9 +243,19 @@ class InMemoryChunkStore:
         for entity in entities:
             check_name(entity.name, "entity")
         latest = {entity.entity_id: entity.model_copy() for entity in entities}
+        # Tokenising is most of a write's time: done before the lock, giving way to searches
+        # between passages (one group is up to thousands of passages; inside the lock it held
+        # the service's loop for a third of a second). Used only if the profile still holds.
+        profile = self._profile(tenant_id)
+        terms: dict[str, tuple[int, dict[str, int]]] = {}
+        for _, batch in checked:
+            for chunk in batch:
+                terms[chunk.id] = passage_terms(chunk.text, profile)
+                await checkpoint()
         removed = []
         with self._lock:
             tenant = self._tenant(tenant_id)
+            known = tenant.profile == profile
             tenant.entities.update(latest)
             for source_id, batch in checked:
                 keep = {chunk.id for chunk in batch}
@@ -252,7 +263,7 @@ class InMemoryChunkStore:
                 for orphan in orphans:
                     tenant.remove(orphan)
                 for chunk in batch:
-                    tenant.add(chunk)
+                    tenant.add(chunk, terms[chunk.id] if known else None)
                 removed.append(len(orphans))
         return removed
 
