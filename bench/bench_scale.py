@@ -644,7 +644,7 @@ def plot(results: list[dict[str, Any]]) -> None:
     for engine in ENGINES:
         rows = sorted(
             (r for r in results if r["engine"] == engine and "skipped" not in r
-             and r["corpus"] != "cranfield"),
+             and r["corpus"] != "cranfield" and "p50_1000" in r),
             key=lambda r: r["passages"],
         )  # fmt: skip
         if rows:
@@ -692,9 +692,13 @@ def main() -> None:
     parser.add_argument("--no-cranfield", action="store_true")
     parser.add_argument("--note", default="")
     parser.add_argument("--no-write", action="store_true", help="print the tables only")
+    parser.add_argument("--replot", action="store_true", help="redraw scale.png from scale.json")
     args = parser.parse_args()
     if args.child:
         print(json.dumps(child(*args.child)))
+        return
+    if args.replot:
+        plot(json.loads(RESULTS.read_text(encoding="utf-8")))
         return
     corpora = ([] if args.no_cranfield else ["cranfield"]) + args.sizes.split(",")
     started = time.perf_counter()
