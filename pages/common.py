@@ -267,7 +267,7 @@ def ndcg_histogram(runs: Sequence[EvaluationRun]) -> go.Figure:
 
 def offer_sample(service: LexplainService) -> None:
     """On an empty workspace: one click loads the sample collection."""
-    if service.list_sources(workspace=workspace()):
+    if not service.is_empty(workspace=workspace()):
         return
     slot = st.empty()
     with slot.container():

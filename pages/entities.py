@@ -19,7 +19,7 @@ st.title("Entities")
 st.caption(EXTRACTOR_LIMITS)
 entities = service.list_entities(workspace=ws)
 if not entities:
-    if not service.list_sources(workspace=ws):
+    if service.is_empty(workspace=ws):
         offer_sample(service)
     else:
         st.info(

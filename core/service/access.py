@@ -186,6 +186,10 @@ class WorkspaceGuard:
         await self._check(tenant_id)
         return await self._inner.corpus_summary(tenant_id)
 
+    async def passage_count(self, tenant_id: UUID) -> int:
+        await self._check(tenant_id)
+        return await self._inner.passage_count(tenant_id)
+
     async def doc_lengths(self, tenant_id: UUID) -> list[int]:
         await self._check(tenant_id)
         return await self._inner.doc_lengths(tenant_id)

@@ -150,6 +150,10 @@ class LibraryActions(StoreRunner):
             self.create_workspace(DEFAULT_WORKSPACE)
         return deleted
 
+    def is_empty(self, *, workspace: str) -> bool:
+        """Whether the workspace holds no passage (counted, never listed)."""
+        return self._call(self._store.passage_count(workspace_tenant_id(workspace))) == 0
+
     def list_sources(self, *, workspace: str) -> list[SourceSummary]:
         return self._call(self._store.list_sources(workspace_tenant_id(workspace)))
 

@@ -268,6 +268,8 @@ class ChunkStoreCompliance:
         assert await store.delete_by_tenant(gone) == len(CORPUS)
         assert await store.get_entities([entity.entity_id], gone) == []
         assert (await store.corpus_summary(gone)).passages == 0
+        assert await store.passage_count(gone) == 0
+        assert await store.passage_count(kept) == len(CORPUS)
         assert (await store.lexical_candidates(["ocean"], gone, 10)).stats.n_docs == 0
         assert await snapshot(store, kept) == before
         assert await store.delete_by_tenant(gone) == 0

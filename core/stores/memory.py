@@ -352,6 +352,10 @@ class InMemoryChunkStore:
                 vocabulary=len(tenant.postings),
             )
 
+    async def passage_count(self, tenant_id: UUID) -> int:
+        with self._lock:
+            return len(self._peek(tenant_id).chunks)
+
     async def doc_lengths(self, tenant_id: UUID) -> list[int]:
         with self._lock:
             return sorted(self._peek(tenant_id).lengths.values())

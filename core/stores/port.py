@@ -227,6 +227,14 @@ class ChunkStore(Protocol):
 
     async def corpus_summary(self, tenant_id: UUID) -> CorpusSummary: ...
 
+    async def passage_count(self, tenant_id: UUID) -> int:
+        """How many passages the tenant holds, without reading them (0 for an unknown tenant).
+
+        What a page asks on every run ("is this workspace empty?"); ``list_sources`` answered
+        it by listing every source, about 4 s a page at a million passages.
+        """
+        ...
+
     async def doc_lengths(self, tenant_id: UUID) -> list[int]:
         """Every passage's token length, ascending (for a histogram)."""
         ...

@@ -1198,6 +1198,15 @@ class PostgresChunkStore:
 
         return await self._run(read)
 
+    async def passage_count(self, tenant_id: UUID) -> int:
+        async def read(conn: asyncpg.Connection) -> int:
+            count = await conn.fetchval(
+                "SELECT passages FROM tenant_counters WHERE tenant_id = $1", tenant_id
+            )
+            return 0 if count is None else int(count)
+
+        return await self._run(read)
+
     async def doc_lengths(self, tenant_id: UUID) -> list[int]:
         async def read(conn: asyncpg.Connection) -> list[int]:
             rows = await conn.fetch(
