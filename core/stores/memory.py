@@ -12,6 +12,14 @@ that a single-machine exploration store does not need.
 Every chunk is deep-copied on the way in and on the way out: callers own what
 they pass and what they get back.
 
+A big corpus is millions of long-lived objects, and Python's cyclic collector walks all of
+them in every full collection: at a million passages a page run then paused ~2 s every other
+time (bench_browser). So once a store holds ``freeze_above`` passages, each new columnar image
+is followed by one full collection and ``gc.freeze()``: what is alive then — the corpus — is
+left out of later collections; garbage cycles are still collected first, so nothing leaks.
+Rejected: objects the collector does not track (a rewrite of every chunk), and raising the
+collector's thresholds (process-wide, and it only spaces the pauses out).
+
 A tenant is tokenised with its workspace's profile. ``reindex`` builds a whole new
 ``_Tenant`` outside the lock (yielding to the loop between batches, so searches
 keep running on the old one) and swaps it in under the lock if no write touched
@@ -23,6 +31,7 @@ the index but would show readers a half-stemmed corpus.
 from __future__ import annotations
 
 import copy
+import gc
 import heapq
 import threading
 from collections.abc import Sequence
@@ -196,10 +205,23 @@ def _copy(chunk: StoredChunk) -> StoredChunk:
     )
 
 
+#: Passages in a store from which a new columnar image freezes the collector (see the docstring);
+#: below it a full collection is short and freezing would not pay.
+FREEZE_ABOVE = 100_000
+
+
+def _settle_collector() -> None:
+    """Collect garbage cycles, then leave every object alive out of later collections."""
+    gc.unfreeze()
+    gc.collect()
+    gc.freeze()
+
+
 class InMemoryChunkStore:
     """``ChunkStore`` in process memory; nothing survives the process."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, freeze_above: int = FREEZE_ABOVE) -> None:
+        self._freeze_above = freeze_above
         self._lock = threading.Lock()
         self._tenants: dict[UUID, _Tenant] = {}
         self._workspaces: dict[UUID, Workspace] = {}
@@ -321,9 +343,15 @@ class InMemoryChunkStore:
                 avg_doc_length=tenant.tokens / n_docs if n_docs else 0.0,
                 doc_frequencies={t: len(tenant.postings.get(t, ())) for t in wanted},
             )
+            before = tenant.image
             columns = tenant.columns()
+            if columns is not before and self._passages() >= self._freeze_above:
+                _settle_collector()
             postings = [columns.postings.posting(term) for term in wanted]
         return columns.candidates(stats, wanted, postings, limit)
+
+    def _passages(self) -> int:
+        return sum(len(tenant.chunks) for tenant in self._tenants.values())
 
     async def list_sources(self, tenant_id: UUID) -> list[SourceSummary]:
         with self._lock:

@@ -104,3 +104,48 @@ def test_threads_replacing_one_source_leave_exactly_one_version_whole() -> None:
     terms = ["shared", "version0", "version1", "version2", "version3", "part7"]
     found = asyncio.run(store.lexical_candidates(terms, tenant, 1000))
     assert found.stats == corpus_stats([tokenize(c.text) for c in final], terms)
+
+
+class _Cycle:
+    """A garbage cycle: freed only by the cyclic collector, never by reference counts."""
+
+    def __init__(self) -> None:
+        self.me = self
+
+
+async def test_a_big_store_leaves_its_corpus_out_of_later_collections_and_frees_garbage_first() -> (
+    None
+):
+    """At a million passages every full collection walked the corpus (~2 s page pauses)."""
+    import gc
+    import weakref
+
+    store = InMemoryChunkStore(freeze_above=3)
+    tenant = uuid.uuid4()
+    try:
+        gc.unfreeze()
+        await store.upsert_many(
+            [make_chunk(tenant, f"s{i}", f"wing flutter {i}", 0) for i in range(4)]
+        )
+        garbage = _Cycle()
+        dead = weakref.ref(garbage)
+        del garbage
+        await store.lexical_candidates(["wing"], tenant, 10)
+        assert gc.get_freeze_count() > 0, "the corpus is still walked by every collection"
+        assert dead() is None, "a garbage cycle was frozen instead of collected"
+        frozen = gc.get_freeze_count()
+        await store.lexical_candidates(["flutter"], tenant, 10)  # same image: nothing again
+        assert gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()
+
+
+async def test_a_small_store_leaves_the_collector_alone() -> None:
+    import gc
+
+    gc.unfreeze()
+    store = InMemoryChunkStore()
+    tenant = uuid.uuid4()
+    await store.upsert_many([make_chunk(tenant, "s", "wing flutter", 0)])
+    await store.lexical_candidates(["wing"], tenant, 10)
+    assert gc.get_freeze_count() == 0
