@@ -268,12 +268,17 @@ class InMemoryChunkStore:
         # Tokenising is most of a write's time: done before the lock, giving way to searches
         # between passages (one group is up to thousands of passages; inside the lock it held
         # the service's loop for a third of a second). Used only if the profile still holds.
+        # Passages already stored keep their terms (same id, same text): a re-upload of an
+        # unchanged file tokenises nothing. The membership test runs without the lock; a
+        # stale answer only moves a tokenisation into ``add``, under the lock.
         profile = self._profile(tenant_id)
+        stored = self._peek(tenant_id).chunks
         terms: dict[str, tuple[int, dict[str, int]]] = {}
         for _, batch in checked:
             for chunk in batch:
-                terms[chunk.id] = passage_terms(chunk.text, profile)
-                await checkpoint()
+                if chunk.id not in stored:
+                    terms[chunk.id] = passage_terms(chunk.text, profile)
+                    await checkpoint()
         removed = []
         with self._lock:
             tenant = self._tenant(tenant_id)
@@ -285,7 +290,7 @@ class InMemoryChunkStore:
                 for orphan in orphans:
                     tenant.remove(orphan)
                 for chunk in batch:
-                    tenant.add(chunk, terms[chunk.id] if known else None)
+                    tenant.add(chunk, terms.get(chunk.id) if known else None)
                 removed.append(len(orphans))
         return removed
 
