@@ -11,7 +11,7 @@ results drawn) and a query typed into the open page (the rerun alone). Rejected:
 ``streamlit run`` and loading through the Upload page (hours at 1M, and it measures the
 upload, not the pages).
 
-    .venv/bin/python bench/bench_browser.py --passages 1000000     # prints a Markdown table
+    .venv/bin/python -m bench.bench_browser --passages 1000000     # prints a Markdown table
 """
 
 from __future__ import annotations
@@ -29,11 +29,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
+from bench import bench_scale
 
-import bench_scale  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 #: Queries timed per page (the synthetic corpus's first queries, as bench_scale uses them).
 QUERIES = 8
@@ -152,7 +150,15 @@ def main() -> None:
         return
     port = free_port()
     server = subprocess.Popen(
-        [sys.executable, __file__, "--passages", str(args.passages), "--serve", str(port)],
+        [
+            sys.executable,
+            "-m",
+            "bench.bench_browser",
+            "--passages",
+            str(args.passages),
+            "--serve",
+            str(port),
+        ],
         cwd=ROOT,
     )
     url = f"http://127.0.0.1:{port}"

@@ -9,7 +9,7 @@ drawn from the entity gold set (capitalised names everywhere: the extractor's wo
 Results go to the "Ingest" section of bench/README.md.
 
     source /tmp/devpg.env   # or any DATABASE_URL; uses (and drops) schema bench_ingest
-    .venv/bin/python bench/bench_ingest.py [--no-postgres]
+    .venv/bin/python -m bench.bench_ingest [--no-postgres]
 """
 
 from __future__ import annotations
@@ -19,18 +19,16 @@ import asyncio
 import json
 import os
 import random
-import sys
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from core.chunks import ChunkingOptions, workspace_tenant_id
+from core.indexing import UploadResult, index_uploads, read_upload
+from core.stores.memory import InMemoryChunkStore
+from core.stores.port import ChunkStore
 
-from core.chunks import ChunkingOptions, workspace_tenant_id  # noqa: E402
-from core.indexing import UploadResult, index_uploads, read_upload  # noqa: E402
-from core.stores.memory import InMemoryChunkStore  # noqa: E402
-from core.stores.port import ChunkStore  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 CRANFIELD = ROOT / "data" / "cranfield" / "corpus.jsonl"
 GOLD = ROOT / "tests" / "data" / "entities_gold.jsonl"

@@ -10,7 +10,7 @@ alike. Overlap = mean share of lexplain's top-10 that FTS also returns: ts_rank
 is not BM25, so this shows how different a ranking the built-in gives.
 
     source .ci/pg.sh && pg_start          # or any DATABASE_URL; uses schema bench_peer
-    .venv/bin/python bench/bench_postgres_peer.py
+    .venv/bin/python -m bench.bench_postgres_peer
 """
 
 from __future__ import annotations
@@ -19,22 +19,20 @@ import asyncio
 import json
 import os
 import statistics
-import sys
 import time
 from pathlib import Path
 from uuid import UUID
 
 import asyncpg
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from core.chunks import StoredChunk
+from core.evaluation import parse_qrels
+from core.metrics import ndcg_at_k
+from core.ranking import rank_chunks
+from core.stores.postgres import PostgresChunkStore
+from core.tokenize import tokenize
 
-from core.chunks import StoredChunk  # noqa: E402
-from core.evaluation import parse_qrels  # noqa: E402
-from core.metrics import ndcg_at_k  # noqa: E402
-from core.ranking import rank_chunks  # noqa: E402
-from core.stores.postgres import PostgresChunkStore  # noqa: E402
-from core.tokenize import tokenize  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 DATA = ROOT / "data" / "cranfield"
 #: Schema used by both engines (dropped before and after).

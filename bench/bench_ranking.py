@@ -10,8 +10,8 @@ are per query, one query at a time (an analyst's search), k = 10, p50/p95 over t
 
 Pyserini is left out: it needs a JVM and Lucene jars that this machine cannot fetch.
 
-    .venv/bin/uv pip install --python .venv/bin/python -r bench/requirements.txt
-    .venv/bin/python bench/bench_ranking.py          # prints a Markdown table
+    .venv/bin/uv pip install --python .venv/bin/python --require-hashes -r bench/requirements.lock
+    .venv/bin/python -m bench.bench_ranking          # prints a Markdown table
 """
 
 from __future__ import annotations
@@ -28,10 +28,9 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from core.tokenize import tokenize
 
-from core.tokenize import tokenize  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 DATA = ROOT / "data" / "cranfield"
 #: Results per query, as in the UI's default.
@@ -183,7 +182,10 @@ def main() -> None:
     rows = []
     for name in ENGINES:
         out = subprocess.run(
-            [sys.executable, __file__, "--engine", name], capture_output=True, text=True, check=True
+            [sys.executable, "-m", "bench.bench_ranking", "--engine", name],
+            capture_output=True,
+            text=True,
+            check=True,
         )
         rows.append(json.loads(out.stdout.strip().splitlines()[-1]))
     base = next(r for r in rows if r["name"] == "lexplain memory, limit 1000")

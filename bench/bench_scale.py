@@ -19,10 +19,10 @@ Build time includes tokenising (lexplain tokenises inside ``upsert_many``; bm25s
 rank-bm25 get ``core.tokenize`` timed in their build; tantivy tokenises itself). The
 PostgreSQL engines' RSS is the Python client's only; the server is not counted.
 
-    .venv/bin/uv pip install --python .venv/bin/python -r bench/requirements.txt
+    .venv/bin/uv pip install --python .venv/bin/python --require-hashes -r bench/requirements.lock
     source .ci/pg.sh && pg_start
-    .venv/bin/python bench/bench_scale.py            # writes bench/scale.json, README, PNG
-    .venv/bin/python bench/bench_scale.py --sizes 10000 --engines memory,bm25s   # quick
+    .venv/bin/python -m bench.bench_scale            # writes bench/scale.json, README, PNG
+    .venv/bin/python -m bench.bench_scale --sizes 10000 --engines memory,bm25s   # quick
 """
 
 from __future__ import annotations
@@ -42,11 +42,10 @@ from typing import Any
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from core.chunks import workspace_tenant_id
+from core.tokenize import tokenize
 
-from core.chunks import workspace_tenant_id  # noqa: E402
-from core.tokenize import tokenize  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 DATA = ROOT / "data" / "cranfield"
 README = ROOT / "bench" / "README.md"
@@ -490,7 +489,7 @@ def run(engines: list[str], corpora: list[str]) -> list[dict[str, Any]]:
             print(f"{engine} on {name} ...", file=sys.stderr, flush=True)
             try:
                 done = subprocess.run(
-                    [sys.executable, __file__, "--child", engine, name],
+                    [sys.executable, "-m", "bench.bench_scale", "--child", engine, name],
                     capture_output=True,
                     text=True,
                     timeout=CHILD_TIMEOUT,

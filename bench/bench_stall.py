@@ -11,8 +11,8 @@ loaded into another workspace; ``reindex`` another workspace re-indexed under th
 tokenizer profile. The long work restarts at once, so every measured
 search overlaps it. One run, ratios only: the machine is shared.
 
-    .venv/bin/python bench/bench_stall.py --store memory [--work evaluate|upload|reindex]
-    source .ci/pg.sh && pg_start && .venv/bin/python bench/bench_stall.py --store postgres
+    .venv/bin/python -m bench.bench_stall --store memory [--work evaluate|upload|reindex]
+    source .ci/pg.sh && pg_start && .venv/bin/python -m bench.bench_stall --store postgres
 """
 
 from __future__ import annotations
@@ -21,19 +21,17 @@ import argparse
 import json
 import os
 import statistics
-import sys
 import threading
 import time
 from pathlib import Path
 
+from pydantic import SecretStr
+
+from core.evaluation import parse_queries
+from core.service.facade import LexplainService
+from core.settings import Settings
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from pydantic import SecretStr  # noqa: E402
-
-from core.evaluation import parse_queries  # noqa: E402
-from core.service.facade import LexplainService  # noqa: E402
-from core.settings import Settings  # noqa: E402
 
 #: The workspace the benchmark loads Cranfield into.
 WORKSPACE = "bench-stall"

@@ -9,7 +9,7 @@ passage); its queries take 2-5 terms from ranks 50-20,000, so they hit long and
 short posting lists alike. Results go to the "Stores" section of bench/README.md.
 
     source .ci/pg.sh && pg_start          # or any DATABASE_URL; uses schema bench_stores
-    .venv/bin/python bench/bench_stores.py [--passages 100000]
+    .venv/bin/python -m bench.bench_stores [--passages 100000]
 """
 
 from __future__ import annotations
@@ -29,15 +29,14 @@ from uuid import UUID
 import asyncpg
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from core.chunks import StoredChunk
+from core.ranking import rank_chunks
+from core.stores.memory import InMemoryChunkStore
+from core.stores.port import ChunkStore
+from core.stores.postgres import PostgresChunkStore
+from core.tokenize import tokenize
 
-from core.chunks import StoredChunk  # noqa: E402
-from core.ranking import rank_chunks  # noqa: E402
-from core.stores.memory import InMemoryChunkStore  # noqa: E402
-from core.stores.port import ChunkStore  # noqa: E402
-from core.stores.postgres import PostgresChunkStore  # noqa: E402
-from core.tokenize import tokenize  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 #: The Cranfield collection shipped with the repository.
 DATA = ROOT / "data" / "cranfield"
