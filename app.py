@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from core.presentation import count, escape_text
+from core.analysis.presentation import count, escape_text
 from core.service import (
     DEFAULT_WORKSPACE,
     NOT_FOUND_OR_NO_ACCESS,

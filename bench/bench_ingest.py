@@ -23,8 +23,8 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from core.chunks import ChunkingOptions, workspace_tenant_id
-from core.indexing import UploadResult, index_uploads, read_upload
+from core.domain.chunks import ChunkingOptions, workspace_tenant_id
+from core.ingest.indexing import UploadResult, index_uploads, read_upload
 from core.stores.memory import InMemoryChunkStore
 from core.stores.port import ChunkStore
 

@@ -25,12 +25,12 @@ from uuid import UUID
 
 import asyncpg
 
-from core.chunks import StoredChunk
-from core.evaluation import parse_qrels
-from core.metrics import ndcg_at_k
-from core.ranking import rank_chunks
+from core.analysis.evaluation import parse_qrels
+from core.domain.chunks import StoredChunk
+from core.domain.metrics import ndcg_at_k
+from core.domain.ranking import rank_chunks
+from core.domain.tokenize import tokenize
 from core.stores.postgres import PostgresChunkStore
-from core.tokenize import tokenize
 
 ROOT = Path(__file__).resolve().parents[1]
 

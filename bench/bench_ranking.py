@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID
 
-from core.tokenize import tokenize
+from core.domain.tokenize import tokenize
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -50,8 +50,8 @@ def load() -> tuple[list[str], list[str], list[list[str]], list[list[str]]]:
 
 def engine_lexplain(limit: int) -> Callable[[], tuple[Callable[[list[str]], list[str]], Any]]:
     def build() -> tuple[Callable[[list[str]], list[str]], Any]:
-        from core.chunks import StoredChunk
-        from core.ranking import rank_chunks
+        from core.domain.chunks import StoredChunk
+        from core.domain.ranking import rank_chunks
         from core.stores.memory import InMemoryChunkStore
 
         ids, texts, _, _ = load()

@@ -16,7 +16,7 @@ new interpreter reading one JSONL file into a fresh PostgreSQL database) at up t
 README section ends with the issues' targets, computed from this run's figures.
 
 Build time includes tokenising (lexplain tokenises inside ``upsert_many``; bm25s and
-rank-bm25 get ``core.tokenize`` timed in their build; tantivy tokenises itself). The
+rank-bm25 get ``core.domain.tokenize`` timed in their build; tantivy tokenises itself). The
 PostgreSQL engines' RSS is the Python client's only; the server is not counted.
 
     .venv/bin/uv pip install --python .venv/bin/python --require-hashes -r bench/requirements.lock
@@ -42,8 +42,8 @@ from typing import Any
 
 import numpy as np
 
-from core.chunks import workspace_tenant_id
-from core.tokenize import tokenize
+from core.domain.chunks import workspace_tenant_id
+from core.domain.tokenize import tokenize
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -148,7 +148,7 @@ Built = tuple[dict[int, Search], Search | None, Opener | None]
 
 
 def _chunks(ids: list[str], texts: list[str]) -> list[Any]:
-    from core.chunks import StoredChunk
+    from core.domain.chunks import StoredChunk
 
     return [
         StoredChunk(
@@ -205,8 +205,8 @@ def evaluate_seconds(
 
 
 def _lexplain(store: Any, loop: asyncio.AbstractEventLoop, opener: Opener) -> Built:
-    from core.ranking import rank_chunks
-    from core.truncation import analyse_truncation
+    from core.analysis.truncation import analyse_truncation
+    from core.domain.ranking import rank_chunks
 
     def at(limit: int) -> Search:
         def search(terms: list[str]) -> object:
@@ -366,7 +366,7 @@ def load_command(ids: list[str], texts: list[str]) -> dict[str, Any]:
 
     import asyncpg
 
-    from core.chunks import workspace_tenant_id
+    from core.domain.chunks import workspace_tenant_id
     from core.stores.postgres import PostgresChunkStore
 
     dsn = os.environ["DATABASE_URL"]

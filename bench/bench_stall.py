@@ -27,7 +27,7 @@ from pathlib import Path
 
 from pydantic import SecretStr
 
-from core.evaluation import parse_queries
+from core.analysis.evaluation import parse_queries
 from core.service.facade import LexplainService
 from core.settings import Settings
 

@@ -29,12 +29,12 @@ from uuid import UUID
 import asyncpg
 import numpy as np
 
-from core.chunks import StoredChunk
-from core.ranking import rank_chunks
+from core.domain.chunks import StoredChunk
+from core.domain.ranking import rank_chunks
+from core.domain.tokenize import tokenize
 from core.stores.memory import InMemoryChunkStore
 from core.stores.port import ChunkStore
 from core.stores.postgres import PostgresChunkStore
-from core.tokenize import tokenize
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -34,11 +34,16 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from core import embedded
-from core.chunks import ChunkingOptions, workspace_tenant_id
-from core.entities import EntityExtractor, EntityListError, RuleBasedExtractor, load_entity_list
-from core.indexing import DocumentRow, IndexReport, UploadResult, index_uploads, read_upload
-from core.readers import (
+from core.domain.chunks import ChunkingOptions, workspace_tenant_id
+from core.domain.entities import (
+    EntityExtractor,
+    EntityListError,
+    RuleBasedExtractor,
+    load_entity_list,
+)
+from core.domain.tokenize import DEFAULT_PROFILE, Profile
+from core.ingest.indexing import DocumentRow, IndexReport, UploadResult, index_uploads, read_upload
+from core.ingest.readers import (
     ReadError,
     is_beir_folder,
     iter_supported_files,
@@ -48,10 +53,10 @@ from core.readers import (
     skipped_files,
 )
 from core.settings import Settings, describe_store, display_path
+from core.stores import embedded
 from core.stores.memory import InMemoryChunkStore
 from core.stores.port import ChunkStore, Workspace, member_email
 from core.stores.select import open_store
-from core.tokenize import DEFAULT_PROFILE, Profile
 
 #: Environment variable holding the default database URL.
 DATABASE_URL_ENV = "LEXPLAIN_DATABASE_URL"

@@ -16,7 +16,7 @@ import streamlit as st
 from streamlit.auth_util import get_secrets_auth_section
 from streamlit.runtime.pages_manager import PagesManager
 
-from core.presentation import escape_text, term_colours
+from core.analysis.presentation import escape_text, term_colours
 from core.service import (
     DEFAULT_WORKSPACE,
     SAMPLE_LABEL,

@@ -3,7 +3,7 @@
 Both rankings come from ONE candidate read (``service.compare``), so they share
 the statistics, tf and lengths and differ only in the formula: a what-if needs no
 re-index. The rankers are the workspace's BM25 (the seed constants), the textbook
-BM25 of ``core/classic.py``, and BM25 with the analyst's k1 and b. Query, k, limit,
+BM25 of ``core/domain/classic.py``, and BM25 with the analyst's k1 and b. Query, k, limit,
 the rankers, their parameters and the chosen passage live in the URL, so a link
 reproduces the view; a page per ranker pair was rejected (no side-by-side, no
 movement). Every number comes from core; the page only formats.
@@ -15,7 +15,7 @@ from typing import Any
 
 import streamlit as st
 
-from core.presentation import (
+from core.analysis.presentation import (
     FORMULA,
     IDF_FORMULAS,
     compare_explanations,
@@ -43,7 +43,7 @@ URL_MARKER = "_compare_url"
 #: How each ranker kind is offered.
 KIND_LABELS = {
     RankerKind.WORKSPACE: "workspace BM25 (k1 1.2, b 0.75)",
-    RankerKind.CLASSIC: "textbook BM25 (core/classic.py: k1 1.5, b 0.75, classic idf)",
+    RankerKind.CLASSIC: "textbook BM25 (core/domain/classic.py: k1 1.5, b 0.75, classic idf)",
     RankerKind.CUSTOM: "BM25 with your k1 and b",
 }
 #: Each side's URL names and defaults: kind, k1, b.

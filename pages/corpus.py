@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from core.presentation import escape_text, highlight_html, term_spans
+from core.analysis.presentation import escape_text, highlight_html, term_spans
 from core.service import TermInfo
 from pages.common import length_histogram, offer_sample, screen, workspace
 

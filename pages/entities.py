@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from core.presentation import Span, clip_end, escape_text, highlight_html
+from core.analysis.presentation import Span, clip_end, escape_text, highlight_html
 from core.service import EXAMPLE_WITH_NAMES, EXTRACTOR_LIMITS, PASSAGE_MARK
 from pages.common import offer_sample, screen, workspace
 

@@ -4,7 +4,7 @@ Runs A and B may also differ in ranker (the workspace's BM25, the textbook one, 
 BM25 with chosen k1/b) and in workspace (e.g. the plain and english profiles of the
 same files), shown with the same table, deltas and CSV. Every number comes from
 ``service.evaluate``/``service.evaluate_runs`` (one unlimited candidate read per query
-and workspace, sliced per limit, ranked per ranker, judged by ``core.evaluation``) and
+and workspace, sliced per limit, ranked per ranker, judged by ``core.analysis.evaluation``) and
 ``compare_runs`` (differences B − A). The result is kept in session state, so sorting
 the table or switching the metric does not re-run 225 queries; re-running on every
 rerun was rejected for that.
@@ -17,7 +17,7 @@ from urllib.parse import urlencode
 
 import streamlit as st
 
-from core.presentation import escape_text
+from core.analysis.presentation import escape_text
 from core.service import (
     MAX_K1,
     EvaluationComparison,
@@ -53,7 +53,7 @@ def use_sample() -> None:
 #: How each ranker kind is offered.
 RANKER_LABELS = {
     RankerKind.WORKSPACE: "workspace BM25",
-    RankerKind.CLASSIC: "textbook BM25 (core/classic.py)",
+    RankerKind.CLASSIC: "textbook BM25 (core/domain/classic.py)",
     RankerKind.CUSTOM: "BM25 with your k1 and b",
 }
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from core.presentation import (
+from core.analysis.presentation import (
     CANDIDATE_ORDER,
     FORMULA,
     IDF_FORMULA,

@@ -4,7 +4,7 @@ The store hands BM25 at most ``limit`` candidates, chosen by matched-term count
 then id, before scoring; this page puts the limited top-k beside the unlimited
 one, names what was cut and where it stood, and sweeps the limit. Every number
 comes from ``service.truncation`` (one unlimited candidate read, analysed by
-``core.truncation``); re-reading the store per slider position was rejected (a
+``core.analysis.truncation``); re-reading the store per slider position was rejected (a
 round trip per point, and two reads may see two snapshots). Query, k and limit
 live in the URL under the Search page's names, so a link reproduces the view.
 """
@@ -15,7 +15,7 @@ from typing import Any
 
 import streamlit as st
 
-from core.presentation import CANDIDATE_ORDER, TIE_NOTE, escape_text, stemming_line
+from core.analysis.presentation import CANDIDATE_ORDER, TIE_NOTE, escape_text, stemming_line
 from core.service import TruncationView
 from pages.common import (
     K_MAX,

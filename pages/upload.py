@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from core.presentation import escape_text
+from core.analysis.presentation import escape_text
 from core.service import ChunkingOptions
 from pages.common import screen, workspace
 

@@ -27,7 +27,7 @@ import asyncpg
 import pytest
 from hypothesis import HealthCheck, settings
 
-from core import embedded
+from core.stores import embedded
 from core.stores.postgres import PostgresChunkStore
 
 # Properties are checked for what they assert, not how fast one example runs: a per-example

@@ -22,10 +22,11 @@ Everything a page or test imports is re-exported here: ``from core.service impor
 
 from __future__ import annotations
 
-from core.chunks import ChunkingOptions
-from core.entities import EXTRACTOR_LIMITS
-from core.evaluation import EvaluationRun, JudgmentError
-from core.rankers import MAX_K1, Ranker, RankerKind, RankMovement
+from core.analysis.evaluation import EvaluationRun, JudgmentError
+from core.analysis.rankers import MAX_K1, Ranker, RankerKind, RankMovement
+from core.domain.chunks import ChunkingOptions
+from core.domain.entities import EXTRACTOR_LIMITS
+from core.domain.tokenize import Profile
 from core.service.access import (
     LinkedWorkspace,
     NotOwner,
@@ -69,7 +70,6 @@ from core.service.library import (
 from core.service.rankings import CompareView
 from core.service.runner import ProgressCallback
 from core.service.search import PassageView, RankedPassage, SearchResult
-from core.tokenize import Profile
 
 __all__ = [
     "DEFAULT_WORKSPACE",

@@ -26,9 +26,10 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict
 
-from core.chunks import StoredChunk, workspace_tenant_id
-from core.entities import Entity
-from core.ranking import LexicalCandidates
+from core.domain.chunks import StoredChunk, workspace_tenant_id
+from core.domain.entities import Entity
+from core.domain.ranking import LexicalCandidates
+from core.domain.tokenize import Profile
 from core.service.common import NOT_FOUND_OR_NO_ACCESS, NoAccess
 from core.service.library import LibraryActions
 from core.service.runner import StoreRunner
@@ -42,7 +43,6 @@ from core.stores.port import (
     Workspace,
     member_email,
 )
-from core.tokenize import Profile
 
 
 class NotOwner(PermissionError):

@@ -1,7 +1,7 @@
 """Truncation, why-not and evaluation: what the candidate limit costs, on real data.
 
-Each action reads a query's candidates once, unlimited, and lets ``core.truncation``
-or ``core.evaluation`` slice them per limit: the store's truncation order is
+Each action reads a query's candidates once, unlimited, and lets ``core.analysis.truncation``
+or ``core.analysis.evaluation`` slice them per limit: the store's truncation order is
 contract, so a slice is exactly a limited read. Reading once per limit was rejected
 (a round trip per limit, and two reads may see two snapshots).
 """
@@ -16,9 +16,7 @@ from typing import Final
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from core.checkpoint import checkpoint
-from core.chunks import StoredChunk, workspace_tenant_id
-from core.evaluation import (
+from core.analysis.evaluation import (
     EvaluationRun,
     JudgmentError,
     QueryScore,
@@ -27,8 +25,18 @@ from core.evaluation import (
     parse_qrels,
     parse_queries,
 )
-from core.rankers import Ranker, RankerKind, rank_with
-from core.ranking import LexicalCandidates
+from core.analysis.rankers import Ranker, RankerKind, rank_with
+from core.analysis.truncation import (
+    TruncationReport,
+    WhyNot,
+    analyse_truncation,
+    top_documents,
+    why_not,
+)
+from core.checkpoint import checkpoint
+from core.domain.chunks import StoredChunk, workspace_tenant_id
+from core.domain.ranking import LexicalCandidates
+from core.domain.tokenize import tokenize
 from core.service.common import (
     UNLIMITED,
     QueryView,
@@ -38,8 +46,6 @@ from core.service.common import (
     workspace_profile,
 )
 from core.service.runner import ProgressCallback, StoreRunner
-from core.tokenize import tokenize
-from core.truncation import TruncationReport, WhyNot, analyse_truncation, top_documents, why_not
 
 #: Separates a source id from a passage number (1-based) where a passage is named in words.
 PASSAGE_MARK = "#"

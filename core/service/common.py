@@ -13,11 +13,18 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict
 
-from core.chunks import StoredChunk, workspace_tenant_id
-from core.entities import Entity
+from core.analysis.truncation import UNLIMITED as UNLIMITED
+from core.domain.chunks import StoredChunk, workspace_tenant_id
+from core.domain.entities import Entity
+from core.domain.tokenize import (
+    DEFAULT_PROFILE,
+    STOPWORDS,
+    Profile,
+    raw_terms,
+    surface_terms,
+    tokenize,
+)
 from core.stores.port import ChunkStore
-from core.tokenize import DEFAULT_PROFILE, STOPWORDS, Profile, raw_terms, surface_terms, tokenize
-from core.truncation import UNLIMITED as UNLIMITED
 
 #: The workspace every fresh store starts with.
 DEFAULT_WORKSPACE = "default"

@@ -1,7 +1,7 @@
 """Corpus: the statistics behind every score, and a term browser.
 
 Counts and every passage length come from the store's listings; a term's idf is
-computed by ``core.bm25`` from the same whole-corpus statistics the ranker uses,
+computed by ``core.domain.bm25`` from the same whole-corpus statistics the ranker uses,
 never re-derived here.
 """
 
@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from core.bm25 import CorpusStats, inverse_document_frequency
-from core.chunks import StoredChunk, workspace_tenant_id
+from core.domain.bm25 import CorpusStats, inverse_document_frequency
+from core.domain.chunks import StoredChunk, workspace_tenant_id
+from core.domain.tokenize import raw_terms
 from core.service.common import UNLIMITED
 from core.service.runner import StoreRunner
 from core.stores.port import CorpusSummary
-from core.tokenize import raw_terms
 
 #: Most terms the corpus term browser lists for one prefix.
 TERM_BROWSER_LIMIT = 200

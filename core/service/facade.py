@@ -15,8 +15,7 @@ from uuid import UUID
 
 from pydantic import ValidationError
 
-from core.chunks import workspace_tenant_id
-from core.embedded import EmbeddedServerError
+from core.domain.chunks import workspace_tenant_id
 from core.service.access import AccessActions
 from core.service.analysis import AnalysisActions
 from core.service.common import DEFAULT_WORKSPACE
@@ -25,6 +24,7 @@ from core.service.library import LibraryActions
 from core.service.rankings import RankingsActions
 from core.service.search import SearchActions
 from core.settings import Settings, describe_store
+from core.stores.embedded import EmbeddedServerError
 from core.stores.port import ChunkStore, Workspace
 from core.stores.select import open_store
 

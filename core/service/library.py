@@ -1,6 +1,6 @@
 """Upload, sources, entities and workspaces: what a workspace holds and how it got there.
 
-Reading, cutting and extracting happen in ``core.indexing``; these actions run it on
+Reading, cutting and extracting happen in ``core.ingest.indexing``; these actions run it on
 the store's loop and turn its per-document rows into one report per file, the unit
 a user uploaded. Reporting per document was rejected: a BEIR file holds thousands.
 """
@@ -14,14 +14,14 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from core.chunks import ChunkingOptions, StoredChunk, workspace_tenant_id
-from core.entities import Entity
-from core.indexing import DocumentRow, IndexReport, UploadResult, index_uploads, read_upload
-from core.readers import DEFAULT_PARSE_LIMITS
+from core.domain.chunks import ChunkingOptions, StoredChunk, workspace_tenant_id
+from core.domain.entities import Entity
+from core.domain.tokenize import DEFAULT_PROFILE, Profile
+from core.ingest.indexing import DocumentRow, IndexReport, UploadResult, index_uploads, read_upload
+from core.ingest.readers import DEFAULT_PARSE_LIMITS
 from core.service.common import DEFAULT_WORKSPACE, NoAccess, entity_names
 from core.service.runner import ProgressCallback, StoreRunner
 from core.stores.port import EntitySummary, SourceSummary, Workspace
-from core.tokenize import DEFAULT_PROFILE, Profile
 
 #: The sample collection shipped with the repository (BEIR layout).
 SAMPLE_CORPUS = Path(__file__).resolve().parents[2] / "data" / "cranfield" / "corpus.jsonl"
@@ -218,7 +218,7 @@ class LibraryActions(StoreRunner):
         """Read, cut, extract and store each file; one report per file, errors in plain words.
 
         A bad file or document never stops the others; re-uploading a file replaces its
-        passages (``core.indexing``: one ``replace_source`` per document).
+        passages (``core.ingest.indexing``: one ``replace_source`` per document).
         """
         uploads = [
             read_upload(name, data, max_bytes=self.settings.max_upload_bytes)

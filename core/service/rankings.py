@@ -1,7 +1,7 @@
 """Compare rankings, and the tokenizer profile of a workspace.
 
 Compare reads a query's candidates ONCE and hands that one read to
-``core.rankers.compare_rankers``: both rankings share the statistics, tf and
+``core.analysis.rankers.compare_rankers``: both rankings share the statistics, tf and
 lengths, so a difference between them is a difference of formula, never of
 snapshot, and a what-if needs no re-index. The rejected alternative, one read
 per ranker, costs a round trip each and lets a concurrent write make two
@@ -15,9 +15,10 @@ from collections.abc import Callable
 
 from pydantic import ConfigDict
 
-from core.bm25 import ScoreExplanation
-from core.chunks import workspace_tenant_id
-from core.rankers import Ranker, RankingComparison, compare_rankers, explain_under
+from core.analysis.rankers import Ranker, RankingComparison, compare_rankers, explain_under
+from core.domain.bm25 import ScoreExplanation
+from core.domain.chunks import workspace_tenant_id
+from core.domain.tokenize import Profile
 from core.service.common import (
     QueryView,
     check_k_limit,
@@ -26,7 +27,6 @@ from core.service.common import (
     workspace_profile,
 )
 from core.service.runner import ProgressCallback, StoreRunner
-from core.tokenize import Profile
 
 
 class CompareView(QueryView):

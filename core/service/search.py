@@ -1,7 +1,7 @@
 """Search and explanations: one ranked list with the arithmetic behind every score.
 
 The actions read the store once per query (``lexical_candidates`` with the user's
-limit, which also counts what matched) and hand ``core.ranking`` the candidates;
+limit, which also counts what matched) and hand ``core.domain.ranking`` the candidates;
 nothing here scores. Re-reading unlimited to count the matches was rejected: two
 reads may see two snapshots and cost a second round trip.
 """
@@ -13,10 +13,11 @@ import io
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from core.bm25 import ScoreExplanation, explain_score
-from core.chunks import StoredChunk, workspace_tenant_id
-from core.entities import Entity
-from core.ranking import rank_chunks
+from core.domain.bm25 import ScoreExplanation, explain_score
+from core.domain.chunks import StoredChunk, workspace_tenant_id
+from core.domain.entities import Entity
+from core.domain.ranking import rank_chunks
+from core.domain.tokenize import tokenize
 from core.service.common import (
     UNLIMITED,
     QueryView,
@@ -27,7 +28,6 @@ from core.service.common import (
     workspace_profile,
 )
 from core.service.runner import StoreRunner
-from core.tokenize import tokenize
 
 
 class PassageView(BaseModel):

@@ -19,12 +19,12 @@ from uuid import UUID
 import pytest
 from pydantic import ValidationError
 
-from core.bm25 import corpus_stats
-from core.chunks import MAX_SOURCE_ID_CHARS, StoredChunk, chunk_id
-from core.entities import Entity
-from core.ranking import rank_chunks
+from core.domain.bm25 import corpus_stats
+from core.domain.chunks import MAX_SOURCE_ID_CHARS, StoredChunk, chunk_id
+from core.domain.entities import Entity
+from core.domain.ranking import rank_chunks
+from core.domain.tokenize import MAX_TERM_CHARS, Profile, tokenize
 from core.stores.port import ChunkStore, Workspace
-from core.tokenize import MAX_TERM_CHARS, Profile, tokenize
 
 PLAIN, ENGLISH = Profile.PLAIN, Profile.ENGLISH
 #: Both profiles, plain first.

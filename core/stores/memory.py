@@ -41,12 +41,13 @@ from uuid import UUID
 import numpy as np
 import numpy.typing as npt
 
-from core.bm25 import CorpusStats
 from core.checkpoint import checkpoint
-from core.chunks import StoredChunk
-from core.entities import Entity
-from core.postings import CsrPostings, Posting, postings_candidates
-from core.ranking import LexicalCandidates
+from core.domain.bm25 import CorpusStats
+from core.domain.chunks import StoredChunk
+from core.domain.entities import Entity
+from core.domain.postings import CsrPostings, Posting, postings_candidates
+from core.domain.ranking import LexicalCandidates
+from core.domain.tokenize import DEFAULT_PROFILE, Profile
 from core.stores.port import (
     CorpusSummary,
     EntitySummary,
@@ -61,7 +62,6 @@ from core.stores.port import (
     member_email,
     passage_terms,
 )
-from core.tokenize import DEFAULT_PROFILE, Profile
 
 
 @dataclass
@@ -146,7 +146,7 @@ class _Columns:
     Built on the first read after a write and kept until the next write, so the row of a
     passage is its rank in chunk-id order and ties between scores are integer compares.
     Every posting list becomes two int32 arrays (rows ascending, tf) in one pass, CSR-style
-    (``core.postings``, the kernel the PostgreSQL store shares). Building them lazily per
+    (``core.domain.postings``, the kernel the PostgreSQL store shares). Building them lazily per
     term was tried first: the first query to touch a common word then paid for its whole
     posting list in Python (tens of ms at 100k passages), which dominated p50.
     """

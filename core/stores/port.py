@@ -5,7 +5,7 @@ other's base, and mypy checks conformance structurally. The contract that types
 cannot say (orders, truncation, statistics over the whole corpus, isolation of
 returned objects) is held by ``core.stores.compliance``, one suite for all.
 
-Candidates cross the port as columns (``core.ranking.LexicalCandidates``): the corpus
+Candidates cross the port as columns (``core.domain.ranking.LexicalCandidates``): the corpus
 statistics; ``terms``, the requested terms distinct and sorted; one row per candidate in
 the truncation order (distinct requested terms matched desc, then chunk id asc) with
 ``ids`` (chunk id, object array), ``id_order`` (integers ordered as the ids, so the
@@ -25,10 +25,10 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from core.chunks import StoredChunk, chunk_id, source_id_problem, storable_text_problem
-from core.entities import Entity
-from core.ranking import LexicalCandidates
-from core.tokenize import DEFAULT_PROFILE, Profile, tokenize
+from core.domain.chunks import StoredChunk, chunk_id, source_id_problem, storable_text_problem
+from core.domain.entities import Entity
+from core.domain.ranking import LexicalCandidates
+from core.domain.tokenize import DEFAULT_PROFILE, Profile, tokenize
 
 #: Largest offset or index any store keeps (PostgreSQL bigint); larger ones are rejected everywhere.
 MAX_POSITION = 2**63 - 1

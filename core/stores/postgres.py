@@ -61,12 +61,13 @@ import asyncpg
 import numpy as np
 import numpy.typing as npt
 
-from core.bm25 import CorpusStats
 from core.checkpoint import checkpoint
-from core.chunks import StoredChunk
-from core.entities import Entity
-from core.postings import EMPTY_POSTING, Posting, RowChunks, postings_candidates
-from core.ranking import LexicalCandidates, candidate_scores, top_rows
+from core.domain.bm25 import CorpusStats
+from core.domain.chunks import StoredChunk
+from core.domain.entities import Entity
+from core.domain.postings import EMPTY_POSTING, Posting, RowChunks, postings_candidates
+from core.domain.ranking import LexicalCandidates, candidate_scores, top_rows
+from core.domain.tokenize import DEFAULT_PROFILE, Profile
 from core.stores.port import (
     ConnectionLost,
     CorpusSummary,
@@ -83,7 +84,6 @@ from core.stores.port import (
     member_email,
     passage_terms,
 )
-from core.tokenize import DEFAULT_PROFILE, Profile
 
 T = TypeVar("T")
 

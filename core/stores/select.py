@@ -14,8 +14,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from core import embedded
 from core.settings import Settings
+from core.stores import embedded
 from core.stores.port import ChunkStore
 from core.stores.postgres import PostgresChunkStore
 

@@ -24,9 +24,9 @@ from urllib.parse import urlencode
 import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
-from core.bm25 import corpus_stats, explain_score
-from core.readers import read_file
-from core.tokenize import tokenize
+from core.domain.bm25 import corpus_stats, explain_score
+from core.domain.tokenize import tokenize
+from core.ingest.readers import read_file
 from tests.fixtures.files import docx_bytes, pdf_bytes
 
 pytestmark = pytest.mark.e2e

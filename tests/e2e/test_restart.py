@@ -21,7 +21,7 @@ from urllib.parse import urlencode
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from core import embedded
+from core.stores import embedded
 
 # The browser fixture and helpers of the main browser test: one Chromium setup for both.
 from tests.e2e.test_browser import browser, free_port, open_workspace, settle

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from core import embedded
 from core.service import LexplainService, StoreUnavailable
 from core.settings import Settings
+from core.stores import embedded
 
 ROOT = Path(__file__).resolve().parents[2]
 #: The first Cranfield records: a real corpus, small enough to load twice per run.

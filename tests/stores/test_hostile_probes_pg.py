@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from core.chunks import ChunkingOptions, workspace_tenant_id
 from core.cli import load_into
+from core.domain.chunks import ChunkingOptions, workspace_tenant_id
 from core.stores.memory import InMemoryChunkStore
 from core.stores.postgres import PostgresChunkStore
 from tests.fixtures.probes import STORED_SOURCES, check_outcomes, outcomes_by_file, write_probes

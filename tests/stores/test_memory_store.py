@@ -10,11 +10,11 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from core.bm25 import corpus_stats
+from core.domain.bm25 import corpus_stats
+from core.domain.tokenize import tokenize
 from core.stores.compliance import ChunkStoreCompliance, make_chunk
 from core.stores.memory import InMemoryChunkStore
 from core.stores.port import ChunkStore
-from core.tokenize import tokenize
 
 
 class TestInMemoryChunkStore(ChunkStoreCompliance):

@@ -7,8 +7,8 @@ import io
 
 import pytest
 
-from core.chunks import workspace_tenant_id
 from core.cli import EXIT_UNUSABLE, main
+from core.domain.chunks import workspace_tenant_id
 from core.stores.port import Workspace
 from core.stores.postgres import PostgresChunkStore
 

@@ -7,6 +7,7 @@ import uuid
 import asyncpg
 import pytest
 
+from core.domain.tokenize import Profile
 from core.stores.compliance import ChunkStoreCompliance, corpus_chunks, make_chunk, snapshot
 from core.stores.memory import InMemoryChunkStore
 from core.stores.port import ChunkStore, Workspace, passage_terms
@@ -17,7 +18,6 @@ from core.stores.postgres import (
     PostgresChunkStore,
     _mergeable,
 )
-from core.tokenize import Profile
 from tests.stores.test_postgres_failures import assert_derived_tables_agree
 
 

@@ -21,10 +21,10 @@ from urllib.parse import parse_qsl
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core.bm25 import CorpusStats, ScoreExplanation, corpus_stats, explain_score
-from core.presentation import compare_explanations, escape_text
-from core.readers import read_file
-from core.tokenize import tokenize
+from core.analysis.presentation import compare_explanations, escape_text
+from core.domain.bm25 import CorpusStats, ScoreExplanation, corpus_stats, explain_score
+from core.domain.tokenize import tokenize
+from core.ingest.readers import read_file
 from pages.common import get_service
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -553,7 +553,14 @@ def test_pages_compute_no_numbers() -> None:
     """Pages format what core computed: no maths module, no formula module, in any page."""
     import ast
 
-    forbidden = {"math", "statistics", "numpy", "core.bm25", "core.ranking", "core.stores"}
+    forbidden = {
+        "math",
+        "statistics",
+        "numpy",
+        "core.domain.bm25",
+        "core.domain.ranking",
+        "core.stores",
+    }
     for path in [ROOT / "app.py", *sorted((ROOT / "pages").glob("*.py"))]:
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in ast.walk(tree):

@@ -1,6 +1,6 @@
 """The Compare rankings screen through AppTest: core's lists, movement, overlap and the URL.
 
-Expected numbers come from ``core.rankers.compare_rankers`` over the service's own
+Expected numbers come from ``core.analysis.rankers.compare_rankers`` over the service's own
 candidate read, never recomputed here and never hard-coded.
 """
 
@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core.presentation import escape_text
-from core.rankers import Ranker, compare_rankers
+from core.analysis.presentation import escape_text
+from core.analysis.rankers import Ranker, compare_rankers
 from core.service import SAMPLE_CORPUS
 
 APP = str(SAMPLE_CORPUS.parents[2] / "app.py")

@@ -18,21 +18,21 @@ from typing import Any
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core.chunks import ChunkingOptions, workspace_tenant_id
-from core.evaluation import (
+from core.analysis.evaluation import (
     EvaluationRun,
     documents_in_rank_order,
     evaluate_run,
     parse_qrels,
     parse_queries,
 )
-from core.indexing import index_uploads, read_upload
-from core.presentation import escape_text
-from core.ranking import LexicalCandidates, rank_chunks
+from core.analysis.presentation import escape_text
+from core.analysis.truncation import TruncationReport, analyse_truncation, why_not
+from core.domain.chunks import ChunkingOptions, workspace_tenant_id
+from core.domain.ranking import LexicalCandidates, rank_chunks
+from core.domain.tokenize import tokenize
+from core.ingest.indexing import index_uploads, read_upload
 from core.service import SAMPLE_CORPUS, SAMPLE_QRELS, SAMPLE_QUERIES
 from core.stores.memory import InMemoryChunkStore
-from core.tokenize import tokenize
-from core.truncation import TruncationReport, analyse_truncation, why_not
 from pages.common import get_service
 
 APP = str(SAMPLE_CORPUS.parents[2] / "app.py")

@@ -17,8 +17,9 @@ from typing import Any
 
 import pytest
 
-from core.chunks import workspace_tenant_id
-from core.entities import Entity
+from core.domain.chunks import workspace_tenant_id
+from core.domain.entities import Entity
+from core.domain.tokenize import Profile
 from core.service import (
     NOT_FOUND_OR_NO_ACCESS,
     LexplainService,
@@ -31,7 +32,6 @@ from core.settings import Settings
 from core.stores.compliance import make_chunk
 from core.stores.memory import InMemoryChunkStore
 from core.stores.port import ChunkStore, Workspace
-from core.tokenize import Profile
 
 ADA, BOB = "ada@example.org", "bob@example.org"
 FILE = ("wings.txt", b"Swept wings delay the onset of compressibility drag at high speed.")

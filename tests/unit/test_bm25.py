@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from core.bm25 import (
+from core.domain.bm25 import (
     BM25_B,
     BM25_K1,
     CorpusStats,

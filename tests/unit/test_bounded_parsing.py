@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from core import parse_worker
 from core.cli import collect_uploads
-from core.readers import (
+from core.ingest import parse_worker
+from core.ingest.readers import (
     DEFAULT_PARSE_LIMITS,
     MAX_INFLATED_BYTES,
     MAX_JSON_DEPTH,

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from core.chunks import (
+from core.domain.chunks import (
     ChunkingOptions,
     PassageMention,
     SourceDocument,

@@ -8,7 +8,7 @@ from uuid import UUID
 import pytest
 from pydantic import ValidationError
 
-from core.chunks import StoredChunk, chunk_id
+from core.domain.chunks import StoredChunk, chunk_id
 
 A = UUID("00000000-0000-0000-0000-00000000000a")
 B = UUID("00000000-0000-0000-0000-00000000000b")

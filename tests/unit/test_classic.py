@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from core.bm25 import CorpusStats, inverse_document_frequency
-from core.classic import BM25
+from core.domain.bm25 import CorpusStats, inverse_document_frequency
+from core.domain.classic import BM25
 
 CORPUS = [
     ["wing", "flutter", "wing", "body"],

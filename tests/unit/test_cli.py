@@ -21,16 +21,16 @@ from uuid import UUID
 
 import pytest
 
-from core import embedded
-from core.chunks import ChunkingOptions, workspace_tenant_id
 from core.cli import load_into, main
-from core.entities import RuleBasedExtractor, load_entity_list
-from core.ranking import rank_chunks
+from core.domain.chunks import ChunkingOptions, workspace_tenant_id
+from core.domain.entities import RuleBasedExtractor, load_entity_list
+from core.domain.ranking import rank_chunks
+from core.domain.tokenize import tokenize
 from core.settings import Settings
+from core.stores import embedded
 from core.stores.memory import InMemoryChunkStore
 from core.stores.port import ChunkStore
 from core.stores.select import open_store
-from core.tokenize import tokenize
 from tests.fixtures.files import docx_bytes, image_only_pdf_bytes, pdf_bytes
 
 ROOT = Path(__file__).resolve().parents[2]

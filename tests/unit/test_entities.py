@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from core.entities import (
+from core.domain.entities import (
     EXTRACTOR_LIMITS,
     Entity,
     EntityExtractor,

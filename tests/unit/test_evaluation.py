@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from core.evaluation import (
+from core.analysis.evaluation import (
     JudgmentError,
     documents_in_rank_order,
     evaluate_run,

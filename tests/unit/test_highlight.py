@@ -10,8 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core.bm25 import corpus_stats, explain_score
-from core.presentation import (
+from core.analysis.presentation import (
     CLIP_CHARS,
     chip_html,
     clip_end,
@@ -24,7 +23,8 @@ from core.presentation import (
     term_colours,
     term_spans,
 )
-from core.tokenize import tokenize
+from core.domain.bm25 import corpus_stats, explain_score
+from core.domain.tokenize import tokenize
 
 MARK = re.compile(r"<mark [^>]*data-term=\"([^\"]*)\"[^>]*>(.*?)</mark>")
 

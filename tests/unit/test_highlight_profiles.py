@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core.bm25 import IdfForm, TermContribution
-from core.presentation import idf_line, mark_counts, term_spans
-from core.tokenize import Profile, tokenize
+from core.analysis.presentation import idf_line, mark_counts, term_spans
+from core.domain.bm25 import IdfForm, TermContribution
+from core.domain.tokenize import Profile, tokenize
 
 ENGLISH = Profile.ENGLISH
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
-from core.chunks import ChunkingOptions, workspace_tenant_id
 from core.cli import load_into, main
+from core.domain.chunks import ChunkingOptions, workspace_tenant_id
 from core.service.facade import LexplainService
 from core.settings import Settings
 from core.stores.memory import InMemoryChunkStore

@@ -11,9 +11,9 @@ from uuid import UUID
 
 import pytest
 
-from core.chunks import ChunkingOptions, SourceDocument, StoredChunk, workspace_tenant_id
-from core.entities import Entity, RuleBasedExtractor, entity_id, load_entity_list
-from core.indexing import (
+from core.domain.chunks import ChunkingOptions, SourceDocument, StoredChunk, workspace_tenant_id
+from core.domain.entities import Entity, RuleBasedExtractor, entity_id, load_entity_list
+from core.ingest.indexing import (
     DocumentRow,
     IndexReport,
     UploadResult,

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from core.metrics import mrr, ndcg_at_k, recall_at_k
+from core.domain.metrics import mrr, ndcg_at_k, recall_at_k
 
 
 def test_mrr_of_a_hit_at_rank_one_is_one() -> None:

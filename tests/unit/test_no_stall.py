@@ -18,14 +18,14 @@ from uuid import uuid4
 import pytest
 
 from core.checkpoint import checkpoint, install
-from core.chunks import SourceDocument, StoredChunk
-from core.indexing import index_documents
+from core.domain.chunks import SourceDocument, StoredChunk
+from core.domain.tokenize import Profile
+from core.ingest.indexing import index_documents
 from core.service import RunSpec
 from core.service.facade import LexplainService
 from core.settings import Settings
 from core.stores.memory import InMemoryChunkStore
 from core.stores.port import Workspace
-from core.tokenize import Profile
 
 
 @pytest.fixture(scope="module")

@@ -18,10 +18,10 @@ import bm25s
 import numpy as np
 import pytest
 
-from core.bm25 import BM25_B, BM25_K1, corpus_stats
-from core.chunks import StoredChunk
-from core.ranking import LexicalCandidate, LexicalCandidates, RankedChunk, rank_chunks
-from core.tokenize import tokenize
+from core.domain.bm25 import BM25_B, BM25_K1, corpus_stats
+from core.domain.chunks import StoredChunk
+from core.domain.ranking import LexicalCandidate, LexicalCandidates, RankedChunk, rank_chunks
+from core.domain.tokenize import tokenize
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "cranfield"
 TENANT = UUID("00000000-0000-0000-0000-0000000000c1")

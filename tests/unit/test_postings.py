@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.bm25 import CorpusStats
-from core.chunks import StoredChunk
-from core.postings import (
+from core.domain.bm25 import CorpusStats
+from core.domain.chunks import StoredChunk
+from core.domain.postings import (
     EMPTY_POSTING,
     CsrPostings,
     Posting,

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import Stemmer
 
-from core.tokenize import STOPWORDS
+from core.domain.tokenize import STOPWORDS
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "cranfield"
 #: The issue's figures, to four places.

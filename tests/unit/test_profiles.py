@@ -6,7 +6,7 @@ import Stemmer
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core.tokenize import (
+from core.domain.tokenize import (
     DEFAULT_PROFILE,
     Profile,
     index_terms,

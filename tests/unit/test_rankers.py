@@ -9,12 +9,12 @@ from uuid import UUID
 import pytest
 from pydantic import ValidationError
 
-from core.bm25 import BM25_B, BM25_K1, IdfForm, corpus_stats
-from core.chunks import StoredChunk
-from core.classic import BM25
-from core.rankers import Ranker, RankerKind, compare_rankers, explain_under, rank_with
-from core.ranking import LexicalCandidate, LexicalCandidates, rank_chunks
-from core.tokenize import tokenize
+from core.analysis.rankers import Ranker, RankerKind, compare_rankers, explain_under, rank_with
+from core.domain.bm25 import BM25_B, BM25_K1, IdfForm, corpus_stats
+from core.domain.chunks import StoredChunk
+from core.domain.classic import BM25
+from core.domain.ranking import LexicalCandidate, LexicalCandidates, rank_chunks
+from core.domain.tokenize import tokenize
 
 TENANT = UUID("00000000-0000-0000-0000-000000000012")
 

@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core.bm25 import CorpusStats, QueryScorer, bm25_score
-from core.chunks import StoredChunk
-from core.ranking import LexicalCandidate, LexicalCandidates, rank_chunks
+from core.domain.bm25 import CorpusStats, QueryScorer, bm25_score
+from core.domain.chunks import StoredChunk
+from core.domain.ranking import LexicalCandidate, LexicalCandidates, rank_chunks
 
 TENANT = UUID("00000000-0000-0000-0000-000000000001")
 

@@ -14,8 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from core.chunks import storable_text_problem
-from core.readers import (
+from core.domain.chunks import storable_text_problem
+from core.ingest.readers import (
     DEFAULT_MAX_BYTES,
     MAX_SOURCE_ID_CHARS,
     ReadError,

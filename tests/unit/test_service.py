@@ -13,10 +13,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from core.bm25 import corpus_stats, explain_score, inverse_document_frequency
+from core.domain.bm25 import corpus_stats, explain_score, inverse_document_frequency
+from core.domain.tokenize import tokenize
 from core.service import SAMPLE_LABEL, LexplainService
 from core.settings import Settings, describe_store
-from core.tokenize import tokenize
 
 DOCS = {
     "a.txt": "Aeroelastic models of heated aircraft. Aeroelastic flutter of wings.",

@@ -14,8 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from core.chunks import ChunkingOptions, workspace_tenant_id
-from core.evaluation import (
+from core.analysis.evaluation import (
     EvaluationRun,
     JudgmentError,
     documents_in_rank_order,
@@ -23,13 +22,14 @@ from core.evaluation import (
     parse_qrels,
     parse_queries,
 )
-from core.indexing import UploadResult, index_uploads, read_upload
-from core.ranking import LexicalCandidates, rank_chunks
+from core.analysis.truncation import analyse_truncation, why_not
+from core.domain.chunks import ChunkingOptions, workspace_tenant_id
+from core.domain.ranking import LexicalCandidates, rank_chunks
+from core.domain.tokenize import tokenize
+from core.ingest.indexing import UploadResult, index_uploads, read_upload
 from core.service import SAMPLE_CORPUS, LexplainService, compare_runs
 from core.settings import Settings
 from core.stores.memory import InMemoryChunkStore
-from core.tokenize import tokenize
-from core.truncation import analyse_truncation, why_not
 
 #: Cranfield query 1: its unlimited top-10 reaches candidate #182, so small limits cut.
 QUERY = (

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from core.rankers import compare_rankers, rank_with
+from core.analysis.rankers import compare_rankers, rank_with
+from core.domain.tokenize import tokenize
 from core.service import (
     NO_LIMIT,
     LexplainService,
@@ -23,7 +24,6 @@ from core.service import (
     compare_runs,
 )
 from core.settings import Settings
-from core.tokenize import tokenize
 
 PLAIN, ENGLISH = "cranfield-plain", "cranfield-english"
 QUERY = "what similarity laws must be obeyed when constructing aeroelastic models of heated"
@@ -176,8 +176,8 @@ async def test_the_load_command_creates_a_workspace_with_the_profile_asked(
     tmp_path: Path,
 ) -> None:
 
-    from core.chunks import ChunkingOptions, workspace_tenant_id
     from core.cli import _parser, load_into
+    from core.domain.chunks import ChunkingOptions, workspace_tenant_id
     from core.stores.memory import InMemoryChunkStore
 
     folder = tmp_path

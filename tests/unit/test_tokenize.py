@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core.tokenize import MAX_TERM_CHARS, STOPWORDS, raw_terms, tokenize
+from core.domain.tokenize import MAX_TERM_CHARS, STOPWORDS, raw_terms, tokenize
 
 
 def test_stopwords_are_exactly_the_design_set() -> None:

@@ -9,12 +9,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core import truncation
-from core.bm25 import corpus_stats
-from core.chunks import StoredChunk
-from core.evaluation import documents_in_rank_order
-from core.ranking import LexicalCandidate, LexicalCandidates, rank_chunks
-from core.truncation import CandidateRow, analyse_truncation, top_documents, why_not
+from core.analysis import truncation
+from core.analysis.evaluation import documents_in_rank_order
+from core.analysis.truncation import CandidateRow, analyse_truncation, top_documents, why_not
+from core.domain.bm25 import corpus_stats
+from core.domain.chunks import StoredChunk
+from core.domain.ranking import LexicalCandidate, LexicalCandidates, rank_chunks
 
 TENANT = UUID("00000000-0000-0000-0000-0000000000f1")
 

@@ -29,8 +29,8 @@ from typing import Final
 
 from pydantic import BaseModel, ConfigDict
 
-from core.bm25 import IdfForm, ScoreExplanation, TermContribution
-from core.tokenize import (
+from core.domain.bm25 import IdfForm, ScoreExplanation, TermContribution
+from core.domain.tokenize import (
     DEFAULT_PROFILE,
     STOPWORDS,
     TERM_PATTERN,
@@ -57,7 +57,7 @@ _ESCAPES: Final = str.maketrans({c: f"&#{ord(c)};" for c in "&<>\"'\\`*_{}[]#|~$
 FORMULA: Final = "score = Σ over query terms idf(t) · tf·(k1+1) / (tf + k1·(1 − b + b·dl/avgdl))"
 #: The IDF, as the page prints it.
 IDF_FORMULA: Final = "idf(t) = ln(1 + (N − df + 0.5) / (df + 0.5))"
-#: The textbook IDF (core.classic), as the Compare screen prints it.
+#: The textbook IDF (core.domain.classic), as the Compare screen prints it.
 CLASSIC_IDF_FORMULA: Final = "idf(t) = ln((N − df + 0.5) / (df + 0.5))"
 #: The IDF formula of each form.
 IDF_FORMULAS: Final = {IdfForm.LUCENE: IDF_FORMULA, IdfForm.CLASSIC: CLASSIC_IDF_FORMULA}

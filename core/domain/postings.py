@@ -28,9 +28,9 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
-from core.bm25 import CorpusStats
-from core.chunks import StoredChunk
-from core.ranking import LexicalCandidates
+from core.domain.bm25 import CorpusStats
+from core.domain.chunks import StoredChunk
+from core.domain.ranking import LexicalCandidates
 
 #: One term's posting list: rows ascending (int32) and the term's tf in each (int32).
 Posting = tuple[npt.NDArray[np.int32], npt.NDArray[np.int32]]

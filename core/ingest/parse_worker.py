@@ -10,7 +10,7 @@ Why a long-lived worker fed over a pipe, not a process per file: ``multiprocessi
 spawn or forkserver re-imports the parent's ``__main__`` in every child (under Streamlit that
 is Streamlit's own command line, about a second per file), and fork copies a process full of
 threads (Streamlit's, the store's event loop). A worker started once with ``python -m
-core.parse_worker`` pays the interpreter and parser imports once (~0.2 s), then a normal file
+core.ingest.parse_worker`` pays the interpreter and parser imports once (~0.2 s), then a normal file
 costs one round trip. Its cost: a worker that survives a parse may keep memory fragmented, so
 one that grew past half its limit, or failed in any way, is replaced rather than reused.
 
@@ -46,7 +46,7 @@ CPU_GRACE_S = 5
 #: Length prefix of every message on the pipe: one unsigned 64-bit big-endian integer.
 _HEADER = struct.Struct(">Q")
 #: The project folder: the worker is started there so ``core`` is importable.
-_PROJECT_DIR = Path(__file__).resolve().parents[1]
+_PROJECT_DIR = Path(__file__).resolve().parents[2]
 
 
 class ParseRefused(Exception):
@@ -62,7 +62,7 @@ class _Worker:
 
     def __init__(self, memory_bytes: int) -> None:
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "core.parse_worker", str(memory_bytes)],
+            [sys.executable, "-m", "core.ingest.parse_worker", str(memory_bytes)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -145,7 +145,7 @@ atexit.register(shutdown)
 def run(
     kind: str, data: bytes, options: dict[str, Any], *, memory_bytes: int, seconds: float
 ) -> Any:
-    """``core.readers.parse_in_worker(kind, data, options)`` in a worker, within the limits.
+    """``core.ingest.readers.parse_in_worker(kind, data, options)`` in a worker, within the limits.
 
     Returns its JSON answer; raises ``ParseRefused`` with the worker's own refusal, or with
     a plain-words reason when the worker ran out of memory or time (it is then killed).
@@ -206,7 +206,7 @@ def _serve(memory_bytes: int) -> None:
     import docx  # noqa: F401  (imported once here, not on the first file)
     import pypdf  # noqa: F401
 
-    from core.readers import ReadError, parse_in_worker
+    from core.ingest.readers import ReadError, parse_in_worker
 
     stdin = sys.stdin.buffer
     stdout = sys.stdout.buffer

@@ -2,10 +2,10 @@
 
 Its IDF, ``ln((N - df + 0.5) / (df + 0.5))``, is zero or negative for a term in
 half the documents or more: a common query term then lowers a score. That is
-why the ranker uses Lucene's form (``core.bm25``), and why this class exists: to
+why the ranker uses Lucene's form (``core.domain.bm25``), and why this class exists: to
 show the difference on the analyst's own corpus. It is kept separate rather than
 a flag on the workspace's ranker, so the production ranking has no mode that can
-be left on; its arithmetic is nevertheless ``core.bm25.QueryScorer`` with the
+be left on; its arithmetic is nevertheless ``core.domain.bm25.QueryScorer`` with the
 classic IDF and these k1/b, so the Compare screen's "textbook BM25" over a
 candidate read and this class over a whole corpus cannot disagree.
 """
@@ -16,7 +16,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Final
 
-from core.bm25 import CorpusStats, IdfForm, QueryScorer, classic_idf
+from core.domain.bm25 import CorpusStats, IdfForm, QueryScorer, classic_idf
 
 #: The textbook's term-frequency saturation (Robertson et al., TREC-3 era).
 CLASSIC_K1: Final[float] = 1.5

@@ -26,8 +26,8 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from core.bm25 import CorpusStats, QueryScorer, ScoreExplanation, built
-from core.chunks import StoredChunk
+from core.domain.bm25 import CorpusStats, QueryScorer, ScoreExplanation, built
+from core.domain.chunks import StoredChunk
 
 #: Rows (positions in the truncation order) -> the caller's own copies of those passages.
 ChunkLookup = Callable[[Sequence[int]], list[StoredChunk]]

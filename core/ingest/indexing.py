@@ -27,7 +27,7 @@ from uuid import UUID
 from pydantic import BaseModel, ConfigDict, Field
 
 from core.checkpoint import checkpoint
-from core.chunks import (
+from core.domain.chunks import (
     ChunkingOptions,
     PassageMention,
     SourceDocument,
@@ -35,8 +35,8 @@ from core.chunks import (
     build_chunks,
     split_document,
 )
-from core.entities import Entity, EntityExtractor, RuleBasedExtractor
-from core.readers import DEFAULT_MAX_BYTES, LineProblem, ReadError, printable_name, read_file
+from core.domain.entities import Entity, EntityExtractor, RuleBasedExtractor
+from core.ingest.readers import DEFAULT_MAX_BYTES, LineProblem, ReadError, printable_name, read_file
 from core.stores.port import ChunkStore
 
 #: Documents written at once (a PostgreSQL store writes each in its own transaction and

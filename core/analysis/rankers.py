@@ -1,10 +1,10 @@
 """What-if rankers: the same candidate read ranked under other BM25 settings.
 
-Three rankers: the workspace's own BM25 (the module constants of ``core.bm25``,
-the only ones a store's ranking ever uses), the textbook BM25 of ``core.classic``
+Three rankers: the workspace's own BM25 (the module constants of ``core.domain.bm25``,
+the only ones a store's ranking ever uses), the textbook BM25 of ``core.domain.classic``
 (k1 1.5, b 0.75, the classic IDF that goes negative), and BM25 with k1 and b the
 analyst sets (Lucene's IDF). Each is a ``Ranker`` value, and every one of them
-scores through ``core.bm25.QueryScorer``, so a what-if differs from the
+scores through ``core.domain.bm25.QueryScorer``, so a what-if differs from the
 workspace's ranking in exactly the parameters it names and nothing else.
 
 Both sides of a comparison are computed here, in the domain, from ONE candidate
@@ -25,9 +25,9 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from core.bm25 import BM25_B, BM25_K1, IdfForm, QueryScorer, ScoreExplanation
-from core.classic import CLASSIC_B, CLASSIC_K1
-from core.ranking import LexicalCandidates, RankedChunk, rank_chunks
+from core.domain.bm25 import BM25_B, BM25_K1, IdfForm, QueryScorer, ScoreExplanation
+from core.domain.classic import CLASSIC_B, CLASSIC_K1
+from core.domain.ranking import LexicalCandidates, RankedChunk, rank_chunks
 
 #: Largest k1 a what-if accepts: beyond it saturation is effectively off, the numbers unreadable.
 MAX_K1: Final[float] = 100.0
@@ -38,7 +38,7 @@ class RankerKind(StrEnum):
 
     #: The workspace's own: k1 = BM25_K1, b = BM25_B, Lucene's IDF. What Search shows.
     WORKSPACE = "workspace"
-    #: ``core.classic``: k1 = 1.5, b = 0.75, the textbook IDF.
+    #: ``core.domain.classic``: k1 = 1.5, b = 0.75, the textbook IDF.
     CLASSIC = "classic"
     #: Lucene's IDF with the analyst's k1 and b.
     CUSTOM = "custom"

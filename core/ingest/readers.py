@@ -9,7 +9,7 @@ is worse than a refusal the analyst can act on.
 
 Recoveries that are safe and reported rather than refused (each adds a note):
 - NUL characters are removed and lone surrogates become U+FFFD: neither can be stored
-  (``core.chunks.storable_text_problem``) and neither carries meaning in text.
+  (``core.domain.chunks.storable_text_problem``) and neither carries meaning in text.
 - A few invalid bytes in otherwise UTF-8 text become U+FFFD; text that is not UTF-8 at all is
   decoded with the encoding charset-normalizer detects (Latin-1, cp1252, UTF-16 ...).
 - A malformed line of a JSONL corpus is skipped and reported; the good lines are kept.
@@ -26,7 +26,7 @@ Size: files over ``DEFAULT_MAX_BYTES`` (64 MiB, settable) are refused before par
 size in the message. A 50 MB text file loads (about 48,000 passages at the default size).
 
 Bounds that hold whatever a file says (``ParseLimits``; shown on the Upload page): PDF and DOCX
-are parsed in a worker process (``core.parse_worker``) capped at ``PARSE_MEMORY_BYTES`` of
+are parsed in a worker process (``core.ingest.parse_worker``) capped at ``PARSE_MEMORY_BYTES`` of
 address space and ``PARSE_SECONDS`` of wall-clock time, killed on breach; their text stops at
 ``MAX_TEXT_BYTES``; a DOCX whose members declare more than ``MAX_INFLATED_BYTES`` in total is
 refused before anything is inflated (and ``zipfile`` never inflates past a declared size: a
@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import codecs
 import io
-import json
 import re
 import unicodedata
 import zipfile
@@ -49,13 +48,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from core import parse_worker
-from core.chunks import (
+from core.domain.chunks import (
     MAX_SOURCE_ID_CHARS,
     SourceDocument,
     source_id_problem,
     storable_text_problem,
 )
+from core.ingest import parse_worker
+from core.ingest.jsonlines import MAX_JSON_DEPTH, JsonLineError, parse_json_line
 
 #: Largest file read by default; bigger ones are refused before any parsing.
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
@@ -135,11 +135,6 @@ _CHARSET_SNIFF_BYTES = 4096
 _META_CHARSET = re.compile(
     rb"<meta[^>]{0,200}?charset\s*=\s*[\"']?\s*([A-Za-z0-9_.:-]{1,40})", re.IGNORECASE
 )
-#: Deepest nesting of arrays and objects accepted in one JSON line (a BEIR record needs 1).
-MAX_JSON_DEPTH = 64
-#: What decides JSON nesting: strings (skipped whole, brackets inside them do not count) and
-#: the brackets themselves.
-_JSON_NESTING = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
 
 
 class ParseLimits(BaseModel):
@@ -567,45 +562,6 @@ def _bounded(
     except parse_worker.ParseRefused as exc:
         raise ReadError(exc.reason) from None
     return answer["text"], answer["title"], answer["metadata"], answer["notes"]
-
-
-class JsonLineError(ValueError):
-    """A JSON line that cannot be read; ``str()`` says why in plain words."""
-
-
-def _json_depth(text: str) -> int:
-    """The deepest nesting of arrays and objects in ``text`` (brackets inside strings ignored)."""
-    depth = deepest = 0
-    for token in _JSON_NESTING.finditer(text):
-        bracket = token.group()
-        if bracket in "[{":
-            depth += 1
-            deepest = max(deepest, depth)
-        elif bracket in "]}":
-            depth -= 1
-    return deepest
-
-
-def parse_json_line(text: str) -> Any:
-    """One JSON value, within ``MAX_JSON_DEPTH``; raises ``JsonLineError`` in plain words.
-
-    The nesting is measured before parsing (only when the line has enough brackets to be deep,
-    so ordinary records cost one ``count``): the stdlib parser recurses once per level and a
-    line of 100,000 ``[`` raised RecursionError. Integers of more than 4,300 digits are
-    Python's own limit (a ValueError that is not a JSONDecodeError).
-    """
-    if text.count("[") + text.count("{") > MAX_JSON_DEPTH:
-        depth = _json_depth(text)
-        if depth > MAX_JSON_DEPTH:
-            raise JsonLineError(f"nested {depth:,} levels deep; the limit is {MAX_JSON_DEPTH}")
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise JsonLineError(f"not valid JSON ({exc.msg})") from None
-    except RecursionError:
-        raise JsonLineError(f"nested more than {MAX_JSON_DEPTH} levels deep") from None
-    except ValueError:  # int() refuses more than sys.get_int_max_str_digits() digits
-        raise JsonLineError("holds a number with more than 4,300 digits") from None
 
 
 def _jsonl_documents(data: bytes, result: _Collector, *, prefix: str = "") -> None:

@@ -1,7 +1,7 @@
 """The BM25 formula, corpus statistics and the per-term explanation.
 
 Lucene's IDF, ``ln(1 + (N - df + 0.5) / (df + 0.5))``, is positive for every
-``0 <= df <= N``, so no clamping is needed; the textbook IDF (``core.classic``)
+``0 <= df <= N``, so no clamping is needed; the textbook IDF (``core.domain.classic``)
 goes negative for common terms, which makes explanations confusing. The
 ``(k1 + 1)`` factor stays in the numerator as in the BM25 papers; Lucene 8+ and
 Elasticsearch dropped it, so their scores are ours divided by 2.2, same order.
@@ -14,7 +14,7 @@ alternative, a fast scorer and a separate "explainer", is how explanations in
 other engines drift from the scores they claim to explain.
 
 ``QueryScorer`` takes k1, b and the IDF form as arguments so the what-if rankers
-(``core.rankers``) and the textbook class (``core.classic``) go through this same
+(``core.analysis.rankers``) and the textbook class (``core.domain.classic``) go through this same
 arithmetic; their defaults are the module constants, the only ones a store's own
 ranking ever uses. A second copy of the formula per ranker would be shorter to
 write and would let the what-if and the workspace's own score drift apart.

@@ -20,8 +20,8 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from core.metrics import mrr, ndcg_at_k, recall_at_k
-from core.readers import JsonLineError, parse_json_line
+from core.domain.metrics import mrr, ndcg_at_k, recall_at_k
+from core.ingest.jsonlines import JsonLineError, parse_json_line
 
 #: Largest relevance grade accepted (TREC and BEIR use 0-4; anything huge is a broken file).
 MAX_GRADE = 1_000_000

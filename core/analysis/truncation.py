@@ -30,9 +30,15 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict
 
-from core.bm25 import built
-from core.evaluation import documents_in_rank_order
-from core.ranking import LexicalCandidates, RankedChunk, candidate_scores, ranked_rows, top_rows
+from core.analysis.evaluation import documents_in_rank_order
+from core.domain.bm25 import built
+from core.domain.ranking import (
+    LexicalCandidates,
+    RankedChunk,
+    candidate_scores,
+    ranked_rows,
+    top_rows,
+)
 
 #: Points of the overlap-versus-limit sweep (plus the exact safe limit and the total).
 SWEEP_POINTS = 40
