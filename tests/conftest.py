@@ -10,6 +10,10 @@ session in a temporary folder. Only the store compliance suite and the parity te
 both (a module opts in by overriding ``database_url`` with ``both_database_urls``): they are
 what holds both major versions identical to the in-memory reference; everything else runs once,
 on the CI server, to keep the suite's time in check.
+
+A third server, a Citus cluster (a coordinator and two workers from scripts/citus.sh), is
+``citus_database_url``. Outside CI it is skipped when not started, since it needs a Citus
+build; in CI (``CI`` set) a missing cluster fails, for the same reason as above.
 """
 
 from __future__ import annotations
@@ -90,6 +94,22 @@ def ci_database_url() -> str:
             pytrace=False,
         )
     return url
+
+
+@pytest.fixture(scope="session")
+def citus_database_url() -> str:
+    """The coordinator of the Citus cluster scripts/test starts (LEXPLAIN_TEST_CITUS_URL)."""
+    url = os.environ.get("LEXPLAIN_TEST_CITUS_URL", "")
+    if url:
+        return url
+    how = (
+        "LEXPLAIN_TEST_CITUS_URL is not set, so the Citus tests cannot run. Use scripts/test "
+        "(it builds Citus once per machine and starts a cluster), or start one in your shell "
+        "with `source scripts/citus.sh && citus_start` and rerun pytest."
+    )
+    if os.environ.get("CI"):
+        pytest.fail(how, pytrace=False)
+    pytest.skip(how)
 
 
 @pytest.fixture(scope="session")
