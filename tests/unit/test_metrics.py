@@ -6,7 +6,14 @@ import math
 
 import pytest
 
-from core.domain.metrics import mrr, ndcg_at_k, recall_at_k
+from core.domain.metrics import (
+    average_precision,
+    judged_at_k,
+    mrr,
+    ndcg_at_k,
+    precision_at_k,
+    recall_at_k,
+)
 
 
 def test_mrr_of_a_hit_at_rank_one_is_one() -> None:
@@ -55,3 +62,28 @@ def test_empty_judgments_give_zero_everywhere() -> None:
 def test_a_negative_k_is_refused() -> None:
     with pytest.raises(ValueError):
         ndcg_at_k(["a"], {"a"}, -1)
+
+
+def test_precision_divides_by_k_even_when_fewer_results_came_back() -> None:
+    assert precision_at_k(["a", "x", "b"], {"a": 1, "b": 3}, 10) == 0.2
+    assert precision_at_k(["a"], {"a"}, 0) == 0.0
+
+
+def test_average_precision_counts_relevant_ids_never_found_as_zero() -> None:
+    # Hits at ranks 1 and 3 of 3 relevant: (1/1 + 2/3) / 3.
+    assert average_precision(["a", "x", "b"], {"a", "b", "c"}) == (1 + 2 / 3) / 3
+
+
+def test_unjudged_ids_count_as_not_relevant_but_lower_judged_at_k() -> None:
+    judgments = {"a": 2, "n": 0}
+    ranked = ["u", "a", "n", "v"]
+    assert precision_at_k(ranked, judgments, 4) == 0.25
+    assert judged_at_k(ranked, judgments, 4) == 0.5
+    assert judged_at_k(ranked, judgments, 10) == 0.5
+    assert judged_at_k([], judgments, 10) == 0.0
+
+
+def test_a_repeated_id_earns_nothing_the_second_time_in_any_metric() -> None:
+    assert precision_at_k(["a", "a"], {"a"}, 2) == 0.5
+    assert average_precision(["a", "a", "b"], {"a", "b"}) == (1 + 2 / 3) / 2
+    assert judged_at_k(["a", "a"], {"a"}, 2) == 0.5
