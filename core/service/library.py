@@ -17,7 +17,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from core.domain.chunks import ChunkingOptions, StoredChunk, workspace_tenant_id
 from core.domain.entities import Entity
 from core.domain.tokenize import DEFAULT_PROFILE, Profile
-from core.ingest.indexing import DocumentRow, IndexReport, UploadResult, index_uploads, read_upload
+from core.ingest.indexing import (
+    NOT_WRITTEN,
+    DocumentRow,
+    IndexReport,
+    UploadResult,
+    index_uploads,
+    read_upload,
+)
 from core.ingest.readers import DEFAULT_PARSE_LIMITS
 from core.service.common import DEFAULT_WORKSPACE, NoAccess, entity_names
 from core.service.runner import ProgressCallback, StoreRunner
@@ -289,7 +296,7 @@ def _file_reports(
     for name in dict.fromkeys(names):
         mine = rows.get(name, [])
         indexed = [r for r in mine if r.status == "indexed"]
-        rejected = [r.reason or "rejected" for r in mine if r.status == "rejected"]
+        rejected = [_reason(r, report.stopped) for r in mine if r.status == "rejected"]
         notes = [note for r in mine for note in r.notes]
         error = None
         if not indexed:
@@ -316,3 +323,10 @@ def _file_reports(
             )
         )
     return out
+
+
+def _reason(row: DocumentRow, stopped: str | None) -> str:
+    """A rejection's reason; for a document a stopped upload never wrote, why it stopped."""
+    if row.reason == NOT_WRITTEN and stopped is not None:
+        return f"not stored: {stopped}"
+    return row.reason or "rejected"

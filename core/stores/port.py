@@ -36,7 +36,16 @@ MAX_POSITION = 2**63 - 1
 MAX_EMAIL_CHARS = 254
 
 
-class ConnectionLost(RuntimeError):
+class StoreUnavailable(RuntimeError):
+    """A store could not do a call for a reason no document causes, after its own retries.
+
+    Its database is gone, out of a resource (connections, memory, lock slots, disk) or did not
+    answer in time. A write that raises it stored nothing. Callers writing many documents stop
+    and report instead of retrying document by document: every document would fail the same way.
+    """
+
+
+class ConnectionLost(StoreUnavailable):
     """A store lost its database while working and gave up after its retries.
 
     Raised instead of the driver's own errors (``InterfaceError: cannot call

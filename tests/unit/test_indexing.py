@@ -13,7 +13,9 @@ import pytest
 
 from core.domain.chunks import ChunkingOptions, SourceDocument, StoredChunk, workspace_tenant_id
 from core.domain.entities import Entity, RuleBasedExtractor, entity_id, load_entity_list
+from core.ingest import indexing
 from core.ingest.indexing import (
+    NOT_WRITTEN,
     DocumentRow,
     IndexReport,
     UploadResult,
@@ -22,6 +24,7 @@ from core.ingest.indexing import (
     read_upload,
 )
 from core.stores.memory import InMemoryChunkStore
+from core.stores.port import StoreUnavailable
 from tests.fixtures.files import docx_bytes, image_only_pdf_bytes, pdf_bytes
 
 TENANT = workspace_tenant_id("indexing tests")
@@ -29,7 +32,8 @@ SMALL = ChunkingOptions(size=200, overlap=30)
 
 
 class FailingStore(InMemoryChunkStore):
-    """The memory store, except that writing one source fails (as a lost database would)."""
+    """The memory store, except that writing one source fails with an error the store does
+    not classify as its own unavailability (so it may be the document's)."""
 
     def __init__(self, failing_source: str) -> None:
         super().__init__()
@@ -318,3 +322,71 @@ async def test_documents_are_written_in_one_batch_and_a_failed_batch_again_one_b
     assert store.batches[0] == [f"doc{i}" for i in range(12)]
     assert store.batches[1:] == [[f"doc{i}"] for i in range(12)]
     assert len(await store.list_sources(TENANT)) == 11
+
+
+class VanishingStore(FailingStore):
+    """A store whose database goes away after ``writes`` writes (every later one fails)."""
+
+    def __init__(self, writes: int, failing_source: str = "") -> None:
+        super().__init__(failing_source)
+        self.writes = writes
+
+    async def replace_sources(
+        self,
+        tenant_id: UUID,
+        sources: Sequence[tuple[str, Sequence[StoredChunk]]],
+        entities: Sequence[Entity] = (),
+    ) -> list[int]:
+        if len(self.batches) >= self.writes:
+            self.batches.append([source_id for source_id, _ in sources])
+            raise StoreUnavailable("the database did not answer (planted)")
+        return await super().replace_sources(tenant_id, sources, entities)
+
+
+def gliders(count: int) -> list[SourceDocument]:
+    return [
+        SourceDocument(source_id=f"doc{i}", text=f"Passage {i} about gliders and wings.")
+        for i in range(count)
+    ]
+
+
+async def test_an_unavailable_store_stops_the_load_instead_of_writing_one_document_at_a_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(indexing, "BATCH_PASSAGES", 4)
+    store = VanishingStore(writes=1)
+    seen: list[int] = []
+    report = await index_documents(
+        gliders(12), store, TENANT, concurrency=1, on_progress=lambda done, _, __: seen.append(done)
+    )
+    # The first group landed; the second failed whole and was not split; the third never ran.
+    assert store.batches == [[f"doc{i}" for i in range(4)], [f"doc{i}" for i in range(4, 8)]]
+    assert report.stopped == "the database did not answer (planted)"
+    assert [row.status for row in report.rows] == ["indexed"] * 4 + ["rejected"] * 8
+    assert {row.reason for row in report.rows[4:]} == {NOT_WRITTEN}
+    assert report.documents_indexed == 4 and report.not_written == 8
+    assert seen == list(range(1, 13))
+    assert len(await store.list_sources(TENANT)) == 4
+
+
+async def test_a_store_lost_during_the_one_by_one_writes_stops_there_and_keeps_what_landed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(indexing, "BATCH_PASSAGES", 6)
+    # The group fails on doc1's data, doc0 is written alone, then the store goes away.
+    store = VanishingStore(writes=2, failing_source="doc1")
+    report = await index_documents(gliders(12), store, TENANT, concurrency=1)
+    assert store.batches == [[f"doc{i}" for i in range(6)], ["doc0"], ["doc1"]]
+    assert [row.status for row in report.rows] == ["indexed"] + ["rejected"] * 11
+    assert report.not_written == 11 and report.stopped is not None
+
+
+async def test_a_stopped_load_with_writes_in_flight_reports_every_document_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(indexing, "BATCH_PASSAGES", 2)
+    store = VanishingStore(writes=3)
+    report = await index_documents(gliders(40), store, TENANT, concurrency=4)
+    assert [row.source_id for row in report.rows] == [f"doc{i}" for i in range(40)]
+    assert all(len(batch) == 2 for batch in store.batches)  # never one document alone
+    assert report.documents_indexed == 6 and report.not_written == 34
