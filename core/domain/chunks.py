@@ -15,6 +15,9 @@ so both stores refuse the same ids with the same words: PostgreSQL indexes sourc
 btree, whose entries cannot exceed about 2,700 bytes (512 characters are at most 2,048 bytes of
 UTF-8), while the in-memory store would keep any length. The alternative, letting each store
 fail its own way, gave a raw error naming an index in one store and silent success in the other.
+A source id holds no format character (zero-width, bidi controls): two ids that print alike
+must be one id (``core.domain.names``); refusing beats cleaning, which would break the match
+with a judgments file's ids.
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ from typing import Any, NamedTuple
 from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from core.domain.names import format_problem
 
 
 def chunk_id(source_id: str, text: str) -> str:
@@ -73,7 +78,7 @@ def source_id_problem(value: str) -> str | None:
             f"the source id is {len(value):,} characters long; the longest kept is"
             f" {MAX_SOURCE_ID_CHARS:,}"
         )
-    problem = storable_text_problem(value)
+    problem = storable_text_problem(value) or format_problem(value)
     return None if problem is None else f"the source id {problem}"
 
 

@@ -16,11 +16,12 @@ Recoveries that are safe and reported rather than refused (each adds a note):
 
 Source ids: an uploaded file's id is its base name (browsers send only that; a directory part
 in a name is either an old browser's full path or an attack, and not what the user calls the
-file), with control and bidi-override characters removed and any separator replaced; the
+file), with control and format characters (zero-width, bidi) removed and any separator replaced; the
 command line passes a folder-relative path, joined with "__" (``reports__q1.txt``) so ids never
 contain a path separator. A BEIR/JSONL corpus gives each record its ``_id`` unchanged (only
 control characters removed; a "/" stays, as in DBpedia ids), so relevance judgments (qrels
-``corpus-id``) match source ids; two corpora with overlapping ids belong in two workspaces.
+``corpus-id``) match source ids; two corpora with overlapping ids belong in two workspaces. An
+``_id`` with a format character is refused with its line (two such ids print alike and differ).
 
 Size: files over ``DEFAULT_MAX_BYTES`` (64 MiB, settable) are refused before parsing, with the
 size in the message. A 50 MB text file loads (about 48,000 passages at the default size).
@@ -54,6 +55,7 @@ from core.domain.chunks import (
     source_id_problem,
     storable_text_problem,
 )
+from core.domain.names import FORMAT_CATEGORY, format_problem
 from core.ingest import parse_worker
 from core.ingest.jsonlines import MAX_JSON_DEPTH, JsonLineError, parse_json_line
 
@@ -199,12 +201,13 @@ class ReadResult(BaseModel):
 
 
 def sanitise_source_id(name: str, *, keep_directories: bool = False) -> str:
-    """A readable source id from a file name: no control characters, no path separators.
+    """A readable source id from a file name: no control or format characters, no separators.
 
     ``keep_directories`` joins the directory parts with "__" instead of dropping them (for
     folder loads, where two files may share a base name).
     """
-    cleaned = _ID_UNSAFE.sub("", unicodedata.normalize("NFC", name)).replace("\\", "/")
+    visible = "".join(c for c in name if unicodedata.category(c) != FORMAT_CATEGORY)
+    cleaned = _ID_UNSAFE.sub("", unicodedata.normalize("NFC", visible)).replace("\\", "/")
     parts = [part.strip() for part in cleaned.split("/")]
     parts = [part for part in parts if part and part not in (".", "..")]
     if not keep_directories:
@@ -589,6 +592,11 @@ def _jsonl_documents(data: bytes, result: _Collector, *, prefix: str = "") -> No
             doc_id = str(doc_id)
         if not isinstance(doc_id, str) or not doc_id.strip():
             result.problem(number, 'no "_id" string — line skipped')
+            continue
+        invisible = format_problem(doc_id)
+        if invisible is not None:
+            # Two ids that print alike would differ; stripping it would break the qrels match.
+            result.problem(number, f"the _id {invisible} — line skipped")
             continue
         unstorable = storable_text_problem(doc_id)
         if unstorable is not None:

@@ -30,7 +30,7 @@ from core.domain.chunks import StoredChunk, workspace_tenant_id
 from core.domain.entities import Entity
 from core.domain.ranking import LexicalCandidates
 from core.domain.tokenize import Profile
-from core.service.common import NOT_FOUND_OR_NO_ACCESS, NoAccess
+from core.service.common import NOT_FOUND_OR_NO_ACCESS, NoAccess, lookalike
 from core.service.library import LibraryActions
 from core.service.runner import StoreRunner
 from core.stores.port import (
@@ -43,6 +43,9 @@ from core.stores.port import (
     Workspace,
     member_email,
 )
+
+#: The one string value of ``email_verified`` read as verified (some providers send strings).
+VERIFIED_STRING: Final = "true"
 
 
 class NotOwner(PermissionError):
@@ -122,7 +125,13 @@ class WorkspaceGuard:
         return await self._inner.upsert_entities(entities, tenant_id)
 
     async def upsert_workspace(self, workspace: Workspace) -> None:
-        """Rename a workspace of theirs, or create a new one that they own."""
+        """Rename a workspace of theirs, or create a new one that they own.
+
+        A name that looks like anyone's workspace (``lookalike``, over every workspace, not
+        only theirs) is refused like a name someone holds.
+        """
+        if lookalike(workspace.name, workspace.tenant_id, await self._inner.list_workspaces()):
+            raise NoAccess(f"the workspace name “{workspace.name}” is taken")
         if await self._inner.get_workspace(workspace.tenant_id) is None:
             workspace = Workspace(
                 tenant_id=workspace.tenant_id,
@@ -308,12 +317,15 @@ class AccessActions(StoreRunner):
 def signed_in_email(claims: Mapping[str, object]) -> str | None:
     """The e-mail a sign-in proves, from the identity provider's claims; None if it proves none.
 
-    Workspaces are shared by e-mail, so an address the provider says it has NOT verified
-    (``email_verified`` false: some providers let anyone type any address) opens nothing;
-    a provider that sends no ``email_verified`` at all is trusted, as most corporate ones do.
+    Workspaces are shared by e-mail, and some providers let anyone type any address, so only
+    an address the provider says it verified opens anything: ``email_verified`` the boolean
+    true, or the exact string "true" that some providers send. Anything else ("False", "0",
+    "no", 1, a missing claim) opens nothing: reading a missing claim as verified let any
+    account of a provider that never checks addresses claim anyone's workspaces.
     """
     email = claims.get("email")
-    if not isinstance(email, str) or claims.get("email_verified") in (False, "false"):
+    verified = claims.get("email_verified")
+    if not isinstance(email, str) or not (verified is True or verified == VERIFIED_STRING):
         return None
     try:
         return member_email(email)

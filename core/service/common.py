@@ -7,7 +7,7 @@ two screens came to disagree before.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, Final, Literal
 from uuid import UUID
 
@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict
 from core.analysis.truncation import UNLIMITED as UNLIMITED
 from core.domain.chunks import StoredChunk, workspace_tenant_id
 from core.domain.entities import Entity
+from core.domain.names import name_key
 from core.domain.tokenize import (
     DEFAULT_PROFILE,
     STOPWORDS,
@@ -24,7 +25,7 @@ from core.domain.tokenize import (
     surface_terms,
     tokenize,
 )
-from core.stores.port import ChunkStore
+from core.stores.port import ChunkStore, Workspace
 
 #: The workspace every fresh store starts with.
 DEFAULT_WORKSPACE = "default"
@@ -99,6 +100,16 @@ async def workspace_profile(store: ChunkStore, workspace: str) -> Profile:
         if known.tenant_id == tenant:
             return known.profile
     return DEFAULT_PROFILE
+
+
+def lookalike(name: str, tenant_id: UUID, known: Iterable[Workspace]) -> Workspace | None:
+    """Another workspace whose name a person cannot tell from ``name`` (same ``name_key``).
+
+    A look-alike of an existing name is taken, like the name itself: otherwise Bob creates a
+    "Ѕecret" (Cyrillic Ѕ) beside Alice's "Secret" and invites her to his.
+    """
+    key = name_key(name)
+    return next((w for w in known if w.tenant_id != tenant_id and name_key(w.name) == key), None)
 
 
 def empty_reason(terms: Sequence[str], matching: int, shown: int) -> EmptyReason | None:

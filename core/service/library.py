@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from core.domain.chunks import ChunkingOptions, StoredChunk, workspace_tenant_id
 from core.domain.entities import Entity
+from core.domain.names import format_problem
 from core.domain.tokenize import DEFAULT_PROFILE, Profile
 from core.ingest.indexing import (
     NOT_WRITTEN,
@@ -26,7 +27,7 @@ from core.ingest.indexing import (
     read_upload,
 )
 from core.ingest.readers import DEFAULT_PARSE_LIMITS
-from core.service.common import DEFAULT_WORKSPACE, NoAccess, entity_names
+from core.service.common import DEFAULT_WORKSPACE, NoAccess, entity_names, lookalike
 from core.service.runner import ProgressCallback, StoreRunner
 from core.stores.port import EntitySummary, SourceSummary, Workspace
 
@@ -118,6 +119,9 @@ class LibraryActions(StoreRunner):
             raise ValueError("a workspace name cannot be empty or only spaces")
         if any(unicodedata.category(c) == "Cc" for c in cleaned):
             raise ValueError("a workspace name cannot contain control characters (such as NUL)")
+        invisible = format_problem(cleaned)
+        if invisible is not None:
+            raise ValueError(f"a workspace name cannot hold invisible characters: it {invisible}")
         if len(cleaned) > WORKSPACE_NAME_MAX:
             raise ValueError(
                 f"a workspace name has at most {WORKSPACE_NAME_MAX} characters, "
@@ -131,8 +135,9 @@ class LibraryActions(StoreRunner):
         ``profile`` is the tokenizer every write and query of a NEW workspace uses; an
         existing workspace keeps its own (change it with ``change_profile``). With sign-in
         (``core.service.access``) the creator owns a new workspace, and a name someone else
-        holds is refused. Raises
-        ``ValueError`` (plain words) for a name ``workspace_name`` refuses.
+        holds is refused, and so is a name that looks like one (``lookalike``: "secret" or a
+        Cyrillic "Ѕecret" beside "Secret"). Raises ``ValueError`` (plain words) for a name
+        ``workspace_name`` refuses.
         """
         cleaned = self.workspace_name(name)
         workspace = Workspace(
@@ -140,6 +145,12 @@ class LibraryActions(StoreRunner):
             name=cleaned,
             profile=Profile(profile),
         )
+        # The workspaces this person sees, named; the signed-in guard checks everyone's.
+        seen = lookalike(cleaned, workspace.tenant_id, self._call(self._store.list_workspaces()))
+        if seen is not None:
+            raise ValueError(
+                f"the name “{cleaned}” is taken: it looks the same as “{seen.name}”; choose another"
+            )
         try:
             self._call(self._store.upsert_workspace(workspace))
         except NoAccess:

@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from core.domain.chunks import StoredChunk, chunk_id, source_id_problem, storable_text_problem
 from core.domain.entities import Entity
+from core.domain.names import format_problem
 from core.domain.ranking import LexicalCandidates
 from core.domain.tokenize import DEFAULT_PROFILE, Profile, tokenize
 
@@ -96,14 +97,28 @@ class TermFrequency(BaseModel):
     df: int = Field(ge=0)
 
 
+#: A-Z to a-z and nothing else: the only case folding an e-mail address gets.
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def email_key(value: str) -> str:
+    """An address as addresses are compared: trimmed, ASCII letters lower-cased, nothing else.
+
+    ``str.lower`` was rejected: it folds by compatibility too, so the Kelvin sign in
+    "\u212aate@example.org" became the "k" of kate@example.org, another person's address.
+    """
+    return value.strip().translate(_ASCII_LOWER)
+
+
 def member_email(value: str) -> str:
-    """An owner's or member's e-mail as every store keeps it: trimmed, lower case.
+    """An owner's or member's e-mail as every store keeps it: trimmed, ASCII lower case.
 
     ``ValueError`` in plain words for anything that is not one address (spaces, control
     characters, no or two ``@``, too long). Lower case because identity providers differ in
-    the case they return, and a member added as ``Ada@Example.org`` must match her sign-in.
+    the case they return, and a member added as ``Ada@Example.org`` must match her sign-in;
+    ASCII only (``email_key``), so no other character becomes a letter it resembles.
     """
-    cleaned = value.strip().lower()
+    cleaned = email_key(value)
     local, at, domain = cleaned.partition("@")
     if (
         not at
@@ -157,7 +172,7 @@ class Workspace(BaseModel):
         """Whether the signed-in ``email`` may open this workspace (its owner or a member)."""
         if email is None:
             return False
-        email = email.strip().lower()
+        email = email_key(email)
         return email == self.owner or email in self.members
 
 
@@ -328,9 +343,17 @@ def is_storable(value: str) -> bool:
 
 
 def check_name(name: str, what: str) -> None:
-    """Reject a name no store can hold; the Entity and Workspace models allow NUL."""
+    """Reject a name no store can hold; the Entity and Workspace models allow NUL.
+
+    A workspace name also refuses format characters (zero-width, bidi controls): invisible,
+    they make two names that print alike. Entity names keep them (a zero-width non-joiner
+    spells Persian words), and the models allow them so that a stored name stays readable.
+    """
     if not is_storable(name):
         raise ValueError(f"{what} name {name!r} contains a NUL or a lone surrogate")
+    problem = format_problem(name) if what == "workspace" else None
+    if problem is not None:
+        raise ValueError(f"{what} name {name!r} {problem}")
 
 
 def distinct_terms(terms: Iterable[str]) -> list[str]:

@@ -35,7 +35,10 @@ WORKSPACE = "ada-private"
 @pytest.fixture(scope="module")
 def provider() -> Iterator[str]:
     """The OpenID Connect provider's issuer URL (loopback, a free port)."""
-    people = [User(sub="ada", claims={"email": ADA}), User(sub="bob", claims={"email": BOB})]
+    people = [
+        User(sub=name, claims={"email": email, "email_verified": True})
+        for name, email in (("ada", ADA), ("bob", BOB))
+    ]
     with run_server_in_thread(port=0, user_claims=people) as server:
         yield f"http://localhost:{server.server_port}"
 

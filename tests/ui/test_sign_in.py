@@ -29,7 +29,11 @@ def person() -> str:
 
 def as_user(email: str | None, *, ws: str | None = None) -> AppTest:
     at = AppTest.from_file(APP, default_timeout=60)
-    at.user = {"is_logged_in": False} if email is None else {"is_logged_in": True, "email": email}
+    at.user = (
+        {"is_logged_in": False}
+        if email is None
+        else {"is_logged_in": True, "email": email, "email_verified": True}
+    )
     if ws is not None:
         at.query_params["ws"] = ws
     return at.run()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import re
 import threading
 import time
 import uuid
@@ -31,7 +32,7 @@ from core.service import (
 from core.settings import Settings
 from core.stores.compliance import make_chunk
 from core.stores.memory import InMemoryChunkStore
-from core.stores.port import ChunkStore, Workspace
+from core.stores.port import ChunkStore, Workspace, member_email
 
 ADA, BOB = "ada@example.org", "bob@example.org"
 FILE = ("wings.txt", b"Swept wings delay the onset of compressibility drag at high speed.")
@@ -250,15 +251,112 @@ def test_a_signed_in_views_searches_count_as_pending_for_every_sessions_long_wor
 @pytest.mark.parametrize(
     ("claims", "email"),
     [
-        ({"email": " Ada@Example.org "}, ADA),
+        ({"email": " Ada@Example.org ", "email_verified": True}, ADA),
         ({"email": ADA, "email_verified": True}, ADA),
+        ({"email": ADA, "email_verified": "true"}, ADA),
         ({"email": ADA, "email_verified": False}, None),
         ({"email": ADA, "email_verified": "false"}, None),
-        ({"sub": "ada"}, None),
-        ({"email": "not an address"}, None),
+        ({"email": ADA, "email_verified": "False"}, None),
+        ({"email": ADA, "email_verified": "0"}, None),
+        ({"email": ADA, "email_verified": "no"}, None),
+        ({"email": ADA, "email_verified": "TRUE"}, None),
+        ({"email": ADA, "email_verified": 1}, None),
+        ({"email": ADA, "email_verified": None}, None),
+        ({"email": ADA}, None),
+        ({"sub": "ada", "email_verified": True}, None),
+        ({"email": "not an address", "email_verified": True}, None),
     ],
 )
-def test_only_an_address_the_provider_does_not_deny_verifying_opens_workspaces(
+def test_only_an_address_the_provider_says_it_verified_opens_workspaces(
     claims: dict[str, object], email: str | None
 ) -> None:
     assert signed_in_email(claims) == email
+
+
+KELVIN_KATE = "\u212aate@example.org"  # KELVIN SIGN, which str.lower() turns into "k"
+
+
+def test_an_address_is_lower_cased_in_ascii_only_never_folded_into_another() -> None:
+    assert signed_in_email({"email": KELVIN_KATE, "email_verified": True}) == KELVIN_KATE
+    assert member_email(" KATE@Example.ORG ") == "kate@example.org"
+    assert member_email(KELVIN_KATE) != "kate@example.org"
+    kates = Workspace(tenant_id=uuid.uuid4(), name="k", owner="kate@example.org")
+    assert kates.admits("Kate@example.org") and not kates.admits(KELVIN_KATE)
+
+
+def test_a_kelvin_sign_address_does_not_open_kates_workspace(service: LexplainService) -> None:
+    kate = service.for_user("kate@example.org")
+    kate.create_workspace("kate-notes")
+    impostor = service.for_user(KELVIN_KATE)
+    assert impostor.list_workspaces() == []
+    with pytest.raises(NoAccess):
+        impostor.search("wings", workspace="kate-notes")
+
+
+SECRET_LOOK_ALIKES = [
+    "secret",
+    "SECRET",
+    "\u0405ecret",  # CYRILLIC CAPITAL LETTER DZE
+    "S\u0435cret",  # CYRILLIC SMALL LETTER IE
+    "Sec\u0433et",  # CYRILLIC SMALL LETTER GHE
+]
+
+
+@pytest.mark.parametrize("look_alike", SECRET_LOOK_ALIKES)
+def test_a_name_that_looks_like_someone_elses_workspace_is_taken(
+    service: LexplainService, look_alike: str
+) -> None:
+    alice, bob = service.for_user("alice@example.org"), service.for_user(BOB)
+    alice.create_workspace("Secret")
+    with pytest.raises(ValueError, match="taken"):
+        bob.create_workspace(look_alike)
+    assert bob.list_workspaces() == []
+    assert service.list_workspaces() == ["Secret", "default"]
+
+
+@pytest.mark.parametrize("look_alike", SECRET_LOOK_ALIKES)
+def test_without_sign_in_a_look_alike_name_is_taken_and_names_the_one_it_copies(
+    service: LexplainService, look_alike: str
+) -> None:
+    service.create_workspace("Secret")
+    with pytest.raises(ValueError, match="taken: it looks the same as “Secret”"):
+        service.create_workspace(look_alike)
+    assert service.create_workspace("Secret") == "Secret"  # the name itself opens it
+    assert service.list_workspaces() == ["Secret", "default"]
+
+
+def test_a_decomposed_accent_is_the_same_workspace_as_the_composed_one(
+    service: LexplainService,
+) -> None:
+    alice, bob = service.for_user("alice@example.org"), service.for_user(BOB)
+    alice.create_workspace("Caf\u00e9")
+    with pytest.raises(ValueError, match="taken"):
+        bob.create_workspace("Cafe\u0301")
+    assert bob.list_workspaces() == []
+
+
+@pytest.mark.parametrize(
+    ("name", "named"),
+    [
+        ("Secret\u200b", "U+200B (ZERO WIDTH SPACE)"),
+        ("Se\u200ccret", "U+200C (ZERO WIDTH NON-JOINER)"),
+        ("\u202eSecret", "U+202E (RIGHT-TO-LEFT OVERRIDE)"),
+        ("Secret\u2069", "U+2069 (POP DIRECTIONAL ISOLATE)"),
+    ],
+)
+def test_a_workspace_name_with_an_invisible_character_is_refused_naming_it(
+    service: LexplainService, name: str, named: str
+) -> None:
+    for who in (service, service.for_user(ADA)):
+        with pytest.raises(ValueError, match=re.escape(named)):
+            who.create_workspace(name)
+        with pytest.raises(ValueError, match="invisible"):
+            who.linked_workspace(name)
+    assert service.list_workspaces() == ["default"]
+
+
+async def test_a_store_refuses_a_workspace_name_with_a_format_character() -> None:
+    store = InMemoryChunkStore()
+    with pytest.raises(ValueError, match="U\\+200B"):
+        await store.upsert_workspace(Workspace(tenant_id=uuid.uuid4(), name="Secret\u200b"))
+    assert await store.list_workspaces() == []

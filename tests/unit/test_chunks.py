@@ -8,7 +8,7 @@ from uuid import UUID
 import pytest
 from pydantic import ValidationError
 
-from core.domain.chunks import StoredChunk, chunk_id
+from core.domain.chunks import StoredChunk, chunk_id, source_id_problem
 
 A = UUID("00000000-0000-0000-0000-00000000000a")
 B = UUID("00000000-0000-0000-0000-00000000000b")
@@ -71,3 +71,10 @@ def test_metadata_must_be_plain_json() -> None:
         make(metadata={"when": object()})
     with pytest.raises(ValidationError, match="NUL"):
         make(metadata={"title": "a\x00b"})
+
+
+@pytest.mark.parametrize("invisible", ["\u200b", "\u2060", "\u202e", "\u00ad"])
+def test_a_source_id_with_an_invisible_character_is_refused_naming_it(invisible: str) -> None:
+    with pytest.raises(ValidationError, match=f"U\\+{ord(invisible):04X}"):
+        make(source_id=f"doc{invisible}-1")
+    assert source_id_problem("doc-1") is None

@@ -451,3 +451,33 @@ def test_hostile_jsonl_records_are_skipped_each_with_a_plain_reason_and_the_rest
         ),
         (6, "the source id is 10,000 characters long; the longest kept is 512 — line skipped"),
     ]
+
+
+@pytest.mark.parametrize(
+    ("invisible", "named"),
+    [
+        ("\u200b", "U+200B (ZERO WIDTH SPACE)"),
+        ("\u200d", "U+200D (ZERO WIDTH JOINER)"),
+        ("\ufeff", "U+FEFF (ZERO WIDTH NO-BREAK SPACE)"),
+        ("\u202e", "U+202E (RIGHT-TO-LEFT OVERRIDE)"),
+    ],
+)
+def test_a_jsonl_id_with_an_invisible_character_is_refused_naming_it_and_its_line(
+    invisible: str, named: str
+) -> None:
+    result = read_file(
+        "corpus.jsonl",
+        jsonl({"_id": "doc1", "text": "kept"}, {"_id": f"doc{invisible}1", "text": "looks alike"}),
+    )
+    assert [d.source_id for d in result.documents] == ["doc1"]
+    assert [(p.line, p.reason) for p in result.problems] == [
+        (
+            2,
+            f"the _id contains the invisible format character {named} at offset 3; remove it"
+            " — line skipped",
+        )
+    ]
+
+
+def test_a_file_name_loses_its_invisible_characters_in_its_source_id() -> None:
+    assert sanitise_source_id("re\u200bport\u2066.txt") == "report.txt"
