@@ -20,17 +20,18 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from core.analysis.judgment_files import (
+    JudgmentError,
+    beir_query,
+    is_qrels_header,
+    qrels_fields,
+    quoted,
+    text_lines,
+)
 from core.domain.metrics import mrr, ndcg_at_k, recall_at_k
-from core.ingest.jsonlines import JsonLineError, parse_json_line
 
 #: Largest relevance grade accepted (TREC and BEIR use 0-4; anything huge is a broken file).
 MAX_GRADE = 1_000_000
-#: Characters of a bad value quoted in a message.
-_QUOTED = 40
-
-
-class JudgmentError(ValueError):
-    """A queries or qrels file that cannot be read; the message names the line."""
 
 
 class QueryScore(BaseModel):
@@ -62,36 +63,18 @@ class EvaluationRun(BaseModel):
     label: str = ""
 
 
-def _lines(data: bytes | str) -> list[str]:
-    text = data.decode("utf-8-sig") if isinstance(data, bytes) else data
-    return text.splitlines()
-
-
 def parse_qrels(data: bytes | str) -> dict[str, dict[str, int]]:
     """query id -> {document id: grade}, from BEIR TSV or TREC qrels."""
     judgments: dict[str, dict[str, int]] = {}
-    for number, line in enumerate(_lines(data), start=1):
+    for number, line in enumerate(text_lines(data), start=1):
         fields = line.split()
-        if not fields:
+        if not fields or (number == 1 and is_qrels_header(fields)):
             continue
-        if number == 1 and fields[0].lower() in {"query-id", "query_id", "qid"}:
-            continue
-        if len(fields) == 3:
-            query_id, doc_id, grade = fields
-        elif len(fields) == 4:
-            query_id, _, doc_id, grade = fields
-        else:
-            raise JudgmentError(
-                f"line {number}: expected 3 (BEIR) or 4 (TREC) columns, found {len(fields)}"
-            )
+        query_id, doc_id, grade = qrels_fields(fields, number)
         judgments.setdefault(query_id, {})[doc_id] = _grade(grade, number)
     if not judgments:
         raise JudgmentError("no judgments found")
     return judgments
-
-
-def _quoted(value: str) -> str:
-    return repr(value if len(value) <= _QUOTED else value[:_QUOTED] + "…")
 
 
 def _grade(text: str, number: int) -> int:
@@ -99,10 +82,10 @@ def _grade(text: str, number: int) -> int:
     try:
         value = float(text)
     except ValueError:
-        raise JudgmentError(f"line {number}: grade {_quoted(text)} is not a number") from None
+        raise JudgmentError(f"line {number}: grade {quoted(text)} is not a number") from None
     if not math.isfinite(value) or abs(value) > MAX_GRADE:
         raise JudgmentError(
-            f"line {number}: grade {_quoted(text)} is not a grade (a finite number between"
+            f"line {number}: grade {quoted(text)} is not a grade (a finite number between"
             f" -{MAX_GRADE:,} and {MAX_GRADE:,})"
         )
     return int(value)
@@ -111,22 +94,11 @@ def _grade(text: str, number: int) -> int:
 def parse_queries(data: bytes | str) -> dict[str, str]:
     """query id -> text, from BEIR queries.jsonl or a two-column TSV (id, text)."""
     queries: dict[str, str] = {}
-    for number, line in enumerate(_lines(data), start=1):
+    for number, line in enumerate(text_lines(data), start=1):
         if not line.strip():
             continue
         if line.lstrip().startswith("{"):
-            try:
-                row = parse_json_line(line)
-            except JsonLineError as exc:
-                raise JudgmentError(f"line {number}: not a BEIR query ({exc})") from None
-            query_id = row.get("_id") if isinstance(row, dict) else None
-            text = row.get("text") if isinstance(row, dict) else None
-            if isinstance(query_id, int) and not isinstance(query_id, bool):
-                query_id = str(query_id)
-            if not isinstance(query_id, str) or not isinstance(text, str):
-                raise JudgmentError(
-                    f'line {number}: not a BEIR query (it needs an "_id" and a "text" string)'
-                )
+            query_id, text = beir_query(line, number)
             queries[query_id] = text
         else:
             query_id, sep, text = line.partition("\t")

@@ -22,7 +22,8 @@ Everything a page or test imports is re-exported here: ``from core.service impor
 
 from __future__ import annotations
 
-from core.analysis.evaluation import EvaluationRun, JudgmentError
+from core.analysis.evaluation import EvaluationRun
+from core.analysis.judgment_files import JudgmentError
 from core.analysis.rankers import MAX_K1, Ranker, RankerKind, RankMovement
 from core.domain.chunks import ChunkingOptions
 from core.domain.entities import EXTRACTOR_LIMITS

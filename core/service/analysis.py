@@ -18,13 +18,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from core.analysis.evaluation import (
     EvaluationRun,
-    JudgmentError,
     QueryScore,
     documents_in_rank_order,
     evaluate_run,
     parse_qrels,
     parse_queries,
 )
+from core.analysis.judgment_files import JudgmentError
 from core.analysis.rankers import Ranker, RankerKind, rank_with
 from core.analysis.truncation import (
     TruncationReport,
