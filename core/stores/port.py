@@ -3,7 +3,7 @@
 A Protocol rather than an abstract base class: adapters need no import of each
 other's base, and mypy checks conformance structurally. The contract that types
 cannot say (orders, truncation, statistics over the whole corpus, isolation of
-returned objects) is held by ``core.stores.compliance``, one suite for all.
+returned objects) is held by ``tests.stores.compliance``, one suite for all.
 
 Candidates cross the port as columns (``core.domain.ranking.LexicalCandidates``): the corpus
 statistics; ``terms``, the requested terms distinct and sorted; one row per candidate in

@@ -12,9 +12,9 @@ import pytest
 
 from core.domain.bm25 import corpus_stats
 from core.domain.tokenize import tokenize
-from core.stores.compliance import ChunkStoreCompliance, make_chunk
 from core.stores.memory import InMemoryChunkStore
 from core.stores.port import ChunkStore
+from tests.stores.compliance import ChunkStoreCompliance, make_chunk
 
 
 class TestInMemoryChunkStore(ChunkStoreCompliance):

@@ -22,10 +22,10 @@ from hypothesis import strategies as st
 from core.domain.chunks import StoredChunk
 from core.domain.ranking import rank_chunks
 from core.domain.tokenize import Profile, tokenize
-from core.stores.compliance import make_chunk
 from core.stores.memory import InMemoryChunkStore
 from core.stores.port import ChunkStore, Workspace
 from core.stores.postgres import PostgresChunkStore
+from tests.stores.compliance import make_chunk
 
 #: The Cranfield collection in BEIR layout, shipped with the repository.
 CRANFIELD = Path(__file__).resolve().parents[2] / "data" / "cranfield"

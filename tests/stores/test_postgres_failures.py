@@ -23,9 +23,9 @@ import asyncpg
 import numpy as np
 import pytest
 
-from core.stores.compliance import make_chunk, snapshot
 from core.stores.port import ConnectionLost
 from core.stores.postgres import PostgresChunkStore
+from tests.stores.compliance import make_chunk, snapshot
 
 #: Passages per version of the source being replaced.
 PASSAGES = 60

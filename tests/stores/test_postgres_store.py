@@ -8,16 +8,10 @@ import asyncpg
 import pytest
 
 from core.domain.tokenize import Profile
-from core.stores.compliance import ChunkStoreCompliance, corpus_chunks, make_chunk, snapshot
 from core.stores.memory import InMemoryChunkStore
 from core.stores.port import ChunkStore, Workspace, passage_terms
-from core.stores.postgres import (
-    MAX_SEGMENTS,
-    MERGE_FACTOR,
-    PREFETCH_ROWS,
-    PostgresChunkStore,
-    _mergeable,
-)
+from core.stores.postgres import MERGE_FACTOR, PREFETCH_ROWS, PostgresChunkStore
+from tests.stores.compliance import ChunkStoreCompliance, corpus_chunks, make_chunk, snapshot
 from tests.stores.test_postgres_failures import assert_derived_tables_agree
 
 
@@ -250,18 +244,3 @@ async def test_merged_segments_and_deleted_passages_read_exactly_as_the_memory_s
         await assert_derived_tables_agree(conn, tenant)
     finally:
         await conn.close()
-
-
-def test_segments_of_mixed_sizes_that_never_line_up_are_still_merged_past_the_cap() -> None:
-    alternating = [(i, 1 if i % 2 else 5_000) for i in range(MAX_SEGMENTS)]
-    assert _mergeable(alternating) == []
-    past_cap = [*alternating, (MAX_SEGMENTS, 1)]
-    run = _mergeable(past_cap)
-    assert len(run) == MERGE_FACTOR
-    assert run == sorted(run) and run[-1][0] - run[0][0] == MERGE_FACTOR - 1  # adjacent only
-    assert sum(p for _, p in run) == min(
-        sum(p for _, p in past_cap[i : i + MERGE_FACTOR])
-        for i in range(len(past_cap) - MERGE_FACTOR + 1)
-    )
-    same_tier = [(i, 4_000 + i) for i in range(MERGE_FACTOR + 3)]
-    assert _mergeable(same_tier) == same_tier[:MERGE_FACTOR]

@@ -30,9 +30,9 @@ from core.service import (
     signed_in_email,
 )
 from core.settings import Settings
-from core.stores.compliance import make_chunk
 from core.stores.memory import InMemoryChunkStore
 from core.stores.port import ChunkStore, Workspace, member_email
+from tests.stores.compliance import make_chunk
 
 ADA, BOB = "ada@example.org", "bob@example.org"
 FILE = ("wings.txt", b"Swept wings delay the onset of compressibility drag at high speed.")

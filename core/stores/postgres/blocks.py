@@ -1,0 +1,172 @@
+"""Posting blocks built and read in numpy, with no database: the pure half of the store.
+
+A batch's postings become one row per distinct term (ordinals and tf as big-endian int32,
+Lucene-style) before its transaction opens, and a query's rows are decoded back into
+ascending ordinals here; segment merging is decided here too. Kept apart from the SQL so
+it is unit-tested without a server (tests/unit/test_postgres_blocks.py); the rejected
+alternative, building blocks in SQL (string_agg of int4send per posting), sends a row per
+posting to the server, the write's former cost centre (docs/scaling.md).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from itertools import chain
+from typing import Any, Final, NamedTuple
+from uuid import UUID
+
+import numpy as np
+import numpy.typing as npt
+
+from core.domain.chunks import StoredChunk
+from core.domain.postings import EMPTY_POSTING, Posting
+from core.domain.tokenize import DEFAULT_PROFILE, Profile
+from core.stores.port import passage_terms
+
+#: Adjacent segments merged as one, Lucene-style (log merge), when this many in a row are of
+#: one size tier (tier = decimal digits of their passage count): a term has at most ~9 rows
+#: per tier to read, and each posting is rewritten about once per tier over a workspace's life.
+MERGE_FACTOR: Final = 10
+#: More segments than this (a mix of tiers that never lines up) merges the smallest run anyway.
+MAX_SEGMENTS: Final = 64
+#: One passage staged for COPY: its row (without ordinal) and its tf per term.
+Staged = tuple[tuple[Any, ...], Counter[str]]
+#: Largest ordinal a block can hold (int32).
+_MAX_ORDINAL: Final = 2**31 - 1
+
+
+class Staging(NamedTuple):
+    """A batch made ready outside the transaction: its rows, and for a one-tenant batch its
+    posting blocks with ordinals counted from 0 (moved to the reserved ones at COPY)."""
+
+    rows: list[Staged]
+    blocks: Blocks | None
+
+
+def stage(batch: Sequence[StoredChunk], profiles: dict[UUID, Profile]) -> Staging:
+    """Tokenise and build the blocks: the batch's Python work, done before its transaction so
+    the transaction holds the tenant's counters row only for database work (a batch's
+    transactions queue on that row; blocks built inside it kept the next batch waiting)."""
+    rows = _stage_rows(batch, profiles)
+    tenants = {row[0] for row, _ in rows}
+    blocks = Blocks(enumerate(tfs for _, tfs in rows)) if len(tenants) == 1 else None
+    return Staging(rows, blocks)
+
+
+def _stage_rows(batch: Iterable[StoredChunk], profiles: dict[UUID, Profile]) -> list[Staged]:
+    """Tokenise each passage once, with its tenant's profile, outside any transaction."""
+    staged: list[Staged] = []
+    for chunk in batch:
+        length, tfs = passage_terms(chunk.text, profiles.get(chunk.tenant_id, DEFAULT_PROFILE))
+        row = (
+            chunk.tenant_id,
+            chunk.id,
+            chunk.source_id,
+            chunk.chunk_index,
+            chunk.start_char,
+            chunk.end_char,
+            chunk.text,
+            list(chunk.entity_ids),
+            json.dumps(chunk.metadata, ensure_ascii=False, allow_nan=False)
+            if chunk.metadata
+            else "{}",
+            length,
+        )
+        staged.append((row, tfs))
+    return staged
+
+
+class Blocks:
+    """A batch's postings grouped by term: one block (ordinals, tf as big-endian int32) each.
+
+    Built in Python from the tf counters tokenising already produced, so a batch sends one
+    row per distinct term instead of one per posting (at 100k Zipf passages ~60 postings per
+    passage but ~0.3 new terms): the row-per-posting COPY and its index were the write's
+    cost centre (docs/scaling.md).
+    """
+
+    def __init__(self, passages: Iterable[tuple[int, Counter[str]]]) -> None:
+        numbers: list[int] = []
+        counters: list[Counter[str]] = []
+        for ordinal, counts in passages:
+            if ordinal > _MAX_ORDINAL:
+                raise ValueError(f"a workspace holds at most {_MAX_ORDINAL} passage ordinals")
+            numbers.append(ordinal)
+            counters.append(counts)
+        # Every loop below runs in C (map, chain, dict.fromkeys): a Python loop per posting
+        # was the load's largest Python cost after tokenising (cProfile, 50k passages).
+        words = list(chain.from_iterable(counters))
+        #: Distinct terms, sorted.
+        self.terms = sorted(dict.fromkeys(words))
+        rank = {term: i for i, term in enumerate(self.terms)}
+        keys = np.fromiter(map(rank.__getitem__, words), np.int64, len(words))
+        sizes = np.fromiter(map(len, counters), np.int64, len(counters))
+        ordinals = np.repeat(np.asarray(numbers, dtype=np.int64), sizes)
+        tfs = np.fromiter(chain.from_iterable(c.values() for c in counters), np.int64, len(words))
+        # Stable: within a term the ordinals stay in the (ascending) order they came in.
+        order = np.argsort(keys, kind="stable")
+        #: df of each term within the batch.
+        self.df = np.bincount(keys, minlength=len(self.terms)).astype(np.int64)
+        self._ordinals = ordinals[order]
+        self._last = int(ordinals.max()) if len(ordinals) else 0
+        self._tfs = tfs[order].astype(">i4").tobytes()
+        ends = np.cumsum(self.df) * 4
+        self._starts = (ends - self.df * 4).tolist()
+        self._ends = ends.tolist()
+
+    def records(
+        self, tenant_id: UUID, segment: int, offset: int = 0
+    ) -> list[tuple[UUID, str, int, bytes, bytes]]:
+        """The COPY rows, every ordinal moved by ``offset`` (blocks built before the batch's
+        ordinals were reserved count from 0)."""
+        if self._last + offset > _MAX_ORDINAL:
+            raise ValueError(f"a workspace holds at most {_MAX_ORDINAL} passage ordinals")
+        ordinals, tfs = (self._ordinals + offset).astype(">i4").tobytes(), self._tfs
+        return [
+            (tenant_id, term, segment, ordinals[start:end], tfs[start:end])
+            for term, start, end in zip(self.terms, self._starts, self._ends, strict=True)
+        ]
+
+
+def _tier(passages: int) -> int:
+    return len(str(max(passages, 1)))
+
+
+def mergeable(segments: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """A run of adjacent segments to merge, or none: ``MERGE_FACTOR`` of one tier in a row,
+    else (past ``MAX_SEGMENTS``) the run with the fewest passages."""
+    for start in range(len(segments) - MERGE_FACTOR + 1):
+        run = segments[start : start + MERGE_FACTOR]
+        if len({_tier(passages) for _, passages in run}) == 1:
+            return run
+    if len(segments) <= MAX_SEGMENTS:
+        return []
+    runs = [segments[i : i + MERGE_FACTOR] for i in range(len(segments) - MERGE_FACTOR + 1)]
+    return min(runs, key=lambda run: sum(passages for _, passages in run))
+
+
+def live_postings(
+    wanted: list[str], blocks: Iterable[Mapping[str, Any]], id_rank: npt.NDArray[np.int64]
+) -> list[Posting]:
+    """Each wanted term's blocks (rows of term, ordinals, tfs in segment order) decoded and
+    concatenated (ascending ordinals), keeping only ordinals ``id_rank`` knows as live."""
+    parts: dict[str, tuple[list[bytes], list[bytes]]] = {}
+    for block in blocks:
+        ordinals, tfs = parts.setdefault(block["term"], ([], []))
+        ordinals.append(block["ordinals"])
+        tfs.append(block["tfs"])
+    postings: list[Posting] = []
+    for term in wanted:
+        if term not in parts:
+            postings.append(EMPTY_POSTING)
+            continue
+        ordinals, tfs = parts[term]
+        rows = np.frombuffer(b"".join(ordinals), dtype=">i4").astype(np.int32)
+        values = np.frombuffer(b"".join(tfs), dtype=">i4").astype(np.int32)
+        live = id_rank[rows] >= 0
+        if not live.all():
+            rows, values = rows[live], values[live]
+        postings.append((rows, values))
+    return postings

@@ -1,0 +1,147 @@
+"""The read of one query: counters, df, blocks and the tenant's ordinal image in one snapshot.
+
+Blocks hold ordinals; ranking needs chunk ids, lengths and the id order. The image maps
+every ordinal to them and is cached per tenant until the tenant's generation moves, so a
+query reads only its terms' few block rows plus the likely shown passages' text. The
+rejected alternative, fetching the ids of the matching passages per query, costs a row per
+candidate (hundreds of thousands for an unlimited read).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final
+from uuid import UUID
+
+import asyncpg
+import numpy as np
+import numpy.typing as npt
+
+from core.domain.bm25 import CorpusStats
+from core.domain.postings import postings_candidates
+from core.domain.ranking import LexicalCandidates, candidate_scores, top_rows
+from core.stores.postgres.blocks import live_postings
+from core.stores.postgres.lookups import SideReader, Texts
+
+#: The read of one query: its terms' posting blocks, a few rows per term (one per segment).
+_BLOCKS: Final = """
+SELECT term, ordinals, tfs FROM postings
+WHERE tenant_id = $1 AND term = ANY($2::text[]) ORDER BY term, segment
+"""
+#: The tenant's live passages in chunk-id order (the key's order: no sort).
+_IMAGE: Final = """
+SELECT ordinal, id, doc_length FROM passages WHERE tenant_id = $1 ORDER BY id
+"""
+#: The image's sort of the tenant's ids stays in memory (set inside the read's transaction).
+_READ_WORK_MEM: Final = "SET LOCAL work_mem = '256MB'"
+
+
+@dataclass(frozen=True)
+class Image:
+    """A tenant's live passages as of one generation, indexed by ordinal.
+
+    Blocks hold ordinals (assigned at insert, never reused), but the truncation order and
+    the score tie-break are by chunk id; this image gives each ordinal its rank in chunk-id
+    order (-1 for an ordinal whose passage is gone: the tombstone), its id and its length.
+    It is read in the query's own snapshot whenever the tenant's generation moved (any
+    insert, delete or re-index) and kept per store, like the in-memory store's columnar
+    image: one read of (ordinal, id, length) per passage, in key order, after a write; none
+    per query. The rejected alternative, fetching the ids of the matching passages per
+    query, costs a row per candidate again (hundreds of thousands for an unlimited read).
+    """
+
+    generation: int
+    #: Rank in chunk-id order per ordinal; -1 where no live passage has it.
+    id_rank: npt.NDArray[np.int64]
+    #: Chunk id per ordinal (None where dead).
+    ids: npt.NDArray[np.object_]
+    #: doc_length per ordinal (0 where dead).
+    lengths: npt.NDArray[np.int64]
+
+    @classmethod
+    async def load(cls, conn: asyncpg.Connection, tenant_id: UUID, totals: asyncpg.Record) -> Image:
+        # Sorting a million ids by key spills past the default work_mem (4 MB) to disk.
+        await conn.execute(_READ_WORK_MEM)
+        records = await conn.fetch(_IMAGE, tenant_id)
+        n = len(records)
+        size = int(totals["next_ordinal"])
+        ordinals = np.fromiter((r[0] for r in records), np.int64, n)
+        id_rank = np.full(size, -1, dtype=np.int64)
+        id_rank[ordinals] = np.arange(n, dtype=np.int64)
+        ids = np.empty(size, dtype=object)
+        ids[ordinals] = [r[1] for r in records]
+        lengths = np.zeros(size, dtype=np.int64)
+        lengths[ordinals] = np.fromiter((r[2] for r in records), np.int64, n)
+        return cls(int(totals["generation"]), id_rank, ids, lengths)
+
+
+#: Candidates whose text the read fetches in its own snapshot: all of them up to this many,
+#: else the best this many by the workspace's BM25 (what a search or a top-k list shows).
+PREFETCH_ROWS: Final = 100
+
+
+def _likely_shown(terms: Sequence[str], columns: LexicalCandidates) -> npt.NDArray[np.int64]:
+    """Rows whose passages a caller will most likely look up."""
+    if len(columns) <= PREFETCH_ROWS:
+        return np.arange(len(columns), dtype=np.int64)
+    return top_rows(candidate_scores(terms, columns), columns.id_order, PREFETCH_ROWS)
+
+
+async def read_candidates(
+    conn: asyncpg.Connection,
+    images: dict[UUID, Image],
+    side: SideReader,
+    tenant_id: UUID,
+    terms: Sequence[str],
+    wanted: list[str],
+    askable: list[str],
+    limit: int,
+) -> LexicalCandidates:
+    """The candidate columns of ``wanted`` (``askable`` are those a store can hold), read in
+    one REPEATABLE READ snapshot; ``images`` is the store's cache, refreshed when stale."""
+    async with conn.transaction(isolation="repeatable_read", readonly=True):
+        totals = await conn.fetchrow(
+            "SELECT passages, tokens, next_ordinal, generation FROM tenant_counters "
+            "WHERE tenant_id = $1",
+            tenant_id,
+        )
+        found = await conn.fetch(
+            "SELECT term, df FROM term_df WHERE tenant_id = $1 AND term = ANY($2::text[])",
+            tenant_id,
+            askable,
+        )
+        present = [str(r["term"]) for r in found]
+        blocks = await conn.fetch(_BLOCKS, tenant_id, present) if present else []
+        image = None
+        if totals is not None and present:
+            image = images.get(tenant_id)
+            if image is None or image.generation != totals["generation"]:
+                image = await Image.load(conn, tenant_id, totals)
+                images[tenant_id] = image
+        n_docs = 0 if totals is None else int(totals["passages"])
+        tokens = 0 if totals is None else int(totals["tokens"])
+        frequencies = dict.fromkeys(wanted, 0)
+        frequencies.update((str(r["term"]), int(r["df"])) for r in found)
+        stats = CorpusStats(
+            n_docs=n_docs,
+            avg_doc_length=tokens / n_docs if n_docs else 0.0,
+            doc_frequencies=frequencies,
+        )
+        if image is None:
+            return LexicalCandidates(stats=stats, terms=tuple(wanted))
+        texts = Texts(side, tenant_id)
+        columns = postings_candidates(
+            stats,
+            wanted,
+            live_postings(wanted, blocks, image.id_rank),
+            image.lengths,
+            image.ids,
+            limit,
+            texts.rows(image.ids),
+            image.id_rank,
+        )
+        shown = _likely_shown(terms, columns)
+        if len(shown):
+            await texts.prefetch(conn, [str(i) for i in columns.ids[shown]])
+        return columns

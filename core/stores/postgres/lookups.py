@@ -1,0 +1,180 @@
+"""Passage text for ranking's synchronous lookup: prefetched in the read, else a side connection.
+
+Ranking calls ``LexicalCandidates.lookup`` for the passages it shows after the read has
+returned, often on the very event loop the pool lives on, where no pooled call can be
+awaited; so passages the read did not prefetch are read on a connection of their own, on a
+thread of its own (``SideReader``). The rejected alternative, fetching the text of every
+candidate up front, costs a row of text per candidate. Ranking first and then awaiting one
+read of the shown passages would remove this thread, but needs an awaitable lookup through
+ranking and the analyses (core.domain, core.analysis): left for a change of its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import threading
+from typing import Final
+from uuid import UUID
+
+import asyncpg
+import numpy as np
+import numpy.typing as npt
+
+from core.domain.chunks import StoredChunk
+from core.domain.postings import RowChunks
+from core.stores.postgres.resilience import (
+    CALL_TIMEOUT_S,
+    CONNECT_TIMEOUT_S,
+    DEFAULT_RETRIES,
+    RETRY_PAUSE_S,
+    STATEMENT_TIMEOUT_S,
+    broken,
+    closed,
+    lost,
+    retryable,
+    timed_out,
+)
+
+#: The columns of a passage row, as ``chunk_from_row`` reads them (``p`` is passages).
+CHUNK_COLUMNS: Final = (
+    "p.id, p.tenant_id, p.source_id, p.chunk_index, p.start_char, p.end_char, p.text, "
+    "p.entity_ids, p.metadata::text AS metadata"
+)
+#: The k shown, by id (the lookup's only read of passage text).
+_SHOWN: Final = f"""
+SELECT {CHUNK_COLUMNS} FROM passages p WHERE p.tenant_id = $1 AND p.id = ANY($2::text[])
+"""  # noqa: S608 - only the fixed column list is interpolated
+
+
+def chunk_from_row(row: asyncpg.Record) -> StoredChunk:
+    """A stored row back to the model; it was validated on the way in, so skip re-hashing."""
+    return StoredChunk.model_construct(
+        tenant_id=row["tenant_id"],
+        source_id=row["source_id"],
+        text=row["text"],
+        chunk_index=row["chunk_index"],
+        start_char=row["start_char"],
+        end_char=row["end_char"],
+        entity_ids=list(row["entity_ids"]),
+        metadata=json.loads(row["metadata"]),
+        id=row["id"],
+    )
+
+
+class Texts:
+    """Passages of one read: those prefetched in its snapshot, the rest from the side reader."""
+
+    def __init__(self, side: SideReader, tenant_id: UUID) -> None:
+        self._side = side
+        self._tenant_id = tenant_id
+        self._known: dict[str, asyncpg.Record] = {}
+
+    async def prefetch(self, conn: asyncpg.Connection, ids: list[str]) -> None:
+        self._known = {r["id"]: r for r in await conn.fetch(_SHOWN, self._tenant_id, ids)}
+
+    def rows(self, ids: npt.NDArray[np.object_]) -> RowChunks:
+        """Ordinals -> passages, for ``postings_candidates``."""
+        return lambda ordinals: self.chunks([str(i) for i in ids[ordinals]])
+
+    def chunks(self, ids: list[str]) -> list[StoredChunk]:
+        missing = [i for i in ids if i not in self._known]
+        fetched = {c.id: c for c in self._side.fetch(self._tenant_id, missing)}
+        return [fetched[i] if i in fetched else chunk_from_row(self._known[i]) for i in ids]
+
+
+class SideReader:
+    """Passage text for ``LexicalCandidates.lookup``, which is synchronous.
+
+    Ranking calls the lookup for the k it shows, after the read returned, often on the very
+    event loop the pool lives on (the service runs ranking inside its coroutine), where no
+    pooled call can be awaited. So the lookup reads on its own connection, on its own thread
+    and loop, and waits for that. It serves only rows the read did not prefetch (an
+    analysis's scatter, a what-if ranker's other top rows). The rejected alternative,
+    fetching the text of every candidate up front, costs a row of text per candidate (at
+    limit 1000 most of the read; at no limit, every matching passage). A passage is looked
+    up by id, so its text (part of the id) is the snapshot's; one deleted since the read is
+    reported as such (LookupError: search again).
+    """
+
+    def __init__(self, dsn: str | None, settings: dict[str, str]) -> None:
+        self._dsn = dsn
+        self._settings = dict(settings)
+        self._guard = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._conn: asyncpg.Connection | None = None
+        self._busy: asyncio.Lock | None = None
+
+    def fetch(self, tenant_id: UUID, ids: list[str]) -> list[StoredChunk]:
+        if not ids:
+            return []
+        if self._dsn is None:
+            raise RuntimeError("this store was opened without a DSN: it cannot look passages up")
+        with self._guard:
+            if self._loop is None:
+                loop = asyncio.new_event_loop()
+                thread = threading.Thread(
+                    target=loop.run_forever, name="lexplain-passage-lookup", daemon=True
+                )
+                thread.start()
+                self._loop, self._thread = loop, thread
+            loop = self._loop
+        future = asyncio.run_coroutine_threadsafe(self._fetch(tenant_id, ids), loop)
+        try:
+            rows = future.result(timeout=CALL_TIMEOUT_S)
+        except TimeoutError as exc:
+            future.cancel()
+            raise timed_out(None, CALL_TIMEOUT_S) from exc
+        by_id = {row["id"]: row for row in rows}
+        missing = [i for i in ids if i not in by_id]
+        if missing:
+            raise LookupError(
+                f"passage {missing[0]!r} was deleted after this search read it; search again"
+            )
+        return [chunk_from_row(by_id[i]) for i in ids]
+
+    async def _fetch(self, tenant_id: UUID, ids: list[str]) -> list[asyncpg.Record]:
+        if self._busy is None:
+            self._busy = asyncio.Lock()
+        async with self._busy:
+            for attempt in range(DEFAULT_RETRIES + 1):
+                try:
+                    if self._conn is None or closed(self._conn):
+                        self._conn = await asyncpg.connect(
+                            self._dsn,
+                            server_settings={"application_name": "lexplain", **self._settings},
+                            timeout=CONNECT_TIMEOUT_S,
+                            command_timeout=STATEMENT_TIMEOUT_S,
+                        )
+                    return list(await self._conn.fetch(_SHOWN, tenant_id, ids))
+                except Exception as exc:
+                    if not (retryable(exc) or broken(exc)) or attempt == DEFAULT_RETRIES:
+                        if retryable(exc) or broken(exc):
+                            raise lost(None, attempt + 1) from exc
+                        raise
+                    if self._conn is not None:
+                        with contextlib.suppress(Exception):
+                            self._conn.terminate()
+                    self._conn = None
+                    await asyncio.sleep(RETRY_PAUSE_S * 2**attempt)
+            raise AssertionError("unreachable")
+
+    def close(self) -> None:
+        with self._guard:
+            loop, thread, self._loop, self._thread = self._loop, self._thread, None, None
+        if loop is None or thread is None:
+            return
+
+        async def shut() -> None:
+            if self._conn is not None:
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(self._conn.close(), CONNECT_TIMEOUT_S)
+                self._conn = None
+
+        with contextlib.suppress(Exception):
+            asyncio.run_coroutine_threadsafe(shut(), loop).result(timeout=2 * CONNECT_TIMEOUT_S)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout=CONNECT_TIMEOUT_S)
+        loop.close()

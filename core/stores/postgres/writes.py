@@ -1,0 +1,428 @@
+"""Write SQL: staged passages moved in set-based statements, blocks COPYed, segments merged.
+
+Every write is one transaction that keeps passages, posting blocks, df and the counters in
+step (the counters row last, with a new generation, so readers know their image is stale).
+Rows are staged with COPY and moved with INSERT ... SELECT: ``load`` reaches COPY speed; the
+rejected alternative, an executemany of INSERTs, pays a round trip per passage.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any, Final
+from uuid import UUID
+
+import asyncpg
+
+from core.checkpoint import checkpoint
+from core.domain.entities import Entity
+from core.domain.tokenize import DEFAULT_PROFILE, Profile
+from core.stores.port import ReindexProgress, passage_terms
+from core.stores.postgres.blocks import Blocks, Staged, Staging, mergeable
+
+#: New passages in one write (and at least a tenth of the tenant) that trigger ANALYZE after it.
+_BULK_PASSAGES: Final = 500
+#: Sorts of a bulk batch stay in memory instead of spilling to disk.
+_WRITE_WORK_MEM: Final = "SET LOCAL work_mem = '256MB'"
+
+#: The batch's passage rows, COPYed here first, dropped at commit.
+_STAGE: Final = """
+CREATE TEMP TABLE stage_passages (
+    tenant_id uuid, id text COLLATE "C", source_id text, chunk_index bigint,
+    start_char bigint, end_char bigint, text text, entity_ids uuid[], metadata text,
+    doc_length integer, ordinal bigint
+) ON COMMIT DROP;
+"""
+#: The COPY's column order (the staged row, then the reserved ordinal).
+_STAGE_PASSAGE_COLUMNS: Final = (
+    "tenant_id",
+    "id",
+    "source_id",
+    "chunk_index",
+    "start_char",
+    "end_char",
+    "text",
+    "entity_ids",
+    "metadata",
+    "doc_length",
+    "ordinal",
+)
+#: New passages moved in; returns which were new (an existing key keeps its row).
+_INSERT_NEW: Final = """
+INSERT INTO passages (tenant_id, id, source_id, chunk_index, start_char, end_char, text,
+                      entity_ids, metadata, doc_length, ordinal)
+SELECT tenant_id, id, source_id, chunk_index, start_char, end_char, text,
+       entity_ids, metadata::jsonb, doc_length, ordinal
+FROM stage_passages
+ON CONFLICT (tenant_id, id) DO NOTHING
+RETURNING tenant_id, ordinal
+"""
+#: Passages already stored keep their ordinal and terms (same key, same text); only where
+#: they sit in their source, their entities and metadata can change.
+_UPDATE_EXISTING: Final = """
+UPDATE passages p
+SET chunk_index = s.chunk_index, start_char = s.start_char, end_char = s.end_char,
+    entity_ids = s.entity_ids, metadata = s.metadata::jsonb
+FROM stage_passages s
+WHERE p.tenant_id = s.tenant_id AND p.id = s.id AND p.ordinal <> s.ordinal
+  AND (p.chunk_index, p.start_char, p.end_char, p.entity_ids, p.metadata)
+      IS DISTINCT FROM (s.chunk_index, s.start_char, s.end_char, s.entity_ids, s.metadata::jsonb)
+"""
+#: The df of a batch's terms, one statement (terms distinct: ON CONFLICT touches a row once).
+_ADD_DF: Final = """
+INSERT INTO term_df (tenant_id, term, df)
+SELECT $1, u.term, u.n FROM unnest($2::text[], $3::integer[]) AS u(term, n)
+ON CONFLICT (tenant_id, term) DO UPDATE SET df = term_df.df + EXCLUDED.df
+"""
+#: Ordinals for a batch; the counters row stays locked until commit.
+_RESERVE: Final = """
+UPDATE tenant_counters SET next_ordinal = next_ordinal + $2 WHERE tenant_id = $1
+RETURNING next_ordinal - $2 AS ordinal
+"""
+#: Two statements, not one upsert: the CHECKs would reject a negative delta's proposed row.
+_ENSURE_COUNTERS: Final = """
+INSERT INTO tenant_counters (tenant_id, passages, tokens) VALUES ($1, 0, 0)
+ON CONFLICT (tenant_id) DO NOTHING
+"""
+#: Every change of the passage set or of a length gets a new generation (the writing
+#: transaction's id: never reused, also not after a tenant is emptied and filled again), so
+#: a reader's cached ordinal image (``Image``) is known stale from its own snapshot.
+_ADD_COUNTERS: Final = """
+UPDATE tenant_counters SET passages = passages + $2, tokens = tokens + $3,
+    generation = txid_current()
+WHERE tenant_id = $1
+RETURNING passages
+"""
+#: The batch's entities in one statement (ids are distinct: ON CONFLICT touches a row once).
+_UPSERT_ENTITIES: Final = """
+INSERT INTO entities (tenant_id, id, name, kind)
+SELECT $1, u.id, u.name, u.kind FROM unnest($2::uuid[], $3::text[], $4::text[]) AS u(id, name, kind)
+ON CONFLICT (tenant_id, id) DO UPDATE SET name = EXCLUDED.name, kind = EXCLUDED.kind
+"""
+#: Passages about to be deleted, with what lowering their df and tokens needs.
+_DOOMED: Final = """
+SELECT id, text, doc_length FROM passages WHERE tenant_id = $1 AND id = ANY($2::text[])
+"""
+#: Terms whose every passage goes: their df row goes too.
+_DROP_DF: Final = """
+DELETE FROM term_df d USING unnest($2::text[], $3::integer[]) AS g(term, n)
+WHERE d.tenant_id = $1 AND d.term = g.term AND d.df <= g.n
+"""
+#: The remaining terms' df lowered by the passages deleted.
+_LOWER_DF: Final = """
+UPDATE term_df d SET df = d.df - g.n FROM unnest($2::text[], $3::integer[]) AS g(term, n)
+WHERE d.tenant_id = $1 AND d.term = g.term
+"""
+#: The passage rows themselves (their ordinals stay in the blocks as tombstones).
+_DELETE_PASSAGES: Final = """
+DELETE FROM passages WHERE tenant_id = $1 AND id = ANY($2::text[]) RETURNING doc_length
+"""
+#: A segment is numbered by its first ordinal and holds a contiguous range of them, so blocks
+#: read in segment order concatenate to ascending ordinals. The merged segment takes the first
+#: one's number: the rows it replaces are deleted in the same statement (a key deleted by the
+#: own transaction does not conflict).
+_MERGE: Final = """
+WITH gone AS (
+    DELETE FROM postings WHERE tenant_id = $1 AND segment = ANY($2::bigint[])
+    RETURNING term, segment, ordinals, tfs
+)
+INSERT INTO postings (tenant_id, term, segment, ordinals, tfs)
+SELECT $1, term, $3, string_agg(ordinals, ''::bytea ORDER BY segment),
+       string_agg(tfs, ''::bytea ORDER BY segment)
+FROM gone GROUP BY term
+"""
+
+
+def source_lock_key(tenant_id: UUID, source_id: str) -> int:
+    """A signed 64-bit advisory lock key for one (tenant, source)."""
+    digest = hashlib.sha256(tenant_id.bytes + source_id.encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
+
+
+async def _write_blocks(
+    conn: asyncpg.Connection,
+    tenant_id: UUID,
+    blocks: Blocks,
+    segment: int,
+    passages: int,
+    offset: int = 0,
+) -> None:
+    """One new segment: its blocks by COPY, its df added, then merges if a tier filled up."""
+    if not blocks.terms:
+        return
+    await conn.copy_records_to_table(
+        "postings",
+        records=blocks.records(tenant_id, segment, offset),
+        columns=("tenant_id", "term", "segment", "ordinals", "tfs"),
+    )
+    await conn.execute(
+        "INSERT INTO segments (tenant_id, segment, passages) VALUES ($1, $2, $3)",
+        tenant_id,
+        segment,
+        passages,
+    )
+    await conn.execute(_ADD_DF, tenant_id, blocks.terms, blocks.df.tolist())
+    await _merge_segments(conn, tenant_id)
+
+
+async def _merge_segments(conn: asyncpg.Connection, tenant_id: UUID) -> None:
+    """Merge runs of adjacent segments until none is due (see ``mergeable``)."""
+    while True:
+        rows = await conn.fetch(
+            "SELECT segment, passages FROM segments WHERE tenant_id = $1 ORDER BY segment",
+            tenant_id,
+        )
+        run = mergeable([(int(r["segment"]), int(r["passages"])) for r in rows])
+        if not run:
+            return
+        merged = [segment for segment, _ in run]
+        await conn.execute(_MERGE, tenant_id, merged, merged[0])
+        await conn.execute(
+            "DELETE FROM segments WHERE tenant_id = $1 AND segment = ANY($2::bigint[])",
+            tenant_id,
+            merged,
+        )
+        await conn.execute(
+            "INSERT INTO segments (tenant_id, segment, passages) VALUES ($1, $2, $3)",
+            tenant_id,
+            merged[0],
+            sum(passages for _, passages in run),
+        )
+
+
+async def _reserve(conn: asyncpg.Connection, tenant_id: UUID, passages: int) -> int:
+    """The first of ``passages`` fresh ordinals (also the number of the batch's segment)."""
+    await conn.execute(_ENSURE_COUNTERS, tenant_id)
+    return int(await conn.fetchval(_RESERVE, tenant_id, passages))
+
+
+async def replace_rows(
+    conn: asyncpg.Connection,
+    tenant_id: UUID,
+    source_ids: list[str],
+    keep: set[str],
+    entities: Sequence[Entity],
+    staging: Staging,
+    profile: Profile,
+) -> tuple[list[int], bool]:
+    """Inside the caller's transaction: lock the sources, upsert the entities, delete the
+    sources' passages not in ``keep``, then write the staged ones. Returns the passages
+    removed per source and whether it was a bulk load (see ``write_new``)."""
+    locks = sorted({source_lock_key(tenant_id, source_id) for source_id in source_ids})
+    # Sorted keys: two batches sharing sources cannot deadlock on their locks.
+    await conn.execute(
+        "SELECT pg_advisory_xact_lock(k) FROM unnest($1::bigint[]) AS k ORDER BY k",
+        locks,
+    )
+    if entities:
+        await conn.execute(
+            _UPSERT_ENTITIES,
+            tenant_id,
+            [e.entity_id for e in entities],
+            [e.name for e in entities],
+            [e.kind for e in entities],
+        )
+    existing = await conn.fetch(
+        "SELECT id, source_id FROM passages WHERE tenant_id = $1 AND source_id = ANY($2::text[])",
+        tenant_id,
+        source_ids,
+    )
+    orphans = sorted(r["id"] for r in existing if r["id"] not in keep)
+    per_source = dict.fromkeys(source_ids, 0)
+    for r in existing:
+        if r["id"] not in keep:
+            per_source[r["source_id"]] += 1
+    removed_tokens = await delete_ids(conn, tenant_id, orphans, profile)
+    delta = {tenant_id: (-len(orphans), -removed_tokens)}
+    return [per_source[s] for s in source_ids], await write_new(conn, staging, delta)
+
+
+async def write_new(
+    conn: asyncpg.Connection,
+    staging: Staging,
+    deltas: dict[UUID, tuple[int, int]],
+) -> bool:
+    """Insert new passages with their posting blocks, update known ones, then the counters.
+
+    Each tenant's new passages get fresh ordinals and make one new segment. The counters row
+    is updated last, once per tenant, with ``deltas`` (passages, tokens removed earlier in the
+    same transaction) folded in. Returns whether a tenant grew by a bulk load (then the
+    planner's statistics are stale; see ``PostgresChunkStore._refresh_statistics``).
+    """
+    staged = staging.rows
+    totals = dict(deltas)
+    changed = {tenant for tenant, (passages, _) in deltas.items() if passages}
+    bulk = False
+    if staged:
+        by_tenant: dict[UUID, list[Staged]] = {}
+        for item in staged:
+            by_tenant.setdefault(item[0][0], []).append(item)
+        ordinals: dict[UUID, int] = {}
+        records: list[tuple[Any, ...]] = []
+        for tenant_id in sorted(by_tenant):
+            first = ordinals[tenant_id] = await _reserve(conn, tenant_id, len(by_tenant[tenant_id]))
+            records.extend((*row, first + i) for i, (row, _) in enumerate(by_tenant[tenant_id]))
+        await conn.execute(_STAGE)
+        await conn.copy_records_to_table(
+            "stage_passages", records=records, columns=_STAGE_PASSAGE_COLUMNS
+        )
+        await conn.execute(_WRITE_WORK_MEM)
+        inserted = await conn.fetch(_INSERT_NEW)
+        if len(inserted) < len(staged):
+            await conn.execute(_UPDATE_EXISTING)
+        fresh: dict[UUID, set[int]] = {}
+        for row in inserted:
+            fresh.setdefault(row["tenant_id"], set()).add(int(row["ordinal"]))
+        for tenant_id in sorted(fresh):
+            first = ordinals[tenant_id]
+            new = fresh[tenant_id]
+            kept = [
+                (first + i, row[9], tfs)
+                for i, (row, tfs) in enumerate(by_tenant[tenant_id])
+                if first + i in new
+            ]
+            if staging.blocks is not None and len(kept) == len(staged):
+                # Every passage is new: the blocks staged before the transaction hold them
+                # all, counted from 0.
+                await _write_blocks(conn, tenant_id, staging.blocks, first, len(kept), first)
+            else:
+                blocks = Blocks((ordinal, tfs) for ordinal, _, tfs in kept)
+                await _write_blocks(conn, tenant_id, blocks, kept[0][0], len(kept))
+            passages, tokens = totals.get(tenant_id, (0, 0))
+            added = sum(length for _, length, _ in kept)
+            totals[tenant_id] = (passages + len(new), tokens + added)
+            changed.add(tenant_id)
+    for tenant_id in sorted(totals):
+        passages, tokens = totals[tenant_id]
+        if tenant_id in changed:
+            after = await add_counters(conn, tenant_id, passages, tokens)
+            bulk = bulk or (passages >= _BULK_PASSAGES and passages * 2 >= after)
+    return bulk
+
+
+async def add_counters(
+    conn: asyncpg.Connection, tenant_id: UUID, passages: int, tokens: int
+) -> int:
+    """Apply a delta to the tenant's counters row (a new generation); returns its passages."""
+    await conn.execute(_ENSURE_COUNTERS, tenant_id)
+    return int(await conn.fetchval(_ADD_COUNTERS, tenant_id, passages, tokens))
+
+
+async def delete_ids(
+    conn: asyncpg.Connection, tenant_id: UUID, ids: list[str], profile: Profile
+) -> int:
+    """Delete passages and lower the df table; returns tokens removed.
+
+    Their postings stay in the blocks as dead ordinals (the tombstone is the passage row's
+    absence): a reader keeps only ordinals its image of live passages knows. The df to lower
+    comes from the passages' own text, tokenised as when they were written (the workspace
+    row is locked, so no re-index runs meanwhile).
+    """
+    if not ids:
+        return 0
+    found = await conn.fetch(_DOOMED, tenant_id, ids)
+    removed: Counter[str] = Counter()
+    for row in found:
+        removed.update(passage_terms(row["text"], profile)[1].keys())
+    tokens = sum(int(row["doc_length"]) for row in found)
+    terms = sorted(removed)
+    counts = [removed[t] for t in terms]
+    await conn.execute(_DROP_DF, tenant_id, terms, counts)
+    await conn.execute(_LOWER_DF, tenant_id, terms, counts)
+    await conn.execute(_DELETE_PASSAGES, tenant_id, ids)
+    return tokens
+
+
+async def read_profiles(
+    conn: asyncpg.Connection, tenants: Sequence[UUID], *, lock: bool
+) -> dict[UUID, Profile]:
+    """Each tenant's profile (plain without a workspace); ``lock`` holds the rows FOR SHARE."""
+    rows = await conn.fetch(_PROFILES_LOCKED if lock else _PROFILES, list(tenants))
+    found = {r["tenant_id"]: Profile(r["profile"]) for r in rows}
+    return {tenant: found.get(tenant, DEFAULT_PROFILE) for tenant in tenants}
+
+
+async def locked_profiles(conn: asyncpg.Connection, tenants: Sequence[UUID]) -> dict[UUID, Profile]:
+    """The profiles, with the workspace rows held until commit so no re-index runs meanwhile."""
+    return await read_profiles(conn, tenants, lock=True)
+
+
+#: The tenants' workspace profiles, and the same holding the rows until commit.
+_PROFILES: Final = (
+    "SELECT tenant_id, profile FROM workspaces WHERE tenant_id = ANY($1::uuid[]) ORDER BY tenant_id"
+)
+_PROFILES_LOCKED: Final = _PROFILES + " FOR SHARE"
+
+#: Passages re-tokenised per COPY in a re-index (and between two progress reports).
+_REINDEX_BATCH: Final = 2_000
+
+
+async def reindex_rows(
+    conn: asyncpg.Connection,
+    tenant_id: UUID,
+    profile: Profile,
+    on_progress: ReindexProgress | None,
+) -> int:
+    """Rewrite the tenant's posting blocks, lengths, df and token count under ``profile``.
+
+    Runs inside the caller's transaction: nothing of it is visible until that commits.
+    Ordinals stay; each batch of passages becomes one segment.
+    """
+    ids = [
+        r["id"]
+        for r in await conn.fetch(
+            "SELECT id FROM passages WHERE tenant_id = $1 ORDER BY ordinal", tenant_id
+        )
+    ]
+    for table in ("postings", "segments", "term_df"):
+        await conn.execute(f"DELETE FROM {table} WHERE tenant_id = $1", tenant_id)  # noqa: S608
+    await conn.execute(
+        'CREATE TEMP TABLE reindex_lengths (id text COLLATE "C", doc_length integer) ON COMMIT DROP'
+    )
+    await conn.execute(_ENSURE_COUNTERS, tenant_id)
+    for start in range(0, len(ids), _REINDEX_BATCH):
+        rows = await conn.fetch(
+            "SELECT id, text, ordinal FROM passages WHERE tenant_id = $1 "
+            "AND id = ANY($2::text[]) ORDER BY ordinal",
+            tenant_id,
+            ids[start : start + _REINDEX_BATCH],
+        )
+        lengths: list[tuple[str, int]] = []
+        written: list[tuple[int, Counter[str]]] = []
+        for row in rows:
+            await checkpoint()  # other sessions' searches go first (core.checkpoint)
+            length, tfs = passage_terms(row["text"], profile)
+            lengths.append((row["id"], length))
+            written.append((int(row["ordinal"]), tfs))
+        await conn.copy_records_to_table("reindex_lengths", records=lengths)
+        if written:
+            await _write_blocks(conn, tenant_id, Blocks(written), written[0][0], len(written))
+        if on_progress is not None:
+            on_progress(min(start + _REINDEX_BATCH, len(ids)), len(ids))
+    await conn.execute(
+        "UPDATE passages p SET doc_length = r.doc_length FROM reindex_lengths r "
+        "WHERE p.tenant_id = $1 AND p.id = r.id AND p.doc_length <> r.doc_length",
+        tenant_id,
+    )
+    await conn.execute(
+        "UPDATE tenant_counters SET tokens = "
+        "(SELECT coalesce(sum(doc_length), 0) FROM passages WHERE tenant_id = $1), "
+        "generation = txid_current() WHERE tenant_id = $1",
+        tenant_id,
+    )
+    if on_progress is not None and not ids:
+        on_progress(0, 0)
+    return len(ids)
+
+
+async def delete_tenant_rows(conn: asyncpg.Connection, tenant_id: UUID) -> int:
+    """Every passage, term row, statistic and entity of a tenant (not its workspace record)."""
+    await conn.execute("DELETE FROM postings WHERE tenant_id = $1", tenant_id)
+    await conn.execute("DELETE FROM segments WHERE tenant_id = $1", tenant_id)
+    status = await conn.execute("DELETE FROM passages WHERE tenant_id = $1", tenant_id)
+    await conn.execute("DELETE FROM term_df WHERE tenant_id = $1", tenant_id)
+    await conn.execute("DELETE FROM tenant_counters WHERE tenant_id = $1", tenant_id)
+    await conn.execute("DELETE FROM entities WHERE tenant_id = $1", tenant_id)
+    return int(str(status).rsplit(" ", 1)[-1])

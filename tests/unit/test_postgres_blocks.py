@@ -1,0 +1,142 @@
+"""The PostgreSQL store's pure half: posting blocks built, decoded and merged with no server."""
+
+from __future__ import annotations
+
+import uuid
+from collections import Counter
+
+import asyncpg
+import numpy as np
+import pytest
+
+from core.domain.chunks import StoredChunk
+from core.domain.tokenize import Profile
+from core.stores.postgres.blocks import (
+    MAX_SEGMENTS,
+    MERGE_FACTOR,
+    Blocks,
+    live_postings,
+    mergeable,
+    stage,
+)
+from core.stores.postgres.resilience import broken, causes, retryable, write_conflict
+
+TENANT = uuid.UUID(int=7)
+
+
+def _rows(blocks: Blocks, segment: int, offset: int = 0) -> list[dict[str, object]]:
+    return [
+        {"term": term, "ordinals": ordinals, "tfs": tfs}
+        for _, term, _, ordinals, tfs in blocks.records(TENANT, segment, offset)
+    ]
+
+
+def test_a_batch_becomes_one_block_per_term_that_decodes_back_to_its_postings() -> None:
+    blocks = Blocks(
+        [(0, Counter({"wing": 2, "flow": 1})), (1, Counter({"flow": 3})), (2, Counter({"wing": 1}))]
+    )
+    assert blocks.terms == ["flow", "wing"]
+    assert blocks.df.tolist() == [2, 2]
+    (flow_ordinals, flow_tfs), (wing_ordinals, wing_tfs) = live_postings(
+        ["flow", "wing"], _rows(blocks, 0), np.arange(3, dtype=np.int64)
+    )
+    assert flow_ordinals.tolist() == [0, 1] and flow_tfs.tolist() == [1, 3]
+    assert wing_ordinals.tolist() == [0, 2] and wing_tfs.tolist() == [2, 1]
+
+
+def test_blocks_built_before_ordinals_are_reserved_move_by_the_offset() -> None:
+    blocks = Blocks([(0, Counter({"a": 1})), (1, Counter({"a": 4}))])
+    [(ordinals, tfs)] = live_postings(["a"], _rows(blocks, 40, 40), np.arange(42, dtype=np.int64))
+    assert ordinals.tolist() == [40, 41] and tfs.tolist() == [1, 4]
+
+
+def test_segments_read_in_order_concatenate_to_ascending_ordinals() -> None:
+    first = _rows(Blocks([(0, Counter({"a": 1})), (1, Counter({"a": 2}))]), 0)
+    second = _rows(Blocks([(2, Counter({"a": 3}))]), 2)
+    [(ordinals, tfs)] = live_postings(["a"], first + second, np.arange(3, dtype=np.int64))
+    assert ordinals.tolist() == [0, 1, 2] and tfs.tolist() == [1, 2, 3]
+
+
+def test_a_deleted_passage_is_dropped_from_its_blocks_on_read() -> None:
+    blocks = Blocks([(0, Counter({"a": 1})), (1, Counter({"a": 2})), (2, Counter({"a": 5}))])
+    id_rank = np.array([0, -1, 1], dtype=np.int64)  # ordinal 1's passage is gone
+    [(ordinals, tfs)] = live_postings(["a"], _rows(blocks, 0), id_rank)
+    assert ordinals.tolist() == [0, 2] and tfs.tolist() == [1, 5]
+
+
+def test_a_term_with_no_block_reads_as_an_empty_posting() -> None:
+    [(ordinals, tfs)] = live_postings(["absent"], [], np.arange(0, dtype=np.int64))
+    assert len(ordinals) == 0 and len(tfs) == 0
+
+
+def test_an_ordinal_past_int32_is_refused_before_anything_is_sent() -> None:
+    with pytest.raises(ValueError, match="at most"):
+        Blocks([(2**31, Counter({"a": 1}))])
+    blocks = Blocks([(0, Counter({"a": 1}))])
+    with pytest.raises(ValueError, match="at most"):
+        blocks.records(TENANT, 0, 2**31)
+
+
+def test_a_one_workspace_batch_is_staged_with_its_blocks_and_a_mixed_one_without() -> None:
+    def chunk(tenant: uuid.UUID, text: str) -> StoredChunk:
+        return StoredChunk(
+            tenant_id=tenant, source_id="s", text=text, chunk_index=0, start_char=0,
+            end_char=len(text),
+        )  # fmt: skip
+
+    one = stage([chunk(TENANT, "wing flow"), chunk(TENANT, "flow")], {TENANT: Profile.PLAIN})
+    assert one.blocks is not None and one.blocks.df.tolist() == [2, 1]
+    assert [row[9] for row, _ in one.rows] == [2, 1]  # doc_length after the row's columns
+    other = uuid.UUID(int=8)
+    mixed = stage([chunk(TENANT, "wing"), chunk(other, "flow")], {})
+    assert mixed.blocks is None and len(mixed.rows) == 2
+
+
+def test_segments_of_mixed_sizes_that_never_line_up_are_still_merged_past_the_cap() -> None:
+    alternating = [(i, 1 if i % 2 else 5_000) for i in range(MAX_SEGMENTS)]
+    assert mergeable(alternating) == []
+    past_cap = [*alternating, (MAX_SEGMENTS, 1)]
+    run = mergeable(past_cap)
+    assert len(run) == MERGE_FACTOR
+    assert run == sorted(run) and run[-1][0] - run[0][0] == MERGE_FACTOR - 1  # adjacent only
+    assert sum(p for _, p in run) == min(
+        sum(p for _, p in past_cap[i : i + MERGE_FACTOR])
+        for i in range(len(past_cap) - MERGE_FACTOR + 1)
+    )
+    same_tier = [(i, 4_000 + i) for i in range(MERGE_FACTOR + 3)]
+    assert mergeable(same_tier) == same_tier[:MERGE_FACTOR]
+
+
+def _raised_during(outer: BaseException, inner: BaseException) -> BaseException:
+    try:
+        try:
+            raise inner
+        except BaseException:
+            raise outer  # noqa: B904 - the implicit context is the point
+    except BaseException as exc:
+        return exc
+
+
+def test_a_lost_connection_under_an_interface_error_is_retryable() -> None:
+    exc = _raised_during(
+        asyncpg.InterfaceError("cannot rollback"), ConnectionResetError("reset by peer")
+    )
+    assert retryable(exc) and not write_conflict(exc)
+    assert [type(e) for e in causes(exc)] == [asyncpg.InterfaceError, ConnectionResetError]
+
+
+def test_a_timeout_is_not_a_lost_connection_though_python_calls_it_an_os_error() -> None:
+    assert not retryable(_raised_during(TimeoutError(), ConnectionResetError()))
+
+
+def test_a_deadlock_down_the_chain_is_a_write_conflict() -> None:
+    deadlock = asyncpg.exceptions.DeadlockDetectedError("deadlock detected")
+    exc = _raised_during(RuntimeError("while writing"), deadlock)
+    assert write_conflict(exc) and retryable(exc) and not broken(exc)
+
+
+def test_a_driver_left_mid_protocol_is_broken() -> None:
+    exc = _raised_during(
+        RuntimeError("copy"), asyncpg.InterfaceError("another operation is in progress")
+    )
+    assert broken(exc) and not broken(asyncpg.InterfaceError("a caller's mistake"))
