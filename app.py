@@ -15,14 +15,19 @@ file only shows them. Without sign-in it is the single-user local tool and says 
 
 from __future__ import annotations
 
-import streamlit as st
+import warnings
 
-from core.analysis.presentation import count, escape_text
+import streamlit as st
+from authlib.deprecate import AuthlibDeprecationWarning  # type: ignore[import-untyped]
+
+from core.analysis.presentation import PROFILE_DESCRIPTIONS, count, escape_text
 from core.service import (
+    DEFAULT_PROFILE,
     DEFAULT_WORKSPACE,
     NOT_FOUND_OR_NO_ACCESS,
     NoAccess,
     NotOwner,
+    Profile,
     StoreUnavailable,
     local_mode,
 )
@@ -43,6 +48,11 @@ UNKNOWN_KEY = "_unknown_workspace"
 #: A one-time message about the workspace (created, deleted, refused), shown once.
 NOTICE_KEY = "_workspace_notice"
 
+# Authlib (behind st.login) warns on the console about its own modules that Streamlit uses
+# (authlib.jose, its httpx client): nothing whoever runs lexplain can act on. Importing
+# authlib.deprecate installs its "always" filter; this one, added after, goes before it.
+warnings.filterwarnings("ignore", category=AuthlibDeprecationWarning)
+
 st.set_page_config(page_title="lexplain", page_icon="🔎", layout="wide")
 
 pages = [
@@ -56,9 +66,12 @@ pages = [
 ]
 
 SIGN_IN = sign_in_configured()
-if SIGN_IN and not st.user.is_logged_in:  # every page: nothing is read before sign-in
-    # Hidden navigation, not none: without it Streamlit's legacy mode lists pages/ in a sidebar.
-    st.navigation(pages, position="hidden")
+SIGNING_IN = SIGN_IN and not st.user.is_logged_in
+# Navigation before anything slow (opening the store may start the embedded server, seconds):
+# until st.navigation runs, Streamlit draws its legacy menu of every file in pages/. Hidden
+# while signing in, not absent, for the same reason.
+page = st.navigation(pages, position="hidden" if SIGNING_IN else "sidebar")
+if SIGNING_IN:  # every page: nothing is read before sign-in
     st.title("lexplain")
     st.markdown("Explainable BM25 passage search. Sign in to see your workspaces.")
     st.button("Sign in", key="sign_in", type="primary", on_click=st.login)
@@ -82,7 +95,7 @@ def create_workspace() -> None:
     """Button callback: runs before the script, so it may still select the new workspace."""
     name = str(st.session_state.get("new_workspace_name", ""))
     try:
-        profile = str(st.session_state.get("new_workspace_profile", "plain"))
+        profile = str(st.session_state.get("new_workspace_profile", DEFAULT_PROFILE))
         st.session_state[WORKSPACE_KEY] = service.create_workspace(name, profile)
     except ValueError as exc:
         st.session_state[NOTICE_KEY] = f"No workspace created: {exc}."
@@ -182,11 +195,12 @@ with st.sidebar:
         st.text_input("Name", key="new_workspace_name")
         st.radio(
             "Tokenizer profile",
-            ["plain", "english"],
+            [p.value for p in Profile],
+            index=list(Profile).index(DEFAULT_PROFILE),
             key="new_workspace_profile",
             horizontal=True,
-            help="plain: words as typed. english: the same, then Snowball English stemming "
-            "(models → model). Every write and query of the workspace uses it.",
+            help="  \n".join(f"{p.value}: {PROFILE_DESCRIPTIONS[p]}." for p in Profile)
+            + "  \nEvery write and query of the workspace uses it.",
         )
         st.button("Create", key="create_workspace", on_click=create_workspace)
     chosen = workspace()
@@ -257,15 +271,22 @@ if unknown:
 if not names:  # signed in, and no workspace of theirs yet: nothing to show a screen on
     st.title("lexplain")
     st.info(
-        "You have no workspace yet. Create one in the sidebar (New workspace), or ask the "
-        f"owner of a workspace to add you as a member: {escape_text(service.user or '')}."
+        "You have no workspace yet. Create one in the sidebar (New workspace), or ask a "
+        "workspace's owner to add you as a member; they add you by your address, "
+        f"{escape_text(service.user or '')}."
     )
+    if unowned := service.unowned_workspaces():
+        st.warning(
+            f"This server has {count(unowned, 'workspace')} with passages and no owner (made "
+            "before sign-in was configured, or by `load`): nobody can open such a workspace "
+            "until whoever runs the server gives it an owner with "
+            "`python -m core owner NAME EMAIL`."
+        )
     st.stop()
 
 st.session_state[SHADOW_KEY] = workspace()
 st.query_params[WORKSPACE_PARAM] = workspace()
 
-page = st.navigation(pages)
 # The screen checks this (pages.common.screen): a screen Streamlit ran without app.py reruns.
 st.session_state[FRAMED_KEY] = True
 page.run()

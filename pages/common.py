@@ -18,6 +18,8 @@ from streamlit.runtime.pages_manager import PagesManager
 
 from core.analysis.presentation import escape_text, term_colours
 from core.service import (
+    DEFAULT_K,
+    DEFAULT_LIMIT,
     DEFAULT_WORKSPACE,
     SAMPLE_LABEL,
     EvaluationRun,
@@ -25,6 +27,8 @@ from core.service import (
     RankedPassage,
     TruncationView,
 )
+from core.service import K_MAX as K_MAX  # re-exported: the screens' bounds (core's)
+from core.service import LIMIT_MAX as LIMIT_MAX
 from core.service import signed_in_email as proven_email
 
 #: Session key app.py sets right before it runs a screen: a screen run without it ran bare.
@@ -169,8 +173,18 @@ def length_histogram(lengths: Sequence[int], avg_doc_length: float) -> go.Figure
 KEPT_COLOUR, CUT_COLOUR = "#4C78A8", "#E45756"
 
 
+#: Colour of the smallest safe limit's line.
+SAFE_COLOUR = "#54A24B"
+
+
 def sweep_chart(view: TruncationView) -> go.Figure:
-    """Overlap of the limited with the unlimited top-k as the limit grows (points from core)."""
+    """Overlap of the limited with the unlimited top-k as the limit grows (points from core).
+
+    The x-axis is logarithmic: a safe limit is usually a small fraction of the matching
+    passages, and on a linear axis everything happened in its left few percent. The limit
+    and the smallest safe limit are lines named in the legend, not labels on the plot: two
+    close limits put their labels on top of each other and of the lines.
+    """
     report = view.report
     figure = go.Figure(
         go.Scatter(
@@ -180,29 +194,38 @@ def sweep_chart(view: TruncationView) -> go.Figure:
             line={"color": KEPT_COLOUR},
             marker={"size": 4},
             hovertemplate="limit %{x:,}: overlap %{y:.0%}<extra></extra>",
-            name="overlap",
+            name=f"overlap with the unlimited top-{view.k}",
         )
     )
-    figure.add_vline(
-        x=report.smallest_safe_limit,
-        line_dash="dash",
-        line_color="#54A24B",
-        annotation_text=f"smallest safe limit {report.smallest_safe_limit:,}",
-        annotation_position="bottom right",
-    )
-    figure.add_vline(
-        x=view.limit,
-        line_color=CUT_COLOUR,
-        annotation_text=f"limit {view.limit:,}",
-        annotation_position="top left",
-    )
+    for x, name, colour, dash in (
+        (view.limit, f"limit {view.limit:,}", CUT_COLOUR, "solid"),
+        (
+            report.smallest_safe_limit,
+            f"smallest safe limit {report.smallest_safe_limit:,}",
+            SAFE_COLOUR,
+            "dash",
+        ),
+    ):
+        figure.add_trace(
+            go.Scatter(
+                x=[x, x],
+                y=[0, 1],
+                mode="lines",
+                line={"color": colour, "dash": dash, "width": 2},
+                name=name,
+                hovertemplate=f"{name}<extra></extra>",
+            )
+        )
     figure.update_layout(
-        height=300,
-        margin={"l": 0, "r": 0, "t": 30, "b": 0},
-        xaxis_title="limit (candidates handed to BM25)",
+        height=320,
+        margin={"l": 0, "r": 0, "t": 40, "b": 0},
+        xaxis={
+            "title": f"limit (candidates handed to BM25, log scale; {report.matching:,} match)",
+            "type": "log",
+        },
         yaxis_title=f"share of the unlimited top-{view.k} kept",
         yaxis={"tickformat": ".0%", "range": [-0.05, 1.05]},
-        showlegend=False,
+        legend={"orientation": "h", "y": 1.12, "x": 0},
     )
     return figure
 
@@ -293,10 +316,8 @@ def offer_sample(service: LexplainService) -> None:
     )
 
 
-#: Bounds of k and of a limit, in the inputs and when taken from a link.
-K_MAX, LIMIT_MAX = 100, 10_000_000
 #: Query, k and limit before any screen set them: one default for Search, Truncation and Compare.
-QUERY_DEFAULTS: dict[str, Any] = {"q": "", "k": 10, "limit": 1000}
+QUERY_DEFAULTS: dict[str, Any] = {"q": "", "k": DEFAULT_K, "limit": DEFAULT_LIMIT}
 
 
 def _int_param(value: str | None, default: int, low: int, high: int) -> int:

@@ -18,14 +18,15 @@ import streamlit as st
 from core.analysis.presentation import (
     FORMULA,
     IDF_FORMULAS,
-    compare_explanations,
+    RANKER_COLUMNS,
     escape_text,
     explanation_rows,
     formula_lines,
     idf_line,
+    rankers_summary,
     stemming_line,
 )
-from core.service import MAX_K1, CompareView, Ranker, RankerKind
+from core.service import KIND_LABELS, MAX_K1, CompareView, Ranker, RankerKind
 from pages.common import (
     K_MAX,
     QUERY_DEFAULTS,
@@ -40,17 +41,17 @@ from pages.common import (
 KEYS = {"q": "c_q", "k": "c_k", "limit": "c_limit"}
 #: Session key of the URL this page last adopted.
 URL_MARKER = "_compare_url"
-#: How each ranker kind is offered.
-KIND_LABELS = {
-    RankerKind.WORKSPACE: "workspace BM25 (k1 1.2, b 0.75)",
-    RankerKind.CLASSIC: "textbook BM25 (core/domain/classic.py: k1 1.5, b 0.75, classic idf)",
-    RankerKind.CUSTOM: "BM25 with your k1 and b",
-}
-#: Each side's URL names and defaults: kind, k1, b.
+#: Each side's URL names: kind, k1, b.
 SIDES: dict[str, tuple[str, str, str]] = {"A": ("ra", "ka", "ba"), "B": ("rb", "kb", "bb")}
-SIDE_DEFAULTS: dict[str, tuple[RankerKind, float, float]] = {
-    "A": (RankerKind.WORKSPACE, 1.2, 0.75),
-    "B": (RankerKind.CLASSIC, 1.2, 0.75),
+#: Each side's ranker before anyone chose: the workspace's against the textbook's.
+SIDE_DEFAULTS: dict[str, RankerKind] = {"A": RankerKind.WORKSPACE, "B": RankerKind.CLASSIC}
+#: Where a custom ranker's k1 and b start (the workspace's, core's constants).
+CUSTOM_DEFAULT = Ranker.of(RankerKind.CUSTOM)
+#: Number formats of the per-term tables (the numbers are core's, unrounded).
+TERM_FORMATS = {
+    "idf": st.column_config.NumberColumn("idf", format="%.4f"),
+    "TF part": st.column_config.NumberColumn("TF part", format="%.4f"),
+    "contribution": st.column_config.NumberColumn("contribution", format="%.4f"),
 }
 #: URL name of the chosen passage.
 PASSAGE_PARAM = "p"
@@ -72,19 +73,20 @@ def sync_rankers_from_url() -> None:
     if url != st.session_state.get("_compare_rankers_url"):
         st.session_state["_compare_rankers_url"] = url
         for side, (kind, k1, b) in SIDES.items():
-            default_kind, default_k1, default_b = SIDE_DEFAULTS[side]
             try:
-                chosen = RankerKind(params.get(kind, default_kind.value))
+                chosen = RankerKind(params.get(kind, SIDE_DEFAULTS[side].value))
             except ValueError:
-                chosen = default_kind
+                chosen = SIDE_DEFAULTS[side]
             st.session_state[f"c_kind_{side}"] = chosen
-            st.session_state[f"c_k1_{side}"] = _float(params.get(k1), default_k1, 0.0, MAX_K1)
-            st.session_state[f"c_b_{side}"] = _float(params.get(b), default_b, 0.0, 1.0)
+            st.session_state[f"c_k1_{side}"] = _float(
+                params.get(k1), CUSTOM_DEFAULT.k1, 0.0, MAX_K1
+            )
+            st.session_state[f"c_b_{side}"] = _float(params.get(b), CUSTOM_DEFAULT.b, 0.0, 1.0)
         st.session_state["c_passage"] = params.get(PASSAGE_PARAM)
-    for side, (default_kind, default_k1, default_b) in SIDE_DEFAULTS.items():
-        st.session_state.setdefault(f"c_kind_{side}", default_kind)
-        st.session_state.setdefault(f"c_k1_{side}", default_k1)
-        st.session_state.setdefault(f"c_b_{side}", default_b)
+    for side, default in SIDE_DEFAULTS.items():
+        st.session_state.setdefault(f"c_kind_{side}", default)
+        st.session_state.setdefault(f"c_k1_{side}", CUSTOM_DEFAULT.k1)
+        st.session_state.setdefault(f"c_b_{side}", CUSTOM_DEFAULT.b)
 
 
 def ranker_inputs(side: str, column: Any) -> Ranker:
@@ -189,7 +191,9 @@ def render_chosen(view: CompareView) -> None:
         f"N = {view.n_docs:,}, avgdl = {view.avg_doc_length:.2f}, "
         f"dl = {a.terms[0].doc_length if a.terms else 0}"
     )
-    st.markdown(compare_explanations(a, b, ("A", "B")).summary)
+    chosen = next((m for m in comparison.movements if m.chunk_id == view.chosen), None)
+    ranks = None if chosen is None else (chosen.rank_a, chosen.rank_b)
+    st.markdown(escape_text(rankers_summary(a, b, ranks)))
     left, right = st.columns(2)
     for column, explanation, ranker, side in (
         (left, a, comparison.ranker_a, "A"),
@@ -199,7 +203,12 @@ def render_chosen(view: CompareView) -> None:
             f"**{side}: {escape_text(ranker.label)}** — score {explanation.score:.4f}  \n"
             f"`{IDF_FORMULAS[explanation.idf_form]}`"
         )
-        column.dataframe(explanation_rows(explanation), hide_index=True, key=f"c-terms-{side}")
+        column.dataframe(
+            explanation_rows(explanation, RANKER_COLUMNS),
+            column_config=TERM_FORMATS,
+            hide_index=True,
+            key=f"c-terms-{side}",
+        )
         lines = [idf_line(p, explanation.idf_form) for p in explanation.terms if p.tf > 0]
         column.code(
             "\n".join([*lines, *formula_lines(explanation)]), language=None, wrap_lines=True

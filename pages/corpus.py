@@ -8,8 +8,14 @@ from __future__ import annotations
 
 import streamlit as st
 
-from core.analysis.presentation import escape_text, highlight_html, term_spans
-from core.service import TermInfo
+from core.analysis.presentation import (
+    PROFILE_DESCRIPTIONS,
+    count,
+    escape_text,
+    highlight_html,
+    term_spans,
+)
+from core.service import Profile, TermInfo
 from pages.common import length_histogram, offer_sample, screen, workspace
 
 #: How many passages of a chosen term are shown with their text.
@@ -40,22 +46,24 @@ st.plotly_chart(
 )
 
 st.subheader("Tokenizer profile")
-other = "english" if profile.value == "plain" else "plain"
+other = next(p for p in Profile if p is not profile)  # the one other profile
 st.markdown(
-    f"This workspace is tokenised with the **{profile.value}** profile"
-    + (" (Snowball English stemming: models → model)." if profile.value == "english" else ".")
-    + f" Switching to **{other}** re-indexes every passage; searches use the current index "
-    "until the new one is complete."
+    f"This workspace is tokenised with the **{profile.value}** profile "
+    f"({PROFILE_DESCRIPTIONS[profile]}). Switching to **{other.value}** "
+    f"({PROFILE_DESCRIPTIONS[other]}) re-indexes every passage; searches use the current "
+    "index until the new one is complete."
 )
-if st.button(f"Re-index as {other}", key="reindex"):
+if st.button(f"Re-index as {other.value}", key="reindex"):
     bar = st.progress(0.0, text="Re-indexing…")
 
     def reindexed(done: int, total: int, _label: str) -> None:
         bar.progress(done / total if total else 1.0, text=f"Re-indexing… {done:,} of {total:,}")
 
-    count = service.change_profile(ws, other, on_progress=reindexed)
+    passages = service.change_profile(ws, other, on_progress=reindexed)
     bar.empty()
-    st.session_state["reindexed"] = f"Re-indexed {count:,} passages with the {other} profile."
+    st.session_state["reindexed"] = (
+        f"Re-indexed {count(passages, 'passage')} with the {other.value} profile."
+    )
     st.rerun()
 if done := st.session_state.pop("reindexed", None):
     st.success(done)
@@ -64,9 +72,17 @@ st.subheader("Term browser")
 prefix = st.text_input(
     "Terms starting with", key="term_prefix", help="Normalised like every term: NFKC, casefold."
 )
-terms: list[TermInfo] = service.terms_with_prefix(prefix, workspace=ws) if prefix else []
+# Before a prefix is typed: the most frequent terms, so the browser is never a blank box.
+terms: list[TermInfo] = (
+    service.terms_with_prefix(prefix, workspace=ws) if prefix else service.top_terms(workspace=ws)
+)
 if prefix and not terms:
     st.info(f"No term starts with “{escape_text(prefix)}”.")
+if not prefix and terms:
+    st.caption(
+        f"The {count(len(terms), 'most frequent term')} (by df, the passages containing it); "
+        "type a prefix to find others."
+    )
 if terms:
     st.dataframe(
         [{"term": t.term, "df": t.df, "idf": t.idf} for t in terms],

@@ -9,9 +9,34 @@ from __future__ import annotations
 
 import streamlit as st
 
-from core.analysis.presentation import Span, clip_end, escape_text, highlight_html
-from core.service import EXAMPLE_WITH_NAMES, EXTRACTOR_LIMITS, PASSAGE_MARK
-from pages.common import offer_sample, screen, workspace
+from core.analysis.presentation import Span, clip_end, count, escape_text, highlight_html
+from core.service import (
+    DEFAULT_K,
+    DEFAULT_LIMIT,
+    EXAMPLE_WITH_NAMES,
+    EXAMPLE_WORKSPACE,
+    EXTRACTOR_LIMITS,
+    PASSAGE_MARK,
+)
+from pages.common import WORKSPACE_PARAM, offer_sample, screen, workspace
+
+#: The query parameters of a search for an entity: core's default k and limit.
+SEARCH_PARAMS = {"k": str(DEFAULT_K), "limit": str(DEFAULT_LIMIT)}
+#: A one-time message after the example was added elsewhere.
+EXAMPLE_NOTICE = "_example_notice"
+
+
+def add_example_elsewhere() -> None:
+    """Button callback: the example goes into its own workspace, which the link then opens
+    (app.py follows a ``ws`` that differs from the current workspace)."""
+    try:
+        name = service.create_workspace(EXAMPLE_WORKSPACE)
+    except ValueError as exc:  # with sign-in, someone else may hold the name
+        st.session_state[EXAMPLE_NOTICE] = f"The example was not added: {exc}."
+        return
+    service.load_example_with_names(workspace=name)
+    st.query_params[WORKSPACE_PARAM] = name
+
 
 service = screen()
 ws = workspace()
@@ -28,11 +53,30 @@ if not entities:
             f"The bundled example `{EXAMPLE_WITH_NAMES.name}` names people, organisations and "
             "places; add it to see this screen at work, or upload your own files."
         )
-        if st.button("Add the example with names", key="load_example"):
+        if notice := st.session_state.pop(EXAMPLE_NOTICE, None):
+            st.warning(escape_text(notice))
+        left, right = st.columns(2)
+        left.button(
+            f"Add the example to a new workspace “{EXAMPLE_WORKSPACE}”",
+            key="load_example_elsewhere",
+            type="primary",
+            on_click=add_example_elsewhere,
+        )
+        left.caption(
+            f"Opens that workspace; “{escape_text(ws)}” stays as it is, so its counts and every "
+            "score in it do not change."
+        )
+        if right.button(f"Add the example to “{ws}”", key="load_example"):
             service.load_example_with_names(workspace=ws)
             st.rerun()
+        right.caption(
+            f"Adds a document to “{escape_text(ws)}”: its passage count N, avgdl and so every "
+            "idf and score in it change."
+        )
     st.stop()
 
+if notice := st.session_state.pop(EXAMPLE_NOTICE, None):
+    st.warning(escape_text(notice))
 needle = st.text_input("Filter by name", key="entity_filter").casefold().strip()
 shown = [e for e in entities if needle in e.entity.name.casefold()]
 st.dataframe(
@@ -49,13 +93,13 @@ chosen_id = st.selectbox(
     list(by_id),
     key="entity_choice",
     format_func=lambda i: (
-        f"{by_id[i].entity.name} ({by_id[i].entity.kind}, {by_id[i].passages} passages)"
+        f"{by_id[i].entity.name} ({by_id[i].entity.kind}, {count(by_id[i].passages, 'passage')})"
     ),
 )
 chosen = by_id[chosen_id].entity
 if st.button(f"Search for “{chosen.name}”", key="search_entity"):
     st.switch_page(
-        "pages/search.py", query_params={"q": chosen.name, "k": "10", "limit": "1000", "ws": ws}
+        "pages/search.py", query_params={"q": chosen.name, **SEARCH_PARAMS, WORKSPACE_PARAM: ws}
     )
 for passage in service.entity_passages(chosen.entity_id, workspace=ws):
     chunk = passage.chunk
@@ -64,7 +108,7 @@ for passage in service.entity_passages(chosen.entity_id, workspace=ws):
     with st.container(border=True):
         st.markdown(
             f"source {escape_text(chunk.source_id)} · passage {chunk.chunk_index + 1} · "
-            f"chars {chunk.start_char}–{chunk.end_char} · {len(spans)} mention(s)",
+            f"chars {chunk.start_char}–{chunk.end_char} · {count(len(spans), 'mention')}",
             unsafe_allow_html=True,
         )
         st.markdown(highlight_html(chunk.text, spans, end=end), unsafe_allow_html=True)
@@ -77,9 +121,8 @@ for passage in service.entity_passages(chosen.entity_id, workspace=ws):
             icon=":material/help:",
             query_params={
                 "q": chosen.name,
-                "k": "10",
-                "limit": "1000",
-                "ws": ws,
+                **SEARCH_PARAMS,
+                WORKSPACE_PARAM: ws,
                 "why": f"{chunk.source_id}{PASSAGE_MARK}{chunk.chunk_index + 1}",
             },
         )

@@ -19,6 +19,11 @@ import streamlit as st
 
 from core.analysis.presentation import escape_text
 from core.service import (
+    DEFAULT_K,
+    DEFAULT_LIMIT,
+    K_MAX,
+    KIND_LABELS,
+    LIMIT_MAX,
     MAX_K1,
     EvaluationComparison,
     EvaluationRun,
@@ -38,8 +43,10 @@ JUDGMENTS_KEY = "ev_judgments"
 RESULT_KEY = "ev_result"
 #: Metrics of the table: label -> attribute of a QueryScore / QueryComparison.
 METRICS = {"nDCG": "ndcg", "Recall": "recall", "MRR": "mrr"}
-#: Bounds of k and the limits.
-K_MAX, LIMIT_MAX = 100, 10_000_000
+#: Limit B before anyone chose: a tenth of the default, to show what a smaller limit costs.
+LIMIT_B = DEFAULT_LIMIT // 10
+#: Where a custom ranker's k1 and b start (core's constants).
+CUSTOM_DEFAULT = Ranker.of(RankerKind.CUSTOM)
 #: The Search page is the default page, served at the app's root: a link goes there.
 SEARCH_URL = "./"
 
@@ -48,14 +55,6 @@ def use_sample() -> None:
     """Button callback: the sample's queries and judgments become the chosen judgments."""
     queries, qrels = LexplainService.sample_judgments()
     st.session_state[JUDGMENTS_KEY] = ("the sample's judgments (Cranfield)", queries, qrels)
-
-
-#: How each ranker kind is offered.
-RANKER_LABELS = {
-    RankerKind.WORKSPACE: "workspace BM25",
-    RankerKind.CLASSIC: "textbook BM25 (core/domain/classic.py)",
-    RankerKind.CUSTOM: "BM25 with your k1 and b",
-}
 
 
 def search_link(query: str, k: int, limit: int, ws: str | None = None) -> str:
@@ -71,28 +70,33 @@ def column_name(run: str, evaluated: EvaluationRun) -> str:
     return f"{run}: {run_name(evaluated)}"
 
 
-def run_workspace(run: EvaluationRun) -> str | None:
-    """The workspace a labelled run was of (its label starts with it)."""
-    return run.label.split(" · ", 1)[0] if run.label else None
-
-
 def ranker_input(side: str, column: Any) -> Ranker:
     kind = RankerKind(
         column.selectbox(
             f"ranker {side}",
             list(RankerKind),
             key=f"ev_ranker_{side}",
-            format_func=lambda k: RANKER_LABELS[RankerKind(k)],
+            format_func=lambda k: KIND_LABELS[RankerKind(k)],
         )
     )
     if kind is not RankerKind.CUSTOM:
         return Ranker.of(kind)
     left, right = column.columns(2)
     k1 = left.number_input(
-        f"k1 {side}", min_value=0.0, max_value=MAX_K1, value=1.2, step=0.1, key=f"ev_k1_{side}"
+        f"k1 {side}",
+        min_value=0.0,
+        max_value=MAX_K1,
+        value=CUSTOM_DEFAULT.k1,
+        step=0.1,
+        key=f"ev_k1_{side}",
     )
     b = right.number_input(
-        f"b {side}", min_value=0.0, max_value=1.0, value=0.75, step=0.05, key=f"ev_b_{side}"
+        f"b {side}",
+        min_value=0.0,
+        max_value=1.0,
+        value=CUSTOM_DEFAULT.b,
+        step=0.05,
+        key=f"ev_b_{side}",
     )
     return Ranker.of(kind, k1=float(k1), b=float(b))
 
@@ -115,9 +119,9 @@ def table_rows(result: EvaluationComparison, metric: str, k: int) -> list[dict[s
         if b is not None:
             line[column_name("B", b)] = value(row, "b")
             line["B − A"] = getattr(row, f"{metric}_difference")
-        line["Search A"] = search_link(row.query, k, a.limit, run_workspace(a))
+        line["Search A"] = search_link(row.query, k, a.limit, a.workspace or None)
         if b is not None:
-            line["Search B"] = search_link(row.query, k, b.limit, run_workspace(b))
+            line["Search B"] = search_link(row.query, k, b.limit, b.workspace or None)
         rows.append(line)
     return rows
 
@@ -220,10 +224,15 @@ else:
     st.caption(f"Judgments: {escape_text(judgments[0])}")
 
 col_k, col_a, col_b, col_compare = st.columns([1, 1, 1, 2])
-k = int(col_k.number_input("k", min_value=1, max_value=K_MAX, value=10, key="ev_k"))
+k = int(col_k.number_input("k", min_value=1, max_value=K_MAX, value=DEFAULT_K, key="ev_k"))
 limit_a = int(
     col_a.number_input(
-        "limit A", min_value=0, max_value=LIMIT_MAX, value=1000, step=100, key="ev_limit_a"
+        "limit A",
+        min_value=0,
+        max_value=LIMIT_MAX,
+        value=DEFAULT_LIMIT,
+        step=100,
+        key="ev_limit_a",
     )
 )
 compare = col_compare.checkbox("compare with limit B", value=True, key="ev_compare")
@@ -232,7 +241,7 @@ limit_b = int(
         "limit B",
         min_value=0,
         max_value=LIMIT_MAX,
-        value=100,
+        value=LIMIT_B,
         step=100,
         key="ev_limit_b",
         disabled=not compare,

@@ -79,6 +79,7 @@ def render_limited(view: TruncationView, column: Any) -> None:
     lines = []
     for entry in view.limited:
         move = f"▲{entry.movement}" if entry.movement > 0 else "="
+        move += " (new)" if entry.new else ""
         lines.append(
             f"{entry.rank}. {passage_label(entry.chunk.source_id, entry.chunk.chunk_index)}"
             f" &nbsp; **{entry.score:.2f}** &nbsp; <span class='lx-move'>{move}</span>"

@@ -8,12 +8,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from core.analysis.presentation import escape_text
-from core.service import ChunkingOptions
+from core.analysis.presentation import count, escape_text
+from core.service import UPLOAD_FILE_TYPES, ChunkingOptions
 from pages.common import screen, workspace
-
-#: File types the readers handle (jsonl = a BEIR corpus, many documents per file).
-FILE_TYPES = ["txt", "md", "html", "htm", "pdf", "docx", "jsonl"]
 
 service = screen()
 ws = workspace()
@@ -23,10 +20,12 @@ st.markdown(
     "(or kept whole) and its entities are found; uploading a file again replaces its passages."
 )
 files = st.file_uploader(
-    "Files (txt, md, html, pdf, docx, BEIR jsonl)",
-    type=FILE_TYPES,
+    f"Files ({', '.join(t.lstrip('.') for t in UPLOAD_FILE_TYPES)}; jsonl is a BEIR corpus)",
+    type=list(UPLOAD_FILE_TYPES),
     accept_multiple_files=True,
     key="files",
+    # The uploader's "… MB per file" is the same setting core checks (LEXPLAIN_MAX_UPLOAD_MB).
+    max_upload_size=service.settings.max_upload_mb,
 )
 st.caption(escape_text(service.upload_limits()))
 whole = st.toggle(
@@ -82,7 +81,7 @@ def delete_sources() -> None:
     doomed = list(st.session_state.get("doomed", []))
     removed = sum(service.delete_source(source, workspace=ws) for source in doomed)
     st.session_state["doomed"] = []
-    st.toast(f"Deleted {len(doomed)} source(s), {removed:,} passages.")
+    st.toast(f"Deleted {count(len(doomed), 'source')}, {count(removed, 'passage')}.")
 
 
 reports = st.session_state.get("upload_reports")
@@ -91,9 +90,9 @@ if reports:
     stored = [r for r in reports if r.error is None]
     if stored:
         st.success(
-            f"Stored {len(stored)} of {len(reports)} file(s): "
-            f"{sum(r.passages_written for r in stored):,} passages, "
-            f"{sum(r.entities_found for r in stored):,} entities found."
+            f"Stored {len(stored)} of {count(len(reports), 'file')}: "
+            f"{count(sum(r.passages_written for r in stored), 'passage')}, "
+            f"{count(sum(r.entities_found for r in stored), 'entity', 'entities')} found."
         )
     for failed in (r for r in reports if r.error is not None):
         st.error(f"{escape_text(failed.file_name)}: {escape_text(failed.error or '')}")
@@ -131,12 +130,26 @@ if reports:
             st.caption(f"{escape_text(r.file_name)}: " + escape_text("; ".join(r.notes)))
 
 st.subheader("Sources")
-sources = service.list_sources(workspace=ws)
+sources = service.list_sources(workspace=ws)  # natural order of ids: 2 before 10
 if not sources:
     st.info("No sources in this workspace yet.")
 else:
+    # What this session just uploaded comes first: after a BEIR file of 1,400 ids a new upload
+    # at the bottom of the list was not findable.
+    recent = {source for r in reports or [] for source in r.source_ids}
+    needle = st.text_input("Filter by source id", key="source_filter").casefold().strip()
+    shown = [s for s in sources if needle in s.source_id.casefold()]
+    shown.sort(key=lambda s: s.source_id not in recent)  # stable: natural order within each
+    st.caption(
+        f"{count(len(shown), 'source')} of {len(sources):,}"
+        + (f", the {len(recent):,} just uploaded first" if recent else "")
+        + "; ids in natural order (2 before 10)."
+    )
     st.dataframe(
-        [{"source": s.source_id, "passages": s.passages} for s in sources],
+        [
+            {"source": s.source_id, "passages": s.passages, "just uploaded": s.source_id in recent}
+            for s in shown
+        ],
         hide_index=True,
         key="sources-table",
     )

@@ -61,6 +61,9 @@ class EvaluationRun(BaseModel):
     ranked: dict[str, list[str]] = Field(default_factory=dict)
     #: What the run was, beyond its limit (workspace, ranker); empty for a plain limit run.
     label: str = ""
+    #: The workspace the run ranked (where its per-query Search links go); a field, not a
+    #: piece of ``label``, so a name containing the label's separator survives.
+    workspace: str = ""
 
 
 def parse_qrels(data: bytes | str) -> dict[str, dict[str, int]]:
@@ -122,6 +125,7 @@ def evaluate_run(
     k: int,
     limit: int,
     label: str = "",
+    workspace: str = "",
 ) -> EvaluationRun:
     """Metrics per judged query (queries without judgments are left out) and their means."""
     rows = [
@@ -146,4 +150,5 @@ def evaluate_run(
         mean_mrr=sum(r.mrr for r in rows) / count,
         ranked={r.query_id: list(ranked_documents.get(r.query_id, []))[:k] for r in rows},
         label=label,
+        workspace=workspace,
     )

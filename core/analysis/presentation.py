@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import colorsys
 import html
+import re
 import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -50,9 +51,20 @@ PALETTE: Final[tuple[str, ...]] = (
 )  # fmt: skip
 #: Passages longer than this many characters are clipped, with a "show all" next to them.
 CLIP_CHARS: Final = 1500
+#: Runs of ASCII digits, kept by ``re.split`` (natural order of source ids).
+_DIGIT_RUNS: Final = re.compile(r"([0-9]+)")
 #: HTML and Markdown-significant characters, encoded as entities in one pass: text stays text.
 _ESCAPES: Final = str.maketrans({c: f"&#{ord(c)};" for c in "&<>\"'\\`*_{}[]#|~$:"})
 
+#: What each tokenizer profile does, in the words of the sidebar and the Corpus screen.
+PROFILE_DESCRIPTIONS: Final[dict[Profile, str]] = {
+    Profile.PLAIN: "words as typed: NFKC, casefold, stopwords removed",
+    Profile.ENGLISH: "plain, then Snowball English stemming: models → model",
+}
+#: The columns of a per-term table beside another ranker's (Compare): what differs between
+#: rankers. N, dl and avgdl are the same under both and stated once above; df is in each idf
+#: line. All nine columns in two half-width tables hid TF part and contribution at 1280 px.
+RANKER_COLUMNS: Final = ("term", "tf", "idf", "TF part", "contribution")
 #: The formula, as the page prints it above the table.
 FORMULA: Final = "score = Σ over query terms idf(t) · tf·(k1+1) / (tf + k1·(1 − b + b·dl/avgdl))"
 #: The IDF, as the page prints it.
@@ -253,6 +265,18 @@ def count(n: int, noun: str, plural: str | None = None) -> str:
     return f"{n:,} {noun if n == 1 else plural or noun + 's'}"
 
 
+def natural_key(text: str) -> tuple[tuple[int, int | str], ...]:
+    """Sort key that orders digit runs by number: "2" < "10" < "100", "doc9" < "doc10".
+
+    Source ids are often numbers (a BEIR corpus's ids); sorted as text they run 1, 10, 100.
+    """
+    return tuple(
+        (0, int(piece)) if piece.isdigit() else (1, piece.casefold())
+        for piece in _DIGIT_RUNS.split(text)
+        if piece
+    )
+
+
 def _num(value: float, places: int = 4) -> str:
     return f"{value:.{places}f}"
 
@@ -291,13 +315,16 @@ def formula_lines(explanation: ScoreExplanation) -> list[str]:
     return [formula_line(p, explanation.k1, explanation.b) for p in parts]
 
 
-def explanation_rows(explanation: ScoreExplanation) -> list[dict[str, object]]:
-    """The explanation as table rows (matched terms by contribution, then unmatched by idf)."""
+def explanation_rows(
+    explanation: ScoreExplanation, columns: Sequence[str] | None = None
+) -> list[dict[str, object]]:
+    """The explanation as table rows (matched terms by contribution, then unmatched by idf);
+    only ``columns`` when given (e.g. ``RANKER_COLUMNS``)."""
     parts = sorted(
         explanation.terms,
         key=lambda p: (p.tf == 0, -p.contribution, -p.idf, p.term),
     )
-    return [
+    rows = [
         {
             "term": p.term,
             "tf": p.tf,
@@ -311,6 +338,9 @@ def explanation_rows(explanation: ScoreExplanation) -> list[dict[str, object]]:
         }
         for p in parts
     ]
+    if columns is None:
+        return rows
+    return [{name: row[name] for name in columns} for row in rows]
 
 
 class TermDifference(BaseModel):
@@ -355,14 +385,72 @@ def compare_explanations(
     losses = [f"{d.term} −{-d.difference:.1f}" for d in diffs if d.difference < 0]
     first, second = names
     gap = a.score - b.score
-    verb = "outscores" if gap > 0 else "scores below" if gap < 0 else "ties with"
     clauses = []
     if wins:
         clauses.append("wins on " + ", ".join(wins))
     if losses:
         clauses.append("loses on " + ", ".join(losses))
-    detail = "; ".join(clauses) if clauses else "every term contributes the same"
-    summary = f"{first} {verb} {second} by {abs(gap):.4f}: {first} {detail}."
+    detail = f"{first} " + "; ".join(clauses) if clauses else "every term contributes the same"
+    if gap == 0:
+        summary = f"{first} and {second} score the same, {a.score:.4f}: {detail}."
+    else:
+        verb = "outscores" if gap > 0 else "scores below"
+        summary = f"{first} {verb} {second} by {abs(gap):.4f}: {detail}."
     return ExplanationComparison(
         score_a=a.score, score_b=b.score, score_difference=gap, terms=diffs, summary=summary
+    )
+
+
+def ordinal(n: int) -> str:
+    """``n`` as an English ordinal: 1st, 2nd, 3rd, 4th, 11th, 12th, 13th, 21st."""
+    suffix = "th" if n % 100 in (11, 12, 13) else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n:,}{suffix}"
+
+
+def score_shares(explanation: ScoreExplanation) -> dict[str, float]:
+    """Each matched term's share of the score (contribution / score); empty for a score <= 0."""
+    if explanation.score <= 0:
+        return {}
+    return {p.term: p.contribution / explanation.score for p in explanation.terms if p.tf > 0}
+
+
+def rankers_summary(
+    a: ScoreExplanation,
+    b: ScoreExplanation,
+    ranks: tuple[int, int] | None,
+    names: tuple[str, str] = ("A", "B"),
+) -> str:
+    """One passage under two rankers, in words that never set one score against the other.
+
+    Two rankers' scores are on different scales (another k1, another IDF), so a difference
+    of scores would say nothing; the ranks and each term's share of its own ranker's score
+    are comparable, and those are what the sentence states.
+    """
+    first, second = names
+    if ranks is None:
+        where = "This passage is not in the top k of either ranker"
+    elif ranks[0] == ranks[1]:
+        where = f"This passage ranks {ordinal(ranks[0])} under both {first} and {second}"
+    else:
+        where = (
+            f"This passage ranks {ordinal(ranks[0])} under {first} and {ordinal(ranks[1])} "
+            f"under {second}"
+        )
+    shares_a, shares_b = score_shares(a), score_shares(b)
+    terms = sorted(
+        set(shares_a) | set(shares_b),
+        key=lambda t: (-abs(shares_a.get(t, 0.0) - shares_b.get(t, 0.0)), t),
+    )
+    moved = [
+        f"{t} {shares_a.get(t, 0.0):.0%} → {shares_b.get(t, 0.0):.0%}"
+        for t in terms
+        if round(shares_a.get(t, 0.0), 2) != round(shares_b.get(t, 0.0), 2)
+    ]
+    weights = (
+        f"each term's share of its ranker's score, {first} → {second}: " + ", ".join(moved)
+        if moved
+        else f"every term carries the same share of the score under {first} and {second}"
+    )
+    return (
+        f"{where}. Scores of two rankers are on different scales and are not compared; {weights}."
     )

@@ -94,6 +94,15 @@ _FIXED: Final[dict[RankerKind, tuple[float, float]]] = {
     RankerKind.WORKSPACE: (BM25_K1, BM25_B),
     RankerKind.CLASSIC: (CLASSIC_K1, CLASSIC_B),
 }
+#: How a ranker kind is offered in a choice (Compare, Evaluate): one wording for every screen,
+#: its parameters from the constants above, so a screen never writes k1 or b itself.
+KIND_LABELS: Final[dict[RankerKind, str]] = {
+    RankerKind.WORKSPACE: f"workspace BM25 (k1 {BM25_K1:g}, b {BM25_B:g})",
+    RankerKind.CLASSIC: (
+        f"textbook BM25 (core/domain/classic.py: k1 {CLASSIC_K1:g}, b {CLASSIC_B:g}, classic idf)"
+    ),
+    RankerKind.CUSTOM: "BM25 with your k1 and b",
+}
 
 
 def score_all(

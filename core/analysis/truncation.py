@@ -263,8 +263,13 @@ def _values_below(
 
 
 def _sweep_limits(total: int, safe: int, limit: int) -> list[int]:
-    points = {0, total, safe, limit} | {
-        round(total * i / SWEEP_POINTS) for i in range(1, SWEEP_POINTS + 1)
+    """Limits spaced evenly on a log scale from 1 to ``total`` (the screen's axis), plus 0,
+    the limit, the smallest safe limit and the one just below it (where the step is).
+
+    Evenly spaced points put one point below ``total / 40``, where a safe limit usually is.
+    """
+    points = {0, total, safe, max(safe - 1, 0), limit} | {
+        round(total ** (i / SWEEP_POINTS)) for i in range(SWEEP_POINTS + 1)
     }
     return sorted(p for p in points if 0 <= p <= total)
 

@@ -24,10 +24,10 @@ from __future__ import annotations
 
 from core.analysis.evaluation import EvaluationRun
 from core.analysis.judgment_files import JudgmentError
-from core.analysis.rankers import MAX_K1, Ranker, RankerKind, RankMovement
+from core.analysis.rankers import KIND_LABELS, MAX_K1, Ranker, RankerKind, RankMovement
 from core.domain.chunks import ChunkingOptions
 from core.domain.entities import EXTRACTOR_LIMITS
-from core.domain.tokenize import Profile
+from core.domain.tokenize import DEFAULT_PROFILE, Profile
 from core.service.access import (
     LinkedWorkspace,
     NotOwner,
@@ -51,7 +51,11 @@ from core.service.analysis import (
     compare_runs,
 )
 from core.service.common import (
+    DEFAULT_K,
+    DEFAULT_LIMIT,
     DEFAULT_WORKSPACE,
+    K_MAX,
+    LIMIT_MAX,
     NOT_FOUND_OR_NO_ACCESS,
     UNLIMITED,
     EmptyReason,
@@ -62,8 +66,10 @@ from core.service.corpus import TERM_BROWSER_LIMIT, CorpusView, TermInfo, TermPa
 from core.service.facade import LexplainService, StoreUnavailable
 from core.service.library import (
     EXAMPLE_WITH_NAMES,
+    EXAMPLE_WORKSPACE,
     SAMPLE_CORPUS,
     SAMPLE_LABEL,
+    UPLOAD_FILE_TYPES,
     EntityPassage,
     FileReport,
     Mention,
@@ -73,9 +79,16 @@ from core.service.runner import ProgressCallback
 from core.service.search import PassageView, RankedPassage, SearchResult
 
 __all__ = [
+    "DEFAULT_K",
+    "DEFAULT_LIMIT",
+    "DEFAULT_PROFILE",
     "DEFAULT_WORKSPACE",
     "EXAMPLE_WITH_NAMES",
+    "EXAMPLE_WORKSPACE",
     "EXTRACTOR_LIMITS",
+    "KIND_LABELS",
+    "K_MAX",
+    "LIMIT_MAX",
     "MAX_K1",
     "NOT_FOUND_OR_NO_ACCESS",
     "NO_LIMIT",
@@ -86,6 +99,7 @@ __all__ = [
     "SAMPLE_QUERIES",
     "TERM_BROWSER_LIMIT",
     "UNLIMITED",
+    "UPLOAD_FILE_TYPES",
     "ChunkingOptions",
     "CompareView",
     "CorpusView",

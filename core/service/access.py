@@ -267,6 +267,24 @@ class AccessActions(StoreRunner):
         view.user = view._store.email
         return view
 
+    def unowned_workspaces(self) -> int:
+        """How many workspaces holding passages have no owner (made before sign-in, or by
+        ``load``): with sign-in nobody can open them until whoever runs the server gives each
+        an owner (``python -m core owner NAME EMAIL``). A count, never names: a signed-in
+        person learns no workspace's name this way. Empty ones (the default workspace every
+        start creates) are not counted.
+        """
+        store = self._store._inner if isinstance(self._store, WorkspaceGuard) else self._store
+
+        async def unowned() -> int:
+            found = 0
+            for known in await store.list_workspaces():
+                if known.owner is None and await store.passage_count(known.tenant_id):
+                    found += 1
+            return found
+
+        return self._call(unowned())
+
     def close(self) -> None:
         """Close the store, unless this is a signed-in view of it (the service outlives it)."""
         if self.user is None:

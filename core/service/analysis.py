@@ -93,6 +93,9 @@ class LimitedEntry(BaseModel):
     unlimited_rank: int
     #: Places gained through the cut (unlimited rank − limited rank; never negative).
     movement: int
+    #: Not in the unlimited top-k: it took the place of a passage the limit cut (Compare's
+    #: "(new)").
+    new: bool = False
 
 
 class TruncationView(QueryView):
@@ -281,6 +284,7 @@ class AnalysisActions(StoreRunner):
                     matched_terms=row.matched_terms,
                     unlimited_rank=unlimited_rank,
                     movement=unlimited_rank - rank,
+                    new=unlimited_rank > k,
                 )
             )
         return TruncationView(
@@ -457,7 +461,13 @@ class AnalysisActions(StoreRunner):
                 await checkpoint()
         return [
             evaluate_run(
-                queries, qrels, documents, k, spec.limit, label=spec.label if labelled else ""
+                queries,
+                qrels,
+                documents,
+                k,
+                spec.limit,
+                label=spec.label if labelled else "",
+                workspace=spec.workspace,
             )
             for documents, spec in zip(ranked, specs, strict=True)
         ]

@@ -29,6 +29,10 @@ from core.stores.port import ChunkStore, Workspace
 
 #: The workspace every fresh store starts with.
 DEFAULT_WORKSPACE = "default"
+#: k and limit of a query before anyone chose them (Search, Truncation, Compare, Evaluate, links).
+DEFAULT_K, DEFAULT_LIMIT = 10, 1000
+#: The largest k and limit a screen offers or takes from a link.
+K_MAX, LIMIT_MAX = 100, 10_000_000
 #: What a person is told about a workspace they may not open, or that does not exist.
 NOT_FOUND_OR_NO_ACCESS: Final = "not found or no access"
 
@@ -93,13 +97,11 @@ def query_view(
 async def workspace_profile(store: ChunkStore, workspace: str) -> Profile:
     """The tokenizer profile of ``workspace``: every query of it is tokenised so.
 
-    A workspace not created yet has the default; its first write creates it so.
+    A workspace not created yet has the default; its first write creates it so. One
+    ``get_workspace``, not a listing of every workspace on every query.
     """
-    tenant = workspace_tenant_id(workspace)
-    for known in await store.list_workspaces():
-        if known.tenant_id == tenant:
-            return known.profile
-    return DEFAULT_PROFILE
+    known = await store.get_workspace(workspace_tenant_id(workspace))
+    return DEFAULT_PROFILE if known is None else known.profile
 
 
 def lookalike(name: str, tenant_id: UUID, known: Iterable[Workspace]) -> Workspace | None:

@@ -68,11 +68,22 @@ class CorpusActions(StoreRunner):
         """Terms starting with ``prefix`` (normalised like the tokenizer), with df and idf."""
         return self._call(self._terms_with_prefix(prefix, workspace, limit))
 
+    def top_terms(self, *, workspace: str, limit: int = TERM_BROWSER_LIMIT) -> list[TermInfo]:
+        """The workspace's terms by df descending (then term): what the browser shows first.
+
+        Every term starts with the empty prefix, so this is the prefix read with none; the
+        stores order a prefix's terms by df already.
+        """
+        return self._call(self._terms(workspace, "", limit))
+
     async def _terms_with_prefix(self, prefix: str, workspace: str, limit: int) -> list[TermInfo]:
-        tenant = workspace_tenant_id(workspace)
         normalised = "".join(raw_terms(prefix))
         if not normalised:
             return []
+        return await self._terms(workspace, normalised, limit)
+
+    async def _terms(self, workspace: str, normalised: str, limit: int) -> list[TermInfo]:
+        tenant = workspace_tenant_id(workspace)
         summary = await self._store.corpus_summary(tenant)
         found = await self._store.terms_with_prefix(normalised, tenant, limit)
         return [

@@ -14,6 +14,7 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from core.analysis.presentation import count, natural_key
 from core.domain.chunks import ChunkingOptions, StoredChunk, workspace_tenant_id
 from core.domain.entities import Entity
 from core.domain.names import format_problem
@@ -26,7 +27,7 @@ from core.ingest.indexing import (
     index_uploads,
     read_upload,
 )
-from core.ingest.readers import DEFAULT_PARSE_LIMITS
+from core.ingest.readers import DEFAULT_PARSE_LIMITS, SUPPORTED_EXTENSIONS
 from core.service.common import DEFAULT_WORKSPACE, NoAccess, entity_names, lookalike
 from core.service.runner import ProgressCallback, StoreRunner
 from core.stores.port import EntitySummary, SourceSummary, Workspace
@@ -39,6 +40,12 @@ WORKSPACE_NAME_MAX = 100
 SAMPLE_LABEL = "Cranfield, 1,398 aeronautics abstracts"
 #: A small bundled file that names people, organisations and places (the sample names none).
 EXAMPLE_WITH_NAMES = SAMPLE_CORPUS.parents[1] / "examples" / "wind-tunnel-notes.md"
+#: Where the Entities screen offers to put that example: its own workspace, so adding it never
+#: changes the counts and scores of the workspace being looked at.
+EXAMPLE_WORKSPACE = "example-with-names"
+#: File types the uploader accepts: exactly the extensions the readers read, with the dot
+#: (Streamlit reads a bare "text" as every MIME type text/*, a .csv or .ics among them).
+UPLOAD_FILE_TYPES: tuple[str, ...] = tuple(sorted(SUPPORTED_EXTENSIONS))
 
 
 class Mention(BaseModel):
@@ -81,6 +88,8 @@ class FileReport(BaseModel):
     #: Entity mentions found (a name mentioned twice counts twice).
     entities_found: int = 0
     error: str | None = None
+    #: The sources the file's documents were stored as (what the Sources table lists).
+    source_ids: list[str] = Field(default_factory=list)
     #: Recoveries, skipped records and rejected documents, in plain words.
     notes: list[str] = Field(default_factory=list)
 
@@ -173,7 +182,9 @@ class LibraryActions(StoreRunner):
         return self._call(self._store.passage_count(workspace_tenant_id(workspace))) == 0
 
     def list_sources(self, *, workspace: str) -> list[SourceSummary]:
-        return self._call(self._store.list_sources(workspace_tenant_id(workspace)))
+        """The workspace's sources in natural order of their ids (2 before 10, as people count)."""
+        found = self._call(self._store.list_sources(workspace_tenant_id(workspace)))
+        return sorted(found, key=lambda source: natural_key(source.source_id))
 
     def delete_source(self, source_id: str, *, workspace: str) -> int:
         """Delete a source's passages; returns how many were deleted."""
@@ -313,7 +324,10 @@ def _file_reports(
         if not indexed:
             error = "; ".join(dict.fromkeys(rejected)) or "nothing in the file — nothing stored"
         elif rejected:
-            notes = [f"{len(rejected)} document(s) rejected: " + "; ".join(rejected[:5]), *notes]
+            notes = [
+                f"{count(len(rejected), 'document')} rejected: " + "; ".join(rejected[:5]),
+                *notes,
+            ]
         sources = dict.fromkeys(r.source_id for r in indexed if r.source_id)
         before_total = sum(before.get(source, 0) for source in sources)
         removed = sum(r.orphans_removed for r in indexed)
@@ -330,6 +344,7 @@ def _file_reports(
                 passages_new=written - unchanged,
                 passages_removed=removed,
                 error=error,
+                source_ids=list(sources),
                 notes=notes,
             )
         )

@@ -130,5 +130,5 @@ def test_the_corpus_page_reindexes_a_workspace_to_the_other_profile(in_memory_st
     at.button(key="reindex").click().run()
     assert not at.exception, [e.value for e in at.exception]
     assert any("**english** profile" in m.value for m in at.markdown)
-    assert [s.value for s in at.success] == ["Re-indexed 1 passages with the english profile."]
+    assert [s.value for s in at.success] == ["Re-indexed 1 passage with the english profile."]
     assert service.search("model", 10, 10, workspace=name).passages[0].explanation.terms[0].tf == 2

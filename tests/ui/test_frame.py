@@ -73,3 +73,22 @@ def test_every_screen_has_the_sidebar_and_the_workspace_selector(path: str) -> N
     # A rerun on the screen itself (any widget change does this) keeps the frame too.
     at.run()
     assert_framed(at, workspace)
+
+
+def test_the_navigation_is_set_before_the_store_is_opened(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Opening the store can take seconds (the embedded server starts): until st.navigation
+    runs, Streamlit shows its legacy menu of every file in pages/ (app, common, compare …)."""
+    from streamlit.runtime.pages_manager import PagesManager
+
+    import pages.common
+
+    seen: list[bool | None] = []
+    opened = pages.common.current_service
+
+    def spy() -> object:
+        seen.append(PagesManager.uses_pages_directory)
+        return opened()
+
+    monkeypatch.setattr(pages.common, "current_service", spy)
+    AppTest.from_file(APP, default_timeout=60).run()
+    assert seen and seen[0] is False, "the store was opened before st.navigation ran"

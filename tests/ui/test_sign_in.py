@@ -77,6 +77,20 @@ def test_a_new_person_has_no_workspace_and_the_one_they_create_is_theirs() -> No
     assert any(f"Signed in as **{ada}**" in t for t in texts(at))
 
 
+def test_a_person_without_a_workspace_learns_whose_address_it_is_and_of_ownerless_ones() -> None:
+    ada = person()
+    orphan = f"made-before-sign-in-{uuid.uuid4().hex[:6]}"
+    get_service().create_workspace(orphan)  # no sign-in: no owner
+    get_service().upload_files([("o.txt", b"passages nobody can open")], workspace=orphan)
+    at = as_user(ada)
+    no_exception(at)
+    (note,) = [i.value for i in at.info if "You have no workspace yet" in i.value]
+    assert f"by your address, {ada}" in note  # the address is theirs, not an owner's
+    (warning,) = [w.value for w in at.warning]
+    assert "no owner" in warning and "`python -m core owner NAME EMAIL`" in warning
+    assert orphan not in warning  # a count, never a name
+
+
 def test_a_link_to_someone_elses_workspace_says_not_found_or_no_access_like_a_missing_one() -> None:
     ada, bob = person(), person()
     name = f"ada-{uuid.uuid4().hex[:6]}"

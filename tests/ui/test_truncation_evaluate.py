@@ -164,13 +164,17 @@ def test_the_truncation_page_shows_cores_rankings_and_marks_cut_passages(
     assert all(limited)
     for rank, (match, ranked) in enumerate(zip(limited, want.limited, strict=True), 1):
         assert match is not None
-        moved = (rows[ranked.chunk.id].unlimited_rank or 0) - rank
+        unlimited_rank = rows[ranked.chunk.id].unlimited_rank or 0
+        moved = unlimited_rank - rank
         assert (match[1], match[2], match[3]) == (
             str(rank),
             ranked.chunk.source_id,
             f"{ranked.score:.2f}",
         )
-        assert match[4] == (f"▲{moved}" if moved else "=")
+        # New to the top-10 (it took a cut passage's place) is marked as Compare marks it.
+        new = " (new)" if unlimited_rank > 10 else ""
+        assert match[4] == (f"▲{moved}" if moved else "=") + new
+    assert any((rows[r.chunk.id].unlimited_rank or 0) > 10 for r in want.limited), "none new"
 
     text = "\n".join(markdown(at))
     assert "**Candidate order:** most query terms matched first; ties by passage id" in text
@@ -181,6 +185,14 @@ def test_the_truncation_page_shows_cores_rankings_and_marks_cut_passages(
     sweep, scatter = (json.loads(c.proto.spec) for c in at.get("plotly_chart"))
     assert list(sweep["data"][0]["x"]) == [p.limit for p in want.sweep]
     assert list(sweep["data"][0]["y"]) == [p.overlap for p in want.sweep]
+    # A log axis (the safe limit is a few percent of the matches), and the two limits named
+    # in the legend, never as labels that overlap each other and the lines.
+    assert sweep["layout"]["xaxis"]["type"] == "log"
+    assert not sweep["layout"].get("annotations")
+    assert [trace["name"] for trace in sweep["data"][1:]] == [
+        "limit 20",
+        f"smallest safe limit {want.smallest_safe_limit:,}",
+    ]
     kept, cut_trace = scatter["data"]
     assert list(cut_trace["y"]) == [r.score for r in want.candidates if r.cut]
     assert list(kept["x"]) == [r.matched_terms for r in want.candidates if not r.cut]

@@ -124,7 +124,7 @@ def expected_runs(
             passages = rank_chunks(tokenize(text), handed, depth)
             documents[query_id] = documents_in_rank_order(r.chunk.source_id for r in passages)[:k]
     return [
-        evaluate_run(queries, qrels, documents, k, limit)
+        evaluate_run(queries, qrels, documents, k, limit, workspace=workspace)
         for documents, limit in zip(ranked, limits, strict=True)
     ]
 
