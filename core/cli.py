@@ -43,6 +43,12 @@ from core.domain.entities import (
     load_entity_list,
 )
 from core.domain.tokenize import DEFAULT_PROFILE, Profile
+from core.ingest.folders import (
+    is_beir_folder,
+    iter_supported_files,
+    read_beir_folder,
+    skipped_files,
+)
 from core.ingest.indexing import (
     NOT_WRITTEN,
     DocumentRow,
@@ -51,15 +57,8 @@ from core.ingest.indexing import (
     index_uploads,
     read_upload,
 )
-from core.ingest.readers import (
-    ReadError,
-    is_beir_folder,
-    iter_supported_files,
-    printable_name,
-    read_beir_folder,
-    sanitise_source_id,
-    skipped_files,
-)
+from core.ingest.names import printable_name, sanitise_source_id
+from core.ingest.results import ReadError
 from core.settings import Settings, describe_store, display_path
 from core.stores import embedded
 from core.stores.memory import InMemoryChunkStore

@@ -40,7 +40,10 @@ from core.domain.chunks import (
     split_document,
 )
 from core.domain.entities import Entity, EntityExtractor, RuleBasedExtractor
-from core.ingest.readers import DEFAULT_MAX_BYTES, LineProblem, ReadError, printable_name, read_file
+from core.ingest.limits import DEFAULT_MAX_BYTES
+from core.ingest.names import printable_name
+from core.ingest.readers import read_file
+from core.ingest.results import LineProblem, ReadError
 from core.stores.port import ChunkStore, StoreUnavailable
 
 #: Documents written at once (a PostgreSQL store writes each in its own transaction and

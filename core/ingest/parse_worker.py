@@ -10,13 +10,19 @@ Why a long-lived worker fed over a pipe, not a process per file: ``multiprocessi
 spawn or forkserver re-imports the parent's ``__main__`` in every child (under Streamlit that
 is Streamlit's own command line, about a second per file), and fork copies a process full of
 threads (Streamlit's, the store's event loop). A worker started once with ``python -m
-core.ingest.parse_worker`` pays the interpreter and parser imports once (~0.2 s), then a normal file
+core.ingest.worker_entry`` pays the interpreter and parser imports once (~0.2 s), then a normal file
 costs one round trip. Its cost: a worker that survives a parse may keep memory fragmented, so
 one that grew past half its limit, or failed in any way, is replaced rather than reused.
 
 The answer comes back as JSON, never pickle: the worker parses hostile bytes, and a parser
 exploit there must not become code run in the app. Idle workers are kept in a small pool
 (one per concurrent upload, up to ``IDLE_WORKERS``) and ended when the app exits.
+
+This module is the sandbox only (process, limits, framing) and imports no reader: the
+worker's entry point, ``core.ingest.worker_entry``, hands each request to the PDF or DOCX
+reader. Rejected: the readers and the sandbox in one circle of imports (the readers asked the
+sandbox to run, the sandbox imported the readers to serve), which made either hard to read
+or test alone.
 """
 
 from __future__ import annotations
@@ -32,8 +38,11 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
+
+from core.ingest.results import ReadError
 
 #: Idle workers kept per memory limit, ready for the next file.
 IDLE_WORKERS = 2
@@ -62,7 +71,7 @@ class _Worker:
 
     def __init__(self, memory_bytes: int) -> None:
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "core.ingest.parse_worker", str(memory_bytes)],
+            [sys.executable, "-m", "core.ingest.worker_entry", str(memory_bytes)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -145,7 +154,7 @@ atexit.register(shutdown)
 def run(
     kind: str, data: bytes, options: dict[str, Any], *, memory_bytes: int, seconds: float
 ) -> Any:
-    """``core.ingest.readers.parse_in_worker(kind, data, options)`` in a worker, within the limits.
+    """``core.ingest.worker_entry.parse_in_worker(kind, data, options)`` in a worker, within limits.
 
     Returns its JSON answer; raises ``ParseRefused`` with the worker's own refusal, or with
     a plain-words reason when the worker ran out of memory or time (it is then killed).
@@ -199,15 +208,19 @@ def _address_space() -> int:
         return int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
 
 
-def _serve(memory_bytes: int) -> None:
-    """The worker's loop: one request in, one JSON answer out, until the pipe closes."""
+#: What the worker runs for one request: (kind, bytes, options) -> a JSON-able answer;
+#: raises ``ReadError`` to refuse the file.
+Handler = Callable[[str, bytes, dict[str, Any]], dict[str, Any]]
+
+
+def limit_memory(memory_bytes: int) -> None:
+    """Cap this process's address space (called first thing in the worker)."""
     resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
+
+
+def serve(memory_bytes: int, handle: Handler) -> None:
+    """The worker's loop: one request in, one JSON answer out, until the pipe closes."""
     _, cpu_hard = resource.getrlimit(resource.RLIMIT_CPU)
-    import docx  # noqa: F401  (imported once here, not on the first file)
-    import pypdf  # noqa: F401
-
-    from core.ingest.readers import ReadError, parse_in_worker
-
     stdin = sys.stdin.buffer
     stdout = sys.stdout.buffer
     while True:
@@ -226,7 +239,7 @@ def _serve(memory_bytes: int) -> None:
             cpu_limit = min(cpu_limit, cpu_hard)
         resource.setrlimit(resource.RLIMIT_CPU, (cpu_limit, cpu_hard))
         try:
-            result = parse_in_worker(header["kind"], data, header["options"])
+            result = handle(header["kind"], data, header["options"])
             del data
             answer = {"status": "ok", "result": result}
             body = json.dumps(answer).encode()
@@ -241,7 +254,3 @@ def _serve(memory_bytes: int) -> None:
             body = body[:-1] + (b', "healthy": true}' if healthy else b', "healthy": false}')
         stdout.write(_HEADER.pack(len(body)) + body)
         stdout.flush()
-
-
-if __name__ == "__main__":
-    _serve(int(sys.argv[1]))

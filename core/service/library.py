@@ -27,7 +27,8 @@ from core.ingest.indexing import (
     index_uploads,
     read_upload,
 )
-from core.ingest.readers import DEFAULT_PARSE_LIMITS, SUPPORTED_EXTENSIONS
+from core.ingest.limits import DEFAULT_PARSE_LIMITS
+from core.ingest.readers import SUPPORTED_EXTENSIONS
 from core.service.common import DEFAULT_WORKSPACE, NoAccess, entity_names, lookalike
 from core.service.runner import ProgressCallback, StoreRunner
 from core.stores.port import EntitySummary, SourceSummary, Workspace

@@ -19,17 +19,17 @@ import pytest
 
 from core.cli import collect_uploads
 from core.ingest import parse_worker
-from core.ingest.readers import (
+from core.ingest.jsonlines import MAX_JSON_DEPTH
+from core.ingest.limits import (
     DEFAULT_PARSE_LIMITS,
     MAX_INFLATED_BYTES,
-    MAX_JSON_DEPTH,
     MAX_TEXT_BYTES,
     PARSE_MEMORY_BYTES,
     PARSE_SECONDS,
     ParseLimits,
-    ReadError,
-    read_file,
 )
+from core.ingest.readers import read_file
+from core.ingest.results import ReadError
 from tests.fixtures.files import docx_bytes, docx_with_member, pdf_bytes, shared_stream_pdf_bytes
 
 MIB = 1024 * 1024

@@ -14,17 +14,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from core.domain.chunks import storable_text_problem
-from core.ingest.readers import (
-    DEFAULT_MAX_BYTES,
-    MAX_SOURCE_ID_CHARS,
-    ReadError,
-    clean_text,
-    decode_text,
-    file_kind,
-    read_file,
-    sanitise_source_id,
-)
+from core.domain.chunks import MAX_SOURCE_ID_CHARS, storable_text_problem
+from core.ingest.limits import DEFAULT_MAX_BYTES
+from core.ingest.names import sanitise_source_id
+from core.ingest.plain_text import clean_text, decode_text
+from core.ingest.readers import file_kind, read_file
+from core.ingest.results import ReadError
 from tests.fixtures.files import docx_bytes, image_only_pdf_bytes, pdf_bytes, zip_bytes
 
 

@@ -1,0 +1,115 @@
+"""A BEIR/JSONL corpus -> one document per record ``{"_id", "title", "text"}``.
+
+A malformed line is skipped and reported; the good lines are kept (one bad record in a
+million must not cost the other 999,999). Each record keeps its ``_id`` as source id so
+relevance judgments (qrels ``corpus-id``) match.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from core.domain.chunks import SourceDocument, source_id_problem, storable_text_problem
+from core.domain.names import format_problem
+from core.ingest.jsonlines import JsonLineError, parse_json_line
+from core.ingest.names import ID_UNSAFE
+from core.ingest.plain_text import clean_text
+from core.ingest.results import LineProblem, ReadError
+
+
+def jsonl_documents(data: bytes, result: Collector, *, prefix: str = "") -> None:
+    """BEIR records ``{"_id", "title", "text"}``, one per line; bad lines skipped and reported."""
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    seen: dict[str, int] = {}
+    empty = 0
+    for number, raw in enumerate(data.split(b"\n"), start=1):
+        if not raw.strip():
+            continue
+        try:
+            record = parse_json_line(raw.decode("utf-8"))
+        except UnicodeDecodeError:
+            result.problem(number, "not UTF-8 — line skipped")
+            continue
+        except JsonLineError as exc:
+            result.problem(number, f"{exc} — line skipped")
+            continue
+        if not isinstance(record, dict):
+            result.problem(number, "not a JSON object — line skipped")
+            continue
+        doc_id = record.get("_id")
+        if isinstance(doc_id, int) and not isinstance(doc_id, bool):
+            doc_id = str(doc_id)
+        if not isinstance(doc_id, str) or not doc_id.strip():
+            result.problem(number, 'no "_id" string — line skipped')
+            continue
+        invisible = format_problem(doc_id)
+        if invisible is not None:
+            # Two ids that print alike would differ; stripping it would break the qrels match.
+            result.problem(number, f"the _id {invisible} — line skipped")
+            continue
+        unstorable = storable_text_problem(doc_id)
+        if unstorable is not None:
+            # Cleaning it would break the match with the qrels' corpus-id: refuse instead.
+            result.problem(number, f"the _id {unstorable}; no store can keep it — line skipped")
+            continue
+        title = record.get("title") or ""
+        body = record.get("text") or ""
+        if not isinstance(title, str) or not isinstance(body, str):
+            result.problem(number, '"title" and "text" must be strings — line skipped')
+            continue
+        source_id = prefix + ID_UNSAFE.sub("", doc_id).strip()
+        if not source_id:
+            result.problem(
+                number, f"_id {_shown(doc_id)} has no printable character — line skipped"
+            )
+            continue
+        too_long = source_id_problem(source_id)
+        if too_long is not None:
+            result.problem(number, f"{too_long} — line skipped")
+            continue
+        if source_id in seen:
+            result.problem(
+                number,
+                f"duplicate _id {_shown(doc_id)} (first on line {seen[source_id]}) — line skipped",
+            )
+            continue
+        seen[source_id] = number
+        title, title_notes = clean_text(title)
+        body, body_notes = clean_text(body)
+        for note in title_notes + body_notes:
+            result.notes.append(f"line {number}: {note}")
+        text = f"{title}\n{body}" if title.strip() else body
+        if not text.strip():
+            empty += 1
+            continue
+        metadata: dict[str, Any] = {"corpus_id": doc_id} if source_id != doc_id else {}
+        result.documents.append(
+            SourceDocument(source_id=source_id, text=text, title=title.strip(), metadata=metadata)
+        )
+    if empty:
+        result.notes.append(
+            f"skipped {empty} empty record{'s' if empty != 1 else ''} (no title, no text)"
+        )
+    if not result.documents:
+        reasons = "; ".join(f"line {p.line}: {p.reason}" for p in result.problems[:3])
+        raise ReadError(
+            "no usable records in the JSONL file" + (f" ({reasons})" if reasons else "")
+        )
+
+
+def _shown(value: str, limit: int = 80) -> str:
+    """``value`` quoted for a message, shortened when long."""
+    return repr(value if len(value) <= limit else value[:limit] + "…")
+
+
+class Collector:
+    """Documents, skipped records and notes, gathered while one file is read."""
+
+    def __init__(self) -> None:
+        self.documents: list[SourceDocument] = []
+        self.problems: list[LineProblem] = []
+        self.notes: list[str] = []
+
+    def problem(self, line: int, reason: str) -> None:
+        self.problems.append(LineProblem(line=line, reason=reason))
