@@ -37,7 +37,12 @@ from core.stores.port import (
 )
 from core.stores.postgres.blocks import stage
 from core.stores.postgres.image import Image, read_candidates
-from core.stores.postgres.lookups import CHUNK_COLUMNS, SideReader, chunk_from_row
+from core.stores.postgres.lookups import (
+    CHUNK_COLUMNS,
+    SideReader,
+    chunk_from_row,
+    prefix_upper_bound,
+)
 from core.stores.postgres.resilience import (
     CALL_TIMEOUT_S,
     CONNECT_TIMEOUT_S,
@@ -70,18 +75,6 @@ def _passages(count: int) -> str:
 def _check_limit(limit: int) -> None:
     if limit < 0:
         raise ValueError(f"limit must be >= 0, got {limit}")
-
-
-def _prefix_upper_bound(prefix: str) -> str | None:
-    """The least string greater than every string starting with ``prefix`` (code point order)."""
-    chars = list(prefix)
-    while chars:
-        last = ord(chars.pop()) + 1
-        if last == 0xD800:
-            last = 0xE000
-        if last <= 0x10FFFF:
-            return "".join(chars) + chr(last)
-    return None
 
 
 class PostgresChunkStore:
@@ -486,13 +479,12 @@ class PostgresChunkStore:
         return await self._run(read)
 
     async def generation(self, tenant_id: UUID) -> int:
-        async def read(conn: asyncpg.Connection) -> int:
-            found = await conn.fetchval(
+        found = await self._run(
+            lambda conn: conn.fetchval(
                 "SELECT generation FROM tenant_counters WHERE tenant_id = $1", tenant_id
             )
-            return 0 if found is None else int(found)
-
-        return await self._run(read)
+        )
+        return 0 if found is None else int(found)
 
     async def doc_lengths(self, tenant_id: UUID) -> list[int]:
         async def read(conn: asyncpg.Connection) -> list[int]:
@@ -510,7 +502,7 @@ class PostgresChunkStore:
         _check_limit(limit)
         if limit == 0 or not is_storable(prefix):
             return []
-        upper = _prefix_upper_bound(prefix)
+        upper = prefix_upper_bound(prefix)
 
         async def read(conn: asyncpg.Connection) -> list[TermFrequency]:
             rows = await conn.fetch(
