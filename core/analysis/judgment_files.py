@@ -29,19 +29,13 @@ from collections.abc import Iterator, Sequence
 from enum import StrEnum
 from typing import Final
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
+from core.domain.judging import MAX_QUERIES, MAX_QUERY_CHARS, TOP_GRADE, SetQuery
 from core.ingest.jsonlines import JsonLineError, parse_json_line
 
-#: Queries in one set: a judging effort larger than this is several sets (and a TREC track
-#: has 50-250 topics; 10,000 keeps a pasted log from becoming a set nobody can finish).
-MAX_QUERIES: Final[int] = 10_000
-#: Characters in one query, after whitespace is collapsed (a pasted paragraph is not a query).
-MAX_QUERY_CHARS: Final[int] = 1_000
 #: Judgment lines in one imported file.
 MAX_JUDGMENTS: Final[int] = 1_000_000
-#: The app's grades: 0 not relevant, 1 related, 2 relevant, 3 perfect.
-TOP_GRADE: Final[int] = 3
 #: Characters of a bad value quoted in a message.
 _QUOTED: Final[int] = 40
 #: A TREC topic's start, id and title (classic and later forms).
@@ -71,15 +65,6 @@ class JudgmentFormat(StrEnum):
     TREC = "trec"
     BEIR = "beir"
     CSV = "csv"
-
-
-class SetQuery(BaseModel):
-    """One query of a set: its id (what TREC and BEIR judgments name) and its text."""
-
-    model_config = ConfigDict(frozen=True)
-
-    query_id: str
-    text: str
 
 
 class GradedPair(BaseModel):
@@ -172,8 +157,13 @@ class _QuerySet:
             )
         if len(self.queries) == MAX_QUERIES:
             raise JudgmentError(f"line {number}: a query set holds at most {MAX_QUERIES:,} queries")
+        try:
+            query = SetQuery(query_id=query_id, text=text)
+        except ValidationError as exc:
+            problem = exc.errors()[0]["msg"].removeprefix("Value error, ")
+            raise JudgmentError(f"line {number}: {problem}") from None
         self._ids[query_id] = self._texts[text] = number
-        self.queries.append(SetQuery(query_id=query_id, text=text))
+        self.queries.append(query)
 
 
 def _csv_rows(data: bytes | str) -> Iterator[tuple[int, list[str]]]:

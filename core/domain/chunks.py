@@ -64,7 +64,7 @@ def storable_text_problem(value: str) -> str | None:
     return f"contains a lone surrogate U+{ord(char):04X} at offset {offset}"
 
 
-def _check_storable(value: str, what: str) -> str:
+def check_storable(value: str, what: str) -> str:
     problem = storable_text_problem(value)
     if problem is not None:
         raise ValueError(f"{what} {problem}")
@@ -94,7 +94,7 @@ def _check_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
         encoded = json.dumps(metadata, ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"metadata must be plain JSON: {exc}") from exc
-    _check_storable(encoded.replace("\\u0000", "\x00"), "metadata")
+    check_storable(encoded.replace("\\u0000", "\x00"), "metadata")
     return metadata
 
 
@@ -116,7 +116,7 @@ class SourceDocument(BaseModel):
     @field_validator("text", "title")
     @classmethod
     def _storable(cls, value: str) -> str:
-        return _check_storable(value, "text")
+        return check_storable(value, "text")
 
     @field_validator("metadata")
     @classmethod
@@ -149,7 +149,7 @@ class StoredChunk(BaseModel):
     @field_validator("text")
     @classmethod
     def _storable_text(cls, value: str) -> str:
-        return _check_storable(value, "passage text")
+        return check_storable(value, "passage text")
 
     @field_validator("metadata")
     @classmethod

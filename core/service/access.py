@@ -28,6 +28,13 @@ from pydantic import BaseModel, ConfigDict
 
 from core.domain.chunks import StoredChunk, workspace_tenant_id
 from core.domain.entities import Entity
+from core.domain.judging import (
+    Judgment,
+    QuerySet,
+    QuerySetSummary,
+    SavedRun,
+    SavedRunSummary,
+)
 from core.domain.ranking import LexicalCandidates
 from core.domain.tokenize import Profile
 from core.service.common import NOT_FOUND_OR_NO_ACCESS, NoAccess, lookalike
@@ -199,10 +206,6 @@ class WorkspaceGuard:
         await self._check(tenant_id)
         return await self._inner.passage_count(tenant_id)
 
-    async def generation(self, tenant_id: UUID) -> int:
-        await self._check(tenant_id)
-        return await self._inner.generation(tenant_id)
-
     async def doc_lengths(self, tenant_id: UUID) -> list[int]:
         await self._check(tenant_id)
         return await self._inner.doc_lengths(tenant_id)
@@ -216,6 +219,54 @@ class WorkspaceGuard:
     async def get_entities(self, entity_ids: Sequence[UUID], tenant_id: UUID) -> list[Entity]:
         await self._check(tenant_id)
         return await self._inner.get_entities(entity_ids, tenant_id)
+
+    # -- judging: every call names its workspace, checked like any other ----------------
+
+    async def save_query_set(self, query_set: QuerySet) -> None:
+        await self._check(query_set.tenant_id)
+        await self._inner.save_query_set(query_set)
+
+    async def list_query_sets(self, tenant_id: UUID) -> list[QuerySetSummary]:
+        await self._check(tenant_id)
+        return await self._inner.list_query_sets(tenant_id)
+
+    async def get_query_set(self, tenant_id: UUID, name: str) -> QuerySet | None:
+        await self._check(tenant_id)
+        return await self._inner.get_query_set(tenant_id, name)
+
+    async def delete_query_set(self, tenant_id: UUID, name: str) -> bool:
+        await self._check(tenant_id)
+        return await self._inner.delete_query_set(tenant_id, name)
+
+    async def put_judgments(self, tenant_id: UUID, judgments: Sequence[Judgment]) -> int:
+        await self._check(tenant_id)
+        return await self._inner.put_judgments(tenant_id, judgments)
+
+    async def list_judgments(
+        self, tenant_id: UUID, queries: Sequence[str] | None = None
+    ) -> list[Judgment]:
+        await self._check(tenant_id)
+        return await self._inner.list_judgments(tenant_id, queries)
+
+    async def delete_judgment(self, tenant_id: UUID, query: str, chunk_id: str, rater: str) -> bool:
+        await self._check(tenant_id)
+        return await self._inner.delete_judgment(tenant_id, query, chunk_id, rater)
+
+    async def save_run(self, run: SavedRun) -> None:
+        await self._check(run.tenant_id)
+        await self._inner.save_run(run)
+
+    async def list_runs(self, tenant_id: UUID) -> list[SavedRunSummary]:
+        await self._check(tenant_id)
+        return await self._inner.list_runs(tenant_id)
+
+    async def get_run(self, tenant_id: UUID, run_id: UUID) -> SavedRun | None:
+        await self._check(tenant_id)
+        return await self._inner.get_run(tenant_id, run_id)
+
+    async def delete_run(self, tenant_id: UUID, run_id: UUID) -> bool:
+        await self._check(tenant_id)
+        return await self._inner.delete_run(tenant_id, run_id)
 
     async def get_workspace(self, tenant_id: UUID) -> Workspace | None:
         found = await self._inner.get_workspace(tenant_id)

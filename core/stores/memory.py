@@ -33,7 +33,6 @@ from __future__ import annotations
 import copy
 import gc
 import heapq
-import itertools
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -49,6 +48,7 @@ from core.domain.entities import Entity
 from core.domain.postings import CsrPostings, Posting, postings_candidates
 from core.domain.ranking import LexicalCandidates
 from core.domain.tokenize import DEFAULT_PROFILE, Profile
+from core.stores.memory_judging import InMemoryJudging
 from core.stores.port import (
     CorpusSummary,
     EntitySummary,
@@ -63,9 +63,6 @@ from core.stores.port import (
     member_email,
     passage_terms,
 )
-
-#: Tenant versions: one counter for the process, so no two versions are ever equal.
-_VERSIONS = itertools.count(1)
 
 
 @dataclass
@@ -82,15 +79,14 @@ class _Tenant:
     tokens: int = 0
     #: The tokenizer profile every passage of this index was tokenised with.
     profile: Profile = DEFAULT_PROFILE
-    #: A new number (store-wide, never reused) at every passage write, so a re-index can tell
-    #: whether it raced one and a recreated tenant never repeats a deleted one's generation.
-    version: int = field(default_factory=lambda: next(_VERSIONS))
+    #: Bumped by every passage write, so a re-index can tell whether it raced one.
+    version: int = 0
     #: The columnar image queries read, rebuilt on the first read after a write.
     image: _Columns | None = None
 
     def add(self, chunk: StoredChunk, terms: tuple[int, dict[str, int]] | None = None) -> None:
         """Index ``chunk``; ``terms`` is its ``passage_terms`` under this profile, if known."""
-        self.version = next(_VERSIONS)
+        self.version += 1
         previous = self.chunks.get(chunk.id)
         if previous is not None:
             # Same key means same source and text, so the terms are unchanged.
@@ -107,7 +103,7 @@ class _Tenant:
             self.mentions.setdefault(entity, set()).add(chunk.id)
 
     def remove(self, chunk_id: str) -> None:
-        self.version = next(_VERSIONS)
+        self.version += 1
         chunk = self.chunks.pop(chunk_id)
         self._unlink_entities(chunk)
         self.tokens -= self.lengths.pop(chunk_id)
@@ -194,7 +190,7 @@ _REINDEX_BATCH = 500
 
 def _rebuilt(tenant: _Tenant, profile: Profile) -> _Tenant:
     """The same passages and entities, indexed under ``profile``."""
-    fresh = _Tenant(profile=profile, entities=tenant.entities)
+    fresh = _Tenant(profile=profile, entities=tenant.entities, version=tenant.version + 1)
     for chunk in tenant.chunks.values():
         fresh.add(chunk)
     return fresh
@@ -222,10 +218,11 @@ def _settle_collector() -> None:
     gc.freeze()
 
 
-class InMemoryChunkStore:
+class InMemoryChunkStore(InMemoryJudging):
     """``ChunkStore`` in process memory; nothing survives the process."""
 
     def __init__(self, *, freeze_above: int = FREEZE_ABOVE) -> None:
+        super().__init__()
         self._freeze_above = freeze_above
         self._lock = threading.Lock()
         self._tenants: dict[UUID, _Tenant] = {}
@@ -317,6 +314,7 @@ class InMemoryChunkStore:
     async def delete_workspace(self, tenant_id: UUID) -> int:
         with self._lock:
             self._workspaces.pop(tenant_id, None)
+            self._drop_judging(tenant_id)
             tenant = self._tenants.pop(tenant_id, None)
             return 0 if tenant is None else len(tenant.chunks)
 
@@ -394,11 +392,6 @@ class InMemoryChunkStore:
         with self._lock:
             return len(self._peek(tenant_id).chunks)
 
-    async def generation(self, tenant_id: UUID) -> int:
-        with self._lock:
-            tenant = self._tenants.get(tenant_id)
-            return 0 if tenant is None else tenant.version
-
     async def doc_lengths(self, tenant_id: UUID) -> list[int]:
         with self._lock:
             return sorted(self._peek(tenant_id).lengths.values())
@@ -470,7 +463,7 @@ class InMemoryChunkStore:
                     continue  # a write changed the tenant while we built: build again
                 if old is not None:
                     fresh.entities = old.entities
-                    fresh.version = next(_VERSIONS)
+                    fresh.version = old.version + 1
                 self._tenants[tenant_id] = fresh
                 self._workspaces[tenant_id] = workspace.model_copy(update={"profile": profile})
             if on_progress is not None:

@@ -27,6 +27,13 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from core.domain.chunks import StoredChunk, chunk_id, source_id_problem, storable_text_problem
 from core.domain.entities import Entity
+from core.domain.judging import (
+    Judgment,
+    QuerySet,
+    QuerySetSummary,
+    SavedRun,
+    SavedRunSummary,
+)
 from core.domain.names import format_problem
 from core.domain.ranking import LexicalCandidates
 from core.domain.tokenize import DEFAULT_PROFILE, Profile, tokenize
@@ -259,14 +266,6 @@ class ChunkStore(Protocol):
         """
         ...
 
-    async def generation(self, tenant_id: UUID) -> int:
-        """A number that changes with every write to the tenant's passages, by any process.
-
-        Equal numbers mean the same passages and lengths (so the same rankings), which is what
-        a cache of search results keys on; 0 for an unknown tenant. Cheap: one row or a field.
-        """
-        ...
-
     async def doc_lengths(self, tenant_id: UUID) -> list[int]:
         """Every passage's token length, ascending (for a histogram)."""
         ...
@@ -336,6 +335,55 @@ class ChunkStore(Protocol):
         """Ordered by name, each with its owner and members."""
         ...
 
+    # -- judging: query sets, judgments, saved runs (see core.domain.judging) ----------
+    # Each belongs to a workspace: writing one for an unknown workspace raises KeyError (so
+    # nothing can be written into a deleted one), and ``delete_workspace`` deletes them all.
+
+    async def save_query_set(self, query_set: QuerySet) -> None:
+        """Create the set, or replace the one of the same name in its workspace."""
+        ...
+
+    async def list_query_sets(self, tenant_id: UUID) -> list[QuerySetSummary]:
+        """Ordered by name."""
+        ...
+
+    async def get_query_set(self, tenant_id: UUID, name: str) -> QuerySet | None: ...
+
+    async def delete_query_set(self, tenant_id: UUID, name: str) -> bool:
+        """Returns False when there was no such set. Its queries' judgments stay."""
+        ...
+
+    async def put_judgments(self, tenant_id: UUID, judgments: Sequence[Judgment]) -> int:
+        """Insert or replace by (query, passage, rater), all or nothing; returns how many.
+
+        A judgment of another tenant is rejected (ValueError) before anything is written;
+        a key named twice in one call keeps the last.
+        """
+        ...
+
+    async def list_judgments(
+        self, tenant_id: UUID, queries: Sequence[str] | None = None
+    ) -> list[Judgment]:
+        """The workspace's judgments (of ``queries`` only, when given), ordered by query,
+        passage, rater."""
+        ...
+
+    async def delete_judgment(
+        self, tenant_id: UUID, query: str, chunk_id: str, rater: str
+    ) -> bool: ...
+
+    async def save_run(self, run: SavedRun) -> None:
+        """Keep a saved run (a run id saved again replaces it)."""
+        ...
+
+    async def list_runs(self, tenant_id: UUID) -> list[SavedRunSummary]:
+        """Ordered by when they were saved, then run id."""
+        ...
+
+    async def get_run(self, tenant_id: UUID, run_id: UUID) -> SavedRun | None: ...
+
+    async def delete_run(self, tenant_id: UUID, run_id: UUID) -> bool: ...
+
     async def close(self) -> None: ...
 
 
@@ -343,6 +391,18 @@ def passage_terms(text: str, profile: Profile = DEFAULT_PROFILE) -> tuple[int, C
     """A passage's doc_length (tokens, repeats included) and tf per term: one tokenisation."""
     tokens = tokenize(text, profile)
     return len(tokens), Counter(tokens)
+
+
+def checked_judgments(tenant_id: UUID, judgments: Sequence[Judgment]) -> list[Judgment]:
+    """A judgments batch checked before any store writes it; a key named twice keeps the last."""
+    latest: dict[tuple[str, str, str], Judgment] = {}
+    for position, judgment in enumerate(judgments):
+        if not isinstance(judgment, Judgment):
+            raise TypeError(f"judgment {position} is a {type(judgment).__name__}, not a Judgment")
+        if judgment.tenant_id != tenant_id:
+            raise ValueError(f"judgment {position} belongs to another workspace")
+        latest[(judgment.query, judgment.chunk_id, judgment.rater)] = judgment
+    return list(latest.values())
 
 
 def is_storable(value: str) -> bool:

@@ -15,9 +15,10 @@ from core.domain.tokenize import tokenize
 from core.stores.memory import InMemoryChunkStore
 from core.stores.port import ChunkStore
 from tests.stores.compliance import ChunkStoreCompliance, make_chunk
+from tests.stores.compliance_judging import JudgingCompliance
 
 
-class TestInMemoryChunkStore(ChunkStoreCompliance):
+class TestInMemoryChunkStore(ChunkStoreCompliance, JudgingCompliance):
     @pytest.fixture
     async def store(self) -> AsyncIterator[ChunkStore]:
         yield InMemoryChunkStore()

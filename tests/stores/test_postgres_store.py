@@ -12,6 +12,7 @@ from core.stores.memory import InMemoryChunkStore
 from core.stores.port import ChunkStore, Workspace, passage_terms
 from core.stores.postgres import MERGE_FACTOR, PREFETCH_ROWS, PostgresChunkStore
 from tests.stores.compliance import ChunkStoreCompliance, corpus_chunks, make_chunk, snapshot
+from tests.stores.compliance_judging import JudgingCompliance
 from tests.stores.test_postgres_failures import assert_derived_tables_agree
 
 
@@ -21,7 +22,7 @@ def database_url(both_database_urls: str) -> str:
     return both_database_urls
 
 
-class TestPostgresChunkStore(ChunkStoreCompliance):
+class TestPostgresChunkStore(ChunkStoreCompliance, JudgingCompliance):
     @pytest.fixture
     async def store(self, pg_store: PostgresChunkStore) -> ChunkStore:
         return pg_store

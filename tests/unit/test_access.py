@@ -33,6 +33,7 @@ from core.settings import Settings
 from core.stores.memory import InMemoryChunkStore
 from core.stores.port import ChunkStore, Workspace, member_email
 from tests.stores.compliance import make_chunk
+from tests.stores.compliance_judging import judgment, query_set, saved_run
 
 ADA, BOB = "ada@example.org", "bob@example.org"
 FILE = ("wings.txt", b"Swept wings delay the onset of compressibility drag at high speed.")
@@ -180,6 +181,14 @@ async def test_the_guard_implements_the_whole_port_and_refuses_every_call_on_a_f
         "profile": Profile.ENGLISH,
         "email": BOB,
         "workspace": Workspace(tenant_id=theirs, name="renamed"),
+        "query_set": query_set(theirs),
+        "name": "core",
+        "judgments": [judgment(theirs)],
+        "queries": ["wing"],
+        "query": "wing",
+        "rater": BOB,
+        "run": saved_run(theirs),
+        "run_id": uuid.uuid4(),
     }
     checked = []
     for name, _ in inspect.getmembers(ChunkStore, inspect.isfunction):
@@ -190,7 +199,7 @@ async def test_the_guard_implements_the_whole_port_and_refuses_every_call_on_a_f
         with pytest.raises(NoAccess):
             await getattr(guard, name)(**arguments)
         checked.append(name)
-    assert len(checked) >= 20
+    assert len(checked) >= 31
     assert await guard.list_workspaces() == [] and await guard.get_workspace(theirs) is None
     assert await inner.get_workspace(theirs) == Workspace(
         tenant_id=theirs, name="theirs", owner=ADA

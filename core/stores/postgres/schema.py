@@ -87,6 +87,34 @@ CREATE TABLE IF NOT EXISTS workspace_members (
     email text COLLATE "C" NOT NULL,
     PRIMARY KEY (tenant_id, email)
 );
+-- Judging (query sets, judgments, saved runs; core.stores.postgres.judging): created at
+-- connect, so a database from before gains them; each goes with its workspace.
+CREATE TABLE IF NOT EXISTS query_sets (
+    tenant_id uuid NOT NULL REFERENCES workspaces (tenant_id) ON DELETE CASCADE,
+    name text COLLATE "C" NOT NULL,
+    queries jsonb NOT NULL,
+    created_at timestamptz NOT NULL,
+    PRIMARY KEY (tenant_id, name)
+);
+CREATE TABLE IF NOT EXISTS judgments (
+    tenant_id uuid NOT NULL REFERENCES workspaces (tenant_id) ON DELETE CASCADE,
+    query text COLLATE "C" NOT NULL,
+    chunk_id text COLLATE "C" NOT NULL,
+    rater text COLLATE "C" NOT NULL,
+    source_id text COLLATE "C" NOT NULL,
+    grade smallint NOT NULL CHECK (grade BETWEEN 0 AND 3),
+    judged_at timestamptz NOT NULL,
+    PRIMARY KEY (tenant_id, query, chunk_id, rater)
+);
+CREATE TABLE IF NOT EXISTS saved_runs (
+    tenant_id uuid NOT NULL REFERENCES workspaces (tenant_id) ON DELETE CASCADE,
+    run_id uuid NOT NULL,
+    name text NOT NULL,
+    saved_at timestamptz NOT NULL,
+    query_set text NOT NULL,
+    record jsonb NOT NULL,
+    PRIMARY KEY (tenant_id, run_id)
+);
 """
 
 #: Databases created before posting blocks (2026-11 and 2026-12-01) kept a row per posting in

@@ -37,12 +37,8 @@ from core.stores.port import (
 )
 from core.stores.postgres.blocks import stage
 from core.stores.postgres.image import Image, read_candidates
-from core.stores.postgres.lookups import (
-    CHUNK_COLUMNS,
-    SideReader,
-    chunk_from_row,
-    prefix_upper_bound,
-)
+from core.stores.postgres.judging import PostgresJudging
+from core.stores.postgres.lookups import CHUNK_COLUMNS, SideReader, chunk_from_row
 from core.stores.postgres.resilience import (
     CALL_TIMEOUT_S,
     CONNECT_TIMEOUT_S,
@@ -77,7 +73,19 @@ def _check_limit(limit: int) -> None:
         raise ValueError(f"limit must be >= 0, got {limit}")
 
 
-class PostgresChunkStore:
+def _prefix_upper_bound(prefix: str) -> str | None:
+    """The least string greater than every string starting with ``prefix`` (code point order)."""
+    chars = list(prefix)
+    while chars:
+        last = ord(chars.pop()) + 1
+        if last == 0xD800:
+            last = 0xE000
+        if last <= 0x10FFFF:
+            return "".join(chars) + chr(last)
+    return None
+
+
+class PostgresChunkStore(PostgresJudging):
     """``ChunkStore`` on PostgreSQL; create with ``await PostgresChunkStore.connect(dsn)``."""
 
     def __init__(
@@ -478,14 +486,6 @@ class PostgresChunkStore:
 
         return await self._run(read)
 
-    async def generation(self, tenant_id: UUID) -> int:
-        found = await self._run(
-            lambda conn: conn.fetchval(
-                "SELECT generation FROM tenant_counters WHERE tenant_id = $1", tenant_id
-            )
-        )
-        return 0 if found is None else int(found)
-
     async def doc_lengths(self, tenant_id: UUID) -> list[int]:
         async def read(conn: asyncpg.Connection) -> list[int]:
             rows = await conn.fetch(
@@ -502,7 +502,7 @@ class PostgresChunkStore:
         _check_limit(limit)
         if limit == 0 or not is_storable(prefix):
             return []
-        upper = prefix_upper_bound(prefix)
+        upper = _prefix_upper_bound(prefix)
 
         async def read(conn: asyncpg.Connection) -> list[TermFrequency]:
             rows = await conn.fetch(

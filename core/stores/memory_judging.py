@@ -1,0 +1,119 @@
+"""The in-memory store's judging half: query sets, judgments and saved runs per workspace.
+
+A mixin of ``InMemoryChunkStore`` rather than more lines in ``memory.py``: it shares the
+store's one lock and its workspaces (a write for an unknown workspace is refused, and
+``delete_workspace`` drops a tenant's judging with its passages), and nothing else. The
+models are frozen; saved runs hold dicts, so they are deep-copied in and out like chunks.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from uuid import UUID
+
+from core.domain.judging import (
+    Judgment,
+    QuerySet,
+    QuerySetSummary,
+    SavedRun,
+    SavedRunSummary,
+)
+from core.stores.port import Workspace, checked_judgments
+
+#: A judgment's key within its workspace: (query, passage, rater).
+JudgmentKey = tuple[str, str, str]
+
+
+class InMemoryJudging:
+    """Query sets by name, judgments by (query, passage, rater), runs by id, per tenant."""
+
+    _lock: threading.Lock
+    _workspaces: dict[UUID, Workspace]
+
+    def __init__(self) -> None:
+        self._query_sets: dict[UUID, dict[str, QuerySet]] = {}
+        self._judgments: dict[UUID, dict[JudgmentKey, Judgment]] = {}
+        self._runs: dict[UUID, dict[UUID, SavedRun]] = {}
+
+    def _known(self, tenant_id: UUID) -> None:
+        """Under the lock: refuse a write into a workspace that does not exist."""
+        if tenant_id not in self._workspaces:
+            raise KeyError(f"no workspace with tenant id {tenant_id}")
+
+    def _drop_judging(self, tenant_id: UUID) -> None:
+        """Under the lock: forget the tenant's query sets, judgments and runs."""
+        for kept in (self._query_sets, self._judgments, self._runs):
+            kept.pop(tenant_id, None)
+
+    async def save_query_set(self, query_set: QuerySet) -> None:
+        with self._lock:
+            self._known(query_set.tenant_id)
+            self._query_sets.setdefault(query_set.tenant_id, {})[query_set.name] = query_set
+
+    async def list_query_sets(self, tenant_id: UUID) -> list[QuerySetSummary]:
+        with self._lock:
+            sets = list(self._query_sets.get(tenant_id, {}).values())
+        return [
+            QuerySetSummary(name=s.name, queries=len(s.queries), created_at=s.created_at)
+            for s in sorted(sets, key=lambda s: s.name)
+        ]
+
+    async def get_query_set(self, tenant_id: UUID, name: str) -> QuerySet | None:
+        with self._lock:
+            return self._query_sets.get(tenant_id, {}).get(name)
+
+    async def delete_query_set(self, tenant_id: UUID, name: str) -> bool:
+        with self._lock:
+            return self._query_sets.get(tenant_id, {}).pop(name, None) is not None
+
+    async def put_judgments(self, tenant_id: UUID, judgments: Sequence[Judgment]) -> int:
+        batch = checked_judgments(tenant_id, judgments)
+        with self._lock:
+            self._known(tenant_id)
+            kept = self._judgments.setdefault(tenant_id, {})
+            for judgment in batch:
+                kept[(judgment.query, judgment.chunk_id, judgment.rater)] = judgment
+        return len(batch)
+
+    async def list_judgments(
+        self, tenant_id: UUID, queries: Sequence[str] | None = None
+    ) -> list[Judgment]:
+        wanted = None if queries is None else set(queries)
+        with self._lock:
+            found = [
+                judgment
+                for key, judgment in self._judgments.get(tenant_id, {}).items()
+                if wanted is None or key[0] in wanted
+            ]
+        return sorted(found, key=lambda j: (j.query, j.chunk_id, j.rater))
+
+    async def delete_judgment(self, tenant_id: UUID, query: str, chunk_id: str, rater: str) -> bool:
+        with self._lock:
+            kept = self._judgments.get(tenant_id, {})
+            return kept.pop((query, chunk_id, rater), None) is not None
+
+    async def save_run(self, run: SavedRun) -> None:
+        copied = run.model_copy(deep=True)
+        with self._lock:
+            self._known(run.tenant_id)
+            self._runs.setdefault(run.tenant_id, {})[run.run_id] = copied
+
+    async def list_runs(self, tenant_id: UUID) -> list[SavedRunSummary]:
+        with self._lock:
+            runs = list(self._runs.get(tenant_id, {}).values())
+        return [
+            SavedRunSummary(
+                run_id=r.run_id, name=r.name, saved_at=r.saved_at, query_set=r.record.query_set
+            )
+            for r in sorted(runs, key=lambda r: (r.saved_at, r.run_id))
+        ]
+
+    async def get_run(self, tenant_id: UUID, run_id: UUID) -> SavedRun | None:
+        with self._lock:
+            found = self._runs.get(tenant_id, {}).get(run_id)
+        return None if found is None else found.model_copy(deep=True)
+
+    async def delete_run(self, tenant_id: UUID, run_id: UUID) -> bool:
+        with self._lock:
+            return self._runs.get(tenant_id, {}).pop(run_id, None) is not None
