@@ -11,7 +11,6 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Final
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -38,6 +37,7 @@ from core.domain.chunks import StoredChunk, workspace_tenant_id
 from core.domain.ranking import LexicalCandidates
 from core.domain.tokenize import tokenize
 from core.service.common import (
+    SAMPLE_QUERIES,
     UNLIMITED,
     QueryView,
     check_k_limit,
@@ -50,7 +50,6 @@ from core.service.runner import ProgressCallback, StoreRunner
 #: Separates a source id from a passage number (1-based) where a passage is named in words.
 PASSAGE_MARK = "#"
 #: The sample's queries (BEIR jsonl) and graded judgments (BEIR qrels TSV).
-SAMPLE_QUERIES = Path(__file__).resolve().parents[2] / "data" / "cranfield" / "queries.jsonl"
 SAMPLE_QRELS = SAMPLE_QUERIES.with_name("qrels.tsv")
 
 

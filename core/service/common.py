@@ -8,14 +8,18 @@ two screens came to disagree before.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, Final, Literal
 from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict
 
+from core.analysis.judgment_files import QueryFormat, read_queries
 from core.analysis.truncation import UNLIMITED as UNLIMITED
 from core.domain.chunks import StoredChunk, workspace_tenant_id
 from core.domain.entities import Entity
+from core.domain.judging import QuerySet
 from core.domain.names import name_key
 from core.domain.tokenize import (
     DEFAULT_PROFILE,
@@ -33,6 +37,10 @@ DEFAULT_WORKSPACE = "default"
 DEFAULT_K, DEFAULT_LIMIT = 10, 1000
 #: The largest k and limit a screen offers or takes from a link.
 K_MAX, LIMIT_MAX = 100, 10_000_000
+#: The sample's queries (BEIR jsonl): Evaluate's file, and the query set the sample arrives as.
+SAMPLE_QUERIES = Path(__file__).resolve().parents[2] / "data" / "cranfield" / "queries.jsonl"
+#: The name of the set the sample collection's queries arrive as.
+SAMPLE_QUERY_SET: Final = "Cranfield queries"
 #: What a person is told about a workspace they may not open, or that does not exist.
 NOT_FOUND_OR_NO_ACCESS: Final = "not found or no access"
 
@@ -141,3 +149,16 @@ async def entity_names(
     if not wanted:
         return {}
     return {e.entity_id: e for e in await store.get_entities(wanted, tenant)}
+
+
+def read_query_set(workspace: str, name: str, data: bytes | str, fmt: QueryFormat) -> QuerySet:
+    """A query set of the workspace read from a file or pasted text, stamped now.
+
+    ``JudgmentError`` names the first bad line; ``ValueError`` for a name that cannot be one.
+    """
+    return QuerySet(
+        tenant_id=workspace_tenant_id(workspace),
+        name=name,
+        queries=tuple(read_queries(data, fmt)),
+        created_at=datetime.now(UTC),
+    )

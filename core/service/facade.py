@@ -20,6 +20,7 @@ from core.service.access import AccessActions
 from core.service.analysis import AnalysisActions
 from core.service.common import DEFAULT_WORKSPACE
 from core.service.corpus import CorpusActions
+from core.service.judging import JudgingActions
 from core.service.library import LibraryActions
 from core.service.rankings import RankingsActions
 from core.service.search import SearchActions
@@ -34,7 +35,13 @@ class StoreUnavailable(RuntimeError):
 
 
 class LexplainService(
-    SearchActions, AnalysisActions, LibraryActions, CorpusActions, RankingsActions, AccessActions
+    SearchActions,
+    AnalysisActions,
+    LibraryActions,
+    CorpusActions,
+    RankingsActions,
+    JudgingActions,
+    AccessActions,
 ):
     """One store on one background event loop; synchronous methods for the pages.
 

@@ -14,6 +14,7 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from core.analysis.judgment_files import QueryFormat
 from core.analysis.presentation import count, natural_key
 from core.domain.chunks import ChunkingOptions, StoredChunk, workspace_tenant_id
 from core.domain.entities import Entity
@@ -29,7 +30,15 @@ from core.ingest.indexing import (
 )
 from core.ingest.limits import DEFAULT_PARSE_LIMITS
 from core.ingest.readers import SUPPORTED_EXTENSIONS
-from core.service.common import DEFAULT_WORKSPACE, NoAccess, entity_names, lookalike
+from core.service.common import (
+    DEFAULT_WORKSPACE,
+    SAMPLE_QUERIES,
+    SAMPLE_QUERY_SET,
+    NoAccess,
+    entity_names,
+    lookalike,
+    read_query_set,
+)
 from core.service.runner import ProgressCallback, StoreRunner
 from core.stores.port import EntitySummary, SourceSummary, Workspace
 
@@ -277,6 +286,11 @@ class LibraryActions(StoreRunner):
             on_progress,
         )
         (summary,) = _file_reports([SAMPLE_CORPUS.name], report, before)
+        # The sample's 225 queries arrive as a set, so a newcomer meets the whole judging loop.
+        sample_set = read_query_set(
+            workspace, SAMPLE_QUERY_SET, SAMPLE_QUERIES.read_bytes(), QueryFormat.BEIR
+        )
+        self._call(self._store.save_query_set(sample_set))
         return summary.model_copy(update={"file_name": SAMPLE_LABEL})
 
     def load_example_with_names(self, *, workspace: str) -> FileReport:

@@ -1,0 +1,135 @@
+"""Query sets and judgments of a workspace: what the Judge and Evaluate screens call.
+
+The files are read and written by ``core.analysis.judgment_files`` and kept by the store;
+this family adds what needs both: who is rating (the signed-in e-mail, or "local"), the
+passage's source document looked up from the store (so a grade cannot name a passage the
+workspace does not hold), TREC/BEIR query ids mapped through a set, and the one grade
+several raters' grades become (``core.domain.agreement.combined_grade``).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+from core.analysis.judgment_files import (
+    GradedPair,
+    JudgmentError,
+    JudgmentFormat,
+    QueryFormat,
+    write_judgments,
+    write_queries,
+)
+from core.domain.agreement import combined_grade
+from core.domain.chunks import workspace_tenant_id
+from core.domain.judging import LOCAL_RATER, Judgment, QuerySet, QuerySetSummary
+from core.service.common import read_query_set
+from core.service.runner import StoreRunner
+
+
+class JudgingActions(StoreRunner):
+    """Query sets (import, list, export) and grades (give, list, combine, export)."""
+
+    #: The signed-in person's e-mail in a ``for_user`` view; None without sign-in.
+    user: str | None = None
+
+    @property
+    def rater(self) -> str:
+        """Who the grades given now are kept under."""
+        return self.user or LOCAL_RATER
+
+    def save_query_set(
+        self, name: str, data: bytes | str, fmt: QueryFormat | str, *, workspace: str
+    ) -> QuerySetSummary:
+        """Read a query set from a file or pasted text and keep it under ``name``.
+
+        ``JudgmentError`` names the first bad line and nothing is stored; a set of the same
+        name is replaced. ``ValueError`` for a name that cannot be one.
+        """
+        query_set = read_query_set(workspace, name, data, QueryFormat(fmt))
+        self._call(self._store.save_query_set(query_set))
+        return QuerySetSummary(
+            name=query_set.name, queries=len(query_set.queries), created_at=query_set.created_at
+        )
+
+    def query_sets(self, *, workspace: str) -> list[QuerySetSummary]:
+        return self._call(self._store.list_query_sets(workspace_tenant_id(workspace)))
+
+    def query_set(self, name: str, *, workspace: str) -> QuerySet:
+        """The set ``name``; ``KeyError`` naming it when the workspace has none such."""
+        found = self._call(self._store.get_query_set(workspace_tenant_id(workspace), name))
+        if found is None:
+            raise KeyError(f"no query set “{name}” in “{workspace}”")
+        return found
+
+    def export_query_set(self, name: str, fmt: QueryFormat | str, *, workspace: str) -> str:
+        return write_queries(self.query_set(name, workspace=workspace).queries, QueryFormat(fmt))
+
+    def delete_query_set(self, name: str, *, workspace: str) -> bool:
+        return self._call(self._store.delete_query_set(workspace_tenant_id(workspace), name))
+
+    def grade(self, query: str, chunk_id: str, grade: int, *, workspace: str) -> Judgment:
+        """Keep this rater's grade (0-3) of a passage for a query; a second grade replaces it.
+
+        ``KeyError`` when the workspace holds no such passage; ``ValueError`` (pydantic's)
+        for a grade outside 0-3.
+        """
+        tenant = workspace_tenant_id(workspace)
+        passage = self._call(self._store.get(chunk_id, tenant))
+        if passage is None:
+            raise KeyError(f"the workspace “{workspace}” holds no passage {chunk_id}")
+        judgment = Judgment(
+            tenant_id=tenant,
+            query=" ".join(query.split()),
+            chunk_id=chunk_id,
+            source_id=passage.source_id,
+            grade=grade,
+            rater=self.rater,
+            judged_at=datetime.now(UTC),
+        )
+        self._call(self._store.put_judgments(tenant, [judgment]))
+        return judgment
+
+    def judgments(self, *, workspace: str, queries: Sequence[str] | None = None) -> list[Judgment]:
+        return self._call(self._store.list_judgments(workspace_tenant_id(workspace), queries))
+
+    def combined_judgments(
+        self, *, workspace: str, queries: Sequence[str] | None = None, by_document: bool = False
+    ) -> dict[str, dict[str, int]]:
+        """query text -> passage id (or source id) -> the one grade its raters' grades become.
+
+        By document, a document's grade is its best passage's (as qrels judge documents).
+        """
+        grades: dict[tuple[str, str], list[int]] = defaultdict(list)
+        passages: dict[tuple[str, str], str] = {}
+        for j in self.judgments(workspace=workspace, queries=queries):
+            grades[(j.query, j.chunk_id)].append(j.grade)
+            passages[(j.query, j.chunk_id)] = j.source_id
+        combined: dict[str, dict[str, int]] = defaultdict(dict)
+        for (query, chunk_id), given in grades.items():
+            grade = combined_grade(given)
+            key = passages[(query, chunk_id)] if by_document else chunk_id
+            combined[query][key] = max(grade, combined[query].get(key, grade))
+        return dict(combined)
+
+    def export_judgments(
+        self, query_set: str, fmt: JudgmentFormat | str, *, workspace: str, by_document: bool
+    ) -> str:
+        """The set's combined judgments as a file: TREC and BEIR name queries by the set's ids,
+        CSV by their text. ``JudgmentError`` when an id cannot go into the format."""
+        fmt = JudgmentFormat(fmt)
+        queries = self.query_set(query_set, workspace=workspace).queries
+        combined = self.combined_judgments(
+            workspace=workspace, queries=[q.text for q in queries], by_document=by_document
+        )
+        pairs = [
+            GradedPair(
+                query=q.text if fmt is JudgmentFormat.CSV else q.query_id, doc_id=doc, grade=g
+            )
+            for q in queries
+            for doc, g in sorted(combined.get(q.text, {}).items())
+        ]
+        if not pairs:
+            raise JudgmentError(f"the query set “{query_set}” has no judgments yet")
+        return write_judgments(pairs, fmt)

@@ -1,0 +1,112 @@
+"""Query sets and grades through the facade: raters, passages looked up, files out and back."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from pydantic import ValidationError
+
+from core.analysis.judgment_files import JudgmentFormat, QueryFormat, read_judgments
+from core.domain.judging import LOCAL_RATER
+from core.service import SAMPLE_QUERY_SET, LexplainService, NoAccess
+from core.settings import Settings
+
+ADA, BOB = "ada@example.org", "bob@example.org"
+NOTES = (
+    "notes.txt",
+    b"Swept wings delay compressibility drag.\n\nBoundary layers thicken downstream.\n\n"
+    b"Flutter of a panel at supersonic speed.",
+)
+
+
+@pytest.fixture
+def service() -> Iterator[LexplainService]:
+    svc = LexplainService.from_settings(Settings(store="memory"))
+    yield svc
+    svc.close()
+
+
+def _passage(service: LexplainService, query: str, workspace: str) -> str:
+    return service.search(query, workspace=workspace).passages[0].chunk.id
+
+
+def test_the_sample_arrives_with_its_225_queries_as_a_set(service: LexplainService) -> None:
+    service.load_sample(workspace="default")
+    (summary,) = service.query_sets(workspace="default")
+    assert (summary.name, summary.queries) == (SAMPLE_QUERY_SET, 225)
+    assert service.query_set(SAMPLE_QUERY_SET, workspace="default").queries[0].query_id == "1"
+
+
+def test_a_pasted_query_set_is_kept_and_exports_in_every_format(
+    service: LexplainService,
+) -> None:
+    saved = service.save_query_set("mine", "swept wings\n\nflutter\n", "lines", workspace="default")
+    assert saved.queries == 2
+    kept = service.query_set("mine", workspace="default")
+    assert [q.text for q in kept.queries] == ["swept wings", "flutter"]
+    trec = service.export_query_set("mine", QueryFormat.TREC, workspace="default")
+    service.save_query_set("again", trec, "trec", workspace="default")
+    assert service.query_set("again", workspace="default").queries == kept.queries
+
+
+def test_grades_keep_the_rater_and_the_passages_source(service: LexplainService) -> None:
+    service.upload_files([NOTES], workspace="default")
+    passage = _passage(service, "flutter", "default")
+    local = service.grade("flutter", passage, 3, workspace="default")
+    assert (local.rater, local.source_id, local.grade) == (LOCAL_RATER, "notes.txt", 3)
+    with pytest.raises(KeyError, match="holds no passage"):
+        service.grade("flutter", "f" * 64, 2, workspace="default")
+    with pytest.raises(ValidationError):
+        service.grade("flutter", passage, 4, workspace="default")
+    assert [j.grade for j in service.judgments(workspace="default")] == [3]
+
+
+def test_two_raters_grades_combine_and_export_as_qrels_that_read_back(
+    service: LexplainService,
+) -> None:
+    ada, bob = service.for_user(ADA), service.for_user(BOB)
+    ada.create_workspace("wind")
+    ada.add_member("wind", BOB)
+    ada.upload_files([NOTES], workspace="wind")
+    ada.save_query_set("core", "flutter\nswept wings\n", "lines", workspace="wind")
+    flutter = _passage(ada, "flutter", "wind")
+    ada.grade("flutter", flutter, 3, workspace="wind")
+    bob.grade("flutter", flutter, 1, workspace="wind")
+    assert {j.rater for j in ada.judgments(workspace="wind")} == {ADA, BOB}
+    assert ada.combined_judgments(workspace="wind") == {"flutter": {flutter: 1}}
+    assert ada.combined_judgments(workspace="wind", by_document=True) == {
+        "flutter": {"notes.txt": 1}
+    }
+    trec = ada.export_judgments("core", JudgmentFormat.TREC, workspace="wind", by_document=False)
+    (pair,) = read_judgments(trec, JudgmentFormat.TREC)
+    assert (pair.query, pair.doc_id, pair.grade) == ("1", flutter, 1)
+    csv = ada.export_judgments("core", "csv", workspace="wind", by_document=True)
+    assert csv == "query,docid,rating\nflutter,notes.txt,1\n"
+
+
+def test_someone_who_may_not_open_the_workspace_sees_none_of_its_judging(
+    service: LexplainService,
+) -> None:
+    ada, bob = service.for_user(ADA), service.for_user(BOB)
+    ada.create_workspace("private")
+    ada.save_query_set("core", "flutter\n", "lines", workspace="private")
+    for action in (
+        lambda: bob.query_sets(workspace="private"),
+        lambda: bob.query_set("core", workspace="private"),
+        lambda: bob.judgments(workspace="private"),
+        lambda: bob.save_query_set("x", "a\n", "lines", workspace="private"),
+    ):
+        with pytest.raises(NoAccess):
+            action()
+
+
+def test_judging_goes_with_the_workspace(service: LexplainService) -> None:
+    service.create_workspace("brief")
+    service.upload_files([NOTES], workspace="brief")
+    service.save_query_set("core", "flutter\n", "lines", workspace="brief")
+    service.grade("flutter", _passage(service, "flutter", "brief"), 2, workspace="brief")
+    service.delete_workspace("brief")
+    service.create_workspace("brief")
+    assert service.query_sets(workspace="brief") == []
+    assert service.judgments(workspace="brief") == []
