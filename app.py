@@ -105,7 +105,10 @@ def create_workspace() -> None:
 
 def create_linked_workspace(name: str) -> None:
     """Button callback: the user chose to create the workspace a link named."""
-    st.session_state[WORKSPACE_KEY] = service.create_workspace(name)
+    try:
+        st.session_state[WORKSPACE_KEY] = service.create_workspace(name)
+    except ValueError as exc:  # taken meanwhile, or by a look-alike the person cannot see
+        st.session_state[NOTICE_KEY] = f"No workspace created: {exc}."
     st.session_state.pop(UNKNOWN_KEY, None)
 
 

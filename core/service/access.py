@@ -297,7 +297,8 @@ class LinkedWorkspace(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    #: The cleaned name (the link's own text when it cannot be a name at all).
+    #: The cleaned name (the link's own text when it cannot be a name at all); for a name that
+    #: only looks like one this person may open, that workspace's own name.
     name: str
     #: ``open``: theirs, show it; ``create``: unknown here and they may create it (no sign-in
     #: only); ``not found or no access``: with sign-in, unknown or someone else's, never which.
@@ -382,6 +383,12 @@ class AccessActions(StoreRunner):
         cleaned = LibraryActions.workspace_name(name)
         if self._call(self._store.get_workspace(workspace_tenant_id(cleaned))) is not None:
             return LinkedWorkspace(name=cleaned, outcome="open")
+        # A link to "Default" or a Cyrillic "Ѕecret" opens the workspace it looks like, when
+        # this person may open it: the name is taken, so it can never be created.
+        tenant = workspace_tenant_id(cleaned)
+        seen = lookalike(cleaned, tenant, self._call(self._store.list_workspaces()))
+        if seen is not None:
+            return LinkedWorkspace(name=seen.name, outcome="open")
         if self.user is None:
             return LinkedWorkspace(name=cleaned, outcome="create")
         return LinkedWorkspace(name=cleaned, outcome=NOT_FOUND_OR_NO_ACCESS)

@@ -480,7 +480,16 @@ def link(workspace: str) -> AppTest:
     return at.run()
 
 
-@pytest.mark.parametrize("name", ["Default", "<b>x</b>", "never-made"])
+def test_a_link_to_a_name_that_looks_like_a_workspace_opens_that_workspace() -> None:
+    before = get_service().list_workspaces()
+    at = link("Default")
+    no_exception(at)
+    assert get_service().list_workspaces() == before, "a link created a workspace"
+    assert at.session_state["workspace"] == "default"
+    assert not at.warning
+
+
+@pytest.mark.parametrize("name", ["Elsewhere", "<b>x</b>", "never-made"])
 def test_a_link_to_an_unknown_workspace_says_so_and_offers_to_create_it(name: str) -> None:
     before = get_service().list_workspaces()
     at = link(name)

@@ -369,3 +369,17 @@ async def test_a_store_refuses_a_workspace_name_with_a_format_character() -> Non
     with pytest.raises(ValueError, match="U\\+200B"):
         await store.upsert_workspace(Workspace(tenant_id=uuid.uuid4(), name="Secret\u200b"))
     assert await store.list_workspaces() == []
+
+
+def test_a_link_to_a_look_alike_opens_the_workspace_it_looks_like_only_for_who_may(
+    service: LexplainService,
+) -> None:
+    alice = service.for_user("alice@example.org")
+    alice.create_workspace("Secret")
+    assert alice.linked_workspace("\u0405ecret").model_dump() == {
+        "name": "Secret",
+        "outcome": "open",
+    }
+    assert service.linked_workspace("secret").name == "Secret"  # without sign-in: all visible
+    bob = service.for_user(BOB)
+    assert bob.linked_workspace("\u0405ecret").outcome == NOT_FOUND_OR_NO_ACCESS
