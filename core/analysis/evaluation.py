@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from core.analysis.judgment_files import (
     JudgmentError,
     beir_query,
+    grade_number,
     is_qrels_header,
     qrels_fields,
     quoted,
@@ -81,11 +82,16 @@ def parse_qrels(data: bytes | str) -> dict[str, dict[str, int]]:
 
 
 def _grade(text: str, number: int) -> int:
-    """A grade as an int; fractions are truncated, as before (``int(float(...))``)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise JudgmentError(f"line {number}: grade {quoted(text)} is not a number") from None
+    """A grade as an int; fractions are truncated, as before (``int(float(...))``).
+
+    Only what ``grade_number`` reads as a number ("1_000" and Arabic-Indic digits are refused).
+    """
+    value = grade_number(text)
+    if value is None:
+        raise JudgmentError(
+            f"line {number}: grade {quoted(text)} is not a number (digits 0-9, an optional sign,"
+            " point and exponent)"
+        )
     if not math.isfinite(value) or abs(value) > MAX_GRADE:
         raise JudgmentError(
             f"line {number}: grade {quoted(text)} is not a grade (a finite number between"

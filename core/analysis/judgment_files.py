@@ -278,13 +278,24 @@ def _xml(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
+#: A grade as judgment files write one: ASCII digits only, no "_" separators (re.ASCII: \d is 0-9).
+GRADE_PATTERN = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)
+
+
+def grade_number(text: str) -> float | None:
+    """``text`` as a number if a judgment file could mean it as one, else None.
+
+    As trec_eval reads grades: ASCII digits, an optional sign, point and exponent. Python's
+    ``float`` also takes "1_000", Arabic-Indic digits and "nan"/"inf", which no judgment file
+    means as a grade.
+    """
+    return float(text) if GRADE_PATTERN.fullmatch(text) else None
+
+
 def app_grade(text: str, number: int) -> int:
     """A grade of the app's scale (a whole number 0-3), or ``JudgmentError`` naming the line."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not value.is_integer() or not 0 <= value <= TOP_GRADE:
+    value = grade_number(text)
+    if value is None or not value.is_integer() or not 0 <= value <= TOP_GRADE:
         raise JudgmentError(
             f"line {number}: grade {quoted(text)} is not one of 0, 1, 2, {TOP_GRADE}"
             " (not relevant, related, relevant, perfect)"

@@ -88,6 +88,25 @@ def test_a_grade_that_is_not_a_finite_number_is_named_never_an_overflow(grade: s
 
 
 @pytest.mark.parametrize(
+    "grade",
+    ["1_000", "1_0", "\u0661", "\u0662\u0663", "\u06f3", "\uff11", "\u0967", "nan"],
+    ids=["underscores", "short-underscore", "arabic-indic-1", "arabic-indic-23",
+         "extended-arabic-indic-3", "fullwidth-1", "devanagari-1", "nan"],
+)  # fmt: skip
+def test_a_grade_python_reads_but_no_judgment_file_means_is_refused_naming_its_line(
+    grade: str,
+) -> None:
+    judged = f"query-id\tcorpus-id\tscore\n1\td1\t1\n2\td2\t{grade}\n"
+    with pytest.raises(JudgmentError, match=r"^line 3: "):
+        parse_qrels(judged)
+
+
+@pytest.mark.parametrize("grade", ["0", "1", "-1", "+2", "2.5", "1e2", ".5", "3."])
+def test_a_grade_written_as_judgment_files_write_them_is_read(grade: str) -> None:
+    assert parse_qrels(f"1 d1 {grade}") == {"1": {"d1": int(float(grade))}}
+
+
+@pytest.mark.parametrize(
     "line",
     [
         '{"_id": "2", "text": "x", "m": ' + "[" * 100_000 + "]" * 100_000 + "}",
