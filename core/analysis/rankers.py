@@ -209,6 +209,8 @@ def compare_rankers(
     top_b = rank_with(b, terms, candidates, k)
     ids_a = [r.chunk.id for r in top_a]
     ids_b = [r.chunk.id for r in top_b]
+    # One set each: rebuilt per passage, a comparison at k = 10^9 was quadratic.
+    in_a, in_b = set(ids_a), set(ids_b)
     chunks = {r.chunk.id: r.chunk for r in [*top_a, *top_b]}
     movements = [
         RankMovement(
@@ -219,13 +221,13 @@ def compare_rankers(
             rank_b=rank_b[cid][0],
             score_a=rank_a[cid][1],
             score_b=rank_b[cid][1],
-            in_top_a=cid in set(ids_a),
-            in_top_b=cid in set(ids_b),
+            in_top_a=cid in in_a,
+            in_top_b=cid in in_b,
         )
         for cid in dict.fromkeys([*ids_a, *ids_b])
     ]
     movements.sort(key=lambda m: (m.rank_a, m.rank_b))
-    shared = len(set(ids_a) & set(ids_b))
+    shared = len(in_a & in_b)
     size = max(len(ids_a), len(ids_b))
     return RankingComparison(
         terms=sorted(set(terms)),

@@ -9,6 +9,7 @@ from uuid import UUID
 import pytest
 from pydantic import ValidationError
 
+from core.analysis import rankers
 from core.analysis.rankers import Ranker, RankerKind, compare_rankers, explain_under, rank_with
 from core.domain.bm25 import BM25_B, BM25_K1, IdfForm, corpus_stats
 from core.domain.chunks import StoredChunk
@@ -143,6 +144,29 @@ def test_comparing_two_rankers_reports_lists_movement_and_overlap() -> None:
         assert m.movement == m.rank_a - m.rank_b
         assert (m.in_top_a, m.in_top_b) == (m.chunk_id in ids_a, m.chunk_id in ids_b)
     assert comparison.ranked == len(candidates.candidates)
+
+
+def test_comparing_builds_each_top_k_set_once_however_many_passages_move(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Linear in k: a set rebuilt per passage made k = 10^9 quadratic (timed out at 120 s)."""
+    texts = [f"wing {'flutter ' * (i % 7)}body{i}" for i in range(300)]
+    terms, candidates = read(texts, "wing flutter")
+    built: list[int] = []
+
+    def counted(items: object = ()) -> set[object]:
+        made = set(items)  # type: ignore[call-overload]
+        built.append(len(made))
+        return made
+
+    monkeypatch.setattr(rankers, "set", counted, raising=False)
+    a, b = Ranker.of("workspace"), Ranker.of("classic")
+    per_k = {}
+    for k in (30, 300):
+        built.clear()
+        assert len(compare_rankers(terms, candidates, k, a, b).movements) >= k
+        per_k[k] = len(built)
+    assert per_k[30] == per_k[300] < 30
 
 
 def test_the_same_ranker_twice_overlaps_fully_and_nothing_moves() -> None:
