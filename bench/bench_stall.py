@@ -8,10 +8,12 @@ queries one after another with a short pause (a person typing, not a load test),
 alone (idle), then while another thread does long work again and again: ``--work evaluate``
 (default) the sample's Evaluate (225 queries, limits 100 and 1000); ``upload`` the sample
 loaded into another workspace; ``reindex`` another workspace re-indexed under the other
-tokenizer profile. The long work restarts at once, so every measured
+tokenizer profile; ``truncation`` a Truncation of a query of ``HEAVY_TERMS`` (1,000) distinct
+words, the corpus's most frequent, on the same workspace (issue 21: a heavy query must not
+hold up a light one). The long work restarts at once, so every measured
 search overlaps it. One run, ratios only: the machine is shared.
 
-    .venv/bin/python -m bench.bench_stall --store memory [--work evaluate|upload|reindex]
+    .venv/bin/python -m bench.bench_stall --store memory [--work evaluate|upload|reindex|truncation]
     source .ci/pg.sh && pg_start && .venv/bin/python -m bench.bench_stall --store postgres
 """
 
@@ -23,11 +25,14 @@ import os
 import statistics
 import threading
 import time
+from collections import Counter
 from pathlib import Path
 
 from pydantic import SecretStr
 
 from core.analysis.evaluation import parse_queries
+from core.domain.tokenize import tokenize
+from core.service import SAMPLE_CORPUS
 from core.service.facade import LexplainService
 from core.settings import Settings
 
@@ -45,6 +50,20 @@ PAUSE_S = 0.01
 K, LIMIT = 10, 1000
 #: Limits of the Evaluate run (the Evaluate screen's default pair).
 EVALUATE_LIMITS = (100, 1000)
+#: Distinct terms of the heavy Truncation query (``--work truncation``).
+HEAVY_TERMS = 1_000
+
+
+def heavy_query(corpus: Path) -> str:
+    """``HEAVY_TERMS`` distinct words, the corpus's most frequent (each matches the most)."""
+    counts: Counter[str] = Counter()
+    for line in corpus.read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        counts.update(set(tokenize(f"{record.get('title', '')} {record['text']}")))
+    words = [word for word, _ in counts.most_common(HEAVY_TERMS)]
+    query = " ".join(words)
+    assert len(set(tokenize(query))) == HEAVY_TERMS, "the corpus has too few distinct words"
+    return query
 
 
 def percentile(values: list[float], share: float) -> float:
@@ -99,10 +118,13 @@ def run(store: str, work: str) -> dict[str, object]:
         idle = timed_searches(service, queries)
 
         profiles = ("english", "plain")
+        heavy = heavy_query(SAMPLE_CORPUS) if work == "truncation" else ""
 
         def one_run(i: int) -> None:
             if work == "evaluate":
                 service.evaluate(queries_data, qrels_data, K, EVALUATE_LIMITS, workspace=WORKSPACE)
+            elif work == "truncation":  # another session's heavy Truncation, no limit cut
+                service.truncation(heavy, K, LIMIT, workspace=WORKSPACE)
             elif work == "upload":  # another session loads the sample into its own workspace
                 service.delete_workspace(OTHER)
                 service.create_workspace(OTHER)
@@ -149,7 +171,9 @@ def run(store: str, work: str) -> dict[str, object]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--store", choices=("memory", "postgres"), required=True)
-    parser.add_argument("--work", choices=("evaluate", "upload", "reindex"), default="evaluate")
+    parser.add_argument(
+        "--work", choices=("evaluate", "upload", "reindex", "truncation"), default="evaluate"
+    )
     args = parser.parse_args()
     print(json.dumps(run(args.store, args.work), indent=2))
 

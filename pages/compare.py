@@ -26,7 +26,7 @@ from core.analysis.presentation import (
     rankers_summary,
     stemming_line,
 )
-from core.service import KIND_LABELS, MAX_K1, CompareView, Ranker, RankerKind
+from core.service import KIND_LABELS, MAX_K1, QUERY_BOUNDS_NOTE, CompareView, Ranker, RankerKind
 from pages.common import (
     K_MAX,
     QUERY_DEFAULTS,
@@ -226,7 +226,12 @@ sync_query_params(KEYS, QUERY_DEFAULTS, URL_MARKER)
 sync_rankers_from_url()
 offer_sample(service)
 
-query = st.text_input("Query", key=KEYS["q"], placeholder="e.g. aeroelastic models of heated wings")
+query = st.text_input(
+    "Query",
+    key=KEYS["q"],
+    placeholder="e.g. aeroelastic models of heated wings",
+    help=QUERY_BOUNDS_NOTE,
+)
 k_col, limit_col = st.columns(2)
 k = int(k_col.number_input("k", min_value=1, max_value=K_MAX, key=KEYS["k"]))
 limit = int(limit_col.number_input("limit", min_value=0, step=100, key=KEYS["limit"]))
@@ -236,7 +241,13 @@ ranker_b = ranker_inputs("B", side_b)
 
 if query.strip():
     chosen = st.session_state.get("c_passage")
-    view = service.compare(query, ranker_a, ranker_b, k, limit, workspace=ws, chosen=chosen or None)
+    try:
+        view = service.compare(
+            query, ranker_a, ranker_b, k, limit, workspace=ws, chosen=chosen or None
+        )
+    except ValueError as exc:  # a bound of core.service.bounds, in its own words
+        st.error(f"Not compared: {exc}.")
+        st.stop()
     write_url(view, ranker_a, ranker_b)
     terms = " ".join(f"`{escape_text(t)}`" for t in view.distinct_terms) or "(none)"
     st.markdown(f"**Terms:** {terms}")

@@ -26,7 +26,7 @@ from core.analysis.presentation import (
     term_colours,
     term_spans,
 )
-from core.service import PASSAGE_MARK, RankedPassage, SearchResult
+from core.service import PASSAGE_MARK, QUERY_BOUNDS_NOTE, RankedPassage, SearchResult
 from pages.common import (
     K_MAX,
     LIMIT_MAX,
@@ -245,7 +245,12 @@ st.markdown(
 )
 offer_sample(service)
 sync_from_url()
-query = st.text_input("Query", key="q", placeholder="e.g. aeroelastic models of heated aircraft")
+query = st.text_input(
+    "Query",
+    key="q",
+    placeholder="e.g. aeroelastic models of heated aircraft",
+    help=QUERY_BOUNDS_NOTE,
+)
 col_k, col_limit, _ = st.columns([1, 1, 3])
 k = int(col_k.number_input("k", min_value=1, max_value=K_MAX, key="k", help="Results shown."))
 limit = int(
@@ -258,7 +263,11 @@ write_url(query, k, limit)
 if query and not query.strip():
     st.info("The query is only spaces: type words to search for.")
 elif query.strip():
-    result = service.search(query, k, limit, workspace=workspace())
+    try:
+        result = service.search(query, k, limit, workspace=workspace())
+    except ValueError as exc:  # a bound of core.service.bounds, in its own words
+        st.error(f"Not searched: {exc}.")
+        st.stop()
     terms = " ".join(f"`{escape_text(t)}`" for t in result.terms) or "(none)"
     dropped = ", ".join(escape_text(t) for t in result.stopwords_dropped) or "none"
     st.markdown(f"**Terms:** {terms}  \ndropped as stopwords: {dropped}")

@@ -16,7 +16,7 @@ from typing import Any
 import streamlit as st
 
 from core.analysis.presentation import CANDIDATE_ORDER, TIE_NOTE, escape_text, stemming_line
-from core.service import TruncationView
+from core.service import QUERY_BOUNDS_NOTE, TruncationView
 from pages.common import (
     K_MAX,
     QUERY_DEFAULTS,
@@ -96,21 +96,31 @@ st.markdown(
 )
 offer_sample(service)
 sync_from_url()
-query = st.text_input("Query", key="t_q", placeholder="e.g. aeroelastic models of heated aircraft")
+query = st.text_input(
+    "Query",
+    key="t_q",
+    placeholder="e.g. aeroelastic models of heated aircraft",
+    help=QUERY_BOUNDS_NOTE,
+)
 k = int(
     st.columns([1, 4])[0].number_input(
         "k", min_value=1, max_value=K_MAX, key="t_k", help="Top-k compared."
     )
 )
 limit = int(st.session_state["t_limit"])
-view = service.truncation(query, k, limit, workspace=workspace()) if query.strip() else None
+view = None
+if query.strip():
+    try:
+        view = service.truncation(query, k, limit, workspace=workspace())
+    except ValueError as exc:  # a bound of core.service.bounds, in its own words
+        st.error(f"Not analysed: {exc}.")
 # The slider's range follows the query; a new range is a new widget, which would start at its
 # minimum. Writing the value back first carries the limit over.
-st.session_state["t_limit"] = limit
+st.session_state["t_limit"] = max(limit, 1)  # core refused a 0 above; the slider starts at 1
 limit = int(
     st.slider(
         "limit",
-        min_value=0,
+        min_value=1,
         max_value=view.limit_max if view is not None else max(limit, 1000),
         key="t_limit",
         help="How many candidates the store hands to BM25, in its order: " + CANDIDATE_ORDER,
@@ -119,7 +129,8 @@ limit = int(
 write_url(query, k, limit)
 
 if view is None:
-    st.info("Type a query to compare its limited and unlimited rankings.")
+    if not query.strip():  # otherwise core's refusal is shown above
+        st.info("Type a query to compare its limited and unlimited rankings.")
 else:
     terms = " ".join(f"`{escape_text(t)}`" for t in view.terms) or "(none)"
     dropped = ", ".join(escape_text(t) for t in view.stopwords_dropped) or "none"

@@ -49,6 +49,13 @@ from core.service.analysis import (
     UnlimitedEntry,
     compare_runs,
 )
+from core.service.bounds import (
+    MAX_CANDIDATE_CELLS,
+    MAX_EVALUATE_QUERIES,
+    MAX_K,
+    MAX_QUERY_TERMS,
+    QUERY_BOUNDS_NOTE,
+)
 from core.service.common import (
     DEFAULT_K,
     DEFAULT_LIMIT,
@@ -90,10 +97,15 @@ __all__ = [
     "KIND_LABELS",
     "K_MAX",
     "LIMIT_MAX",
+    "MAX_CANDIDATE_CELLS",
+    "MAX_EVALUATE_QUERIES",
+    "MAX_K",
     "MAX_K1",
+    "MAX_QUERY_TERMS",
     "NOT_FOUND_OR_NO_ACCESS",
     "NO_LIMIT",
     "PASSAGE_MARK",
+    "QUERY_BOUNDS_NOTE",
     "SAMPLE_CORPUS",
     "SAMPLE_LABEL",
     "SAMPLE_QRELS",

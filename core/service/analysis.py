@@ -37,10 +37,14 @@ from core.domain.chunks import StoredChunk, workspace_tenant_id
 from core.domain.ranking import LexicalCandidates
 from core.domain.tokenize import tokenize
 from core.service.common import (
+    MAX_EVALUATE_QUERIES,
     SAMPLE_QUERIES,
     UNLIMITED,
     QueryView,
+    bounded_candidates,
+    check_k,
     check_k_limit,
+    check_query_terms,
     empty_reason,
     query_view,
     workspace_profile,
@@ -253,8 +257,8 @@ class AnalysisActions(StoreRunner):
             query, k, limit, workspace, await workspace_profile(self._store, workspace)
         )
         terms = view["terms"]
-        full = await self._store.lexical_candidates(
-            terms, workspace_tenant_id(workspace), UNLIMITED
+        full = await bounded_candidates(
+            self._store, terms, workspace_tenant_id(workspace), UNLIMITED
         )
         report = analyse_truncation(terms, full, k, limit)
         rows = {row.chunk_id: row for row in report.candidates}
@@ -327,7 +331,7 @@ class AnalysisActions(StoreRunner):
         if chunk is None:
             raise KeyError(f"no passage or source {passage!r} in workspace {workspace!r}")
         terms = tokenize(query, await workspace_profile(self._store, workspace))
-        full = await self._store.lexical_candidates(terms, tenant, UNLIMITED)
+        full = await bounded_candidates(self._store, terms, tenant, UNLIMITED)
         return why_not(terms, full, chunk.id, k, limit)
 
     def passage(self, chunk_id: str, *, workspace: str) -> StoredChunk | None:
@@ -402,8 +406,7 @@ class AnalysisActions(StoreRunner):
         on_progress: ProgressCallback | None,
         labelled: bool,
     ) -> list[EvaluationRun]:
-        if k < 1:
-            raise ValueError(f"k must be at least 1, got {k}")
+        check_k(k)
         if not runs:
             raise ValueError("at least one limit is needed")
         try:
@@ -420,6 +423,12 @@ class AnalysisActions(StoreRunner):
                 "no query of the queries file has a judgment in the qrels file "
                 "(the query ids differ)"
             )
+        if len(judged) > MAX_EVALUATE_QUERIES:
+            raise ValueError(
+                f"{len(judged):,} judged queries; one Evaluate run scores at most "
+                f"{MAX_EVALUATE_QUERIES:,}: split the queries file"
+            )
+
         specs = list(runs)
         return self._call_with_progress(
             lambda progress: self._evaluate(judged, qrels, k, specs, labelled, progress),
@@ -437,14 +446,23 @@ class AnalysisActions(StoreRunner):
     ) -> list[EvaluationRun]:
         workspaces = list(dict.fromkeys(spec.workspace for spec in specs))
         profiles = {w: await workspace_profile(self._store, w) for w in workspaces}
+        # Every query checked before the first is run: a refusal, not a run that dies half-way.
+        tokens = {
+            (w, q): tokenize(text, profiles[w]) for w in workspaces for q, text in queries.items()
+        }
+        for (_, query_id), terms in tokens.items():
+            check_query_terms(terms, f"query {query_id}")
         ranked: list[dict[str, list[str]]] = [{} for _ in specs]
         total = len(queries) * len(workspaces)
         done = 0
         for workspace in workspaces:
             tenant = workspace_tenant_id(workspace)
-            for query_id, text in queries.items():
-                terms = tokenize(text, profiles[workspace])
-                full = await self._store.lexical_candidates(terms, tenant, UNLIMITED)
+            for query_id in queries:
+                terms = tokens[workspace, query_id]
+                try:
+                    full = await bounded_candidates(self._store, terms, tenant, UNLIMITED)
+                except ValueError as exc:
+                    raise ValueError(f"query {query_id}: {exc}") from None
                 mine = [i for i, spec in enumerate(specs) if spec.workspace == workspace]
                 # The workspace's own runs share one scoring of the query (top_documents).
                 own = [i for i in mine if specs[i].ranker.kind is RankerKind.WORKSPACE]

@@ -29,6 +29,13 @@ from core.domain.tokenize import (
     surface_terms,
     tokenize,
 )
+
+# The query bounds, for every screen family (which import only the runner and this module).
+from core.service.bounds import MAX_EVALUATE_QUERIES as MAX_EVALUATE_QUERIES
+from core.service.bounds import bounded_candidates as bounded_candidates
+from core.service.bounds import check_k as check_k
+from core.service.bounds import check_k_limit as check_k_limit
+from core.service.bounds import check_query_terms as check_query_terms
 from core.stores.port import ChunkStore, Workspace
 
 #: The workspace every fresh store starts with.
@@ -89,6 +96,7 @@ def query_view(
 ) -> dict[str, Any]:
     """The QueryView fields of one query: one tokenisation for every screen."""
     terms = tokenize(query, profile)
+    check_query_terms(terms)
     return {
         "workspace": workspace,
         "query": query,
@@ -131,14 +139,6 @@ def empty_reason(terms: Sequence[str], matching: int, shown: int) -> EmptyReason
     if shown == 0:
         return "every match cut by the limit"
     return None
-
-
-def check_k_limit(k: int, limit: int) -> None:
-    """The bounds every query action checks before reading anything."""
-    if k < 1:
-        raise ValueError(f"k must be at least 1, got {k}")
-    if limit < 0:
-        raise ValueError(f"limit must be >= 0, got {limit}")
 
 
 async def entity_names(

@@ -21,6 +21,7 @@ from core.domain.chunks import workspace_tenant_id
 from core.domain.tokenize import Profile
 from core.service.common import (
     QueryView,
+    bounded_candidates,
     check_k_limit,
     empty_reason,
     query_view,
@@ -99,7 +100,7 @@ class RankingsActions(StoreRunner):
         profile = await workspace_profile(self._store, workspace)
         view = query_view(query, k, limit, workspace, profile)
         terms = view["terms"]
-        handed = await self._store.lexical_candidates(terms, tenant, limit)
+        handed = await bounded_candidates(self._store, terms, tenant, limit)
         comparison = compare_rankers(terms, handed, k, a, b)
         if chosen is None and comparison.a:
             chosen = comparison.a[0].chunk.id

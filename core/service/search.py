@@ -21,6 +21,7 @@ from core.domain.tokenize import tokenize
 from core.service.common import (
     UNLIMITED,
     QueryView,
+    bounded_candidates,
     check_k_limit,
     empty_reason,
     entity_names,
@@ -136,7 +137,7 @@ class SearchActions(StoreRunner):
         )
         terms = view["terms"]
         # One read, one snapshot: the store counts what matched and hands over ``limit``.
-        handed = await self._store.lexical_candidates(terms, tenant, limit)
+        handed = await bounded_candidates(self._store, terms, tenant, limit)
         matching = handed.matching
         ranked = rank_chunks(terms, handed, k)
         position = {chunk_id: i + 1 for i, chunk_id in enumerate(handed.ids)}
@@ -178,7 +179,7 @@ class SearchActions(StoreRunner):
         tenant = workspace_tenant_id(workspace)
         profile = await workspace_profile(self._store, workspace)
         terms = tokenize(query, profile)
-        found = await self._store.lexical_candidates(terms, tenant, UNLIMITED)
+        found = await bounded_candidates(self._store, terms, tenant, UNLIMITED)
         row = found.row_of(chunk_id)
         if row is not None:
             return explain_score(

@@ -25,6 +25,7 @@ from core.analysis.presentation import compare_explanations, escape_text
 from core.domain.bm25 import CorpusStats, ScoreExplanation, corpus_stats, explain_score
 from core.domain.tokenize import tokenize
 from core.ingest.readers import read_file
+from core.service import MAX_QUERY_TERMS
 from pages.common import get_service
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -259,7 +260,6 @@ def test_a_shared_link_reproduces_query_k_limit_and_workspace(
     [
         ("the of and was", {}, "no terms left after stopwords"),
         ("zzzyxw qqqvvv", {}, "no passage contains any term"),
-        (QUERY, {"limit": "0"}, "every match cut by the limit"),
     ],
 )
 def test_an_empty_result_says_why(
@@ -269,6 +269,20 @@ def test_an_empty_result_says_why(
     no_exception(at)
     (warning,) = [w.value for w in at.warning]
     assert warning.startswith(f"No results: {reason}")
+
+
+def test_a_limit_of_zero_or_a_query_past_the_term_bound_is_refused_in_cores_words(
+    cranfield: str,
+) -> None:
+    at = app(cranfield, q=QUERY, limit="0")
+    no_exception(at)
+    (error,) = [e.value for e in at.error]
+    assert error.startswith("Not searched: the limit must be at least 1, got 0")
+    many = " ".join(f"w{i}" for i in range(MAX_QUERY_TERMS + 1))
+    at = app(cranfield, q=many)
+    no_exception(at)
+    (error,) = [e.value for e in at.error]
+    assert f"has {MAX_QUERY_TERMS + 1:,} distinct terms" in error
 
 
 def test_a_stopword_query_shows_the_real_corpus_and_says_no_term_was_left(

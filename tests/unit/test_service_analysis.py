@@ -161,7 +161,6 @@ def test_the_truncation_view_carries_cores_report_for_the_same_candidates(
     [
         ("the of and", 1000, "no terms left after stopwords"),
         ("qqqzzz", 1000, "no passage contains any term"),
-        ("aeroelastic", 0, "every match cut by the limit"),
     ],
 )
 def test_an_empty_truncation_view_says_why(

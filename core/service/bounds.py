@@ -1,0 +1,101 @@
+"""How much one query may ask for, refused in plain words before anything is read.
+
+The service is the API (the pages cap k at 100, a caller of ``LexplainService`` does not go
+through them), and every session shares one process and one event loop: probed on a
+47,505-passage workspace, a query of 10,000 distinct words took 3.9 GB and 36 s, ``k`` =
+10^9 with no limit explained all 47k matches, an Evaluate of 1M queries ran past 300 s, and a
+light search queued behind a 2,000-term Truncation waited 8.85 s instead of 0.22 s.
+
+- Distinct query terms: at most ``MAX_QUERY_TERMS`` (1,024, Lucene's ``maxClauseCount``).
+  Cutting a long query silently was rejected: the ranking would answer a question nobody asked.
+- ``k``: at most ``MAX_K``; every result carries its explanation. ``limit``: at least 1 (a limit
+  of 0 scores nothing; the page shows the refusal).
+- One read's candidate columns: the tf matrix is dense (``LexicalCandidates.tfs``, int64, rows ×
+  distinct terms), so rows × terms is at most ``MAX_CANDIDATE_CELLS`` (256 MiB of tfs),
+  whatever the query, the limit or the corpus. Checked from a passage count, and only when
+  that is not enough, from a zero-row read that counts the matches: two cheap reads rather
+  than sparse columns in every store and scorer (rejected for now: a change of the port).
+- Evaluate: at most ``MAX_EVALUATE_QUERIES`` judged queries in one run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Final
+from uuid import UUID
+
+from core.domain.ranking import LexicalCandidates
+from core.stores.port import ChunkStore
+
+#: Most distinct terms a query keeps after tokenising (Lucene's maxClauseCount is 1,024).
+MAX_QUERY_TERMS: Final = 1_024
+#: Largest k of any screen or run (the pages offer up to 100).
+MAX_K: Final = 1_000
+#: Most candidate rows × distinct query terms one read may hold (int64: 256 MiB).
+MAX_CANDIDATE_CELLS: Final = 2**25
+#: Bytes per cell of the candidate tf matrix (int64), for the refusal's words.
+CELL_BYTES: Final = 8
+#: Most judged queries one Evaluate run scores (BEIR's largest query sets have about 10,000).
+MAX_EVALUATE_QUERIES: Final = 10_000
+#: What the query screens say about these bounds, in one place.
+QUERY_BOUNDS_NOTE: Final = (
+    f"A query keeps at most {MAX_QUERY_TERMS:,} distinct terms, k is at most {MAX_K:,} and the "
+    f"limit at least 1; a query whose candidates × terms exceed {MAX_CANDIDATE_CELLS:,} is "
+    "refused (use fewer or rarer terms, or a smaller limit)."
+)
+
+
+def check_k(k: int) -> None:
+    """``k`` between 1 and ``MAX_K``."""
+    if k < 1:
+        raise ValueError(f"k must be at least 1, got {k}")
+    if k > MAX_K:
+        raise ValueError(f"k is at most {MAX_K:,}, got {k:,}")
+
+
+def check_k_limit(k: int, limit: int) -> None:
+    """The bounds every query action checks before reading anything."""
+    check_k(k)
+    if limit < 1:
+        raise ValueError(
+            f"the limit must be at least 1, got {limit:,}: a limit of 0 hands BM25 no candidate"
+        )
+
+
+def check_query_terms(terms: Sequence[str], what: str = "the query") -> None:
+    """At most ``MAX_QUERY_TERMS`` distinct terms; ``what`` names the query in the refusal."""
+    distinct = len(set(terms))
+    if distinct > MAX_QUERY_TERMS:
+        raise ValueError(
+            f"{what} has {distinct:,} distinct terms; at most {MAX_QUERY_TERMS:,} are searched: "
+            "shorten it"
+        )
+
+
+def _too_many_cells(distinct: int, rows: int) -> ValueError:
+    mib = MAX_CANDIDATE_CELLS * CELL_BYTES // 2**20
+    return ValueError(
+        f"the query's {distinct:,} distinct terms over {rows:,} candidate passages would hold "
+        f"{distinct * rows:,} term counts, more than the {MAX_CANDIDATE_CELLS:,} ({mib:,} MiB) one "
+        "query may: use fewer or rarer terms, or a smaller limit"
+    )
+
+
+async def bounded_candidates(
+    store: ChunkStore, terms: Sequence[str], tenant: UUID, limit: int
+) -> LexicalCandidates:
+    """``store.lexical_candidates`` once it is known to fit ``MAX_CANDIDATE_CELLS``.
+
+    A short query or a small limit costs nothing more; otherwise the workspace's passage count
+    bounds the rows, and if that is not enough, a zero-row read counts the passages matching.
+    """
+    check_query_terms(terms)
+    distinct = len(set(terms))
+    if distinct * limit > MAX_CANDIDATE_CELLS:
+        rows = min(limit, await store.passage_count(tenant))
+        if distinct * rows > MAX_CANDIDATE_CELLS:
+            counted = await store.lexical_candidates(terms, tenant, 0)
+            rows = min(limit, counted.matching)
+            if distinct * rows > MAX_CANDIDATE_CELLS:
+                raise _too_many_cells(distinct, rows)
+    return await store.lexical_candidates(terms, tenant, limit)
