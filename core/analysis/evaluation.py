@@ -29,7 +29,14 @@ from core.analysis.judgment_files import (
     quoted,
     text_lines,
 )
-from core.domain.metrics import mrr, ndcg_at_k, recall_at_k
+from core.domain.metrics import (
+    average_precision,
+    judged_at_k,
+    mrr,
+    ndcg_at_k,
+    precision_at_k,
+    recall_at_k,
+)
 
 #: Largest relevance grade accepted (TREC and BEIR use 0-4; anything huge is a broken file).
 MAX_GRADE = 1_000_000
@@ -44,6 +51,10 @@ class QueryScore(BaseModel):
     recall: float
     mrr: float
     judged: int
+    precision: float = 0.0
+    average_precision: float = 0.0
+    #: Judged@k: the share of the run's top k that has a judgment of any grade.
+    judged_share: float = 0.0
 
 
 class EvaluationRun(BaseModel):
@@ -57,6 +68,11 @@ class EvaluationRun(BaseModel):
     mean_ndcg: float
     mean_recall: float
     mean_mrr: float
+    mean_precision: float = 0.0
+    #: MAP: average precision over the ranked top k, averaged over queries.
+    mean_ap: float = 0.0
+    #: Judged@k averaged over queries: how far the other means rest on judgments at all.
+    mean_judged_share: float = 0.0
     #: query id -> the document ids judged, in rank order (at most k): what a user exports
     #: to compare with another system.
     ranked: dict[str, list[str]] = Field(default_factory=dict)
@@ -142,6 +158,11 @@ def evaluate_run(
             recall=recall_at_k(ranked_documents.get(query_id, []), qrels[query_id], k),
             mrr=mrr(list(ranked_documents.get(query_id, []))[:k], qrels[query_id]),
             judged=sum(1 for grade in qrels[query_id].values() if grade > 0),
+            precision=precision_at_k(ranked_documents.get(query_id, []), qrels[query_id], k),
+            average_precision=average_precision(
+                list(ranked_documents.get(query_id, []))[:k], qrels[query_id]
+            ),
+            judged_share=judged_at_k(ranked_documents.get(query_id, []), qrels[query_id], k),
         )
         for query_id in queries
         if query_id in qrels
@@ -154,6 +175,9 @@ def evaluate_run(
         mean_ndcg=sum(r.ndcg for r in rows) / count,
         mean_recall=sum(r.recall for r in rows) / count,
         mean_mrr=sum(r.mrr for r in rows) / count,
+        mean_precision=sum(r.precision for r in rows) / count,
+        mean_ap=sum(r.average_precision for r in rows) / count,
+        mean_judged_share=sum(r.judged_share for r in rows) / count,
         ranked={r.query_id: list(ranked_documents.get(r.query_id, []))[:k] for r in rows},
         label=label,
         workspace=workspace,

@@ -45,6 +45,7 @@ from core.service.common import (
     check_k,
     check_k_limit,
     check_query_terms,
+    combine_judgments,
     empty_reason,
     query_view,
     workspace_profile,
@@ -397,6 +398,46 @@ class AnalysisActions(StoreRunner):
         """
         return self._evaluate_specs(queries_data, qrels_data, k, list(runs), on_progress, True)
 
+    def evaluate_judged(
+        self,
+        query_set: str,
+        k: int,
+        runs: Sequence[RunSpec],
+        *,
+        workspace: str,
+        by_document: bool = False,
+        on_progress: ProgressCallback | None = None,
+    ) -> list[EvaluationRun]:
+        """One run per spec over a query set of ``workspace``, judged by its in-app grades.
+
+        Passage-level (the grades themselves) or, ``by_document``, document-level (a
+        document's best passage, as for qrels). Queries nobody graded are left out; each run
+        reports Judged@k, the share of its top k that has a grade. ``KeyError`` for an unknown
+        set, ``JudgmentError`` when no query of it has a grade yet.
+        """
+        check_k(k)
+        if not runs:
+            raise ValueError("at least one run is needed")
+        tenant = workspace_tenant_id(workspace)
+        found = self._call(self._store.get_query_set(tenant, query_set))
+        if found is None:
+            raise KeyError(f"no query set “{query_set}” in “{workspace}”")
+        texts = [q.text for q in found.queries]
+        grades = combine_judgments(
+            self._call(self._store.list_judgments(tenant, texts)), by_document=by_document
+        )
+        queries = {q.query_id: q.text for q in found.queries if q.text in grades}
+        if not queries:
+            raise JudgmentError(f"no query of the set “{query_set}” has a grade yet")
+        qrels = {query_id: grades[text] for query_id, text in queries.items()}
+        specs = list(runs)
+        return self._call_with_progress(
+            lambda progress: self._evaluate(
+                queries, qrels, k, specs, True, progress, passages=not by_document
+            ),
+            on_progress,
+        )
+
     def _evaluate_specs(
         self,
         queries_data: bytes,
@@ -443,6 +484,8 @@ class AnalysisActions(StoreRunner):
         specs: list[RunSpec],
         labelled: bool,
         report: Callable[[int, int, str], None],
+        *,
+        passages: bool = False,
     ) -> list[EvaluationRun]:
         workspaces = list(dict.fromkeys(spec.workspace for spec in specs))
         profiles = {w: await workspace_profile(self._store, w) for w in workspaces}
@@ -464,15 +507,20 @@ class AnalysisActions(StoreRunner):
                 except ValueError as exc:
                     raise ValueError(f"query {query_id}: {exc}") from None
                 mine = [i for i, spec in enumerate(specs) if spec.workspace == workspace]
-                # The workspace's own runs share one scoring of the query (top_documents).
-                own = [i for i in mine if specs[i].ranker.kind is RankerKind.WORKSPACE]
-                bulk = top_documents(terms, full, k, [specs[i].limit for i in own])
-                for i, documents in zip(own, bulk, strict=True):
-                    ranked[i][query_id] = documents
-                for i in mine:
-                    if i not in own:
-                        handed = full.head(specs[i].limit)
-                        ranked[i][query_id] = _top_documents(specs[i].ranker, terms, handed, k)
+                if passages:  # judged passage by passage: the top k passages, not documents
+                    for i in mine:
+                        top = rank_with(specs[i].ranker, terms, full.head(specs[i].limit), k)
+                        ranked[i][query_id] = [r.chunk.id for r in top]
+                else:
+                    # The workspace's own runs share one scoring of the query (top_documents).
+                    own = [i for i in mine if specs[i].ranker.kind is RankerKind.WORKSPACE]
+                    bulk = top_documents(terms, full, k, [specs[i].limit for i in own])
+                    for i, documents in zip(own, bulk, strict=True):
+                        ranked[i][query_id] = documents
+                    for i in mine:
+                        if i not in own:
+                            handed = full.head(specs[i].limit)
+                            ranked[i][query_id] = _top_documents(specs[i].ranker, terms, handed, k)
                 done += 1
                 report(done, total, query_id)
                 await checkpoint()

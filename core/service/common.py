@@ -17,9 +17,10 @@ from pydantic import BaseModel, ConfigDict
 
 from core.analysis.judgment_files import QueryFormat, read_queries
 from core.analysis.truncation import UNLIMITED as UNLIMITED
+from core.domain.agreement import combined_grade
 from core.domain.chunks import StoredChunk, workspace_tenant_id
 from core.domain.entities import Entity
-from core.domain.judging import QuerySet
+from core.domain.judging import Judgment, QuerySet
 from core.domain.names import name_key
 from core.domain.tokenize import (
     DEFAULT_PROFILE,
@@ -162,3 +163,25 @@ def read_query_set(workspace: str, name: str, data: bytes | str, fmt: QueryForma
         queries=tuple(read_queries(data, fmt)),
         created_at=datetime.now(UTC),
     )
+
+
+def combine_judgments(
+    judgments: Iterable[Judgment], *, by_document: bool = False
+) -> dict[str, dict[str, int]]:
+    """query text -> passage id (or source id) -> the one grade its raters' grades become.
+
+    Several raters of a pair: ``combined_grade`` (their lower median). By document, a
+    document's grade is its best passage's, as qrels judge documents.
+    """
+    grades: dict[tuple[str, str], list[int]] = {}
+    sources: dict[tuple[str, str], str] = {}
+    for j in judgments:
+        grades.setdefault((j.query, j.chunk_id), []).append(j.grade)
+        sources[(j.query, j.chunk_id)] = j.source_id
+    combined: dict[str, dict[str, int]] = {}
+    for (query, chunk_id), given in grades.items():
+        grade = combined_grade(given)
+        key = sources[(query, chunk_id)] if by_document else chunk_id
+        per_query = combined.setdefault(query, {})
+        per_query[key] = max(grade, per_query.get(key, grade))
+    return combined

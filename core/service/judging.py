@@ -9,7 +9,6 @@ several raters' grades become (``core.domain.agreement.combined_grade``).
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
@@ -21,10 +20,9 @@ from core.analysis.judgment_files import (
     write_judgments,
     write_queries,
 )
-from core.domain.agreement import combined_grade
 from core.domain.chunks import workspace_tenant_id
 from core.domain.judging import LOCAL_RATER, Judgment, QuerySet, QuerySetSummary
-from core.service.common import read_query_set
+from core.service.common import combine_judgments, read_query_set
 from core.service.runner import StoreRunner
 
 
@@ -101,17 +99,8 @@ class JudgingActions(StoreRunner):
 
         By document, a document's grade is its best passage's (as qrels judge documents).
         """
-        grades: dict[tuple[str, str], list[int]] = defaultdict(list)
-        passages: dict[tuple[str, str], str] = {}
-        for j in self.judgments(workspace=workspace, queries=queries):
-            grades[(j.query, j.chunk_id)].append(j.grade)
-            passages[(j.query, j.chunk_id)] = j.source_id
-        combined: dict[str, dict[str, int]] = defaultdict(dict)
-        for (query, chunk_id), given in grades.items():
-            grade = combined_grade(given)
-            key = passages[(query, chunk_id)] if by_document else chunk_id
-            combined[query][key] = max(grade, combined[query].get(key, grade))
-        return dict(combined)
+        found = self.judgments(workspace=workspace, queries=queries)
+        return combine_judgments(found, by_document=by_document)
 
     def export_judgments(
         self, query_set: str, fmt: JudgmentFormat | str, *, workspace: str, by_document: bool

@@ -7,9 +7,17 @@ from collections.abc import Iterator
 import pytest
 from pydantic import ValidationError
 
-from core.analysis.judgment_files import JudgmentFormat, QueryFormat, read_judgments
+from core.analysis.evaluation import parse_qrels
+from core.analysis.judgment_files import JudgmentError, JudgmentFormat, QueryFormat, read_judgments
 from core.domain.judging import LOCAL_RATER
-from core.service import SAMPLE_QUERY_SET, LexplainService, NoAccess
+from core.service import (
+    SAMPLE_QRELS,
+    SAMPLE_QUERIES,
+    SAMPLE_QUERY_SET,
+    LexplainService,
+    NoAccess,
+    RunSpec,
+)
 from core.settings import Settings
 
 ADA, BOB = "ada@example.org", "bob@example.org"
@@ -110,3 +118,60 @@ def test_judging_goes_with_the_workspace(service: LexplainService) -> None:
     service.create_workspace("brief")
     assert service.query_sets(workspace="brief") == []
     assert service.judgments(workspace="brief") == []
+
+
+def _grade_from_cranfield(
+    service: LexplainService, query_ids: list[str]
+) -> dict[str, dict[str, int]]:
+    """Grade, in the app, every top-100 passage Cranfield judges (grades above 3 become 3)."""
+    queries = {
+        q.query_id: q.text for q in service.query_set(SAMPLE_QUERY_SET, workspace="default").queries
+    }
+    qrels = parse_qrels(SAMPLE_QRELS.read_bytes())
+    given: dict[str, dict[str, int]] = {}
+    for query_id in query_ids:
+        for hit in service.search(queries[query_id], k=100, workspace="default").passages:
+            grade = qrels[query_id].get(hit.chunk.source_id)
+            if grade is not None:
+                service.grade(queries[query_id], hit.chunk.id, min(grade, 3), workspace="default")
+                given.setdefault(query_id, {})[hit.chunk.source_id] = min(grade, 3)
+    return given
+
+
+def test_evaluating_from_in_app_grades_matches_evaluating_the_same_grades_from_a_file(
+    service: LexplainService,
+) -> None:
+    service.load_sample(workspace="default")
+    given = _grade_from_cranfield(service, ["1", "2", "3", "5", "8"])
+    spec = RunSpec(workspace="default", limit=1000)
+    (judged,) = service.evaluate_judged(
+        SAMPLE_QUERY_SET, 10, [spec], workspace="default", by_document=True
+    )
+    trec = "".join(f"{q} 0 {d} {g}\n" for q, docs in given.items() for d, g in docs.items())
+    (from_file,) = service.evaluate_runs(SAMPLE_QUERIES.read_bytes(), trec.encode(), 10, [spec])
+    assert judged.rows == from_file.rows
+    assert judged.mean_ndcg == from_file.mean_ndcg
+    assert 0 < judged.mean_judged_share < 1
+
+
+def test_passage_level_evaluation_ranks_passages_and_reports_judged_at_k(
+    service: LexplainService,
+) -> None:
+    service.upload_files([NOTES], workspace="default")
+    service.save_query_set(
+        "core", "flutter\nboundary layers\nunjudged words\n", "lines", workspace="default"
+    )
+    top = service.search("flutter", workspace="default").passages
+    service.grade("flutter", top[0].chunk.id, 2, workspace="default")
+    (run,) = service.evaluate_judged(
+        "core", 3, [RunSpec(workspace="default", limit=1000)], workspace="default"
+    )
+    (row,) = run.rows
+    assert (row.query, row.ndcg, row.precision) == ("flutter", 1.0, 1 / 3)
+    assert row.judged_share == 1 / len(run.ranked["1"])
+    assert run.ranked["1"][0] == top[0].chunk.id
+    service.save_query_set("empty", "wing\n", "lines", workspace="default")
+    with pytest.raises(JudgmentError, match="has a grade yet"):
+        service.evaluate_judged(
+            "empty", 3, [RunSpec(workspace="default", limit=10)], workspace="default"
+        )
