@@ -260,3 +260,28 @@ def test_a_data_folder_too_deep_for_a_socket_path_gets_its_socket_in_the_temp_fo
         assert asyncio.run(query(server.url, "SELECT 1")) == 1
     finally:
         assert embedded.release(data_dir) is True
+
+
+def test_the_server_settings_follow_the_machines_memory_within_their_bounds() -> None:
+    small = embedded.machine_settings(2 * 2**30)
+    assert small["shared_buffers"] == "256MB" and small["work_mem"] == "8MB"
+    large = embedded.machine_settings(256 * 2**30)
+    assert large["shared_buffers"] == "2048MB" and large["work_mem"] == "64MB"
+    assert embedded.machine_settings(512 * 2**20)["shared_buffers"] == "128MB"
+
+
+def test_a_started_server_runs_with_the_settings_sized_for_this_machine(data_dir: Path) -> None:
+    server = embedded.acquire(data_dir, durable=False, settings={"work_mem": "5MB"})
+    try:
+        wanted = embedded.machine_settings()
+        shared = asyncio.run(
+            query(
+                server.url,
+                "SELECT setting::bigint * 8 / 1024 || 'MB' "
+                "FROM pg_settings WHERE name = 'shared_buffers'",
+            )
+        )
+        assert shared == wanted["shared_buffers"]
+        assert asyncio.run(query(server.url, "SHOW work_mem")) == "5MB"  # the caller's wins
+    finally:
+        embedded.release(data_dir)
