@@ -1,17 +1,34 @@
 # Throwaway PostgreSQL for tests: source this file, then pg_start / pg_stop.
 # Runs initdb + pg_ctl as the postgres user when we are root (the server refuses root),
 # on a free loopback port with trust auth; exports DATABASE_URL. Nothing outside $PGTMP is touched.
-pg_start() {
+# pg_start_stock / pg_stop_stock: a second server on PostgreSQL's stock settings (only durability
+# off, max_connections 20: 1,280 lock slots), exporting LEXPLAIN_TEST_STOCK_URL and
+# LEXPLAIN_TEST_STOCK_LOG: the store must work on a server nobody tuned for it (issue 20).
+
+# _pg_launch DIR SETTINGS: initdb DIR/data and start it on a free port; prints the port.
+_pg_launch() {
+  local dir=$1 settings=$2 port as_pg=()
   PGBIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
-  PGTMP=$(mktemp -d /tmp/lexplain-pg.XXXXXX)
-  PGPORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  if [ "$(id -u)" = 0 ]; then chown postgres:postgres "$dir"; as_pg=(runuser -u postgres --); fi
+  ( cd "$dir" && "${as_pg[@]}" "$PGBIN/initdb" -D "$dir/data" -U postgres -A trust \
+      -E UTF8 --locale=C.UTF-8 --no-sync >"$dir/initdb.log" 2>&1 ) || { cat "$dir/initdb.log" >&2; return 1; }
+  ( cd "$dir" && "${as_pg[@]}" "$PGBIN/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
+      -o "-p $port -k $dir -c listen_addresses=127.0.0.1 $settings" \
+      start >/dev/null ) || { cat "$dir/server.log" >&2; return 1; }
+  echo "$port"
+}
+# _pg_halt DIR: stop the server of DIR/data and remove DIR.
+_pg_halt() {
   local as_pg=()
-  if [ "$(id -u)" = 0 ]; then chown postgres:postgres "$PGTMP"; as_pg=(runuser -u postgres --); fi
-  ( cd "$PGTMP" && "${as_pg[@]}" "$PGBIN/initdb" -D "$PGTMP/data" -U postgres -A trust \
-      -E UTF8 --locale=C.UTF-8 --no-sync >"$PGTMP/initdb.log" 2>&1 ) || { cat "$PGTMP/initdb.log"; return 1; }
-  ( cd "$PGTMP" && "${as_pg[@]}" "$PGBIN/pg_ctl" -D "$PGTMP/data" -l "$PGTMP/server.log" -w -t 60 \
-      -o "-p $PGPORT -k $PGTMP -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200" \
-      start >/dev/null ) || { cat "$PGTMP/server.log"; return 1; }
+  PGBIN=${PGBIN:-$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)}
+  if [ "$(id -u)" = 0 ]; then as_pg=(runuser -u postgres --); fi
+  ( cd "$1" && "${as_pg[@]}" "$PGBIN/pg_ctl" -D "$1/data" -m fast -w -t 120 stop >/dev/null 2>&1 ) || true
+  rm -rf "$1"
+}
+pg_start() {
+  PGTMP=$(mktemp -d /tmp/lexplain-pg.XXXXXX)
+  PGPORT=$(_pg_launch "$PGTMP" "-c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200") || return 1
   export PGBIN PGTMP PGPORT
   export DATABASE_URL="postgresql://postgres@127.0.0.1:$PGPORT/postgres"
   # The restart test in tests/stores needs to stop and start this very server.
@@ -21,8 +38,17 @@ pg_start() {
 }
 pg_stop() {
   [ -n "${PGTMP:-}" ] || return 0
-  local as_pg=()
-  if [ "$(id -u)" = 0 ]; then as_pg=(runuser -u postgres --); fi
-  ( cd "$PGTMP" && "${as_pg[@]}" "$PGBIN/pg_ctl" -D "$PGTMP/data" -m fast -w stop >/dev/null 2>&1 ) || true
-  rm -rf "$PGTMP"; PGTMP=
+  _pg_halt "$PGTMP"; PGTMP=
+}
+pg_start_stock() {
+  STOCK_PGTMP=$(mktemp -d /tmp/lexplain-pg-stock.XXXXXX)
+  local port
+  port=$(_pg_launch "$STOCK_PGTMP" "-c fsync=off -c synchronous_commit=off -c max_connections=20") || return 1
+  export STOCK_PGTMP PGBIN
+  export LEXPLAIN_TEST_STOCK_URL="postgresql://postgres@127.0.0.1:$port/postgres"
+  export LEXPLAIN_TEST_STOCK_LOG="$STOCK_PGTMP/server.log"
+}
+pg_stop_stock() {
+  [ -n "${STOCK_PGTMP:-}" ] || return 0
+  _pg_halt "$STOCK_PGTMP"; STOCK_PGTMP=
 }
