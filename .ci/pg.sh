@@ -5,10 +5,11 @@
 # off, max_connections 20: 1,280 lock slots), exporting LEXPLAIN_TEST_STOCK_URL and
 # LEXPLAIN_TEST_STOCK_LOG: the store must work on a server nobody tuned for it (issue 20).
 
+# The newest Debian PostgreSQL's binaries.
+PGBIN=${PGBIN:-$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)}
 # _pg_launch DIR SETTINGS: initdb DIR/data and start it on a free port; prints the port.
 _pg_launch() {
   local dir=$1 settings=$2 port as_pg=()
-  PGBIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
   port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
   if [ "$(id -u)" = 0 ]; then chown postgres:postgres "$dir"; as_pg=(runuser -u postgres --); fi
   ( cd "$dir" && "${as_pg[@]}" "$PGBIN/initdb" -D "$dir/data" -U postgres -A trust \
@@ -21,7 +22,6 @@ _pg_launch() {
 # _pg_halt DIR: stop the server of DIR/data and remove DIR.
 _pg_halt() {
   local as_pg=()
-  PGBIN=${PGBIN:-$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)}
   if [ "$(id -u)" = 0 ]; then as_pg=(runuser -u postgres --); fi
   ( cd "$1" && "${as_pg[@]}" "$PGBIN/pg_ctl" -D "$1/data" -m fast -w -t 120 stop >/dev/null 2>&1 ) || true
   rm -rf "$1"

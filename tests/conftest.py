@@ -97,6 +97,22 @@ def ci_database_url() -> str:
 
 
 @pytest.fixture(scope="session")
+def stock_database_url() -> tuple[str, Path]:
+    """The stock-settings PostgreSQL scripts/test starts beside the CI one (max_connections 20,
+    initdb's settings otherwise) and its log: ``LEXPLAIN_TEST_STOCK_URL``/``_LOG``."""
+    url = os.environ.get("LEXPLAIN_TEST_STOCK_URL", "")
+    log = os.environ.get("LEXPLAIN_TEST_STOCK_LOG", "")
+    if not url or not log:
+        pytest.fail(
+            "LEXPLAIN_TEST_STOCK_URL is not set, so the stock-server tests cannot run. Use "
+            "scripts/test (it starts one beside the CI server), or in your shell "
+            "`source .ci/pg.sh && pg_start_stock` and rerun pytest.",
+            pytrace=False,
+        )
+    return url, Path(log)
+
+
+@pytest.fixture(scope="session")
 def citus_database_url() -> str:
     """The coordinator of the Citus cluster scripts/test starts (LEXPLAIN_TEST_CITUS_URL)."""
     url = os.environ.get("LEXPLAIN_TEST_CITUS_URL", "")

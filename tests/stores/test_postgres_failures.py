@@ -10,7 +10,9 @@ then kills that backend. The restart case restarts the very server under the sto
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import signal
 import subprocess
 import time
 import uuid
@@ -23,6 +25,9 @@ import asyncpg
 import numpy as np
 import pytest
 
+from core.domain.chunks import ChunkingOptions, SourceDocument
+from core.ingest import indexing
+from core.ingest.indexing import index_documents
 from core.stores.port import ConnectionLost
 from core.stores.postgres import PostgresChunkStore
 from tests.stores.compliance import make_chunk, snapshot
@@ -38,6 +43,8 @@ KILLED_PASSAGES = 1_000
 RETURN_BOUND_S = 30.0
 #: Passages of the write killed in its COPY (~7 MB of COPY data).
 STALLED_PASSAGES = 5_000
+#: Documents of the load a server restart interrupts (groups of 300: the restart lands mid-load).
+RESTART_DOCUMENTS = 6_000
 
 
 @pytest.fixture
@@ -301,3 +308,39 @@ async def test_a_write_killed_during_its_copy_ends_in_plain_words_with_the_old_s
         await killer
         await once.close()
     assert await snapshot(pg_store, tenant) == before
+
+
+async def test_a_load_across_a_crashed_backend_loses_nothing(
+    database_url: str, pg_store: PostgresChunkStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A backend killed by the OS (SIGKILL) makes the server reset every connection and
+    replay its WAL: a restart of a second or more, which the writes' retries must outlast."""
+    monkeypatch.setattr(indexing, "BATCH_PASSAGES", 300)
+    tenant = uuid.uuid4()
+    documents = [
+        SourceDocument(source_id=f"doc{i}", text=f"passage {i} on w{i % 89} and w{i % 7}")
+        for i in range(RESTART_DOCUMENTS)
+    ]
+    load = asyncio.create_task(
+        index_documents(
+            documents, pg_store, tenant, chunking=ChunkingOptions(whole_documents=True),
+            extractor=None,
+        )
+    )  # fmt: skip
+    watcher = await asyncpg.connect(database_url)
+    try:
+        while not (
+            pid := await watcher.fetchval(
+                "SELECT pid FROM pg_stat_activity WHERE application_name = 'lexplain' "
+                "AND state = 'active' AND query LIKE 'COPY%' LIMIT 1"
+            )
+        ):
+            await asyncio.sleep(0.005)
+        assert not load.done()
+        os.kill(pid, signal.SIGKILL)
+    finally:
+        with contextlib.suppress(Exception):
+            await watcher.close()
+    report = await load
+    assert report.ok and report.stopped is None, report.rejected[:3]
+    assert (await pg_store.corpus_summary(tenant)).passages == RESTART_DOCUMENTS

@@ -1,0 +1,117 @@
+"""The PostgreSQL store on a server nobody tuned for it, and what a load does when the server
+cannot do a write.
+
+Issue 20: on PostgreSQL's stock settings a load took one advisory lock per source (5,000 per
+batch) and ran out of lock slots ("out of shared memory"); each failed batch was then written
+again one document at a time. These tests run on a second server that scripts/test starts with
+initdb's settings and max_connections 20 (1,280 lock slots in all), and plant a resource error
+to check it is not answered document by document.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+
+import asyncpg
+
+from core.domain.chunks import ChunkingOptions, SourceDocument, StoredChunk
+from core.ingest.indexing import NOT_WRITTEN, index_documents
+from core.stores.postgres import PostgresChunkStore
+
+#: Documents of the stock-server load (four batches of 5,000 written at once).
+LOAD_DOCUMENTS = 20_000
+WHOLE = ChunkingOptions(whole_documents=True)
+
+
+def documents(count: int) -> list[SourceDocument]:
+    return [
+        SourceDocument(source_id=f"doc{i}", text=f"passage {i} about w{i % 997} and w{i % 13}")
+        for i in range(count)
+    ]
+
+
+def log_errors(log: Path, since: int) -> list[str]:
+    with log.open("rb") as handle:
+        handle.seek(since)
+        text = handle.read().decode("utf-8", errors="replace")
+    return [line for line in text.splitlines() if " ERROR: " in line or " FATAL: " in line]
+
+
+async def fresh_store(url: str) -> tuple[PostgresChunkStore, str]:
+    schema = f"t_{uuid.uuid4().hex}"
+    return await PostgresChunkStore.connect(url, schema=schema), schema
+
+
+async def drop(url: str, schema: str) -> None:
+    conn = await asyncpg.connect(url)
+    try:
+        await conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+    finally:
+        await conn.close()
+
+
+async def test_a_stock_server_takes_a_twenty_thousand_document_load_in_one_piece(
+    stock_database_url: tuple[str, Path],
+) -> None:
+    url, log = stock_database_url
+    since = log.stat().st_size
+    store, schema = await fresh_store(url)
+    tenant = uuid.uuid4()
+    try:
+        report = await index_documents(
+            documents(LOAD_DOCUMENTS), store, tenant, chunking=WHOLE, extractor=None
+        )
+        assert report.ok, report.rejected[:3]
+        assert report.stopped is None
+        assert (await store.corpus_summary(tenant)).passages == LOAD_DOCUMENTS
+    finally:
+        await store.close()
+        await drop(url, schema)
+    assert log_errors(log, since) == []
+
+
+class CountingStore(PostgresChunkStore):
+    """The PostgreSQL store, counting its single-document writes (the per-document path)."""
+
+    singles = 0
+
+    async def replace_source(
+        self, source_id: str, tenant_id: uuid.UUID, chunks: Sequence[StoredChunk]
+    ) -> int:
+        CountingStore.singles += 1
+        return await super().replace_source(source_id, tenant_id, chunks)
+
+
+async def test_a_resource_error_stops_the_load_and_is_not_retried_document_by_document(
+    stock_database_url: tuple[str, Path],
+) -> None:
+    url, _ = stock_database_url
+    schema = f"t_{uuid.uuid4().hex}"
+    store = await CountingStore.connect(url, schema=schema, retries=1)
+    assert isinstance(store, CountingStore)
+    CountingStore.singles = 0
+    tenant = uuid.uuid4()
+    conn = await asyncpg.connect(url, server_settings={"search_path": schema})
+    try:
+        # Planted: every new segment meets the error a full lock table raises.
+        await conn.execute(
+            "CREATE FUNCTION no_room() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+            "RAISE EXCEPTION 'out of shared memory' USING ERRCODE = '53200'; END $$"
+        )
+        await conn.execute(
+            "CREATE TRIGGER no_room BEFORE INSERT ON segments "
+            "FOR EACH ROW EXECUTE FUNCTION no_room()"
+        )
+        started = time.monotonic()
+        report = await index_documents(documents(30), store, tenant, chunking=WHOLE, extractor=None)
+        assert time.monotonic() - started < 30
+        assert CountingStore.singles == 0
+        assert report.stopped is not None and "out of shared memory" in report.stopped
+        assert [row.reason for row in report.rows] == [NOT_WRITTEN] * 30
+    finally:
+        await conn.close()
+        await store.close()
+        await drop(url, schema)
