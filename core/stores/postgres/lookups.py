@@ -28,11 +28,11 @@ from core.stores.postgres.resilience import (
     CALL_TIMEOUT_S,
     CONNECT_TIMEOUT_S,
     DEFAULT_RETRIES,
-    RETRY_PAUSE_S,
     STATEMENT_TIMEOUT_S,
     broken,
     closed,
     lost,
+    retry_pause,
     retryable,
     timed_out,
 )
@@ -158,7 +158,7 @@ class SideReader:
                         with contextlib.suppress(Exception):
                             self._conn.terminate()
                     self._conn = None
-                    await asyncio.sleep(RETRY_PAUSE_S * 2**attempt)
+                    await asyncio.sleep(retry_pause(attempt))
             raise AssertionError("unreachable")
 
     def close(self) -> None:

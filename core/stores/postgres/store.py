@@ -44,6 +44,7 @@ from core.stores.postgres.resilience import (
     CONNECT_TIMEOUT_S,
     CONNECTION_LOST,
     DEFAULT_RETRIES,
+    SESSION_SETTINGS,
     STATEMENT_TIMEOUT_S,
     Calls,
 )
@@ -57,7 +58,7 @@ from core.stores.postgres.writes import (
     read_profiles,
     reindex_rows,
     replace_rows,
-    source_lock_key,
+    source_lock_keys,
     write_new,
 )
 
@@ -115,7 +116,7 @@ class PostgresChunkStore(PostgresJudging):
         call_timeout: float = CALL_TIMEOUT_S,
     ) -> PostgresChunkStore:
         """Open a pool (owned by the store; ``close()`` closes it) and create the schema."""
-        settings = {"application_name": "lexplain"}
+        settings = {"application_name": "lexplain", **SESSION_SETTINGS}
         if schema is not None:
             if IDENTIFIER.fullmatch(schema) is None:
                 raise ValueError(f"schema must match {IDENTIFIER.pattern}, got {schema!r}")
@@ -252,9 +253,8 @@ class PostgresChunkStore(PostgresJudging):
 
         async def write(conn: asyncpg.Connection) -> int:
             async with conn.transaction():
-                await conn.execute(
-                    "SELECT pg_advisory_xact_lock($1)", source_lock_key(tenant_id, source_id)
-                )
+                (key,) = source_lock_keys(tenant_id, [source_id])
+                await conn.execute("SELECT pg_advisory_xact_lock($1)", key)
                 rows = await conn.fetch(
                     "SELECT id FROM passages WHERE tenant_id = $1 AND source_id = $2",
                     tenant_id,

@@ -135,10 +135,31 @@ FROM gone GROUP BY term
 """
 
 
-def source_lock_key(tenant_id: UUID, source_id: str) -> int:
-    """A signed 64-bit advisory lock key for one (tenant, source)."""
-    digest = hashlib.sha256(tenant_id.bytes + source_id.encode("utf-8")).digest()
-    return int.from_bytes(digest[:8], "big", signed=True)
+#: A source's advisory lock is one of this many per workspace (its id hashed), so a write of any
+#: size takes at most this many: one lock per source took 5,000 per batch, and a stock server
+#: (64 lock slots per connection, shared) ran out of shared memory (issue 20). Two writes of
+#: one workspace wait for each other only when their sources share a bucket; their database
+#: work queues on the workspace's counters row anyway.
+SOURCE_LOCK_BUCKETS: Final = 16
+
+
+def source_lock_keys(tenant_id: UUID, source_ids: Sequence[str]) -> list[int]:
+    """The signed 64-bit advisory lock keys of the sources' buckets, sorted (two writes taking
+    theirs in one order cannot deadlock), at most ``SOURCE_LOCK_BUCKETS``."""
+    buckets = {
+        int.from_bytes(hashlib.sha256(source_id.encode("utf-8")).digest()[:4], "big")
+        % SOURCE_LOCK_BUCKETS
+        for source_id in source_ids
+    }
+    keys = {
+        int.from_bytes(
+            hashlib.sha256(tenant_id.bytes + bucket.to_bytes(2, "big")).digest()[:8],
+            "big",
+            signed=True,
+        )
+        for bucket in buckets
+    }
+    return sorted(keys)
 
 
 async def _write_blocks(
@@ -210,11 +231,9 @@ async def replace_rows(
     """Inside the caller's transaction: lock the sources, upsert the entities, delete the
     sources' passages not in ``keep``, then write the staged ones. Returns the passages
     removed per source and whether it was a bulk load (see ``write_new``)."""
-    locks = sorted({source_lock_key(tenant_id, source_id) for source_id in source_ids})
-    # Sorted keys: two batches sharing sources cannot deadlock on their locks.
     await conn.execute(
         "SELECT pg_advisory_xact_lock(k) FROM unnest($1::bigint[]) AS k ORDER BY k",
-        locks,
+        source_lock_keys(tenant_id, source_ids),
     )
     if entities:
         await conn.execute(
