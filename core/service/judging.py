@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from uuid import UUID, uuid4
 
+from core.analysis.evaluation import EvaluationRun
 from core.analysis.judgment_files import (
     GradedPair,
     JudgmentError,
@@ -20,9 +22,19 @@ from core.analysis.judgment_files import (
     write_judgments,
     write_queries,
 )
+from core.analysis.rankers import Ranker
+from core.analysis.run_comparison import METRICS, RunsComparison, compare_saved
 from core.domain.chunks import workspace_tenant_id
-from core.domain.judging import LOCAL_RATER, Judgment, QuerySet, QuerySetSummary
-from core.service.common import combine_judgments, read_query_set
+from core.domain.judging import (
+    LOCAL_RATER,
+    Judgment,
+    QuerySet,
+    QuerySetSummary,
+    RunRecord,
+    SavedRun,
+    SavedRunSummary,
+)
+from core.service.common import combine_judgments, read_query_set, workspace_profile
 from core.service.runner import StoreRunner
 
 
@@ -122,3 +134,63 @@ class JudgingActions(StoreRunner):
         if not pairs:
             raise JudgmentError(f"the query set “{query_set}” has no judgments yet")
         return write_judgments(pairs, fmt)
+
+    def save_run(
+        self,
+        name: str,
+        run: EvaluationRun,
+        ranker: Ranker,
+        query_set: str,
+        *,
+        workspace: str,
+        by_document: bool = False,
+    ) -> SavedRunSummary:
+        """Keep an evaluated run under ``name`` with everything needed to read it later.
+
+        Its ranker, k1/b, the workspace's profile, limit and k, the query set, the grades as
+        they stand now (combined), and per query (by text) its metrics and ranked ids.
+        """
+        tenant = workspace_tenant_id(workspace)
+        texts = [row.query for row in run.rows]
+        record = RunRecord(
+            ranker=ranker.label,
+            k1=ranker.k1,
+            b=ranker.b,
+            profile=self._call(workspace_profile(self._store, workspace)).value,
+            limit=run.limit,
+            k=run.k,
+            query_set=query_set,
+            level="document" if by_document else "passage",
+            judgments=self.combined_judgments(
+                workspace=workspace, queries=texts, by_document=by_document
+            ),
+            metrics={row.query: {m: float(getattr(row, m)) for m in METRICS} for row in run.rows},
+            ranked={row.query: list(run.ranked.get(row.query_id, [])) for row in run.rows},
+        )
+        saved = SavedRun(
+            tenant_id=tenant, run_id=uuid4(), name=name, saved_at=datetime.now(UTC), record=record
+        )
+        self._call(self._store.save_run(saved))
+        return SavedRunSummary(
+            run_id=saved.run_id, name=saved.name, saved_at=saved.saved_at, query_set=query_set
+        )
+
+    def saved_runs(self, *, workspace: str) -> list[SavedRunSummary]:
+        return self._call(self._store.list_runs(workspace_tenant_id(workspace)))
+
+    def saved_run(self, run_id: UUID, *, workspace: str) -> SavedRun:
+        """The saved run; ``KeyError`` when the workspace has none with that id."""
+        found = self._call(self._store.get_run(workspace_tenant_id(workspace), run_id))
+        if found is None:
+            raise KeyError(f"no saved run {run_id} in “{workspace}”")
+        return found
+
+    def delete_saved_run(self, run_id: UUID, *, workspace: str) -> bool:
+        return self._call(self._store.delete_run(workspace_tenant_id(workspace), run_id))
+
+    def compare_saved_runs(
+        self, run_ids: Sequence[UUID], metric: str = "ndcg", *, workspace: str
+    ) -> RunsComparison:
+        """Compare 2-5 saved runs (the first is the baseline): ``run_comparison.compare_saved``."""
+        runs = [self.saved_run(run_id, workspace=workspace) for run_id in run_ids]
+        return compare_saved(runs, metric)

@@ -175,3 +175,32 @@ def test_passage_level_evaluation_ranks_passages_and_reports_judged_at_k(
         service.evaluate_judged(
             "empty", 3, [RunSpec(workspace="default", limit=10)], workspace="default"
         )
+
+
+def test_two_saved_runs_compare_and_stay_readable_after_more_grading_and_a_reindex(
+    service: LexplainService,
+) -> None:
+    service.load_sample(workspace="default")
+    given = _grade_from_cranfield(service, ["1", "2", "3", "5", "8", "13"])
+    wide, narrow = RunSpec(workspace="default", limit=1000), RunSpec(workspace="default", limit=5)
+    runs = service.evaluate_judged(
+        SAMPLE_QUERY_SET, 10, [wide, narrow], workspace="default", by_document=True
+    )
+    ids = [
+        service.save_run(
+            name, run, spec.ranker, SAMPLE_QUERY_SET, workspace="default", by_document=True
+        ).run_id
+        for name, run, spec in zip(("wide", "narrow"), runs, (wide, narrow), strict=True)
+    ]
+    before = service.saved_run(ids[0], workspace="default")
+    assert before.record.limit == 1000 and before.record.level == "document"
+    assert len(before.record.judgments) == len(given)
+    comparison = service.compare_saved_runs(ids, workspace="default")
+    (versus,) = comparison.versus
+    assert versus.outcome.wins + versus.outcome.ties + versus.outcome.losses == len(given)
+    assert versus.t_test.p_value is not None and versus.randomisation.p_value is not None
+    assert comparison.means[0].mean == pytest.approx(runs[0].mean_ndcg, abs=1e-15)
+    _grade_from_cranfield(service, ["21"])
+    service.change_profile("default", "english")
+    assert service.saved_run(ids[0], workspace="default") == before
+    assert [r.name for r in service.saved_runs(workspace="default")] == ["wide", "narrow"]
