@@ -206,6 +206,10 @@ class WorkspaceGuard:
         await self._check(tenant_id)
         return await self._inner.passage_count(tenant_id)
 
+    async def generation(self, tenant_id: UUID) -> int:
+        await self._check(tenant_id)
+        return await self._inner.generation(tenant_id)
+
     async def doc_lengths(self, tenant_id: UUID) -> list[int]:
         await self._check(tenant_id)
         return await self._inner.doc_lengths(tenant_id)

@@ -25,7 +25,8 @@ import asyncio
 import atexit
 import queue
 import threading
-from collections.abc import Awaitable, Callable, Coroutine
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Coroutine, Hashable
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, TypeVar
@@ -45,6 +46,9 @@ GIVE_WAY_POLL_S = 0.001
 #: long work may call it per item.
 GIVE_WAY_EVERY_S = 0.002
 
+#: Results a service keeps for reruns (``ResultCache``): a few per analyst for a team of twenty.
+RESULT_CACHE_ENTRIES = 256
+
 #: A progress report: (done, total, label of the item just done).
 ProgressCallback = Callable[[int, int, str], None]
 
@@ -57,6 +61,36 @@ class _Pending:
     def __init__(self) -> None:
         self.count = 0
         self.lock = threading.Lock()
+
+
+class ResultCache:
+    """The last results of one action, by a key that names everything they depend on.
+
+    A page reruns its whole script on every click (opening an explanation, choosing a row),
+    and every session's rerun queues for the one interpreter; these reruns ask again what
+    they just asked. A key holds the workspace's ``generation`` (``ChunkStore.generation``),
+    read from the store on every call, so a write by any process (another app process on
+    the same database included) makes the old entries unreachable: no invalidation to send.
+    Used only on the service's loop thread, so it needs no lock. Rejected: ``st.cache_data``
+    in the pages (it pickles the result on every hit, and the page cannot know the
+    generation without asking core anyway).
+    """
+
+    def __init__(self, entries: int = RESULT_CACHE_ENTRIES) -> None:
+        self._entries = entries
+        self._kept: OrderedDict[Hashable, Any] = OrderedDict()
+
+    def get(self, key: Hashable) -> Any | None:
+        found = self._kept.get(key)
+        if found is not None:
+            self._kept.move_to_end(key)
+        return found
+
+    def put(self, key: Hashable, value: Any) -> None:
+        self._kept[key] = value
+        self._kept.move_to_end(key)
+        while len(self._kept) > self._entries:
+            self._kept.popitem(last=False)
 
 
 class StoreRunner:
@@ -81,6 +115,9 @@ class StoreRunner:
         self._interactive = _Pending()
         #: When long work last yielded the loop at a checkpoint (loop time).
         self._last_give_way = 0.0
+        #: Results reruns ask for again; shared by every signed-in view (keys hold the tenant,
+        #: and the view's store checks access before the generation is read).
+        self._results = ResultCache()
         try:
             self._store: ChunkStore = self._call(self._open(store_factory))
         except BaseException:

@@ -17,7 +17,7 @@ from core.domain.bm25 import ScoreExplanation, explain_score
 from core.domain.chunks import StoredChunk, workspace_tenant_id
 from core.domain.entities import Entity
 from core.domain.ranking import rank_chunks
-from core.domain.tokenize import tokenize
+from core.domain.tokenize import Profile, tokenize
 from core.service.common import (
     UNLIMITED,
     QueryView,
@@ -132,9 +132,20 @@ class SearchActions(StoreRunner):
 
     async def _search(self, query: str, k: int, limit: int, workspace: str) -> SearchResult:
         tenant = workspace_tenant_id(workspace)
-        view = query_view(
-            query, k, limit, workspace, await workspace_profile(self._store, workspace)
-        )
+        profile = await workspace_profile(self._store, workspace)
+        key = ("search", tenant, profile, await self._store.generation(tenant), query, k, limit)
+        cached = self._results.get(key)
+        if isinstance(cached, SearchResult):
+            return cached
+        result = await self._ranked(query, k, limit, workspace, profile)
+        self._results.put(key, result)
+        return result
+
+    async def _ranked(
+        self, query: str, k: int, limit: int, workspace: str, profile: Profile
+    ) -> SearchResult:
+        tenant = workspace_tenant_id(workspace)
+        view = query_view(query, k, limit, workspace, profile)
         terms = view["terms"]
         # One read, one snapshot: the store counts what matched and hands over ``limit``.
         handed = await bounded_candidates(self._store, terms, tenant, limit)

@@ -33,6 +33,7 @@ from __future__ import annotations
 import copy
 import gc
 import heapq
+import itertools
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -64,6 +65,9 @@ from core.stores.port import (
     passage_terms,
 )
 
+#: Tenant versions: one counter for the process, so no two versions are ever equal.
+_VERSIONS = itertools.count(1)
+
 
 @dataclass
 class _Tenant:
@@ -79,14 +83,15 @@ class _Tenant:
     tokens: int = 0
     #: The tokenizer profile every passage of this index was tokenised with.
     profile: Profile = DEFAULT_PROFILE
-    #: Bumped by every passage write, so a re-index can tell whether it raced one.
-    version: int = 0
+    #: A new number (store-wide, never reused) at every passage write, so a re-index can tell
+    #: whether it raced one and a recreated tenant never repeats a deleted one's generation.
+    version: int = field(default_factory=lambda: next(_VERSIONS))
     #: The columnar image queries read, rebuilt on the first read after a write.
     image: _Columns | None = None
 
     def add(self, chunk: StoredChunk, terms: tuple[int, dict[str, int]] | None = None) -> None:
         """Index ``chunk``; ``terms`` is its ``passage_terms`` under this profile, if known."""
-        self.version += 1
+        self.version = next(_VERSIONS)
         previous = self.chunks.get(chunk.id)
         if previous is not None:
             # Same key means same source and text, so the terms are unchanged.
@@ -103,7 +108,7 @@ class _Tenant:
             self.mentions.setdefault(entity, set()).add(chunk.id)
 
     def remove(self, chunk_id: str) -> None:
-        self.version += 1
+        self.version = next(_VERSIONS)
         chunk = self.chunks.pop(chunk_id)
         self._unlink_entities(chunk)
         self.tokens -= self.lengths.pop(chunk_id)
@@ -190,7 +195,7 @@ _REINDEX_BATCH = 500
 
 def _rebuilt(tenant: _Tenant, profile: Profile) -> _Tenant:
     """The same passages and entities, indexed under ``profile``."""
-    fresh = _Tenant(profile=profile, entities=tenant.entities, version=tenant.version + 1)
+    fresh = _Tenant(profile=profile, entities=tenant.entities)
     for chunk in tenant.chunks.values():
         fresh.add(chunk)
     return fresh
@@ -392,6 +397,11 @@ class InMemoryChunkStore(InMemoryJudging):
         with self._lock:
             return len(self._peek(tenant_id).chunks)
 
+    async def generation(self, tenant_id: UUID) -> int:
+        with self._lock:
+            tenant = self._tenants.get(tenant_id)
+            return 0 if tenant is None else tenant.version
+
     async def doc_lengths(self, tenant_id: UUID) -> list[int]:
         with self._lock:
             return sorted(self._peek(tenant_id).lengths.values())
@@ -463,7 +473,7 @@ class InMemoryChunkStore(InMemoryJudging):
                     continue  # a write changed the tenant while we built: build again
                 if old is not None:
                     fresh.entities = old.entities
-                    fresh.version = old.version + 1
+                    fresh.version = next(_VERSIONS)
                 self._tenants[tenant_id] = fresh
                 self._workspaces[tenant_id] = workspace.model_copy(update={"profile": profile})
             if on_progress is not None:

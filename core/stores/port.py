@@ -266,6 +266,14 @@ class ChunkStore(Protocol):
         """
         ...
 
+    async def generation(self, tenant_id: UUID) -> int:
+        """A number that changes with every write to the tenant's passages, by any process.
+
+        Equal numbers mean the same passages and lengths (so the same rankings), which is what
+        a cache of search results keys on; 0 for an unknown tenant. Cheap: one row or a field.
+        """
+        ...
+
     async def doc_lengths(self, tenant_id: UUID) -> list[int]:
         """Every passage's token length, ascending (for a histogram)."""
         ...

@@ -935,6 +935,39 @@ class ChunkStoreCompliance:
         await store.reindex(tenant, PLAIN)
         assert await snapshot(store, tenant) == before
 
+    async def test_the_generation_moves_with_every_passage_write_and_only_then(
+        self, store: ChunkStore
+    ) -> None:
+        tenant = uuid.uuid4()
+        await store.upsert_workspace(Workspace(tenant_id=tenant, name="g"))
+        empty = await store.generation(tenant)
+        seen = []
+
+        async def moved() -> int:
+            now = await store.generation(tenant)
+            assert now not in seen and now != empty
+            seen.append(now)
+            return now
+
+        await store.upsert_many(corpus_chunks(tenant))
+        written = await moved()
+        await store.lexical_candidates(["ocean", "tides"], tenant, 10)
+        await store.corpus_summary(tenant)
+        await store.upsert_entities([Entity(name="Ocean", kind="place")], tenant)
+        assert await store.generation(tenant) == written  # reads leave it where it was
+        await store.replace_source("doc-c", tenant, [make_chunk(tenant, "doc-c", "Rivers meet")])
+        await moved()
+        await store.delete_by_source("doc-b", tenant)
+        await moved()
+        await store.reindex(tenant, ENGLISH)
+        await moved()
+        await store.delete_workspace(tenant)
+        gone = await store.generation(tenant)
+        assert gone not in seen
+        await store.upsert_workspace(Workspace(tenant_id=tenant, name="g"))
+        await store.upsert_many(corpus_chunks(tenant))
+        assert await moved() != written  # the same passages again: a new generation
+
     async def test_reindexing_an_unknown_workspace_raises_key_error(
         self, store: ChunkStore
     ) -> None:

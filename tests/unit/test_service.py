@@ -262,3 +262,21 @@ def test_a_closed_service_refuses_calls() -> None:
     svc.close()
     with pytest.raises(RuntimeError):
         svc.list_workspaces()
+
+
+def test_a_repeated_search_is_answered_again_only_until_the_workspace_changes() -> None:
+    service = LexplainService.from_settings(Settings(store="memory"))
+    try:
+        service.upload_files([("a.txt", DOCS["a.txt"].encode())], workspace="cache")
+        first = service.search("zeppelin models", workspace="cache")
+        assert service.search("zeppelin models", workspace="cache") is first  # a rerun
+        assert service.search("zeppelin models", k=3, workspace="cache") is not first
+        service.upload_files([("d.txt", DOCS["d.txt"].encode())], workspace="cache")
+        after = service.search("zeppelin models", workspace="cache")
+        assert [p.chunk.source_id for p in after.passages] == ["d.txt", "a.txt"]
+        service.delete_source("d.txt", workspace="cache")
+        assert [
+            p.chunk.source_id for p in service.search("zeppelin models", workspace="cache").passages
+        ] == ["a.txt"]
+    finally:
+        service.close()

@@ -486,6 +486,15 @@ class PostgresChunkStore(PostgresJudging):
 
         return await self._run(read)
 
+    async def generation(self, tenant_id: UUID) -> int:
+        async def read(conn: asyncpg.Connection) -> int:
+            found = await conn.fetchval(
+                "SELECT generation FROM tenant_counters WHERE tenant_id = $1", tenant_id
+            )
+            return 0 if found is None else int(found)
+
+        return await self._run(read)
+
     async def doc_lengths(self, tenant_id: UUID) -> list[int]:
         async def read(conn: asyncpg.Connection) -> list[int]:
             rows = await conn.fetch(
