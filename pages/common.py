@@ -16,7 +16,7 @@ import streamlit as st
 from streamlit.auth_util import get_secrets_auth_section
 from streamlit.runtime.pages_manager import PagesManager
 
-from core.analysis.presentation import escape_text, term_colours
+from core.analysis.presentation import escape_text
 from core.service import (
     DEFAULT_K,
     DEFAULT_LIMIT,
@@ -24,7 +24,6 @@ from core.service import (
     SAMPLE_LABEL,
     EvaluationRun,
     LexplainService,
-    RankedPassage,
     TruncationView,
 )
 from core.service import K_MAX as K_MAX  # re-exported: the screens' bounds (core's)
@@ -108,45 +107,6 @@ def workspace() -> str:
     """The workspace the sidebar selected."""
     name = st.session_state.get(WORKSPACE_KEY)
     return name if isinstance(name, str) and name else DEFAULT_WORKSPACE
-
-
-def contribution_bar(passage: RankedPassage, terms: Sequence[str], scale: float) -> go.Figure:
-    """A stacked horizontal bar of one passage's per-term contributions (numbers from core).
-
-    ``scale`` is the x-axis end shared by every bar of a result list (the top score), so a
-    bar's length is its score: each bar drawn to its own full width made 10.58 and 4.62 look
-    the same.
-    """
-    colours = term_colours(terms)
-    figure = go.Figure()
-    for part in sorted(passage.explanation.terms, key=lambda p: (-p.contribution, p.term)):
-        if part.contribution <= 0:
-            continue
-        figure.add_trace(
-            go.Bar(
-                x=[part.contribution],
-                y=[""],
-                orientation="h",
-                name=part.term,
-                marker_color=colours[part.term],
-                text=[f"{part.term} {part.contribution:.2f}"],
-                textposition="inside",
-                insidetextanchor="middle",
-                hovertemplate=(
-                    f"{part.term}: idf {part.idf:.4f} × TF part {part.tf_part:.4f}"
-                    f" = {part.contribution:.4f}<extra></extra>"
-                ),
-            )
-        )
-    figure.update_layout(
-        barmode="stack",
-        height=70,
-        margin={"l": 0, "r": 0, "t": 0, "b": 0},
-        showlegend=False,
-        xaxis={"visible": False, "range": [0, scale], "fixedrange": True},
-        yaxis={"visible": False, "fixedrange": True},
-    )
-    return figure
 
 
 def length_histogram(lengths: Sequence[int], avg_doc_length: float) -> go.Figure:

@@ -16,6 +16,7 @@ from core.analysis.presentation import (
     chip_html,
     clip_end,
     compare_explanations,
+    contribution_bar_html,
     count,
     escape_text,
     explanation_rows,
@@ -31,7 +32,6 @@ from pages.common import (
     K_MAX,
     LIMIT_MAX,
     QUERY_DEFAULTS,
-    contribution_bar,
     offer_sample,
     screen,
     sync_query_params,
@@ -90,24 +90,28 @@ def explanation_table(passage: RankedPassage, key: str) -> None:
 def render_passage(passage: RankedPassage, result: SearchResult, scale: float) -> None:
     chunk = passage.chunk
     colours = term_colours(result.distinct_terms)
+    spans = term_spans(chunk.text, result.distinct_terms, result.profile)
+    end = clip_end(chunk.text, spans)
     with st.container(border=True):
+        # Header, bar and text in one element: each element is a message the server builds,
+        # hashes and sends, and the browser lays out (bench/bench_rerun.py).
         st.markdown(
             f"**#{passage.rank}** &nbsp; **{passage.score:.2f}** &nbsp; "
             f"source {escape_text(chunk.source_id)} · passage {chunk.chunk_index + 1} · "
-            f"chars {chunk.start_char}–{chunk.end_char}",
+            f"chars {chunk.start_char}–{chunk.end_char}\n\n"
+            + contribution_bar_html(passage.explanation, colours, scale)
+            + "\n\n"
+            + highlight_html(chunk.text, spans, colours, end),
             unsafe_allow_html=True,
         )
-        st.plotly_chart(
-            contribution_bar(passage, result.distinct_terms, scale),
-            key=f"bar-{passage.rank}",
-            config={"displayModeBar": False},
-        )
-        spans = term_spans(chunk.text, result.distinct_terms, result.profile)
-        end = clip_end(chunk.text, spans)
-        st.markdown(highlight_html(chunk.text, spans, colours, end), unsafe_allow_html=True)
         if end < len(chunk.text):
-            with st.expander(f"show all ({len(chunk.text):,} characters)"):
-                st.markdown(highlight_html(chunk.text, spans, colours), unsafe_allow_html=True)
+            full = st.expander(
+                f"show all ({len(chunk.text):,} characters)",
+                key=f"all-{passage.rank}",
+                on_change="rerun",
+            )
+            if full.open:
+                full.markdown(highlight_html(chunk.text, spans, colours), unsafe_allow_html=True)
         counts = mark_counts(spans)
         st.caption(
             "marks: "
@@ -118,17 +122,25 @@ def render_passage(passage: RankedPassage, result: SearchResult, scale: float) -
             st.markdown(
                 "entities: " + chip_html(e.name for e in passage.entities), unsafe_allow_html=True
             )
-        with st.expander("why this score"):
-            part = passage.explanation.terms[0]
-            st.markdown(
-                f"`{FORMULA}` &nbsp; k1 = {passage.explanation.k1:g}, "
-                f"b = {passage.explanation.b:g}  \n"
-                f"`{IDF_FORMULA}` &nbsp; N = {part.n_docs:,}, "
-                f"avgdl = {part.avg_doc_length:.2f}, dl = {part.doc_length}"
-            )
-            explanation_table(passage, key=f"explain-{passage.rank}")
-            st.code("\n".join(formula_lines(passage.explanation)), language=None, wrap_lines=True)
-            st.caption(SCORE_NOTE)
+        # Built only when opened: ten tables per rerun that nobody looked at were most of a
+        # rerun's server time once the bars were plain HTML.
+        why = st.expander("why this score", key=f"why-{passage.rank}", on_change="rerun")
+        if why.open:
+            with why:
+                render_explanation(passage)
+
+
+def render_explanation(passage: RankedPassage) -> None:
+    part = passage.explanation.terms[0]
+    st.markdown(
+        f"`{FORMULA}` &nbsp; k1 = {passage.explanation.k1:g}, "
+        f"b = {passage.explanation.b:g}  \n"
+        f"`{IDF_FORMULA}` &nbsp; N = {part.n_docs:,}, "
+        f"avgdl = {part.avg_doc_length:.2f}, dl = {part.doc_length}"
+    )
+    explanation_table(passage, key=f"explain-{passage.rank}")
+    st.code("\n".join(formula_lines(passage.explanation)), language=None, wrap_lines=True)
+    st.caption(SCORE_NOTE)
 
 
 def render_compare(result: SearchResult) -> None:
@@ -139,7 +151,10 @@ def render_compare(result: SearchResult) -> None:
         p = by_rank[rank]
         return f"#{rank} · {p.chunk.source_id} · {p.score:.2f}"
 
-    with st.expander("Compare two results"):
+    opened = st.expander("Compare two results", key="cmp-open", on_change="rerun")
+    if not opened.open:
+        return
+    with opened:
         left, right = st.columns(2)
         rank_a = left.selectbox("A", ranks, index=0, format_func=label, key="cmp_a")
         rank_b = right.selectbox("B", ranks, index=1, format_func=label, key="cmp_b")
@@ -300,16 +315,17 @@ elif query.strip():
         if len(result.passages) >= 2:
             render_compare(result)
         render_why_not(result)
+        # The exports are built on click (a callable), not on every rerun.
         left, right = st.columns(2)
         left.download_button(
             "Export CSV (with explanations)",
-            result.to_csv(),
+            result.to_csv,
             file_name="lexplain-results.csv",
             mime="text/csv",
         )
         right.download_button(
             "Export JSON (with explanations)",
-            result.to_json(),
+            result.to_json,
             file_name="lexplain-results.json",
             mime="application/json",
         )

@@ -260,6 +260,37 @@ def chip_html(names: Iterable[str]) -> str:
     return "".join(chips)
 
 
+def contribution_bar_html(
+    explanation: ScoreExplanation, colours: Mapping[str, str], scale: float
+) -> str:
+    """One passage's per-term contributions as a stacked bar of plain HTML (no chart library).
+
+    ``scale`` is the score drawn at full width, shared by every bar of a result list (the top
+    score), so a bar's length is its score. Segments go largest first; each is labelled with
+    its term and contribution and says ``idf × TF part = contribution`` on hover. Ten Plotly
+    figures per result list (the alternative) cost the server ~16 ms each to build and
+    validate per rerun, and the browser ten chart mounts (bench/bench_rerun.py).
+    """
+    segments = []
+    for part in sorted(explanation.terms, key=lambda p: (-p.contribution, p.term)):
+        if part.contribution <= 0:
+            continue
+        term = escape_text(part.term)
+        width = 100.0 * part.contribution / scale if scale > 0 else 0.0
+        segments.append(
+            f'<span class="lx-seg" data-term="{term}" data-width="{width:.4f}" '
+            f'title="{term}: idf {part.idf:.4f} × TF part {part.tf_part:.4f} = '
+            f'{part.contribution:.4f}" style="width:{width:.4f}%;background:'
+            f"{colours.get(part.term, '#999999')};color:#fff;overflow:hidden;"
+            'white-space:nowrap;text-overflow:clip;padding:0 4px;box-sizing:border-box">'
+            f"{term} {part.contribution:.2f}</span>"
+        )
+    return (
+        '<div class="lx-bar" style="display:flex;height:1.6em;line-height:1.6em;'
+        f'font-size:0.8em;margin:2px 0 6px 0">{"".join(segments)}</div>'
+    )
+
+
 def count(n: int, noun: str, plural: str | None = None) -> str:
     """``n`` with thousands separators and the noun in the right number: "1 candidate"."""
     return f"{n:,} {noun if n == 1 else plural or noun + 's'}"

@@ -217,7 +217,7 @@ def test_a_newcomer_loads_the_sample_searches_and_reads_an_explanation(
     box.press("Enter")
     settle(page)
     expect(page.get_by_text("dropped as stopwords: be, of")).to_be_visible()
-    expect(page.locator(".js-plotly-plot")).to_have_count(10)
+    expect(page.locator(".lx-bar")).to_have_count(10)
     first = page.locator(".lx-passage").first
     for term, count in tf.items():
         expect(first.locator(f'mark[data-term="{term}"]')).to_have_count(count)
@@ -239,7 +239,7 @@ def test_a_shared_link_reproduces_the_view(server: str, page: Page) -> None:
     page.goto(f"{server}/?{params}")
     settle(page)
     expect(page.get_by_label("Query")).to_have_value("aeroelastic flutter")
-    expect(page.locator(".js-plotly-plot")).to_have_count(3)
+    expect(page.locator(".lx-bar")).to_have_count(3)
     expect(page.get_by_text("3 of", exact=False).first).to_be_visible()
 
 
@@ -312,7 +312,7 @@ def test_screens_with_tables_are_saved_at_1280_px_for_a_look(server: str, page: 
     """
     page.goto(f"{server}/?{urlencode({'ws': 'e2e', 'q': QUERY, 'k': '5'})}")
     settle(page)
-    expect(page.locator(".js-plotly-plot")).to_have_count(5)
+    expect(page.locator(".lx-bar")).to_have_count(5)
     expect(page.get_by_label("Query")).to_have_value(QUERY)
     shot(page, "search-results")
     page.get_by_text("why this score").first.click()

@@ -10,7 +10,6 @@ production); the Cranfield workspace is loaded once per module.
 from __future__ import annotations
 
 import html as _html
-import json
 import re
 import uuid
 from collections import Counter
@@ -37,6 +36,9 @@ QUERY = (
     "high speed aircraft ."
 )
 MARK = re.compile(r'<mark class="lx-mark" data-term="([^"]*)"')
+SEGMENT = re.compile(
+    r'<span class="lx-seg" data-term="([^"]*)" data-width="([0-9.]+)"[^>]*>([^<]*)</span>'
+)
 HEADER = re.compile(
     r"\*\*#(\d+)\*\* &nbsp; \*\*([0-9.]+)\*\* &nbsp; "
     r"source (.+) · passage (\d+) · chars (\d+)–(\d+)"
@@ -91,7 +93,7 @@ def markdown(at: AppTest) -> list[str]:
 def headers(at: AppTest) -> list[tuple[int, str, str, int, int, int]]:
     found = []
     for value in markdown(at):
-        match = HEADER.fullmatch(value)
+        match = HEADER.fullmatch(value.split("\n\n", 1)[0])  # the bar and text follow
         if match:
             rank, score, source, index, start, end = match.groups()
             found.append((int(rank), score, source, int(index), int(start), int(end)))
@@ -99,12 +101,29 @@ def headers(at: AppTest) -> list[tuple[int, str, str, int, int, int]]:
 
 
 def passage_html(at: AppTest) -> list[str]:
-    """Each passage's full text (a clipped view is followed by its "show all" view)."""
+    """Each passage's full text (after its contribution bar; a clipped view is followed by its
+    "show all" view once that is opened)."""
+    found = []
+    for value in markdown(at):
+        start = value.find('<div class="lx-passage"')
+        if start >= 0 and not value.endswith(" …</div>"):
+            found.append(value[start:])
+    return found
+
+
+def bars(at: AppTest) -> list[list[tuple[str, float, str]]]:
+    """Each result's contribution bar: (term, width in % of the row, label) per segment."""
     return [
-        v
-        for v in markdown(at)
-        if v.startswith('<div class="lx-passage"') and not v.endswith(" …</div>")
+        [(t, float(w), label) for t, w, label in SEGMENT.findall(value)]
+        for value in markdown(at)
+        if '<div class="lx-bar"' in value
     ]
+
+
+def open_explanation(at: AppTest, rank: int) -> AppTest:
+    """Open "why this score" of result ``rank`` (built only when open) and rerun."""
+    at.session_state[f"why-{rank}"] = True
+    return at.run()
 
 
 def table_with(at: AppTest, column: str) -> list[dict[str, Any]]:
@@ -166,13 +185,23 @@ def test_cranfield_query_1_shows_core_ranking_and_explanations(
     )
     assert f"10 of {expected.matching:,} matching passages shown" in text
 
-    # Marks per term equal the tf the explanation used, for every result.
+    # Marks per term equal the tf the explanation used, for every result (a long passage's
+    # whole text is built when its "show all" is opened).
+    clipped = [rank for rank, *_ in shown if f"all-{rank}" in at.session_state]
+    assert clipped, "Cranfield query 1 shows at least one passage too long to show whole"
+    for rank in clipped:
+        at.session_state[f"all-{rank}"] = True
+    at.run()
     for html, (_, _, source, *_) in zip(passage_html(at), shown, strict=True):
         tf = {p.term: p.tf for p in expected.explanations[source].terms if p.tf}
         assert dict(Counter(MARK.findall(html))) == tf
 
     # The explanation table of #1 carries core's numbers unchanged; the total is stated
     # above it (a total row at the bottom of a scrolled table went unseen, with None cells).
+    # Explanations are built only when opened.
+    assert not at.dataframe and not at.code
+    open_explanation(at, 1)
+    no_exception(at)
     explanation = expected.explanations["184"]
     table = rows(at, 0)
     assert all(None not in row.values() for row in table)
@@ -211,6 +240,9 @@ def test_compare_says_which_terms_decide_between_two_results(
     cranfield: str, expected: Expected
 ) -> None:
     at = app(cranfield, q=QUERY)
+    assert not any(v.startswith("**total = ") for v in markdown(at))  # built when opened
+    at.session_state["cmp-open"] = True
+    at.run()
     first, second = expected.ranking[:2]
     comparison = compare_explanations(
         expected.explanations[first], expected.explanations[second], names=("#1", "#2")
@@ -236,10 +268,23 @@ def test_every_contribution_bar_is_drawn_on_the_top_scores_scale(
     cranfield: str, expected: Expected
 ) -> None:
     at = app(cranfield, q=QUERY)
-    specs = [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
+    drawn = bars(at)
     top = expected.explanations[expected.ranking[0]].score
-    assert len(specs) == 10
-    assert all(spec["layout"]["xaxis"]["range"] == [0, top] for spec in specs)
+    assert len(drawn) == 10 and not at.get("plotly_chart")
+    for segments, source in zip(drawn, expected.ranking, strict=False):
+        explanation = expected.explanations[source]
+        # Largest first; each term's share of the top score, labelled with its contribution.
+        parts = sorted(
+            (p for p in explanation.terms if p.contribution > 0),
+            key=lambda p: (-p.contribution, p.term),
+        )
+        assert [t for t, _, _ in segments] == [p.term for p in parts]
+        for (_, width, label), part in zip(segments, parts, strict=True):
+            assert width == pytest.approx(100 * part.contribution / top, abs=1e-4)
+            assert label == f"{part.term} {part.contribution:.2f}"
+        assert sum(w for _, w, _ in segments) == pytest.approx(
+            100 * explanation.score / top, abs=1e-3
+        )
 
 
 def test_a_shared_link_reproduces_query_k_limit_and_workspace(

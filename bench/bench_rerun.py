@@ -1,0 +1,285 @@
+"""What a page rerun costs the server next to the service call it shows (issue 22).
+
+Streamlit runs every session's script in one interpreter, so what a rerun costs beyond its
+service call is what a team of analysts queues for. This runs ``app.py`` in this process with
+Streamlit's AppTest and times each script run in the script thread
+(``ScriptRunner._run_script``: the script, every element built, hashed and queued), with the
+compiled scripts kept across runs as a server keeps them (AppTest compiles every page anew on
+every run, ~80 ms of AST rewriting a server pays once). Per page, queries alternate: one query
+is typed into the page and timed, the next is given to the page's service call directly and
+timed, so machine load hits both alike and neither finds the other's result cached.
+Ratio = rerun p50 / service call p50. Search also times opening one explanation (a rerun of a
+query just shown). ``--bars`` times the ways of drawing ten contribution bars.
+
+    .venv/bin/python -m bench.bench_rerun                        # Cranfield, in memory
+    .venv/bin/python -m bench.bench_rerun --store embedded       # Cranfield, embedded PostgreSQL
+    .venv/bin/python -m bench.bench_rerun --passages 100000      # synthetic Zipf, in memory
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, cast
+
+from bench import bench_scale
+
+ROOT = Path(__file__).resolve().parents[1]
+#: The workspace the Cranfield runs load the sample into.
+WORKSPACE = "bench-rerun"
+#: Queries typed per page (and as many given to the service call).
+QUERIES = 40
+#: k and limit of every call (the pages' defaults).
+K, LIMIT = 10, 1000
+
+
+def _server_like() -> list[float]:
+    """Patch AppTest to run as a server does; returns the list each script run's time lands in."""
+    from streamlit.runtime.pages_manager import PagesManager
+    from streamlit.runtime.scriptrunner import script_cache, script_runner
+    from streamlit.testing.v1 import app_test
+
+    class ServerPagesManager(PagesManager):  # as tests/ui/conftest.py says why
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            PagesManager.uses_pages_directory = False
+            super().__init__(*args, **kwargs)
+
+    cast(Any, app_test).PagesManager = ServerPagesManager
+    compiled: dict[str, Any] = {}
+    compile_once = script_cache.ScriptCache.get_bytecode
+
+    def get_bytecode(self: Any, path: str) -> Any:
+        if path not in compiled:
+            compiled[path] = compile_once(self, path)
+        return compiled[path]
+
+    cast(Any, script_cache.ScriptCache).get_bytecode = get_bytecode
+    runs: list[float] = []
+    run_script = script_runner.ScriptRunner._run_script
+
+    def timed(self: Any, rerun_data: Any) -> None:
+        started = time.perf_counter()
+        try:
+            run_script(self, rerun_data)
+        finally:
+            runs.append(time.perf_counter() - started)
+
+    cast(Any, script_runner.ScriptRunner)._run_script = timed
+    return runs
+
+
+def _prebuilt(passages: int) -> tuple[str, list[str]]:
+    """A Zipf corpus in an in-memory store the app will use (as bench_browser builds it)."""
+    from core.service import LexplainService
+    from core.stores.memory import InMemoryChunkStore
+    from core.stores.port import Workspace
+
+    ids, texts, token_lists = bench_scale.zipf_corpus(passages)
+    store = InMemoryChunkStore()
+
+    async def fill(ids: list[str], texts: list[str]) -> None:
+        await store.upsert_workspace(
+            Workspace(tenant_id=bench_scale.TENANT, name=bench_scale.WORKSPACE)
+        )
+        for offset in range(0, len(ids), bench_scale.BATCH):
+            end = offset + bench_scale.BATCH
+            await store.upsert_many(bench_scale._chunks(ids[offset:end], texts[offset:end]))
+        await store.lexical_candidates(["w0"], bench_scale.TENANT, 1)
+
+    started = time.perf_counter()
+    asyncio.run(fill(ids, texts))
+    print(f"built {passages:,} passages in {time.perf_counter() - started:.0f} s", flush=True)
+    del ids, texts
+
+    async def same_store() -> Any:
+        return store
+
+    def from_settings(cls: type[LexplainService], settings: Any = None) -> LexplainService:
+        return cls(same_store, store_label="in-memory (prebuilt by bench_rerun)")
+
+    LexplainService.from_settings = classmethod(from_settings)  # type: ignore[method-assign,assignment]
+    return bench_scale.WORKSPACE, [" ".join(t) for t in token_lists[: 2 * QUERIES + 1]]
+
+
+def _cranfield(store: str) -> tuple[str, list[str]]:
+    from pages.common import get_service
+
+    if store == "memory":
+        os.environ["LEXPLAIN_STORE"] = "memory"
+    else:
+        os.environ.pop("LEXPLAIN_STORE", None)
+        os.environ["LEXPLAIN_DATA_DIR"] = tempfile.mkdtemp(prefix="bench-rerun-")
+    os.environ.pop("LEXPLAIN_DATABASE_URL", None)
+    get_service().load_sample(workspace=WORKSPACE)
+    lines = (ROOT / "data" / "cranfield" / "queries.jsonl").read_text().splitlines()
+    return WORKSPACE, [json.loads(line)["text"] for line in lines[: 2 * QUERIES + 1]]
+
+
+def _p50(values: list[float]) -> float:
+    return statistics.median(values) * 1000
+
+
+def measure(workspace: str, queries: list[str]) -> list[dict[str, Any]]:
+    """Per page: typed-query rerun p50, service call p50, ratio (and Search's explanation)."""
+    from streamlit.testing.v1 import AppTest
+
+    from core.service import Ranker, RankerKind
+    from pages.common import get_service
+
+    runs = _server_like()
+    service = get_service()
+    a, b = Ranker.of(RankerKind.WORKSPACE), Ranker.of(RankerKind.CLASSIC)
+    calls: dict[str, tuple[str, Callable[[str], object]]] = {
+        "search": ("q", lambda q: service.search(q, K, LIMIT, workspace=workspace)),
+        "truncation": ("t_q", lambda q: service.truncation(q, K, LIMIT, workspace=workspace)),
+        "compare": ("c_q", lambda q: service.compare(q, a, b, K, LIMIT, workspace=workspace)),
+    }
+    rows = []
+    for page, (key, call) in calls.items():
+        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=600)
+        at.query_params["ws"] = workspace
+        at.run()
+        if page != "search":
+            at.switch_page(f"pages/{page}.py").run()
+        at.text_input(key=key).input(queries[-1]).run()  # warm: imports, first image
+        typed: list[float] = []
+        direct: list[float] = []
+        opened: list[float] = []
+        for i in range(QUERIES):
+            runs.clear()
+            at.text_input(key=key).input(queries[2 * i]).run()
+            assert not at.exception, [e.value for e in at.exception]
+            typed.append(sum(runs))
+            if page == "search":
+                runs.clear()
+                at.session_state["why-1"] = True
+                at.run()
+                opened.append(sum(runs))
+                at.session_state["why-1"] = False
+            started = time.perf_counter()
+            call(queries[2 * i + 1])
+            direct.append(time.perf_counter() - started)
+        row = {
+            "page": page,
+            "rerun_p50_ms": _p50(typed),
+            "call_p50_ms": _p50(direct),
+            "ratio": _p50(typed) / _p50(direct),
+            "reruns": len(typed),
+        }
+        if opened:
+            row["open_explanation_p50_ms"] = _p50(opened)
+            row["open_ratio"] = _p50(opened) / _p50(direct)
+        rows.append(row)
+    return rows
+
+
+def bar_styles(workspace: str, query: str, repeat: int = 20) -> dict[str, float]:
+    """ms to build one result list's ten contribution bars, three ways (server side only)."""
+    import plotly.graph_objects as go
+    import plotly.io
+
+    from core.analysis.presentation import contribution_bar_html, term_colours
+    from pages.common import get_service
+
+    result = get_service().search(query, K, LIMIT, workspace=workspace)
+    colours = term_colours(result.distinct_terms)
+    top = max(p.score for p in result.passages)
+
+    def segments(passage: Any) -> list[Any]:
+        return sorted(
+            (p for p in passage.explanation.terms if p.contribution > 0),
+            key=lambda p: (-p.contribution, p.term),
+        )
+
+    def ten_figures() -> None:  # what the page did before: a validated figure per passage
+        for passage in result.passages:
+            figure = go.Figure()
+            for part in segments(passage):
+                figure.add_trace(
+                    go.Bar(
+                        x=[part.contribution],
+                        y=[""],
+                        orientation="h",
+                        marker_color=colours[part.term],
+                        text=[f"{part.term} {part.contribution:.2f}"],
+                    )
+                )
+            figure.update_layout(barmode="stack", height=70, xaxis={"range": [0, top]})
+            plotly.io.to_json(figure, validate=False)
+
+    def one_figure_from_a_dict() -> None:  # st.plotly_chart validates a dict spec too
+        ranks = [f"#{p.rank}" for p in result.passages]
+        data = [
+            {
+                "type": "bar",
+                "orientation": "h",
+                "name": term,
+                "y": ranks,
+                "x": [
+                    next((s.contribution for s in p.explanation.terms if s.term == term), 0.0)
+                    for p in result.passages
+                ],
+                "marker": {"color": colours[term]},
+            }
+            for term in result.distinct_terms
+        ]
+        spec = {"data": data, "layout": {"barmode": "stack", "xaxis": {"range": [0, top]}}}
+        plotly.io.to_json(go.Figure(spec), validate=False)
+
+    def html() -> None:
+        for passage in result.passages:
+            contribution_bar_html(passage.explanation, colours, top)
+
+    timings = {}
+    for name, build in (
+        ("ten Plotly figures", ten_figures),
+        ("one Plotly figure from a dict spec", one_figure_from_a_dict),
+        ("HTML/CSS (contribution_bar_html)", html),
+    ):
+        build()
+        started = time.perf_counter()
+        for _ in range(repeat):
+            build()
+        timings[name] = (time.perf_counter() - started) / repeat * 1000
+    return timings
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--store", choices=("memory", "embedded"), default="memory")
+    parser.add_argument("--passages", type=int, help="a synthetic Zipf corpus, in memory")
+    parser.add_argument("--bars", action="store_true", help="also time the bar styles")
+    args = parser.parse_args()
+    os.chdir(ROOT)
+    if args.passages:
+        workspace, queries = _prebuilt(args.passages)
+        corpus = f"Zipf {args.passages:,}, in memory"
+    else:
+        workspace, queries = _cranfield(args.store)
+        corpus = f"Cranfield, {args.store}"
+    rows = measure(workspace, queries)
+    print(f"\n{corpus}; k = {K}, limit = {LIMIT:,}; {QUERIES} typed queries per page\n")
+    print("| page | rerun p50 ms | service call p50 ms | ratio | open an explanation p50 ms |")
+    print("|---|---:|---:|---:|---:|")
+    for row in rows:
+        opened = row.get("open_explanation_p50_ms")
+        print(
+            f"| {row['page']} | {row['rerun_p50_ms']:.1f} | {row['call_p50_ms']:.2f} | "
+            f"{row['ratio']:.1f} | {'' if opened is None else f'{opened:.1f}'} |"
+        )
+    if args.bars:
+        print("\n| ten contribution bars drawn as | ms per result list |\n|---|---:|")
+        for name, ms in bar_styles(workspace, queries[0]).items():
+            print(f"| {name} | {ms:.2f} |")
+    print(json.dumps(rows))
+
+
+if __name__ == "__main__":
+    main()
