@@ -15,6 +15,7 @@ from core.analysis.presentation import (
     chip_html,
     clip_end,
     compare_explanations,
+    contribution_bar_html,
     escape_text,
     explanation_rows,
     formula_line,
@@ -23,7 +24,7 @@ from core.analysis.presentation import (
     term_colours,
     term_spans,
 )
-from core.domain.bm25 import corpus_stats, explain_score
+from core.domain.bm25 import CorpusStats, corpus_stats, explain_score
 from core.domain.tokenize import tokenize
 
 MARK = re.compile(r"<mark [^>]*data-term=\"([^\"]*)\"[^>]*>(.*?)</mark>")
@@ -217,3 +218,14 @@ def test_every_term_of_a_query_gets_a_clearly_different_colour(n: int) -> None:
         for b in labs[i + 1 :]
     )
     assert closest > 12, f"two of {n} term colours are only ΔE {closest:.1f} apart"
+
+
+def test_a_contribution_bar_is_escaped_html_whose_widths_are_shares_of_the_scale() -> None:
+    terms = ['<img src=x onerror="alert(1)">', "wing"]
+    stats = CorpusStats(n_docs=10, avg_doc_length=5.0, doc_frequencies={t: 2 for t in terms})
+    explanation = explain_score(terms, {terms[0]: 3, "wing": 1}, 5, stats)
+    html = contribution_bar_html(explanation, term_colours(terms), scale=2 * explanation.score)
+    assert "<img" not in html and "&#60;img" in html
+    widths = [float(w) for w in re.findall(r'data-width="([0-9.]+)"', html)]
+    assert sum(widths) == pytest.approx(50.0, abs=1e-3)  # the score is half the scale
+    assert widths == sorted(widths, reverse=True)  # largest contribution first
