@@ -21,6 +21,12 @@ from typing import TypeVar
 
 Item = TypeVar("Item", bound=Hashable)
 
+#: The rule of ``combined_grade`` in the words the screens show beside agreement.
+COMBINING_RULE = (
+    "Several raters' grades become their lower median: with two raters the lower grade, from"
+    " three on the middle one, so no single harsh or lenient rater decides alone."
+)
+
 
 def combined_grade(grades: Sequence[int]) -> int:
     """The one grade several raters' grades become: their lower median (see the module)."""

@@ -11,7 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from typing import Final, Literal
 from uuid import UUID, uuid4
+
+from pydantic import BaseModel, ConfigDict
 
 from core.analysis.evaluation import EvaluationRun
 from core.analysis.judgment_files import (
@@ -19,12 +22,14 @@ from core.analysis.judgment_files import (
     JudgmentError,
     JudgmentFormat,
     QueryFormat,
+    read_judgments,
     write_judgments,
     write_queries,
 )
 from core.analysis.rankers import Ranker
 from core.analysis.run_comparison import METRICS, RunsComparison, compare_saved
-from core.domain.chunks import workspace_tenant_id
+from core.domain.agreement import COMBINING_RULE, cohen_kappa, fleiss_kappa
+from core.domain.chunks import StoredChunk, workspace_tenant_id
 from core.domain.judging import (
     LOCAL_RATER,
     Judgment,
@@ -36,6 +41,33 @@ from core.domain.judging import (
 )
 from core.service.common import combine_judgments, read_query_set, workspace_profile
 from core.service.runner import StoreRunner
+
+#: How a rater's name is marked on grades imported from a file (a person, beside the file).
+IMPORTED: Final = "(imported)"
+
+
+class Agreement(BaseModel):
+    """The raters of a query set and how far they agree (kappa; None when undefined)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    raters: list[str]
+    #: Pairs (query, passage) graded by two raters or more.
+    shared_pairs: int
+    kappa: float | None
+    method: Literal["Cohen", "Fleiss"] | None
+    #: The rule that turns several grades into one, as the screens state it.
+    rule: str = COMBINING_RULE
+
+
+class JudgmentImport(BaseModel):
+    """What a judgments file added: grades stored, and what it named that is not here."""
+
+    model_config = ConfigDict(frozen=True)
+
+    stored: int
+    unknown_queries: list[str]
+    unknown_ids: list[str]
 
 
 class JudgingActions(StoreRunner):
@@ -194,3 +226,86 @@ class JudgingActions(StoreRunner):
         """Compare 2-5 saved runs (the first is the baseline): ``run_comparison.compare_saved``."""
         runs = [self.saved_run(run_id, workspace=workspace) for run_id in run_ids]
         return compare_saved(runs, metric)
+
+    def agreement(self, query_set: str, *, workspace: str) -> Agreement:
+        """How far the raters of a set's queries agree, and the rule that combines them.
+
+        Cohen's kappa when exactly two people rated, over the pairs both graded; Fleiss'
+        kappa from three raters on, over the pairs two or more graded.
+        """
+        texts = [q.text for q in self.query_set(query_set, workspace=workspace).queries]
+        by_pair: dict[tuple[str, str], dict[str, int]] = {}
+        for j in self.judgments(workspace=workspace, queries=texts):
+            by_pair.setdefault((j.query, j.chunk_id), {})[j.rater] = j.grade
+        raters = sorted({rater for grades in by_pair.values() for rater in grades})
+        shared = sum(1 for grades in by_pair.values() if len(grades) >= 2)
+        kappa: float | None = None
+        method: Literal["Cohen", "Fleiss"] | None = None
+        if len(raters) == 2:
+            first, second = ({p: g[r] for p, g in by_pair.items() if r in g} for r in raters)
+            kappa, method = cohen_kappa(first, second), "Cohen"
+        elif len(raters) > 2:
+            kappa, method = (
+                fleiss_kappa({p: list(g.values()) for p, g in by_pair.items()}),
+                "Fleiss",
+            )
+        return Agreement(raters=raters, shared_pairs=shared, kappa=kappa, method=method)
+
+    def import_judgments(
+        self, data: bytes | str, fmt: JudgmentFormat | str, query_set: str, *, workspace: str
+    ) -> JudgmentImport:
+        """Grades from a file into the workspace, under this rater's name marked "(imported)".
+
+        TREC and BEIR name queries by the set's ids, CSV by their text. A document id may be
+        a passage id or a source document: a document's grade goes to each of its passages
+        (so by document it is the document's grade). Queries outside the set and ids the
+        workspace does not hold are counted and listed, never silently dropped; a bad line
+        refuses the whole file (``JudgmentError``) and stores nothing.
+        """
+        fmt = JudgmentFormat(fmt)
+        pairs = read_judgments(data, fmt)
+        queries = self.query_set(query_set, workspace=workspace).queries
+        by_key = {(q.text if fmt is JudgmentFormat.CSV else q.query_id): q.text for q in queries}
+        return self._call(self._import(pairs, by_key, workspace))
+
+    async def _import(
+        self, pairs: Sequence[GradedPair], by_key: dict[str, str], workspace: str
+    ) -> JudgmentImport:
+        tenant = workspace_tenant_id(workspace)
+        rater, now = f"{self.rater} {IMPORTED}", datetime.now(UTC)
+        passages: dict[str, list[StoredChunk]] = {}
+        unknown_queries: set[str] = set()
+        unknown_ids: set[str] = set()
+        judgments = []
+        for pair in pairs:
+            text = by_key.get(pair.query)
+            if text is None:
+                unknown_queries.add(pair.query)
+                continue
+            if pair.doc_id not in passages:
+                one = await self._store.get(pair.doc_id, tenant)
+                passages[pair.doc_id] = (
+                    [one]
+                    if one is not None
+                    else await self._store.get_by_source(pair.doc_id, tenant)
+                )
+            if not passages[pair.doc_id]:
+                unknown_ids.add(pair.doc_id)
+            judgments += [
+                Judgment(
+                    tenant_id=tenant,
+                    query=text,
+                    chunk_id=chunk.id,
+                    source_id=chunk.source_id,
+                    grade=pair.grade,
+                    rater=rater,
+                    judged_at=now,
+                )
+                for chunk in passages[pair.doc_id]
+            ]
+        stored = await self._store.put_judgments(tenant, judgments) if judgments else 0
+        return JudgmentImport(
+            stored=stored,
+            unknown_queries=sorted(unknown_queries),
+            unknown_ids=sorted(unknown_ids),
+        )

@@ -9,6 +9,7 @@ from pydantic import ValidationError
 
 from core.analysis.evaluation import parse_qrels
 from core.analysis.judgment_files import JudgmentError, JudgmentFormat, QueryFormat, read_judgments
+from core.domain.agreement import cohen_kappa, fleiss_kappa
 from core.domain.judging import LOCAL_RATER
 from core.service import (
     SAMPLE_QRELS,
@@ -204,3 +205,75 @@ def test_two_saved_runs_compare_and_stay_readable_after_more_grading_and_a_reind
     service.change_profile("default", "english")
     assert service.saved_run(ids[0], workspace="default") == before
     assert [r.name for r in service.saved_runs(workspace="default")] == ["wide", "narrow"]
+
+
+def test_agreement_is_cohens_kappa_for_two_raters_and_fleiss_for_three(
+    service: LexplainService,
+) -> None:
+    ada, bob, cleo = (service.for_user(e) for e in (ADA, BOB, "cleo@example.org"))
+    ada.create_workspace("wind")
+    ada.add_member("wind", BOB)
+    ada.add_member("wind", "cleo@example.org")
+    ada.upload_files([NOTES], workspace="wind")
+    ada.save_query_set("core", "flutter\nboundary layers\n", "lines", workspace="wind")
+    hits = {
+        q: [p.chunk.id for p in ada.search(q, workspace="wind").passages]
+        for q in ("flutter", "boundary layers")
+    }
+    for rater, grades in ((ada, (3, 0)), (bob, (3, 1))):
+        rater.grade("flutter", hits["flutter"][0], grades[0], workspace="wind")
+        rater.grade("boundary layers", hits["boundary layers"][0], grades[1], workspace="wind")
+    two = ada.agreement("core", workspace="wind")
+    pairs = [("flutter", hits["flutter"][0]), ("boundary layers", hits["boundary layers"][0])]
+    assert (two.raters, two.shared_pairs, two.method) == ([ADA, BOB], 2, "Cohen")
+    assert two.kappa == cohen_kappa(
+        dict(zip(pairs, (3, 0), strict=True)), dict(zip(pairs, (3, 1), strict=True))
+    )
+    assert "lower median" in two.rule
+    cleo.grade("flutter", hits["flutter"][0], 2, workspace="wind")
+    three = ada.agreement("core", workspace="wind")
+    assert three.method == "Fleiss"
+    assert three.kappa == fleiss_kappa({pairs[0]: [3, 3, 2], pairs[1]: [0, 1]})
+
+
+def test_a_judgments_file_is_stored_with_what_it_names_that_is_not_here_listed(
+    service: LexplainService,
+) -> None:
+    service.upload_files([NOTES], workspace="default")
+    service.save_query_set("core", "flutter\nswept wings\n", "lines", workspace="default")
+    data = (
+        "query,docid,rating\nflutter,notes.txt,2\nflutter,gone.pdf,1\nnot in the set,notes.txt,3\n"
+    )
+    result = service.import_judgments(data, "csv", "core", workspace="default")
+    passages = service.list_sources(workspace="default")[0].passages
+    assert (result.stored, result.unknown_ids, result.unknown_queries) == (
+        passages,
+        ["gone.pdf"],
+        ["not in the set"],
+    )
+    assert {j.rater for j in service.judgments(workspace="default")} == {"local (imported)"}
+    with pytest.raises(JudgmentError, match="line 2: grade '4'"):
+        service.import_judgments(
+            "query,docid,rating\nflutter,notes.txt,4\n", "csv", "core", workspace="default"
+        )
+
+
+def test_judgments_exported_as_trec_qrels_reimport_to_the_same_metrics(
+    service: LexplainService,
+) -> None:
+    service.load_sample(workspace="default")
+    _grade_from_cranfield(service, ["1", "2", "3"])
+    spec = RunSpec(workspace="default", limit=1000)
+    (before,) = service.evaluate_judged(
+        SAMPLE_QUERY_SET, 10, [spec], workspace="default", by_document=True
+    )
+    trec = service.export_judgments(SAMPLE_QUERY_SET, "trec", workspace="default", by_document=True)
+    service.create_workspace("again")
+    service.load_sample(workspace="again")
+    imported = service.import_judgments(trec, "trec", SAMPLE_QUERY_SET, workspace="again")
+    assert imported.unknown_ids == imported.unknown_queries == []
+    again = RunSpec(workspace="again", limit=1000)
+    (after,) = service.evaluate_judged(
+        SAMPLE_QUERY_SET, 10, [again], workspace="again", by_document=True
+    )
+    assert after.rows == before.rows
