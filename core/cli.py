@@ -34,6 +34,7 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
 from core.domain.chunks import ChunkingOptions, workspace_tenant_id
 from core.domain.entities import (
@@ -43,22 +44,15 @@ from core.domain.entities import (
     load_entity_list,
 )
 from core.domain.tokenize import DEFAULT_PROFILE, Profile
-from core.ingest.folders import (
-    is_beir_folder,
-    iter_supported_files,
-    read_beir_folder,
-    skipped_files,
-)
+from core.ingest.folders import read_paths, skipped_files
 from core.ingest.indexing import (
     NOT_WRITTEN,
     DocumentRow,
     IndexReport,
     UploadResult,
     index_uploads,
-    read_upload,
 )
-from core.ingest.names import printable_name, sanitise_source_id
-from core.ingest.results import ReadError
+from core.ingest.names import printable_name, terminal_safe
 from core.settings import Settings, describe_store, display_path
 from core.stores import embedded
 from core.stores.memory import InMemoryChunkStore
@@ -121,6 +115,15 @@ def _parser() -> argparse.ArgumentParser:
         help="read, cut and check everything into memory; keep nothing",
     )
     load.add_argument(
+        "--owner",
+        metavar="EMAIL",
+        default=None,
+        help=(
+            "owner of a NEW workspace (with sign-in, only its owner and members open it); an "
+            "existing workspace must already have this owner"
+        ),
+    )
+    load.add_argument(
         "--whole-documents", action="store_true", help="keep each document as one passage"
     )
     load.add_argument(
@@ -155,57 +158,9 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def collect_uploads(paths: Sequence[Path]) -> list[UploadResult]:
-    """Read every path: a file, a folder (recursively, by extension) or a BEIR folder."""
-    uploads: list[UploadResult] = []
-    for path in paths:
-        if path.is_dir():
-            if is_beir_folder(path):
-                name = printable_name(str(path / "corpus.jsonl"))
-                try:
-                    result = read_beir_folder(path)
-                except ReadError as exc:
-                    uploads.append(UploadResult(file_name=name, error=exc.reason))
-                    continue
-                uploads.append(
-                    UploadResult(
-                        file_name=name,
-                        documents=result.documents,
-                        problems=result.problems,
-                        notes=result.notes,
-                    )
-                )
-                continue
-            files = list(iter_supported_files(path))
-            if not files:
-                uploads.append(
-                    UploadResult(
-                        file_name=printable_name(str(path)),
-                        error="no readable files in this folder",
-                    )
-                )
-            for file in files:
-                relative = file.relative_to(path).as_posix()
-                source_id = sanitise_source_id(relative, keep_directories=True)
-                uploads.append(_read_path(file, source_id))
-        elif path.is_file():
-            uploads.append(_read_path(path, None))
-        else:
-            uploads.append(
-                UploadResult(file_name=printable_name(str(path)), error="no such file or folder")
-            )
-    return uploads
-
-
-def _read_path(path: Path, source_id: str | None) -> UploadResult:
-    """One file on disk read; shown by its path, with bytes of the name that are not UTF-8
-    as U+FFFD (a name read_file then refuses in plain words)."""
-    display = printable_name(str(path))
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        return UploadResult(file_name=display, error=f"cannot be opened: {exc.strerror}")
-    result = read_upload(path.name, data, source_id=source_id)
-    return result.model_copy(update={"file_name": display})
+    """Every path read (``read_paths``), all at once: for tests and small loads; ``load``
+    itself reads a file at a time while it indexes."""
+    return list(read_paths(paths))
 
 
 def _load_settings(database_url: str | None) -> Settings:
@@ -231,7 +186,7 @@ def _summary_table(report: IndexReport) -> Table:
     table.add_column("rejected", justify="right", footer=str(len(report.rejected)))
     for row in report.by_file():
         table.add_row(
-            row.file,
+            Text(terminal_safe(row.file)),
             str(row.documents_indexed),
             str(row.passages_written),
             str(row.entities_found),
@@ -248,6 +203,12 @@ async def load(args: argparse.Namespace, console: Console) -> int:
     except ValueError as exc:
         console.print(f"[red]error:[/red] {exc}")
         return EXIT_UNUSABLE
+    if args.owner is not None:
+        try:
+            args.owner = member_email(args.owner)
+        except ValueError as exc:
+            console.print(f"error: --owner: {terminal_safe(str(exc))}", markup=False)
+            return EXIT_UNUSABLE
     extractor = RuleBasedExtractor()
     if args.entities is not None:
         try:
@@ -281,9 +242,8 @@ async def load(args: argparse.Namespace, console: Console) -> int:
     for path in args.paths:
         if path.is_dir():
             for file, reason in skipped_files(path):
-                console.print(
-                    f"skipped: {printable_name(str(file))}: {reason}", markup=False, highlight=False
-                )
+                shown = terminal_safe(f"{printable_name(str(file))}: {reason}")
+                console.print(f"skipped: {shown}", markup=False, highlight=False)
     try:
         report = await load_into(
             store,
@@ -293,18 +253,23 @@ async def load(args: argparse.Namespace, console: Console) -> int:
             chunking=ChunkingOptions(whole_documents=args.whole_documents),
             extractor=extractor,
             console=console,
+            owner=args.owner,
         )
+    except OwnerMismatch as exc:
+        console.print(f"error: {terminal_safe(str(exc))}", markup=False, highlight=False)
+        return EXIT_UNUSABLE
     finally:
         await store.close()
     console.print(_summary_table(report))
     for note_row in report.rows:
         for note in note_row.notes:
-            console.print(f"note: {note_row.file or note_row.source_id}: {note}")
+            said = terminal_safe(f"{note_row.file or note_row.source_id}: {note}")
+            console.print(f"note: {said}", markup=False, highlight=False)
     rejected = [r for r in report.rejected if r.reason != NOT_WRITTEN]
     if rejected:
         console.print(f"[red]{len(rejected)} rejected:[/red]")
         for rejection in rejected:
-            console.print(f"  {rejection}", markup=False, highlight=False)
+            console.print(f"  {terminal_safe(str(rejection))}", markup=False, highlight=False)
     if report.stopped is not None:
         # One message, not a line per unwritten document (they all failed the same way).
         console.print(
@@ -440,13 +405,23 @@ async def load_into(
     chunking: ChunkingOptions,
     extractor: EntityExtractor | None,
     console: Console | None = None,
+    owner: str | None = None,
 ) -> IndexReport:
-    """What ``load`` does once the store is open: register the workspace, read, index."""
+    """What ``load`` does once the store is open: read a file at a time, index, and register
+    the workspace just before its first write (a load killed while reading leaves no empty
+    workspace behind). ``owner`` is a new workspace's owner; raises ``OwnerMismatch`` when
+    the workspace exists with another owner (or none)."""
     console = console or Console(quiet=True)
     tenant_id = workspace_tenant_id(workspace)
-    await store.upsert_workspace(Workspace(tenant_id=tenant_id, name=workspace, profile=profile))
-    with console.status("reading files"):
-        uploads = collect_uploads(paths)
+    if owner is not None:
+        existing = await store.get_workspace(tenant_id)
+        if existing is not None and existing.owner != owner:
+            held = f"is owned by {existing.owner}" if existing.owner else "has no owner"
+            raise OwnerMismatch(
+                f"the workspace {workspace!r} already exists and {held}, not {owner}: nothing "
+                f"loaded (to hand it over: python -m core owner {shlex.quote(workspace)} EMAIL)"
+            )
+    entry = Workspace(tenant_id=tenant_id, name=workspace, profile=profile, owner=owner)
     with (
         _bulk_collection(),
         Progress(
@@ -464,8 +439,18 @@ async def load_into(
             progress.update(task, completed=done, total=total)
 
         return await index_uploads(
-            uploads, store, tenant_id, chunking=chunking, extractor=extractor, on_progress=advance
+            read_paths(paths),
+            store,
+            tenant_id,
+            chunking=chunking,
+            extractor=extractor,
+            on_progress=advance,
+            before_first_write=lambda: store.upsert_workspace(entry),
         )
+
+
+class OwnerMismatch(Exception):
+    """``load --owner`` named a workspace that exists under another owner (or none)."""
 
 
 def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None) -> int:

@@ -24,8 +24,8 @@ database works while Python cuts); rows come back in input order.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
-from typing import Literal, NamedTuple
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence, Sized
+from typing import IO, Literal, NamedTuple
 from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -42,7 +42,7 @@ from core.domain.chunks import (
 from core.domain.entities import Entity, EntityExtractor, RuleBasedExtractor
 from core.ingest.limits import DEFAULT_MAX_BYTES
 from core.ingest.names import printable_name
-from core.ingest.readers import read_file
+from core.ingest.readers import read_file, read_parts
 from core.ingest.results import LineProblem, ReadError
 from core.stores.port import ChunkStore, StoreUnavailable
 
@@ -178,7 +178,7 @@ ProgressCallback = Callable[[int, int, DocumentRow], None]
 def read_upload(
     name: str, data: bytes, *, source_id: str | None = None, max_bytes: int = DEFAULT_MAX_BYTES
 ) -> UploadResult:
-    """Read one uploaded file; a bad file gives ``error`` instead of raising."""
+    """Read one uploaded file whole; a bad file gives ``error`` instead of raising."""
     try:
         result = read_file(name, data, source_id=source_id, max_bytes=max_bytes)
     except ReadError as exc:
@@ -189,6 +189,31 @@ def read_upload(
         problems=result.problems,
         notes=result.notes,
     )
+
+
+def upload_parts(
+    name: str,
+    stream: IO[bytes],
+    size: int,
+    *,
+    shown: str | None = None,
+    source_id: str | None = None,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+) -> Iterator[UploadResult]:
+    """One file read a part at a time (``read_parts``), each part an ``UploadResult`` named
+    ``shown`` (default: the printable ``name``); a file that cannot be read, or stops being
+    readable part-way, ends in a part with ``error``."""
+    label = shown or printable_name(name)
+    try:
+        for part in read_parts(name, stream, size, source_id=source_id, max_bytes=max_bytes):
+            yield UploadResult(
+                file_name=label, documents=part.documents, problems=part.problems,
+                notes=part.notes,
+            )  # fmt: skip
+    except ReadError as exc:
+        yield UploadResult(file_name=label, error=exc.reason)
+    except OSError as exc:
+        yield UploadResult(file_name=label, error=f"cannot be read: {exc.strerror or exc}")
 
 
 def _mentioned_entities(
@@ -230,7 +255,7 @@ class _Item(NamedTuple):
 
 
 async def _index_items(
-    items: Sequence[_Item],
+    items: Iterable[_Item],
     store: ChunkStore,
     tenant_id: UUID,
     chunking: ChunkingOptions | None,
@@ -238,14 +263,18 @@ async def _index_items(
     on_progress: ProgressCallback | None,
     early: list[DocumentRow],
     concurrency: int = WRITE_CONCURRENCY,
+    before_first_write: Callable[[], Awaitable[None]] | None = None,
 ) -> IndexReport:
     """Prepare documents in order, in groups of up to ``BATCH_PASSAGES`` passages; write up to
-    ``concurrency`` groups at once (each one transaction); rows in order."""
+    ``concurrency`` groups at once (each one transaction); rows in order.
+    ``before_first_write`` is awaited once, before the first group holding a document is
+    written (``load`` registers its workspace there, not before reading)."""
     if concurrency < 1:
         raise ValueError(f"concurrency must be >= 1, got {concurrency}")
     options = chunking or ChunkingOptions()
     first_file: dict[str, str] = {}
-    total = len(items)
+    # Documents arrive as files are read, so the total is what has arrived so far.
+    total = len(items) if isinstance(items, Sized) else 0
     done = 0
     gate = asyncio.Semaphore(concurrency)
 
@@ -253,7 +282,7 @@ async def _index_items(
         nonlocal done
         done += 1
         if on_progress is not None:
-            on_progress(done, total, row)
+            on_progress(done, max(total, done), row)
 
     stopped: list[StoreUnavailable] = []
 
@@ -279,8 +308,12 @@ async def _index_items(
         for row, _ in outcomes:
             finished(row)
 
+    first_write = [before_first_write] if before_first_write is not None else []
+
     async def flush() -> None:
         nonlocal group, passages
+        if first_write and any(isinstance(member, _Prepared) for member in group):
+            await first_write.pop()()
         if group:
             await gate.acquire()
             if stopped:  # failed while this group waited for a slot
@@ -290,12 +323,18 @@ async def _index_items(
                 slots.append(asyncio.ensure_future(write_group(group)))
             group, passages = [], 0
 
+    pending = iter(items)
     try:
-        for position, item in enumerate(items):
+        for item in pending:
             await checkpoint()
+            if not isinstance(items, Sized):
+                total += 1
             if stopped:  # the store is unavailable: the rest is reported, not prepared
                 hold([_unwritten(member) for member in group])
-                hold([_not_written(rest) for rest in items[position:]])
+                hold([_not_written(item)])
+                for rest in pending:
+                    total += not isinstance(items, Sized)
+                    hold([_not_written(rest)])
                 group = []
                 break
             prepared = _prepare(item, tenant_id, options, extractor, first_file)
@@ -475,7 +514,7 @@ def summarise(rows: Sequence[DocumentRow], entity_total: int | None = None) -> I
 
 
 async def index_uploads(
-    uploads: Sequence[UploadResult],
+    uploads: Iterable[UploadResult],
     store: ChunkStore,
     tenant_id: UUID,
     *,
@@ -483,30 +522,38 @@ async def index_uploads(
     extractor: EntityExtractor | None = DEFAULT_EXTRACTOR,
     on_progress: ProgressCallback | None = None,
     concurrency: int = WRITE_CONCURRENCY,
+    before_first_write: Callable[[], Awaitable[None]] | None = None,
 ) -> IndexReport:
     """Index the documents of files already read; unreadable files and skipped records are rows.
 
     The rows of unreadable files and skipped JSONL records come first (nothing was stored for
-    them), then one row per document in file order.
+    them), then one row per document in file order. ``uploads`` may be a generator that reads
+    each file (or part of one) only when the indexer asks for it: then one file at a time is
+    in memory, and what has been read is written while the rest is read.
     """
     early: list[DocumentRow] = []
-    items: list[_Item] = []
-    for upload in uploads:
-        if upload.error is not None:
-            early.append(DocumentRow(file=upload.file_name, status="rejected", reason=upload.error))
-            continue
-        for problem in upload.problems:
-            early.append(
-                DocumentRow(
-                    file=upload.file_name,
-                    status="rejected",
-                    reason=f"line {problem.line}: {problem.reason}",
+
+    def items() -> Iterator[_Item]:
+        for upload in uploads:
+            if upload.error is not None:
+                early.append(
+                    DocumentRow(file=upload.file_name, status="rejected", reason=upload.error)
                 )
-            )
-        for position, document in enumerate(upload.documents):
-            # A file's notes go with its first document (one row shows them once).
-            notes = list(upload.notes) if position == 0 else []
-            items.append(_Item(file=upload.file_name, document=document, notes=notes))
+                continue
+            for problem in upload.problems:
+                early.append(
+                    DocumentRow(
+                        file=upload.file_name,
+                        status="rejected",
+                        reason=f"line {problem.line}: {problem.reason}",
+                    )
+                )
+            for position, document in enumerate(upload.documents):
+                # A part's notes go with its first document (one row shows them once).
+                notes = list(upload.notes) if position == 0 else []
+                yield _Item(file=upload.file_name, document=document, notes=notes)
+
     return await _index_items(
-        items, store, tenant_id, chunking, extractor, on_progress, early, concurrency
-    )
+        items(), store, tenant_id, chunking, extractor, on_progress, early, concurrency,
+        before_first_write,
+    )  # fmt: skip

@@ -3,10 +3,11 @@
 Source ids: an uploaded file's id is its base name (browsers send only that; a directory part
 in a name is either an old browser's full path or an attack, and not what the user calls the
 file), with control and format characters (zero-width, bidi) removed and any separator
-replaced; the command line passes a folder-relative path, joined with "__" (``reports__q1.txt``)
-so ids never contain a path separator. A BEIR/JSONL corpus gives each record its ``_id``
-unchanged (only control characters removed; a "/" stays, as in DBpedia ids), so relevance
-judgments (qrels ``corpus-id``) match source ids; two corpora with overlapping ids belong in two
+replaced; the command line passes the path relative to the folder it was given
+(``reports/q1.txt``: what the user knows the file by; joining with "__", as before, turned
+``sub/b.md`` into ``sub__b.md``). A BEIR/JSONL corpus gives each record its ``_id`` unchanged
+(only control characters removed; a "/" stays, as in DBpedia ids), so relevance judgments
+(qrels ``corpus-id``) match source ids; two corpora with overlapping ids belong in two
 workspaces. An ``_id`` with a format character is refused with its line (two such ids print
 alike and differ).
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from functools import lru_cache
 from pathlib import Path
 
 from core.domain.chunks import MAX_SOURCE_ID_CHARS
@@ -29,8 +31,8 @@ ID_UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u20
 def sanitise_source_id(name: str, *, keep_directories: bool = False) -> str:
     """A readable source id from a file name: no control or format characters, no separators.
 
-    ``keep_directories`` joins the directory parts with "__" instead of dropping them (for
-    folder loads, where two files may share a base name).
+    ``keep_directories`` keeps the directory parts, joined with "/", instead of dropping them
+    (for folder loads, where two files may share a base name).
     """
     visible = "".join(c for c in name if unicodedata.category(c) != FORMAT_CATEGORY)
     cleaned = ID_UNSAFE.sub("", unicodedata.normalize("NFC", visible)).replace("\\", "/")
@@ -38,7 +40,7 @@ def sanitise_source_id(name: str, *, keep_directories: bool = False) -> str:
     parts = [part for part in parts if part and part not in (".", "..")]
     if not keep_directories:
         parts = parts[-1:]
-    result = "__".join(parts).strip()
+    result = "/".join(parts).strip()
     if len(result) > MAX_SOURCE_ID_CHARS:
         suffix = Path(result).suffix[:16]
         result = result[: MAX_SOURCE_ID_CHARS - len(suffix) - 1] + "…" + suffix
@@ -63,3 +65,26 @@ def name_problem(name: str) -> str | None:
             " as \ufffd): rename the file — nothing stored"
         )
     return None
+
+
+#: Unicode categories escaped when a name is printed to a terminal: controls (ESC starts a
+#: terminal command), format characters (bidi overrides reorder what follows, zero-width ones
+#: hide), separators other than space, surrogates and unassigned code points.
+_UNPRINTABLE_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"})
+
+
+@lru_cache(maxsize=4096)
+def _escaped(char: str) -> str:
+    if unicodedata.category(char) not in _UNPRINTABLE_CATEGORIES:
+        return char
+    code = ord(char)
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+
+
+def terminal_safe(text: str) -> str:
+    """``text`` safe to print to a terminal or a log: every control, format (bidi, zero-width)
+    and other invisible character shown as ``\\u…``, so a file name such as
+    ``$'\\e]0;pwned\\a'`` or one holding U+202E cannot rewrite the operator's screen."""
+    if text.isprintable():
+        return text
+    return "".join(_escaped(char) for char in text)

@@ -10,17 +10,22 @@ than a refusal the analyst can act on. PDF and DOCX are parsed in the worker san
 the sandbox imports no reader, so the package has no import circle.
 
 Size: files over ``DEFAULT_MAX_BYTES`` (64 MiB, settable) are refused before parsing, with the
-size in the message. A 50 MB text file loads (about 48,000 passages at the default size).
+size in the message, from the size the caller knows before reading (``os.fstat`` for a file on
+disk: a 3 GB file was read whole before being refused, 3.1 GB of memory). A 50 MB text file
+loads (about 48,000 passages at the default size). A JSONL corpus is read a line at a time and
+handed on in parts (``read_parts``), so its records are indexed while the rest is read.
 """
 
 from __future__ import annotations
 
+import io
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from core.domain.chunks import SourceDocument
 from core.ingest import parse_worker
-from core.ingest.beir import Collector, jsonl_documents
+from core.ingest.beir import jsonl_parts
 from core.ingest.html_text import html_text
 from core.ingest.limits import DEFAULT_MAX_BYTES, DEFAULT_PARSE_LIMITS, ParseLimits
 from core.ingest.names import name_problem, sanitise_source_id
@@ -68,11 +73,52 @@ def read_file(
     max_bytes: int = DEFAULT_MAX_BYTES,
     limits: ParseLimits | None = None,
 ) -> ReadResult:
-    """Read one file. Raises ``ReadError`` with a plain-words reason when it cannot.
+    """Read one file whole. Raises ``ReadError`` with a plain-words reason when it cannot.
 
     ``source_id`` overrides the id derived from ``name`` (the command line passes a
     folder-relative one); a JSONL corpus ignores it and uses each record's ``_id``.
     ``limits`` bound a PDF or DOCX parse (tests pass small ones; the default is the product's).
+    """
+    parts = list(
+        read_parts(
+            name, io.BytesIO(data), len(data), source_id=source_id, max_bytes=max_bytes,
+            limits=limits,
+        )
+    )  # fmt: skip
+    return ReadResult(
+        file_name=name,
+        documents=[d for part in parts for d in part.documents],
+        problems=[p for part in parts for p in part.problems],
+        notes=[n for part in parts for n in part.notes],
+    )
+
+
+def size_problem(size: int, max_bytes: int) -> str | None:
+    """Why a file of ``size`` bytes is not read (too large, or empty), or None."""
+    if size > max_bytes:
+        return (
+            f"file too large: {size / 1_048_576:.1f} MiB, the limit is"
+            f" {max_bytes / 1_048_576:.1f} MiB — nothing stored (split it or raise the limit)"
+        )
+    if not size:
+        return "the file is empty — nothing stored"
+    return None
+
+
+def read_parts(
+    name: str,
+    stream: IO[bytes],
+    size: int,
+    *,
+    source_id: str | None = None,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    limits: ParseLimits | None = None,
+) -> Iterator[ReadResult]:
+    """Read one file of ``size`` bytes from ``stream`` in parts (one unless it is a JSONL
+    corpus, whose records come a part at a time); raises ``ReadError`` when it cannot.
+
+    The size is checked before anything is read; at most ``max_bytes`` + 1 are ever read (a
+    file that grew after its size was taken is refused, not read to its end).
     """
     for named in (name, source_id or ""):
         problem = name_problem(named)
@@ -83,26 +129,25 @@ def read_file(
         suffix = Path(name).suffix or "(none)"
         supported = ", ".join(sorted({ext.lstrip(".") for ext in SUPPORTED_EXTENSIONS}))
         raise ReadError(f"unsupported file type {suffix} (supported: {supported})")
-    if len(data) > max_bytes:
-        raise ReadError(
-            f"file too large: {len(data) / 1_048_576:.1f} MiB, the limit is"
-            f" {max_bytes / 1_048_576:.1f} MiB — nothing stored (split it or raise the limit)"
-        )
-    if not data:
-        raise ReadError("the file is empty — nothing stored")
-    collector = Collector()
+    too_big = size_problem(size, max_bytes)
+    if too_big is not None:
+        raise ReadError(too_big)
     if kind == "jsonl":
-        jsonl_documents(data, collector)
-        return ReadResult(
-            file_name=name,
-            documents=collector.documents,
-            problems=collector.problems,
-            notes=collector.notes,
-        )
+        for part in jsonl_parts(_bounded_lines(stream, max_bytes)):
+            yield ReadResult(
+                file_name=name, documents=part.documents, problems=part.problems,
+                notes=part.notes,
+            )  # fmt: skip
+        return
+    data = stream.read(max_bytes + 1)
+    grown = size_problem(len(data), max_bytes)
+    if grown is not None:
+        raise ReadError(grown)
     if kind in ("pdf", "docx"):
         text, title, metadata, notes = _bounded(kind, data, limits or DEFAULT_PARSE_LIMITS)
     else:
         text, title, metadata, notes = (read_plain if kind == "text" else html_text)(data)
+    del data
     text, cleaned = clean_text(text)
     title, _ = clean_text(title)
     if not text.strip():
@@ -114,4 +159,14 @@ def read_file(
         title=title,
         metadata=metadata,
     )
-    return ReadResult(file_name=name, documents=[document], notes=notes + cleaned)
+    yield ReadResult(file_name=name, documents=[document], notes=notes + cleaned)
+
+
+def _bounded_lines(stream: IO[bytes], max_bytes: int) -> Iterator[bytes]:
+    """``stream``'s lines, stopping with ``ReadError`` past ``max_bytes`` in all."""
+    read = 0
+    for line in stream:
+        read += len(line)
+        if read > max_bytes:
+            raise ReadError(size_problem(read, max_bytes) or "file too large")
+        yield line

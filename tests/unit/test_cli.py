@@ -131,14 +131,16 @@ def test_db_runs_the_embedded_pg_dump_against_the_embedded_server(
     assert status == 0 and "not running" in out
 
 
-async def test_a_folder_gets_folder_relative_source_ids_without_separators(tmp_path: Path) -> None:
+async def test_a_file_in_a_folder_keeps_its_path_relative_to_the_folder_as_source_id(
+    tmp_path: Path,
+) -> None:
     store = InMemoryChunkStore()
     report = await load_into(
         store, [mixed_folder(tmp_path)], "w", chunking=ChunkingOptions(), extractor=None
     )
     assert report.ok
     sources = [s.source_id for s in await store.list_sources(workspace_tenant_id("w"))]
-    assert sources == ["memo.txt", "page.html", "readme.md", "sub__letter.docx", "sub__paper.pdf"]
+    assert sources == ["memo.txt", "page.html", "readme.md", "sub/letter.docx", "sub/paper.pdf"]
     assert [w.name for w in await store.list_workspaces()] == ["w"]
 
 

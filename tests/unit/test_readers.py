@@ -358,10 +358,11 @@ def test_a_file_name_becomes_a_readable_source_id_without_separators_or_controls
     assert sanitise_source_id(name) == expected
 
 
-def test_folder_relative_paths_keep_their_folders_joined_without_separators() -> None:
+def test_folder_relative_paths_keep_their_folders_as_the_user_wrote_them() -> None:
     assert sanitise_source_id("reports/2024/q1.txt", keep_directories=True) == (
-        "reports__2024__q1.txt"
+        "reports/2024/q1.txt"
     )
+    assert sanitise_source_id("../a\\b/./c.md", keep_directories=True) == "a/b/c.md"
 
 
 def test_a_very_long_file_name_is_shortened_keeping_its_extension() -> None:

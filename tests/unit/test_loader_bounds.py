@@ -1,0 +1,213 @@
+"""``load`` stays inside what it was given and reads within bounds (issue 21, items 3 and 4).
+
+Links out of a folder are refused and named, pipes/sockets/devices are listed and never
+opened, every name reaches the terminal escaped, a file's size is taken before a byte is read,
+a folder is read a file at a time while indexing, a JSONL a record at a time, and a load that
+stores nothing leaves no workspace. The probes are generated here and small (a sparse file
+stands for a 3 GB one); the large measurements are in bench/bench_loader_memory.py.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import socket
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from core.cli import load_into, main
+from core.domain.chunks import ChunkingOptions, workspace_tenant_id
+from core.ingest import beir, folders
+from core.ingest.folders import read_paths, skipped_files
+from core.ingest.names import terminal_safe
+from core.stores.memory import InMemoryChunkStore
+from core.stores.port import Workspace
+
+
+def run_load(*argv: str) -> tuple[int, str]:
+    out = io.StringIO()
+    status = main(["load", *argv, "--dry-run"], stdout=out)
+    return status, out.getvalue()
+
+
+def test_a_link_out_of_the_folder_is_refused_and_named(tmp_path: Path) -> None:
+    outside = tmp_path / "secret.txt"
+    outside.write_text("the password is swordfish")
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "fine.txt").write_text("Flutter of heated wings.")
+    (folder / "passwd.txt").symlink_to(outside)
+    (folder / "inside.txt").symlink_to(folder / "fine.txt")
+    status, said = run_load(str(folder), "--workspace", "w")
+    assert status == 0
+    assert f"passwd.txt: refused: a link to {outside}, outside the folder given" in said
+    reasons = dict(skipped_files(folder))
+    assert folder / "inside.txt" not in reasons
+    store = InMemoryChunkStore()
+
+    async def load() -> set[str]:
+        await load_into(store, [folder], "w", chunking=ChunkingOptions(), extractor=None)
+        return {s.source_id for s in await store.list_sources(workspace_tenant_id("w"))}
+
+    import asyncio
+
+    assert asyncio.run(load()) == {"fine.txt", "inside.txt"}
+
+
+def test_a_fifo_a_socket_and_a_folder_link_are_listed_as_skipped_and_never_opened(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "fine.txt").write_text("Flutter of heated wings.")
+    os.mkfifo(folder / "pipe.txt")
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(folder / "sock.txt"))
+    (folder / "loop").symlink_to(folder)
+    opened: list[str] = []
+    real_open = os.open
+
+    def watched(path: object, *args: object, **kwargs: object) -> int:
+        opened.append(str(path))
+        return real_open(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(folders.os, "open", watched)
+    done = threading.Event()
+    result: list[tuple[int, str]] = []
+    worker = threading.Thread(
+        target=lambda: (result.append(run_load(str(folder), "--workspace", "w")), done.set()),
+        daemon=True,
+    )
+    worker.start()
+    assert done.wait(60), "load blocked (it opened the FIFO?)"
+    server.close()
+    status, said = result[0]
+    assert status == 0
+    assert "pipe.txt: a named pipe (FIFO), not a file: never opened" in said
+    assert "sock.txt: a socket, not a file: never opened" in said
+    assert "loop: a link to a folder: not followed" in said
+    assert not [p for p in opened if p.endswith(("pipe.txt", "sock.txt"))]
+
+
+def test_a_fifo_named_on_the_command_line_is_refused_without_blocking(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "pipe.txt")
+    (uploaded,) = list(read_paths([tmp_path / "pipe.txt"]))
+    assert uploaded.error == "not read: a named pipe (FIFO), not a file: never opened"
+
+
+HOSTILE = "\x1b]0;pwned\x07\x1b[2Jevil\u202egnp.txt"
+
+
+def test_every_name_printed_to_the_terminal_is_escaped(tmp_path: Path) -> None:
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / HOSTILE).write_text("Flutter of heated wings.")
+    (folder / ("bad" + HOSTILE + ".exe")).write_text("x")
+    (folder / ("empty" + HOSTILE + ".txt")).write_text("")
+    status, said = run_load(str(folder), "--workspace", "w")
+    assert status == 1
+    assert "\x1b" not in said and "\x07" not in said and "\u202e" not in said
+    assert "\\u001b]0;pwned\\u0007\\u001b[2Jevil\\u202egnp.txt" in said
+
+
+def test_terminal_safe_shows_controls_format_and_bidi_characters_as_escapes() -> None:
+    assert terminal_safe("a\u200bb\u2066c\x9bd\ne") == "a\\u200bb\\u2066c\\u009bd\\u000ae"
+    assert terminal_safe("naïve café — ok") == "naïve café — ok"
+
+
+def test_a_file_over_the_limit_is_refused_from_its_size_before_a_byte_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    huge = tmp_path / "huge.txt"
+    with huge.open("wb") as sparse:
+        sparse.truncate(3 * 1024**3)  # 3 GB on paper, no disk used
+    reads: list[str] = []
+    real_fdopen = os.fdopen
+
+    class Watched(io.BufferedReader):
+        def read(self, size: int | None = -1) -> bytes:
+            reads.append("read")
+            return super().read(size)
+
+        def __iter__(self) -> Iterator[bytes]:
+            reads.append("lines")
+            return super().__iter__()
+
+    def fdopen(fd: int, mode: str = "rb") -> io.BufferedReader:
+        return Watched(real_fdopen(fd, mode, buffering=0))
+
+    monkeypatch.setattr(folders.os, "fdopen", fdopen)
+    (uploaded,) = list(read_paths([huge]))
+    assert uploaded.error is not None
+    assert uploaded.error.startswith("file too large: 3072.0 MiB, the limit is 64.0 MiB")
+    assert reads == []
+
+
+def test_a_folder_is_read_a_file_at_a_time_while_it_is_indexed(tmp_path: Path) -> None:
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for number in range(3):
+        (folder / f"f{number}.txt").write_text(f"Document number {number} about wings.")
+    parts = read_paths([folder])
+    assert isinstance(parts, Iterator)
+    first = next(parts)
+    assert first.file_name.endswith("f0.txt") and len(first.documents) == 1
+
+
+def test_a_jsonl_corpus_is_handed_on_in_parts_as_its_records_are_read(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(beir, "RECORDS_PER_PART", 2)
+    lines = iter([b'{"_id": "%d", "text": "wings %d"}\n' % (n, n) for n in range(5)])
+    parts = beir.jsonl_parts(lines)
+    first = next(parts)
+    assert [d.source_id for d in first.documents] == ["0", "1"]
+    assert len(list(lines)) == 2, "the whole file was read before the first part"
+
+
+async def test_a_load_that_stores_nothing_creates_no_workspace(tmp_path: Path) -> None:
+    (tmp_path / "empty.txt").write_text("")
+    store = InMemoryChunkStore()
+    report = await load_into(
+        store, [tmp_path / "empty.txt"], "ghost", chunking=ChunkingOptions(), extractor=None
+    )
+    assert report.documents_indexed == 0
+    assert await store.get_workspace(workspace_tenant_id("ghost")) is None
+
+
+async def test_load_with_an_owner_gives_a_new_workspace_that_owner(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("Flutter of heated wings.")
+    store = InMemoryChunkStore()
+    await load_into(
+        store, [tmp_path], "w", chunking=ChunkingOptions(), extractor=None,
+        owner="ada@example.org",
+    )  # fmt: skip
+    found = await store.get_workspace(workspace_tenant_id("w"))
+    assert found is not None and found.owner == "ada@example.org"
+
+
+async def test_load_with_an_owner_refuses_a_workspace_someone_else_owns(tmp_path: Path) -> None:
+    from core.cli import OwnerMismatch
+
+    (tmp_path / "a.txt").write_text("Flutter of heated wings.")
+    store = InMemoryChunkStore()
+    tenant = workspace_tenant_id("w")
+    await store.upsert_workspace(Workspace(tenant_id=tenant, name="w", owner="bob@example.org"))
+    with pytest.raises(
+        OwnerMismatch, match=re.escape("is owned by bob@example.org, not ada@example.org")
+    ):
+        await load_into(
+            store, [tmp_path], "w", chunking=ChunkingOptions(), extractor=None,
+            owner="ada@example.org",
+        )  # fmt: skip
+    assert await store.passage_count(tenant) == 0
+
+
+def test_load_owner_that_is_not_an_address_exits_2_before_reading(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("Flutter of heated wings.")
+    status, said = run_load(str(tmp_path), "--workspace", "w", "--owner", "not-an-email")
+    assert status == 2 and "--owner" in said
