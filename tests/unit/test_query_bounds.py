@@ -25,6 +25,7 @@ from core.service import (
     RankerKind,
     bounds,
 )
+from core.settings import Settings
 from core.stores.memory import InMemoryChunkStore
 
 WS = "bounds"
@@ -154,3 +155,32 @@ def test_evaluate_refuses_a_query_past_the_term_bound_naming_it_before_running(
     with pytest.raises(ValueError, match="query q2 has 1,025 distinct terms"):
         service.evaluate(queries, qrels, 10, [1000], workspace=WS)
     assert len(store.cells) == reads
+
+
+@pytest.fixture(scope="module", params=["memory", "postgres"])
+def each_store(request: pytest.FixtureRequest) -> Iterator[LexplainService]:
+    """The same documents in each store, through the service."""
+    if request.param == "memory":
+        settings = Settings(store="memory")
+    else:
+        url = request.getfixturevalue("database_url")
+        schema = request.getfixturevalue("pg_schema")
+        settings = Settings(store="postgres", database_url=url, database_schema=schema)
+    svc = LexplainService.from_settings(settings)
+    svc.create_workspace(WS)
+    svc.upload_files(DOCS, workspace=WS)
+    yield svc
+    svc.close()
+
+
+def test_every_store_refuses_past_the_cell_bound_from_its_match_count(
+    each_store: LexplainService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(bounds, "MAX_CANDIDATE_CELLS", 60)
+    with pytest.raises(ValueError, match="would hold 80 term counts"):
+        each_store.truncation("wing flutter", 10, 1000, workspace=WS)
+    rare = "word1 word2 " + " ".join(f"absent{i}" for i in range(28))
+    view = each_store.truncation(rare, 10, 1000, workspace=WS)
+    assert view.report.matching == 2
+    with pytest.raises(ValueError, match="the limit must be at least 1"):
+        each_store.search("wing", 10, 0, workspace=WS)
