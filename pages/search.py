@@ -27,7 +27,13 @@ from core.analysis.presentation import (
     term_colours,
     term_spans,
 )
-from core.service import PASSAGE_MARK, QUERY_BOUNDS_NOTE, RankedPassage, SearchResult
+from core.service import (
+    PASSAGE_MARK,
+    QUERY_BOUNDS_NOTE,
+    RankedPassage,
+    ScoreExplanation,
+    SearchResult,
+)
 from pages.common import (
     K_MAX,
     LIMIT_MAX,
@@ -71,12 +77,13 @@ def write_url(query: str, k: int, limit: int) -> None:
 ROW_PX, HEADER_PX = 35, 38
 
 
-def explanation_table(passage: RankedPassage, key: str) -> None:
+def explanation_table(
+    explanation: ScoreExplanation, key: str, what: str = "the score above"
+) -> None:
     """Every term's numbers, all rows visible, with the total stated above (never scrolled to)."""
-    rows = explanation_rows(passage.explanation)
+    rows = explanation_rows(explanation)
     st.markdown(
-        f"**total = {passage.explanation.score:.4f}** = the score above "
-        f"(the sum of the contribution column)"
+        f"**total = {explanation.score:.4f}** = {what} (the sum of the contribution column)"
     )
     st.dataframe(
         rows,
@@ -138,7 +145,7 @@ def render_explanation(passage: RankedPassage) -> None:
         f"`{IDF_FORMULA}` &nbsp; N = {part.n_docs:,}, "
         f"avgdl = {part.avg_doc_length:.2f}, dl = {part.doc_length}"
     )
-    explanation_table(passage, key=f"explain-{passage.rank}")
+    explanation_table(passage.explanation, key=f"explain-{passage.rank}")
     st.code("\n".join(formula_lines(passage.explanation)), language=None, wrap_lines=True)
     st.caption(SCORE_NOTE)
 
@@ -175,7 +182,7 @@ def render_compare(result: SearchResult) -> None:
         )
         for name, passage in (("A", a), ("B", b)):
             st.caption(f"{name}: " + escape_text(label(passage.rank)))
-            explanation_table(passage, key=f"cmp-{name}")
+            explanation_table(passage.explanation, key=f"cmp-{name}")
 
 
 def adopt_why_param() -> None:
@@ -244,12 +251,24 @@ def render_why_not(result: SearchResult) -> None:
             )
             lines.append(f"At limit {why.limit:,}: {limited}.")
             lines.append(
-                f"Smallest limit that puts it in the top-{why.k}: **{why.smallest_limit:,}**."
+                f"The smallest limit that would put it in the top-{why.k}: "
+                f"**{why.smallest_limit:,}**."
                 if why.smallest_limit is not None
-                else f"No limit puts it in the top-{why.k}: at least {why.k} candidates "
-                "ahead of it score higher."
+                else f"Even with no limit it would not be in the top-{why.k}: "
+                + (
+                    f"every match scored, it would rank {why.unlimited_rank:,}."
+                    if why.unlimited_rank is not None
+                    else "it would not rank at all."
+                )
             )
         st.markdown("  \n".join(lines), unsafe_allow_html=True)
+        if why.position is not None:
+            # What it scores, term by term: the answer to "why not higher?".
+            explanation_table(
+                service.explain(result.query, why.chunk_id, workspace=workspace()),
+                key="why-not-terms",
+                what="its score, every match scored",
+            )
 
 
 service = screen()
@@ -308,13 +327,14 @@ elif query.strip():
         if result.empty_reason == "every match cut by the limit":
             render_why_not(result)
     else:
+        # Above the results: an answer below ten long passages went unseen.
+        render_why_not(result)
         st.caption(SCORE_NOTE)
         top = max(p.score for p in result.passages)
         for passage in result.passages:
             render_passage(passage, result, top)
         if len(result.passages) >= 2:
             render_compare(result)
-        render_why_not(result)
         # The exports are built on click (a callable), not on every rerun.
         left, right = st.columns(2)
         left.download_button(

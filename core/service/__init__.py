@@ -25,6 +25,7 @@ from __future__ import annotations
 from core.analysis.evaluation import EvaluationRun
 from core.analysis.judgment_files import JudgmentError
 from core.analysis.rankers import KIND_LABELS, MAX_K1, Ranker, RankerKind, RankMovement
+from core.domain.bm25 import ScoreExplanation
 from core.domain.chunks import ChunkingOptions
 from core.domain.entities import EXTRACTOR_LIMITS
 from core.domain.tokenize import DEFAULT_PROFILE, Profile
@@ -140,6 +141,7 @@ __all__ = [
     "Ranker",
     "RankerKind",
     "RunSpec",
+    "ScoreExplanation",
     "SearchResult",
     "StoreUnavailable",
     "TermInfo",

@@ -27,6 +27,7 @@ from core.analysis.evaluation import (
 )
 from core.analysis.presentation import escape_text
 from core.analysis.truncation import TruncationReport, analyse_truncation, why_not
+from core.domain.bm25 import explain_score
 from core.domain.chunks import ChunkingOptions, workspace_tenant_id
 from core.domain.ranking import LexicalCandidates, rank_chunks
 from core.domain.tokenize import tokenize
@@ -302,6 +303,31 @@ def test_why_not_on_search_explains_a_cut_passage_with_cores_numbers(
     assert "At limit 20: not in the top-10." in answer
     assert f"top-10: **{want.smallest_limit:,}**" in answer
     assert "lacks: " + ", ".join(f"`{t}`" for t in want.missing_terms) in answer
+    # Above the ten results (below them it went unseen), and with the passage's own arithmetic.
+    values = markdown(at)
+    assert values.index(answer) < next(i for i, v in enumerate(values) if v.startswith("**#1**"))
+    found = direct.candidates(QUERY)
+    row = found.row_of(cut.id)
+    assert row is not None
+    terms = tokenize(QUERY)
+    mine = explain_score(
+        terms, found.term_frequencies(row), int(found.doc_lengths[row]), found.stats
+    )
+    (table,) = [f.value for f in at.dataframe if "contribution" in f.value.columns]
+    assert dict(zip(table["term"], table["contribution"], strict=True)) == {
+        p.term: p.contribution for p in mine.terms
+    }
+    total = f"**total = {mine.score:.4f}** = its score, every match scored"
+    assert any(v.startswith(total) for v in values)
+
+    # A passage no limit brings into the top-10 is said to be one, conditionally.
+    fiftieth = rank_chunks(terms, found, 50)[49].chunk
+    at.text_input(key="why_not_id").input(fiftieth.source_id).run()
+    assert any(
+        "Even with no limit it would not be in the top-10: every match scored, it would rank 50."
+        in v
+        for v in markdown(at)
+    )
 
     at.text_input(key="why_not_id").input("no-such-source").run()
     assert [w.value for w in at.warning] == [
