@@ -224,21 +224,25 @@ def score_scatter(view: TruncationView) -> go.Figure:
     return figure
 
 
-def ndcg_histogram(runs: Sequence[EvaluationRun]) -> go.Figure:
-    """Per-query nDCG of each run, overlaid."""
+def ndcg_histogram(runs: Sequence[EvaluationRun], names: Sequence[str]) -> go.Figure:
+    """Per-query nDCG of each run, the runs' bars side by side in each bin, named in the legend.
+
+    Overlaid translucent bars blended into a third colour that no legend named.
+    """
     figure = go.Figure()
-    for run, colour in zip(runs, (KEPT_COLOUR, CUT_COLOUR), strict=False):
+    for run, name, colour in zip(runs, names, (KEPT_COLOUR, CUT_COLOUR), strict=False):
         figure.add_trace(
             go.Histogram(
                 x=[row.ndcg for row in run.rows],
                 xbins={"start": 0.0, "end": 1.0001, "size": 0.05},
-                name=f"limit {run.limit:,}",
+                name=name,
                 marker_color=colour,
-                opacity=0.6,
             )
         )
     figure.update_layout(
-        barmode="overlay",
+        barmode="group",
+        showlegend=True,
+        legend={"orientation": "h", "y": 1.15, "x": 0},
         height=300,
         margin={"l": 0, "r": 0, "t": 30, "b": 0},
         xaxis_title=f"nDCG@{runs[0].k if runs else ''} per query",

@@ -43,6 +43,9 @@ JUDGMENTS_KEY = "ev_judgments"
 RESULT_KEY = "ev_result"
 #: Metrics of the table: label -> attribute of a QueryScore / QueryComparison.
 METRICS = {"nDCG": "ndcg", "Recall": "recall", "MRR": "mrr"}
+#: Per-query table: the query column's width, a row tall enough for three wrapped lines of
+#: query text, and the table's height (about eight rows).
+QUERY_PX, ROW_PX, TABLE_PX = 330, 72, 620
 #: Limit B before anyone chose: a tenth of the default, to show what a smaller limit costs.
 LIMIT_B = DEFAULT_LIMIT // 10
 #: Where a custom ranker's k1 and b start (core's constants).
@@ -152,27 +155,39 @@ def render_result(result: EvaluationComparison) -> None:
         "on the Search page)"
     )
     rows = table_rows(result, metric, k)
-    # Widths chosen so every column fits the main area at 1280 px; the query text is the one
-    # column that may be clipped (hover shows it whole, the CSV has it).
-    number = st.column_config.NumberColumn(format="%.4f", width="small")
+    # Every column but the query is narrow (a run's column is headed by its side, its full name
+    # on hover and above), and rows are tall enough for the query to wrap (Streamlit wraps text
+    # in rows above 4rem): at 1280 px the query text was cut off after a few words.
     config: dict[str, Any] = {
-        "query id": st.column_config.TextColumn(width="small"),
-        "query": st.column_config.TextColumn(width="medium"),
-        "judged": st.column_config.NumberColumn(width="small"),
+        "query id": st.column_config.TextColumn("id", width=50),
+        "query": st.column_config.TextColumn(width=QUERY_PX),
+        "judged": st.column_config.NumberColumn(width=60),
         "B − A": st.column_config.NumberColumn(format="%+.4f", width="small"),
     }
     for name, run in (("A", a), ("B", b)):
         if run is not None:
-            config[column_name(name, run)] = number
+            config[column_name(name, run)] = st.column_config.NumberColumn(
+                f"{label} {name}", format="%.4f", width="small", help=column_name(name, run)
+            )
             config[f"Search {name}"] = st.column_config.LinkColumn(
                 f"Search {name}",
                 display_text="open",
-                width="small",
+                width=65,
                 help=f"this query on the Search page, k = {k}, limit {run.limit:,}",
             )
-    st.dataframe(rows, column_config=config, hide_index=True, key="ev_table")
+    st.dataframe(
+        rows,
+        column_config=config,
+        hide_index=True,
+        key="ev_table",
+        row_height=ROW_PX,
+        height=TABLE_PX,
+    )
     st.plotly_chart(
-        ndcg_histogram([r for r in (a, b) if r is not None]),
+        ndcg_histogram(
+            [r for r in (a, b) if r is not None],
+            [column_name(side, r) for side, r in (("A", a), ("B", b)) if r is not None],
+        ),
         key="ev_histogram",
         config={"displayModeBar": False},
     )

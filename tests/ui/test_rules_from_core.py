@@ -8,6 +8,7 @@ term browser's first view, the Sources table's order, the Entities example and p
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections import Counter
 from pathlib import Path
@@ -99,6 +100,15 @@ def test_a_workspace_named_with_the_run_labels_separator_links_to_itself_on_eval
     first = at.dataframe[0].value.iloc[0]
     for column in ("Search A", "Search B"):
         assert parse_qs(urlsplit(first[column]).query)["ws"] == [ws]
+    # The two runs' histograms side by side, each named in the legend (overlaid translucent
+    # bars blended into a colour no legend named).
+    chart = json.loads(at.get("plotly_chart")[0].proto.spec)
+    assert chart["layout"]["barmode"] == "group"
+    names = [trace["name"] for trace in chart["data"]]
+    assert names[0].startswith("A: ") and names[1].startswith("B: ")
+    assert all(trace.get("opacity", 1) == 1 for trace in chart["data"])
+    # Rows tall enough for the query text to wrap (Streamlit wraps above 4rem).
+    assert at.dataframe[0].proto.row_height > 64
 
 
 def test_the_term_browser_lists_the_most_frequent_terms_before_a_prefix_is_typed() -> None:
