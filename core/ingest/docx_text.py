@@ -34,8 +34,8 @@ def docx_text(
             inflated = sum(member.file_size for member in archive.infolist())
             if inflated > inflated_bytes:
                 raise ReadError(
-                    f"the DOCX inflates to {mib(inflated)} MiB, more than the"
-                    f" {mib(inflated_bytes)} MiB allowed per file (a zip bomb?) — nothing stored"
+                    f"the DOCX inflates to {mib(inflated)} MB, more than the"
+                    f" {mib(inflated_bytes)} MB allowed per file (a zip bomb?) — nothing stored"
                 )
     except zipfile.BadZipFile as exc:
         raise ReadError(f"damaged DOCX: {exc}") from exc
@@ -63,7 +63,7 @@ def docx_text(
     text = "\n\n".join(p for p in paragraphs if p)
     if len(text.encode("utf-8", "surrogatepass")) > text_bytes:
         raise ReadError(
-            f"the DOCX expands to more than {mib(text_bytes)} MiB of text"
+            f"the DOCX expands to more than {mib(text_bytes)} MB of text"
             " (the limit per file) — nothing stored"
         )
     return text, title, {}, []

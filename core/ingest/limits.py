@@ -46,10 +46,10 @@ class ParseLimits(BaseModel):
     def summary(self, max_bytes: int = DEFAULT_MAX_BYTES) -> str:
         """The limits in one sentence, for the Upload page."""
         return (
-            f"Limits per file: {mib(max_bytes)} MiB uploaded; a PDF or DOCX is read in a separate"
-            f" process with at most {mib(self.memory_bytes)} MiB of memory and"
-            f" {self.seconds:g} s, and may yield at most {mib(self.text_bytes)} MiB of text; a"
-            f" DOCX may inflate to at most {mib(self.inflated_bytes)} MiB; JSON lines may nest"
+            f"Limits per file: {mib(max_bytes)} MB uploaded; a PDF or DOCX is read in a separate"
+            f" process with at most {mib(self.memory_bytes)} MB of memory and"
+            f" {self.seconds:g} s, and may yield at most {mib(self.text_bytes)} MB of text; a"
+            f" DOCX may inflate to at most {mib(self.inflated_bytes)} MB; JSON lines may nest"
             f" {MAX_JSON_DEPTH} levels."
         )
 

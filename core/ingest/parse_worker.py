@@ -197,7 +197,7 @@ def _run(kind: str, data: bytes, options: dict[str, Any], memory_bytes: int, sec
 def _memory_reason(what: str, memory_bytes: int) -> str:
     mib = memory_bytes // (1024 * 1024)
     return (
-        f"the {what} expands to more than {mib:,} MiB in memory while being read"
+        f"the {what} expands to more than {mib:,} MB in memory while being read"
         " (the limit per file) — nothing stored"
     )
 

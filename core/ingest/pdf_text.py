@@ -41,7 +41,7 @@ def pdf_text(
             produced += len(page_text.encode("utf-8", "surrogatepass"))
             if produced > text_bytes:
                 raise ReadError(
-                    f"the PDF expands to more than {mib(text_bytes)} MiB of text"
+                    f"the PDF expands to more than {mib(text_bytes)} MB of text"
                     " (the limit per file) — nothing stored"
                 )
             pages.append(page_text)

@@ -97,8 +97,8 @@ def size_problem(size: int, max_bytes: int) -> str | None:
     """Why a file of ``size`` bytes is not read (too large, or empty), or None."""
     if size > max_bytes:
         return (
-            f"file too large: {size / 1_048_576:.1f} MiB, the limit is"
-            f" {max_bytes / 1_048_576:.1f} MiB — nothing stored (split it or raise the limit)"
+            f"file too large: {size / 1_048_576:.1f} MB, the limit is"
+            f" {max_bytes / 1_048_576:.1f} MB — nothing stored (split it or raise the limit)"
         )
     if not size:
         return "the file is empty — nothing stored"

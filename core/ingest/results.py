@@ -44,6 +44,12 @@ class ReadResult(BaseModel):
 
 
 def mib(size: int) -> str:
-    """``size`` in MiB for a message: whole above 10 MiB, else two significant digits."""
+    """``size`` in units of 1,048,576 bytes for a message: whole above 10, else two
+    significant digits.
+
+    Messages call that unit "MB", as Streamlit does: its upload setting (``maxUploadSize``,
+    which the uploader prints as "64MB per file") and ``LEXPLAIN_MAX_UPLOAD_MB`` count it so.
+    "MiB" beside the uploader's "MB" read as two limits; one unit on every screen.
+    """
     mib = size / 1_048_576
     return f"{mib:,.0f}" if mib >= 10 else f"{mib:.2g}"

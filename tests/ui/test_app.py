@@ -354,7 +354,7 @@ def test_the_upload_page_shows_the_limits_files_are_read_under_from_core() -> No
     at.switch_page("pages/upload.py").run()
     no_exception(at)
     limits = get_service().upload_limits()
-    assert "1,024 MiB of memory" in limits
+    assert "1,024 MB of memory" in limits
     assert escape_text(limits) in [c.value for c in at.caption]
 
 

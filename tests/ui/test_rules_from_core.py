@@ -63,6 +63,13 @@ def test_the_uploader_accepts_exactly_the_file_types_the_readers_read() -> None:
     accepted = set(uploader.proto.type)
     assert accepted == set(SUPPORTED_EXTENSIONS)
     assert {".text", ".markdown"} <= accepted  # the two the page's own list had dropped
+    # The uploader prints "<n>MB per file" from the same setting core checks, and core's
+    # limits say MB too: "64MB per file" beside "64 MiB" read as two limits.
+    size = uploader.proto.max_upload_size_mb
+    assert size == get_service().settings.max_upload_mb
+    (limits,) = [t for t in texts(at) if t.startswith("Limits per file")]
+    assert limits.startswith(f"Limits per file&#58; {size} MB uploaded")  # escaped colon
+    assert "MiB" not in limits
 
 
 def test_compare_and_evaluate_offer_the_rankers_by_cores_names_and_parameters() -> None:

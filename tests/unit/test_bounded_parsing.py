@@ -45,7 +45,7 @@ def test_a_pdf_of_pages_sharing_one_huge_content_stream_is_refused_for_its_text_
     data = shared_stream_pdf_bytes(30, 20_000)
     assert len(data) < 20_000
     assert refused("shared.pdf", data, ParseLimits(text_bytes=MIB)) == (
-        "the PDF expands to more than 1 MiB of text (the limit per file) — nothing stored"
+        "the PDF expands to more than 1 MB of text (the limit per file) — nothing stored"
     )
 
 
@@ -54,7 +54,7 @@ def test_a_pdf_that_needs_more_memory_than_the_worker_has_is_refused_and_the_nex
 ):
     data = shared_stream_pdf_bytes(1, 10, padding=64 * MIB)
     assert refused("bomb.pdf", data, ParseLimits(memory_bytes=160 * MIB)) == (
-        "the PDF expands to more than 160 MiB in memory while being read (the limit per file)"
+        "the PDF expands to more than 160 MB in memory while being read (the limit per file)"
         " — nothing stored"
     )
     (document,) = read_file(
@@ -79,7 +79,7 @@ def test_a_pdf_that_takes_longer_than_the_limit_is_refused_and_its_worker_killed
 def test_a_docx_whose_styles_claim_a_gibibyte_is_refused_before_anything_is_inflated() -> None:
     data = docx_with_member("word/styles.xml", 10_000, declared=1024 * MIB)
     assert refused("bomb.docx", data) == (
-        "the DOCX inflates to 1,024 MiB, more than the 128 MiB allowed per file (a zip bomb?)"
+        "the DOCX inflates to 1,024 MB, more than the 128 MB allowed per file (a zip bomb?)"
         " — nothing stored"
     )
 
@@ -88,7 +88,7 @@ def test_a_docx_whose_text_part_inflates_past_the_limit_is_refused() -> None:
     data = docx_with_member("word/document.xml", 3 * MIB)
     assert len(data) < 100_000
     assert refused("big.docx", data, ParseLimits(inflated_bytes=2 * MIB)) == (
-        "the DOCX inflates to 3.8 MiB, more than the 2 MiB allowed per file (a zip bomb?)"
+        "the DOCX inflates to 3.8 MB, more than the 2 MB allowed per file (a zip bomb?)"
         " — nothing stored"
     )
 
@@ -105,7 +105,7 @@ def test_a_docx_member_that_inflates_past_its_declared_size_is_never_inflated_be
 def test_a_docx_that_expands_to_more_text_than_the_limit_is_refused() -> None:
     data = docx_bytes(["Flutter of heated wings at the root. " * 100] * 40)
     assert refused("long.docx", data, ParseLimits(text_bytes=100_000)) == (
-        "the DOCX expands to more than 0.095 MiB of text (the limit per file) — nothing stored"
+        "the DOCX expands to more than 0.095 MB of text (the limit per file) — nothing stored"
     )
 
 
@@ -126,9 +126,9 @@ def test_the_limits_are_the_product_constants_and_the_upload_sentence_names_each
     )
     sentence = DEFAULT_PARSE_LIMITS.summary(64 * MIB)
     assert sentence == (
-        "Limits per file: 64 MiB uploaded; a PDF or DOCX is read in a separate process with at"
-        " most 1,024 MiB of memory and 120 s, and may yield at most 64 MiB of text; a DOCX may"
-        f" inflate to at most 128 MiB; JSON lines may nest {MAX_JSON_DEPTH} levels."
+        "Limits per file: 64 MB uploaded; a PDF or DOCX is read in a separate process with at"
+        " most 1,024 MB of memory and 120 s, and may yield at most 64 MB of text; a DOCX may"
+        f" inflate to at most 128 MB; JSON lines may nest {MAX_JSON_DEPTH} levels."
     )
 
 
@@ -139,7 +139,7 @@ def test_load_refuses_a_docx_bomb_by_name_and_reads_the_other_files(tmp_path: Pa
     (tmp_path / "notes.txt").write_text("Flutter of heated wings.", encoding="utf-8")
     uploads = {Path(u.file_name).name: u for u in collect_uploads([tmp_path])}
     assert uploads["bomb.docx"].error is not None
-    assert uploads["bomb.docx"].error.startswith("the DOCX inflates to 1,024 MiB")
+    assert uploads["bomb.docx"].error.startswith("the DOCX inflates to 1,024 MB")
     assert uploads["notes.txt"].error is None
     assert uploads["notes.txt"].documents[0].text == "Flutter of heated wings."
 

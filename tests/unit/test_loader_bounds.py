@@ -143,7 +143,7 @@ def test_a_file_over_the_limit_is_refused_from_its_size_before_a_byte_is_read(
     monkeypatch.setattr(folders.os, "fdopen", fdopen)
     (uploaded,) = list(read_paths([huge]))
     assert uploaded.error is not None
-    assert uploaded.error.startswith("file too large: 3072.0 MiB, the limit is 64.0 MiB")
+    assert uploaded.error.startswith("file too large: 3072.0 MB, the limit is 64.0 MB")
     assert reads == []
 
 

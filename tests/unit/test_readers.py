@@ -107,7 +107,7 @@ def test_a_fifty_megabyte_text_file_loads_whole() -> None:
 
 
 def test_a_file_over_the_size_limit_is_refused_before_reading_with_both_sizes() -> None:
-    with pytest.raises(ReadError, match=r"file too large: 2\.0 MiB, the limit is 1\.0 MiB"):
+    with pytest.raises(ReadError, match=r"file too large: 2\.0 MB, the limit is 1\.0 MB"):
         read_file("big.txt", b"x" * (2 * 1024 * 1024), max_bytes=1024 * 1024)
 
 
