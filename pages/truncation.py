@@ -19,6 +19,7 @@ from core.analysis.presentation import CANDIDATE_ORDER, TIE_NOTE, escape_text, s
 from core.service import QUERY_BOUNDS_NOTE, TruncationView
 from pages.common import (
     K_MAX,
+    LIMIT_MAX,
     QUERY_DEFAULTS,
     offer_sample,
     score_scatter,
@@ -33,6 +34,15 @@ from pages.common import (
 KEYS = {"q": "t_q", "k": "t_k", "limit": "t_limit"}
 #: Session key of the URL this page last adopted.
 URL_MARKER = "_truncation_url"
+
+
+#: Session key of the exact-limit box beside the slider.
+BOX_KEY = "t_limit_box"
+
+
+def limit_typed() -> None:
+    """The box's value becomes the limit (the slider follows on this run)."""
+    st.session_state["t_limit"] = st.session_state[BOX_KEY]
 
 
 def sync_from_url() -> None:
@@ -115,17 +125,32 @@ if query.strip():
     except ValueError as exc:  # a bound of core.service.bounds, in its own words
         st.error(f"Not analysed: {exc}.")
 # The slider's range follows the query; a new range is a new widget, which would start at its
-# minimum. Writing the value back first carries the limit over.
-st.session_state["t_limit"] = max(limit, 1)  # core refused a 0 above; the slider starts at 1
-limit = int(
-    st.slider(
-        "limit",
-        min_value=1,
-        max_value=view.limit_max if view is not None else max(limit, 1000),
-        key="t_limit",
-        help="How many candidates the store hands to BM25, in its order: " + CANDIDATE_ORDER,
-    )
+# minimum. Writing the value back first carries the limit over; the number box beside it shows
+# the same value and sets an exact one (a slider over thousands of candidates cannot).
+limit = max(limit, 1)  # core refused a 0 above; both inputs start at 1
+st.session_state["t_limit"] = st.session_state[BOX_KEY] = limit
+box, track = st.columns([1, 4], vertical_alignment="bottom")
+box.number_input(
+    "limit",
+    min_value=1,
+    max_value=LIMIT_MAX,
+    step=1,
+    key=BOX_KEY,
+    on_change=limit_typed,
+    help="How many candidates the store hands to BM25, in its order: " + CANDIDATE_ORDER,
 )
+if view is not None:
+    # Drawn once the query's candidate count is known: a range guessed before it (1,000)
+    # jumped to the count (631) at the first query.
+    limit = int(
+        track.slider(
+            "limit (drag)",
+            min_value=1,
+            max_value=view.limit_max,
+            key="t_limit",
+            label_visibility="hidden",
+        )
+    )
 write_url(query, k, limit)
 
 if view is None:

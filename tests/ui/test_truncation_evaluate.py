@@ -270,6 +270,25 @@ def test_a_link_reproduces_the_truncation_view_and_the_slider_writes_the_url(
     assert at.slider(key="t_limit").value == want.smallest_safe_limit
 
 
+def test_an_exact_limit_typed_beside_the_slider_moves_it_on_the_querys_own_scale(
+    cranfield: str, direct: Direct
+) -> None:
+    at = page("pages/truncation.py", cranfield)
+    assert not at.slider  # no range to guess before a query (it jumped from 1,000 to 631)
+    assert at.number_input(key="t_limit_box").value == 1000
+    at.text_input(key="t_q").input("aeroelastic models").run()
+    matching = direct.report("aeroelastic models", 10, 20).matching
+    assert at.slider(key="t_limit").max == max(matching, 1000)
+    at.number_input(key="t_limit_box").set_value(20).run()
+    no_exception(at)
+    assert at.slider(key="t_limit").value == 20 and param(at, "limit") == "20"
+    assert at.slider(key="t_limit").max == matching  # the candidate count's own scale
+    want = direct.report("aeroelastic models", 10, 20)
+    assert f"**{len(want.cut)} of the unlimited top-10 cut**" in "\n".join(markdown(at))
+    at.slider(key="t_limit").set_value(7).run()
+    assert at.number_input(key="t_limit_box").value == 7  # the box follows the slider
+
+
 @pytest.mark.parametrize(
     ("query", "reason"),
     [("the of and", "no terms left after stopwords"), ("qqqzzz", "no passage contains any term")],
