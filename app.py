@@ -63,6 +63,7 @@ pages = [
     st.Page("pages/entities.py", title="Entities", icon=":material/sell:"),
     st.Page("pages/corpus.py", title="Corpus", icon=":material/bar_chart:"),
     st.Page("pages/evaluate.py", title="Evaluate", icon=":material/fact_check:"),
+    st.Page("pages/judge.py", title="Judge", icon=":material/grading:"),
 ]
 
 SIGN_IN = sign_in_configured()

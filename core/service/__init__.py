@@ -23,11 +23,12 @@ Everything a page or test imports is re-exported here: ``from core.service impor
 from __future__ import annotations
 
 from core.analysis.evaluation import EvaluationRun
-from core.analysis.judgment_files import JudgmentError
+from core.analysis.judgment_files import JudgmentError, JudgmentFormat, QueryFormat
 from core.analysis.rankers import KIND_LABELS, MAX_K1, Ranker, RankerKind, RankMovement
 from core.domain.bm25 import ScoreExplanation
 from core.domain.chunks import ChunkingOptions
 from core.domain.entities import EXTRACTOR_LIMITS
+from core.domain.judging import GRADE_NAMES
 from core.domain.tokenize import DEFAULT_PROFILE, Profile
 from core.service.access import (
     LinkedWorkspace,
@@ -95,6 +96,7 @@ __all__ = [
     "EXAMPLE_WITH_NAMES",
     "EXAMPLE_WORKSPACE",
     "EXTRACTOR_LIMITS",
+    "GRADE_NAMES",
     "KIND_LABELS",
     "K_MAX",
     "LIMIT_MAX",
@@ -125,6 +127,7 @@ __all__ = [
     "FileReport",
     "JudgedCoverage",
     "JudgmentError",
+    "JudgmentFormat",
     "LexplainService",
     "LimitedEntry",
     "LinkedWorkspace",
@@ -135,6 +138,7 @@ __all__ = [
     "Profile",
     "ProgressCallback",
     "QueryComparison",
+    "QueryFormat",
     "QueryView",
     "RankMovement",
     "RankedPassage",

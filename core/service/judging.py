@@ -9,6 +9,7 @@ several raters' grades become (``core.domain.agreement.combined_grade``).
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Final, Literal
@@ -26,8 +27,9 @@ from core.analysis.judgment_files import (
     write_judgments,
     write_queries,
 )
-from core.analysis.rankers import Ranker
+from core.analysis.rankers import Ranker, RankerKind, rank_with
 from core.analysis.run_comparison import METRICS, RunsComparison, compare_saved
+from core.analysis.truncation import UNLIMITED
 from core.domain.agreement import COMBINING_RULE, cohen_kappa, fleiss_kappa
 from core.domain.chunks import StoredChunk, workspace_tenant_id
 from core.domain.judging import (
@@ -38,10 +40,19 @@ from core.domain.judging import (
     RunRecord,
     SavedRun,
     SavedRunSummary,
+    SetQuery,
 )
-from core.service.common import combine_judgments, read_query_set, workspace_profile
+from core.domain.tokenize import tokenize
+from core.service.common import (
+    DEFAULT_LIMIT,
+    combine_judgments,
+    read_query_set,
+    workspace_profile,
+)
 from core.service.runner import StoreRunner
 
+#: How deep each ranker's list goes into a pool (TREC pools to 100; 10 is one screen).
+POOL_DEPTH: Final = 10
 #: How a rater's name is marked on grades imported from a file (a person, beside the file).
 IMPORTED: Final = "(imported)"
 
@@ -68,6 +79,39 @@ class JudgmentImport(BaseModel):
     stored: int
     unknown_queries: list[str]
     unknown_ids: list[str]
+
+
+class PoolPassage(BaseModel):
+    """A passage to grade: its text, and this rater's grade (None until given)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    chunk_id: str
+    source_id: str
+    text: str
+    grade: int | None
+
+
+class JudgingPool(BaseModel):
+    """One query of a set with the pool to grade, in an order that reveals no ranker."""
+
+    model_config = ConfigDict(frozen=True)
+
+    query: str
+    #: The query's terms as the workspace tokenises them (what the screen highlights).
+    terms: list[str]
+    position: int
+    queries: int
+    passages: list[PoolPassage]
+
+    @property
+    def graded(self) -> int:
+        return sum(p.grade is not None for p in self.passages)
+
+    @property
+    def next_ungraded(self) -> int | None:
+        """Index of the first passage this rater has not graded; None when all are."""
+        return next((i for i, p in enumerate(self.passages) if p.grade is None), None)
 
 
 class JudgingActions(StoreRunner):
@@ -308,4 +352,68 @@ class JudgingActions(StoreRunner):
             stored=stored,
             unknown_queries=sorted(unknown_queries),
             unknown_ids=sorted(unknown_ids),
+        )
+
+    def pool(
+        self,
+        query_set: str,
+        position: int,
+        *,
+        workspace: str,
+        depth: int = POOL_DEPTH,
+        limit: int = DEFAULT_LIMIT,
+    ) -> JudgingPool:
+        """What to grade for the set's query at ``position`` (0-based): the pool of rankers.
+
+        The union of the top ``depth`` of the workspace's BM25 at ``limit``, the same
+        without a limit (so the passages the limit cut are graded too) and the textbook BM25,
+        ordered by a hash of the passage id, which reveals no ranker. Each passage carries
+        this rater's grade, if any; the set's progress counts queries whose pool they have
+        graded whole. ``IndexError`` for a position outside the set.
+        """
+        queries = self.query_set(query_set, workspace=workspace).queries
+        if not 0 <= position < len(queries):
+            raise IndexError(f"the set “{query_set}” has {len(queries)} queries")
+        return self._call(self._pool(queries, position, workspace, depth, limit))
+
+    async def _pool(
+        self,
+        queries: Sequence[SetQuery],
+        position: int,
+        workspace: str,
+        depth: int,
+        limit: int,
+    ) -> JudgingPool:
+        tenant = workspace_tenant_id(workspace)
+        query = queries[position].text
+        terms = tokenize(query, await workspace_profile(self._store, workspace))
+        full = await self._store.lexical_candidates(terms, tenant, UNLIMITED)
+        found: dict[str, StoredChunk] = {}
+        for ranker, handed in (
+            (Ranker.of(RankerKind.WORKSPACE), full.head(limit)),
+            (Ranker.of(RankerKind.WORKSPACE), full),
+            (Ranker.of(RankerKind.CLASSIC), full),
+        ):
+            for ranked in rank_with(ranker, terms, handed, depth):
+                found.setdefault(ranked.chunk.id, ranked.chunk)
+        mine = {
+            j.chunk_id: j.grade
+            for j in await self._store.list_judgments(tenant, [query])
+            if j.rater == self.rater
+        }
+        order = sorted(found, key=lambda i: hashlib.sha256(f"{query}\0{i}".encode()).digest())
+        return JudgingPool(
+            query=query,
+            terms=terms,
+            position=position,
+            queries=len(queries),
+            passages=[
+                PoolPassage(
+                    chunk_id=i,
+                    source_id=found[i].source_id,
+                    text=found[i].text,
+                    grade=mine.get(i),
+                )
+                for i in order
+            ],
         )

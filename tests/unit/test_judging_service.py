@@ -277,3 +277,18 @@ def test_judgments_exported_as_trec_qrels_reimport_to_the_same_metrics(
         SAMPLE_QUERY_SET, 10, [again], workspace="again", by_document=True
     )
     assert after.rows == before.rows
+
+
+def test_the_pool_holds_the_passages_the_limit_cut_in_an_order_that_hides_the_ranker(
+    service: LexplainService,
+) -> None:
+    service.load_sample(workspace="default")
+    query = service.query_set(SAMPLE_QUERY_SET, workspace="default").queries[0].text
+    pool = service.pool(SAMPLE_QUERY_SET, 0, workspace="default", limit=3)
+    unlimited = service.search(query, k=10, limit=10_000, workspace="default").passages
+    ids = [p.chunk_id for p in pool.passages]
+    assert {p.chunk.id for p in unlimited} <= set(ids)
+    assert ids != [p.chunk.id for p in unlimited][: len(ids)]
+    assert pool.next_ungraded == 0 and pool.graded == 0
+    with pytest.raises(IndexError):
+        service.pool(SAMPLE_QUERY_SET, 225, workspace="default")
