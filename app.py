@@ -64,6 +64,7 @@ pages = [
     st.Page("pages/corpus.py", title="Corpus", icon=":material/bar_chart:"),
     st.Page("pages/evaluate.py", title="Evaluate", icon=":material/fact_check:"),
     st.Page("pages/judge.py", title="Judge", icon=":material/grading:"),
+    st.Page("pages/runs.py", title="Runs", icon=":material/leaderboard:"),
 ]
 
 SIGN_IN = sign_in_configured()
