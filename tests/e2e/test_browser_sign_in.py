@@ -172,3 +172,48 @@ def test_scripts_run_without_sign_in_listens_on_loopback_only_and_says_so() -> N
         proc.terminate()
         output, _ = proc.communicate(timeout=10)
     assert "No sign-in configured: listening on 127.0.0.1 only" in output
+
+
+def test_the_console_shows_no_authlib_deprecation_warnings(server: str, browser: Browser) -> None:
+    """Authlib (behind st.login) warned about its own modules on every start of a sign-in:
+    nothing whoever runs lexplain can act on (app.py filters them)."""
+    sign_in(browser, server, "ada").close()
+    log = (ARTIFACTS / "streamlit-sign-in.log").read_text(encoding="utf-8")
+    assert "AuthlibDeprecationWarning" not in log
+
+
+def test_scripts_run_with_sign_in_says_it_listens_on_every_interface(tmp_path: Path) -> None:
+    """With sign-in and no address Streamlit binds every interface: scripts/run says so."""
+    (tmp_path / ".streamlit").mkdir()
+    (tmp_path / ".streamlit" / "secrets.toml").write_text(
+        '[auth]\nredirect_uri = "http://localhost:1/oauth2callback"\n'
+        f'cookie_secret = "{secrets.token_hex(16)}"\nclient_id = "x"\nclient_secret = "y"\n'
+        'server_metadata_url = "http://localhost:1/.well-known/openid-configuration"\n',
+        encoding="utf-8",
+    )
+    env = {k: v for k, v in os.environ.items() if k != "LEXPLAIN_DATABASE_URL"}
+    env.update(LEXPLAIN_STORE="memory", HOME=str(tmp_path))
+    env.pop("STREAMLIT_SERVER_ADDRESS", None)
+    proc = subprocess.Popen(
+        ["bash", "scripts/run", "--server.port", str(free_port()), "--server.headless", "true"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    lines: list[str] = []
+    try:
+        assert proc.stdout is not None
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not any("configured" in x for x in lines):
+            line = proc.stdout.readline()
+            if not line:
+                break
+            lines.append(line)
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=10)
+    output = "".join(lines)
+    assert "Sign-in configured: listening on every interface" in output, output
+    assert "No sign-in configured" not in output
