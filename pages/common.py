@@ -22,6 +22,7 @@ from core.service import (
     DEFAULT_LIMIT,
     DEFAULT_WORKSPACE,
     SAMPLE_LABEL,
+    SAMPLE_QUERY,
     EvaluationRun,
     LexplainService,
     TruncationView,
@@ -252,8 +253,14 @@ def ndcg_histogram(runs: Sequence[EvaluationRun], names: Sequence[str]) -> go.Fi
     return figure
 
 
-def offer_sample(service: LexplainService) -> None:
-    """On an empty workspace: one click loads the sample collection."""
+def try_sample_query(query_key: str) -> None:
+    """Button callback: the suggested query goes into the page's query box (and the shared one)."""
+    st.session_state[query_key] = st.session_state[SHARED["q"]] = SAMPLE_QUERY
+
+
+def offer_sample(service: LexplainService, query_key: str | None = None) -> None:
+    """On an empty workspace: one click loads the sample collection; then, on a page with a
+    query box (its session key ``query_key``), one more click tries the suggested query."""
     if not service.is_empty(workspace=workspace()):
         return
     slot = st.empty()
@@ -273,11 +280,22 @@ def offer_sample(service: LexplainService) -> None:
         bar.progress(done / total, text=f"Loading the sample… {done:,} of {total:,} documents")
 
     report = service.load_sample(workspace=workspace(), on_progress=progress)
-    slot.success(
-        f"Loaded {report.passages_written:,} passages from {report.documents:,} documents"
-        + (f" ({'; '.join(report.notes)})" if report.notes else "")
-        + ". Try a query, e.g. “aeroelastic models of heated high speed aircraft”."
-    )
+    with slot.container():
+        st.success(
+            f"Loaded {report.passages_written:,} passages from {report.documents:,} documents"
+            + "".join(f"; {note}" for note in report.notes)
+            + "."
+        )
+        if query_key is None:
+            st.caption(f"Try a query on the Search page, e.g. “{escape_text(SAMPLE_QUERY)}”.")
+        else:
+            st.button(
+                f"Try: {SAMPLE_QUERY}",
+                key="try_sample_query",
+                icon=":material/search:",
+                on_click=try_sample_query,
+                args=(query_key,),
+            )
 
 
 #: Query, k and limit before any screen set them: one default for Search, Truncation and Compare.

@@ -277,7 +277,7 @@ st.markdown(
     "**lexplain** ranks passages with BM25 and shows the arithmetic behind every score: "
     "each query term's idf, its TF part and its contribution."
 )
-offer_sample(service)
+offer_sample(service, query_key="q")
 sync_from_url()
 query = st.text_input(
     "Query",

@@ -104,7 +104,7 @@ st.markdown(
     "contain, *before* any scoring — so a passage with one rare term can rank first over the "
     "whole corpus and still be cut. This page shows what the limit costs a query."
 )
-offer_sample(service)
+offer_sample(service, query_key="t_q")
 sync_from_url()
 query = st.text_input(
     "Query",

@@ -108,7 +108,7 @@ def jsonl_parts(lines: Iterable[bytes], *, prefix: str = "") -> Iterator[Collect
         )
     if empty:
         result.notes.append(
-            f"skipped {empty} empty record{'s' if empty != 1 else ''} (no title, no text)"
+            f"{empty} empty record{'s' if empty != 1 else ''} left out (no title, no text)"
         )
     if not stored and not result.documents:
         # Nothing was handed on yet (a part holds at least one document): every problem is here.

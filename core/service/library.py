@@ -48,6 +48,8 @@ SAMPLE_CORPUS = Path(__file__).resolve().parents[2] / "data" / "cranfield" / "co
 WORKSPACE_NAME_MAX = 100
 #: How the sample is named on screen: what it loads (two of the 1,400 records are empty).
 SAMPLE_LABEL = "Cranfield, 1,398 aeronautics abstracts"
+#: A query to try on the sample (Cranfield's first query, without its stopwords).
+SAMPLE_QUERY = "aeroelastic models of heated high speed aircraft"
 #: A small bundled file that names people, organisations and places (the sample names none).
 EXAMPLE_WITH_NAMES = SAMPLE_CORPUS.parents[1] / "examples" / "wind-tunnel-notes.md"
 #: Where the Entities screen offers to put that example: its own workspace, so adding it never

@@ -24,7 +24,7 @@ from core.analysis.presentation import compare_explanations, escape_text
 from core.domain.bm25 import CorpusStats, ScoreExplanation, corpus_stats, explain_score
 from core.domain.tokenize import tokenize
 from core.ingest.readers import read_file
-from core.service import MAX_QUERY_TERMS
+from core.service import MAX_QUERY_TERMS, SAMPLE_QUERY
 from pages.common import get_service
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -158,8 +158,20 @@ def test_one_click_loads_the_sample_and_the_offer_goes_away() -> None:
     at.button(key="load_sample").click().run()
     no_exception(at)
     assert "load_sample" not in [b.key for b in at.button]
+    assert [s.value for s in at.success] == [
+        "Loaded 1,398 passages from 1,398 documents; 2 empty records left out (no title, no text)."
+    ]
     at.text_input(key="q").input("aeroelastic").run()
     assert headers(at), "the sample answers a query right after loading"
+
+
+def test_the_query_suggested_after_loading_the_sample_fills_the_query_box_and_runs() -> None:
+    at = app(fresh())
+    at.button(key="load_sample").click().run()
+    at.button(key="try_sample_query").click().run()
+    no_exception(at)
+    assert at.text_input(key="q").value == SAMPLE_QUERY
+    assert headers(at) and at.query_params["q"] in (SAMPLE_QUERY, [SAMPLE_QUERY])
 
 
 def test_cranfield_query_1_shows_core_ranking_and_explanations(

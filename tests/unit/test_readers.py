@@ -322,7 +322,7 @@ def test_empty_beir_records_are_skipped_with_a_note_not_an_error() -> None:
         "corpus.jsonl", jsonl({"_id": "471", "title": "", "text": ""}, {"_id": "1", "text": "x"})
     )
     assert [d.source_id for d in result.documents] == ["1"]
-    assert result.problems == [] and result.notes == ["skipped 1 empty record (no title, no text)"]
+    assert result.problems == [] and result.notes == ["1 empty record left out (no title, no text)"]
 
 
 def test_nul_and_surrogate_escapes_in_jsonl_are_cleaned_and_noted_per_line() -> None:
