@@ -187,10 +187,7 @@ def render_chosen(view: CompareView) -> None:
     if a is None or b is None:
         return
     st.markdown(f"`{FORMULA}`")
-    st.markdown(
-        f"N = {view.n_docs:,}, avgdl = {view.avg_doc_length:.2f}, "
-        f"dl = {a.terms[0].doc_length if a.terms else 0}"
-    )
+    st.markdown(f"N = {view.n_docs:,}, avgdl = {view.avg_doc_length:.2f}, dl = {a.doc_length}")
     chosen = next((m for m in comparison.movements if m.chunk_id == view.chosen), None)
     ranks = None if chosen is None else (chosen.rank_a, chosen.rank_b)
     st.markdown(escape_text(rankers_summary(a, b, ranks)))

@@ -138,7 +138,7 @@ def render_passage(passage: RankedPassage, result: SearchResult, scale: float) -
 
 
 def render_explanation(passage: RankedPassage) -> None:
-    part = passage.explanation.terms[0]
+    part = passage.explanation
     st.markdown(
         f"`{FORMULA}` &nbsp; k1 = {passage.explanation.k1:g}, "
         f"b = {passage.explanation.b:g}  \n"

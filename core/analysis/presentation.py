@@ -352,7 +352,7 @@ def explanation_rows(
     """The explanation as table rows (matched terms by contribution, then unmatched by idf);
     only ``columns`` when given (e.g. ``RANKER_COLUMNS``)."""
     parts = sorted(
-        explanation.terms,
+        explanation.every_term(),
         key=lambda p: (p.tf == 0, -p.contribution, -p.idf, p.term),
     )
     rows = [
@@ -402,8 +402,8 @@ def compare_explanations(
     a: ScoreExplanation, b: ScoreExplanation, names: tuple[str, str] = ("A", "B")
 ) -> ExplanationComparison:
     """The per-term differences between two explanations of the same query."""
-    terms_a = {p.term: p.contribution for p in a.terms}
-    terms_b = {p.term: p.contribution for p in b.terms}
+    terms_a = {p.term: p.contribution for p in a.every_term()}
+    terms_b = {p.term: p.contribution for p in b.every_term()}
     if set(terms_a) != set(terms_b):
         raise ValueError("the two explanations are for different queries")
     diffs = [

@@ -98,7 +98,7 @@ class SearchResult(QueryView):
         )
         for passage in self.passages:
             chunk = passage.chunk
-            for part in passage.explanation.terms:
+            for part in passage.explanation.every_term():
                 writer.writerow(
                     [
                         passage.rank,

@@ -217,13 +217,13 @@ def test_cranfield_query_1_shows_core_ranking_and_explanations(
     explanation = expected.explanations["184"]
     table = rows(at, 0)
     assert all(None not in row.values() for row in table)
-    assert len(table) == len(explanation.terms)
+    assert len(table) == len(explanation.every_term())
     assert (
         f"**total = {explanation.score:.4f}** = the score above "
         "(the sum of the contribution column)"
     ) in markdown(at)
     by_term = {r["term"]: r for r in table}
-    for part in explanation.terms:
+    for part in explanation.every_term():
         row = by_term[part.term]
         assert (row["tf"], row["df"], row["N"], row["dl"]) == (
             part.tf,

@@ -65,8 +65,11 @@ def test_the_explanation_adds_up_to_the_score_exactly(
         total += part.contribution
     assert total == explanation.score
     assert explanation.score == bm25_score(query, tfs, doc_length, stats)
-    assert [p.term for p in explanation.terms] == sorted(set(query))
-    for part in explanation.terms:
+    assert [p.term for p in explanation.every_term()] == sorted(set(query))
+    matched = sorted(t for t in set(query) if tfs.get(t, 0) > 0 and stats.n_docs > 0)
+    assert [p.term for p in explanation.terms] == matched
+    assert explanation.unmatched == sorted(set(query) - set(matched))
+    for part in explanation.every_term():
         assert part.contribution == part.idf * part.tf_part
 
 
@@ -116,7 +119,9 @@ def test_a_shorter_passage_beats_a_longer_one_at_equal_tf() -> None:
 def test_a_term_the_passage_lacks_contributes_nothing_but_is_still_explained() -> None:
     stats = CorpusStats(n_docs=10, avg_doc_length=5.0, doc_frequencies={"wing": 2})
     explanation = explain_score(["wing", "obeyed"], {"wing": 1}, 5, stats)
-    obeyed = next(p for p in explanation.terms if p.term == "obeyed")
+    assert [p.term for p in explanation.terms] == ["wing"]  # named, not built: no model each
+    assert explanation.unmatched == ["obeyed"]
+    obeyed = next(p for p in explanation.every_term() if p.term == "obeyed")
     assert (obeyed.tf, obeyed.df, obeyed.tf_part, obeyed.contribution) == (0, 0, 0.0, 0.0)
     assert obeyed.idf > 0.0
 

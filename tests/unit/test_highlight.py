@@ -163,7 +163,7 @@ def test_the_formula_line_substitutes_the_explanations_numbers() -> None:
 def test_explanation_rows_carry_the_explanations_values_unchanged() -> None:
     explanation = _explain(CORPUS[0], CORPUS, "aeroelastic models when")
     rows = explanation_rows(explanation)
-    by_term = {p.term: p for p in explanation.terms}
+    by_term = {p.term: p for p in explanation.every_term()}
     assert {r["term"] for r in rows} == set(by_term)
     for row in rows:
         part = by_term[str(row["term"])]
@@ -179,7 +179,7 @@ def test_compare_names_the_terms_that_decide_the_order() -> None:
     cmp = compare_explanations(a, b)
     assert cmp.score_difference == a.score - b.score
     by_term = {d.term: d for d in cmp.terms}
-    for part_a, part_b in zip(a.terms, b.terms, strict=True):
+    for part_a, part_b in zip(a.every_term(), b.every_term(), strict=True):
         if part_a.contribution != part_b.contribution:
             assert by_term[part_a.term].difference == part_a.contribution - part_b.contribution
     assert "wins on aeroelastic +" in cmp.summary

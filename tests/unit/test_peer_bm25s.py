@@ -109,7 +109,7 @@ def test_query_one_matches_the_numbers_the_ui_sketch_shows(cranfield: Cranfield)
     # this ties our arithmetic to it to 4 decimals, as the sketch prints them.
     top = cranfield.rank(tokenize(cranfield.queries[0]))[0]
     assert top.chunk.source_id == "184"
-    parts = {p.term: p for p in top.explanation.terms}
+    parts = {p.term: p for p in top.explanation.every_term()}
     assert round(top.score, 4) == 23.1204
     assert (parts["aeroelastic"].tf, parts["aeroelastic"].df) == (4, 16)
     assert round(parts["aeroelastic"].contribution, 4) == 7.6967
