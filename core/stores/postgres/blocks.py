@@ -60,22 +60,24 @@ def _stage_rows(batch: Iterable[StoredChunk], profiles: dict[UUID, Profile]) -> 
     staged: list[Staged] = []
     for chunk in batch:
         length, tfs = passage_terms(chunk.text, profiles.get(chunk.tenant_id, DEFAULT_PROFILE))
-        row = (
-            chunk.tenant_id,
-            chunk.id,
-            chunk.source_id,
-            chunk.chunk_index,
-            chunk.start_char,
-            chunk.end_char,
-            chunk.text,
-            list(chunk.entity_ids),
-            json.dumps(chunk.metadata, ensure_ascii=False, allow_nan=False)
-            if chunk.metadata
-            else "{}",
-            length,
-        )
-        staged.append((row, tfs))
+        staged.append((staged_row(chunk, length), tfs))
     return staged
+
+
+def staged_row(chunk: StoredChunk, length: int) -> tuple[Any, ...]:
+    """A passage's row for the staging COPY (its ordinal is appended once reserved)."""
+    return (
+        chunk.tenant_id,
+        chunk.id,
+        chunk.source_id,
+        chunk.chunk_index,
+        chunk.start_char,
+        chunk.end_char,
+        chunk.text,
+        list(chunk.entity_ids),
+        json.dumps(chunk.metadata, ensure_ascii=False, allow_nan=False) if chunk.metadata else "{}",
+        length,
+    )
 
 
 class Blocks:
