@@ -31,6 +31,9 @@ PARSE_SECONDS = 120.0
 MAX_TEXT_BYTES = 64 * 1024 * 1024
 #: Most bytes the members of one DOCX may inflate to, in total (checked before inflating).
 MAX_INFLATED_BYTES = 128 * 1024 * 1024
+#: Most bytes a PDF's page content streams may inflate to, summed over its pages (a stream
+#: that 30 pages share counts 30 times: the text extractor runs it once per page).
+MAX_CONTENT_BYTES = 256 * 1024 * 1024
 
 
 class ParseLimits(BaseModel):
@@ -42,6 +45,7 @@ class ParseLimits(BaseModel):
     seconds: float = Field(default=PARSE_SECONDS, gt=0)
     text_bytes: int = Field(default=MAX_TEXT_BYTES, gt=0)
     inflated_bytes: int = Field(default=MAX_INFLATED_BYTES, gt=0)
+    content_bytes: int = Field(default=MAX_CONTENT_BYTES, gt=0)
 
     def summary(self, max_bytes: int = DEFAULT_MAX_BYTES) -> str:
         """The limits in one sentence, for the Upload page."""
@@ -49,6 +53,7 @@ class ParseLimits(BaseModel):
             f"Limits per file: {mib(max_bytes)} MB uploaded; a PDF or DOCX is read in a separate"
             f" process with at most {mib(self.memory_bytes)} MB of memory and"
             f" {self.seconds:g} s, and may yield at most {mib(self.text_bytes)} MB of text; a"
+            f" PDF's page contents may inflate to at most {mib(self.content_bytes)} MB in all; a"
             f" DOCX may inflate to at most {mib(self.inflated_bytes)} MB; JSON lines may nest"
             f" {MAX_JSON_DEPTH} levels."
         )

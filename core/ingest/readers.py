@@ -50,7 +50,11 @@ def _bounded(
     kind: str, data: bytes, limits: ParseLimits
 ) -> tuple[str, str, dict[str, Any], list[str]]:
     """A PDF or DOCX parsed in the worker process, under ``limits``."""
-    options = {"text_bytes": limits.text_bytes, "inflated_bytes": limits.inflated_bytes}
+    options = {
+        "text_bytes": limits.text_bytes,
+        "inflated_bytes": limits.inflated_bytes,
+        "content_bytes": limits.content_bytes,
+    }
     try:
         answer = parse_worker.run(
             kind, data, options, memory_bytes=limits.memory_bytes, seconds=limits.seconds

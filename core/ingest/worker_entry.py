@@ -19,7 +19,9 @@ from core.ingest.pdf_text import pdf_text
 def parse_in_worker(kind: str, data: bytes, options: dict[str, Any]) -> dict[str, Any]:
     """What the worker process runs for one file: ``kind`` "pdf" or "docx"; raises ReadError."""
     if kind == "pdf":
-        text, title, metadata, notes = pdf_text(data, options["text_bytes"])
+        text, title, metadata, notes = pdf_text(
+            data, options["text_bytes"], options["content_bytes"]
+        )
     else:
         text, title, metadata, notes = docx_text(
             data, options["text_bytes"], options["inflated_bytes"]

@@ -22,6 +22,7 @@ from core.ingest import parse_worker
 from core.ingest.jsonlines import MAX_JSON_DEPTH
 from core.ingest.limits import (
     DEFAULT_PARSE_LIMITS,
+    MAX_CONTENT_BYTES,
     MAX_INFLATED_BYTES,
     MAX_TEXT_BYTES,
     PARSE_MEMORY_BYTES,
@@ -47,6 +48,20 @@ def test_a_pdf_of_pages_sharing_one_huge_content_stream_is_refused_for_its_text_
     assert refused("shared.pdf", data, ParseLimits(text_bytes=MIB)) == (
         "the PDF expands to more than 1 MB of text (the limit per file) — nothing stored"
     )
+
+
+def test_a_pdf_whose_pages_share_a_huge_content_stream_is_refused_before_extracting() -> None:
+    data = shared_stream_pdf_bytes(30, 20_000)  # 30 pages x 1.6 MB of drawing, 15 KB on disk
+    assert refused("shared.pdf", data, ParseLimits(content_bytes=16 * MIB, seconds=20)) == (
+        "the PDF's page contents inflate to more than 16 MB (the limit per file; pages that"
+        " repeat one drawing count once each) — nothing stored"
+    )
+    (document,) = read_file("one.pdf", shared_stream_pdf_bytes(1, 200)).documents
+    assert document.text.startswith("Wind tunnel pressure readings")
+
+
+def test_the_upload_limits_name_the_pdf_content_cap() -> None:
+    assert "page contents may inflate to at most 256 MB in all" in DEFAULT_PARSE_LIMITS.summary()
 
 
 def test_a_pdf_that_needs_more_memory_than_the_worker_has_is_refused_and_the_next_file_reads() -> (
@@ -121,14 +136,16 @@ def test_the_limits_are_the_product_constants_and_the_upload_sentence_names_each
             seconds=PARSE_SECONDS,
             text_bytes=MAX_TEXT_BYTES,
             inflated_bytes=MAX_INFLATED_BYTES,
+            content_bytes=MAX_CONTENT_BYTES,
         )
         == DEFAULT_PARSE_LIMITS
     )
     sentence = DEFAULT_PARSE_LIMITS.summary(64 * MIB)
     assert sentence == (
         "Limits per file: 64 MB uploaded; a PDF or DOCX is read in a separate process with at"
-        " most 1,024 MB of memory and 120 s, and may yield at most 64 MB of text; a DOCX may"
-        f" inflate to at most 128 MB; JSON lines may nest {MAX_JSON_DEPTH} levels."
+        " most 1,024 MB of memory and 120 s, and may yield at most 64 MB of text; a PDF's page"
+        " contents may inflate to at most 256 MB in all; a DOCX may inflate to at most 128 MB;"
+        f" JSON lines may nest {MAX_JSON_DEPTH} levels."
     )
 
 
