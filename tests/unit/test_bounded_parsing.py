@@ -166,7 +166,11 @@ def test_a_worker_nobody_kills_is_stopped_by_the_kernel_after_its_cpu_allowance(
     worker = parse_worker._Worker(PARSE_MEMORY_BYTES)
     try:
         header = json.dumps(
-            {"kind": "pdf", "options": {"text_bytes": MAX_TEXT_BYTES}, "cpu_seconds": 0.5}
+            {
+                "kind": "pdf",
+                "options": {"text_bytes": MAX_TEXT_BYTES, "content_bytes": MAX_CONTENT_BYTES},
+                "cpu_seconds": 0.5,
+            }
         ).encode()
         data = shared_stream_pdf_bytes(30, 20_000)
         request = parse_worker._HEADER.pack(len(header)) + header + data
