@@ -194,26 +194,23 @@ def test_scripts_run_with_sign_in_says_it_listens_on_every_interface(tmp_path: P
     env = {k: v for k, v in os.environ.items() if k != "LEXPLAIN_DATABASE_URL"}
     env.update(LEXPLAIN_STORE="memory", HOME=str(tmp_path))
     env.pop("STREAMLIT_SERVER_ADDRESS", None)
+    port = free_port()
     proc = subprocess.Popen(
-        ["bash", "scripts/run", "--server.port", str(free_port()), "--server.headless", "true"],
+        ["bash", "scripts/run", "--server.port", str(port), "--server.headless", "true"],
         cwd=ROOT,
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
     )
-    lines: list[str] = []
     try:
-        assert proc.stdout is not None
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not any("configured" in x for x in lines):
-            line = proc.stdout.readline()
-            if not line:
-                break
-            lines.append(line)
+        while not listening_addresses(port):
+            assert proc.poll() is None and time.monotonic() < deadline, "scripts/run did not start"
+            time.sleep(0.2)
+        assert listening_addresses(port) - {"0100007F", "00000000000000000000000001000000"}
     finally:
         proc.terminate()
-        proc.communicate(timeout=10)
-    output = "".join(lines)
+        output, _ = proc.communicate(timeout=10)
     assert "Sign-in configured: listening on every interface" in output, output
     assert "No sign-in configured" not in output
