@@ -10,20 +10,32 @@ to check it is not answered document by document.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import os
+import signal
 import time
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
 import asyncpg
+import pytest
 
 from core.domain.chunks import ChunkingOptions, SourceDocument, StoredChunk
+from core.ingest import indexing
 from core.ingest.indexing import NOT_WRITTEN, index_documents
+from core.stores import embedded
 from core.stores.postgres import PostgresChunkStore
+from core.stores.select import open_embedded
 
 #: Documents of the stock-server load (four batches of 5,000 written at once).
 LOAD_DOCUMENTS = 20_000
 WHOLE = ChunkingOptions(whole_documents=True)
+#: Documents of the load whose server is killed, and the seconds it may take to stop after the
+#: kill: the retry window (~9 s) and the writes in flight, not a wait without end.
+GONE_DOCUMENTS = 6_000
+GONE_BOUND_S = 30.0
 
 
 def documents(count: int) -> list[SourceDocument]:
@@ -115,3 +127,31 @@ async def test_a_resource_error_stops_the_load_and_is_not_retried_document_by_do
         await conn.close()
         await store.close()
         await drop(url, schema)
+
+
+async def test_a_load_whose_server_is_killed_stops_within_seconds_with_one_reason(
+    embedded_data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(indexing, "BATCH_PASSAGES", 500)
+    store = await open_embedded(embedded_data_dir)
+    server = embedded.running(embedded_data_dir)
+    assert server is not None
+    tenant = uuid.uuid4()
+    load = asyncio.create_task(
+        index_documents(documents(GONE_DOCUMENTS), store, tenant, chunking=WHOLE, extractor=None)
+    )
+    try:
+        while not load.done() and (await store.passage_count(tenant)) == 0:
+            await asyncio.sleep(0.01)
+        assert not load.done()
+        os.kill(server.pid, signal.SIGKILL)  # the postmaster: nobody restarts it
+        async with asyncio.timeout(GONE_BOUND_S):
+            report = await load
+    finally:
+        with contextlib.suppress(Exception):
+            await store.close()
+    assert report.stopped is not None and "connection" in report.stopped
+    assert report.documents_indexed >= 500
+    # The rest are the stop's rows, not a per-document failure each.
+    assert {row.reason for row in report.rows if row.status == "rejected"} == {NOT_WRITTEN}
+    assert report.documents_indexed + report.not_written == GONE_DOCUMENTS
