@@ -76,7 +76,7 @@ def _too_many_cells(distinct: int, rows: int) -> ValueError:
     mib = MAX_CANDIDATE_CELLS * CELL_BYTES // 2**20
     return ValueError(
         f"the query's {distinct:,} distinct terms over {rows:,} candidate passages would hold "
-        f"{distinct * rows:,} term counts, more than the {MAX_CANDIDATE_CELLS:,} ({mib:,} MiB) one "
+        f"{distinct * rows:,} term counts, more than the {MAX_CANDIDATE_CELLS:,} ({mib:,} MB) one "
         "query may: use fewer or rarer terms, or a smaller limit"
     )
 

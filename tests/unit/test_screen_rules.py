@@ -104,21 +104,43 @@ def test_source_ids_sort_as_people_count() -> None:
 
 
 def string_literals(path: Path) -> Iterator[str]:
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Constant) and isinstance(node.value, str):
-            yield node.value
+    """Every string the module can show: its constants and f-string pieces, not docstrings."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docstrings = {
+        id(node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+    }
+    for node in ast.walk(tree):
+        is_text = isinstance(node, ast.Constant) and isinstance(node.value, str)
+        if is_text and id(node) not in docstrings:
+            yield str(node.value)
+
+
+def screen_sources() -> list[Path]:
+    files = [ROOT / "app.py", *sorted((ROOT / "pages").glob("*.py"))]
+    files += sorted((ROOT / "core" / "service").glob("*.py"))
+    return files + sorted((ROOT / "core" / "ingest").glob("*.py"))
 
 
 def test_no_screen_text_writes_a_plural_as_s_in_brackets() -> None:
     """ "1 mention(s)" read as a form, not a sentence: every count goes through ``count``."""
-    files = [ROOT / "app.py", *sorted((ROOT / "pages").glob("*.py"))]
-    files += sorted((ROOT / "core" / "service").glob("*.py"))
-    files += sorted((ROOT / "core" / "ingest").glob("*.py"))
     offenders = [
         f"{path.relative_to(ROOT)}: {text!r}"
-        for path in files
+        for path in screen_sources()
         for text in string_literals(path)
         if "(s)" in text or "(es)" in text
+    ]
+    assert offenders == []
+
+
+def test_sizes_on_screen_are_in_the_uploaders_unit() -> None:
+    """Streamlit's uploader prints "64MB per file": "64 MiB" beside it read as two limits."""
+    offenders = [
+        f"{path.relative_to(ROOT)}: {text!r}"
+        for path in screen_sources()
+        for text in string_literals(path)
+        if "MiB" in text
     ]
     assert offenders == []
 
