@@ -179,3 +179,9 @@ def test_a_worker_nobody_kills_is_stopped_by_the_kernel_after_its_cpu_allowance(
         assert worker.process.wait(10) == -signal.SIGXCPU
     finally:
         worker.kill()
+
+
+def test_a_docx_with_a_text_run_over_the_xml_readers_bound_is_refused_in_plain_words() -> None:
+    reason = refused("run.docx", docx_bytes(["wing " * 2_100_000]))  # 10.5 M characters
+    assert reason.startswith("the DOCX holds one piece of text over 10,000,000 characters long")
+    assert "damaged" not in reason and "XML_PARSE_HUGE" not in reason
