@@ -189,7 +189,9 @@ class LexicalCandidates(BaseModel):
 
     def term_frequencies(self, row: int) -> dict[str, int]:
         """Row ``row``'s tf of each requested term it contains."""
-        return {t: int(tf) for t, tf in zip(self.terms, self.tfs[row], strict=True) if tf > 0}
+        tfs = self.tfs[row]
+        present = np.flatnonzero(tfs > 0).tolist()
+        return dict(zip([self.terms[j] for j in present], tfs[present].tolist(), strict=True))
 
     def row_of(self, chunk_id: str) -> int | None:
         """The row of ``chunk_id``, None if it is no candidate."""
