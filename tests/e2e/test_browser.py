@@ -212,7 +212,7 @@ def test_a_newcomer_loads_the_sample_searches_and_reads_an_explanation(
     expect(page.get_by_text("Loaded 1,398 passages")).to_be_visible(timeout=60_000)
     settle(page)
 
-    box = page.get_by_label("Query")
+    box = page.get_by_role("textbox", name="Query")
     box.fill(QUERY)
     box.press("Enter")
     settle(page)
@@ -238,7 +238,7 @@ def test_a_shared_link_reproduces_the_view(server: str, page: Page) -> None:
     params = urlencode({"ws": "e2e", "q": "aeroelastic flutter", "k": "3", "limit": "50"})
     page.goto(f"{server}/?{params}")
     settle(page)
-    expect(page.get_by_label("Query")).to_have_value("aeroelastic flutter")
+    expect(page.get_by_role("textbox", name="Query")).to_have_value("aeroelastic flutter")
     expect(page.locator(".lx-bar")).to_have_count(3)
     expect(page.get_by_text("3 of", exact=False).first).to_be_visible()
 
@@ -290,7 +290,7 @@ def test_uploaded_script_and_img_payloads_render_as_text(server: str, page: Page
     page.locator("input[type=file]").set_input_files(str(payload))
     page.get_by_role("button", name="Index the files").click()
     settle(page)
-    expect(page.get_by_text("Stored 1 of 1 file(s): 1 passages")).to_be_visible()
+    expect(page.get_by_text("Stored 1 of 1 file: 1 passage,")).to_be_visible()
     shot(page, "upload")
 
     page.goto(f"{server}/?{urlencode({'ws': 'e2e-xss', 'q': 'engine'})}")
@@ -313,7 +313,7 @@ def test_screens_with_tables_are_saved_at_1280_px_for_a_look(server: str, page: 
     page.goto(f"{server}/?{urlencode({'ws': 'e2e', 'q': QUERY, 'k': '5'})}")
     settle(page)
     expect(page.locator(".lx-bar")).to_have_count(5)
-    expect(page.get_by_label("Query")).to_have_value(QUERY)
+    expect(page.get_by_role("textbox", name="Query")).to_have_value(QUERY)
     shot(page, "search-results")
     page.get_by_text("why this score").first.click()
     expect(page.get_by_text("= the score above").first).to_be_visible()
@@ -339,7 +339,7 @@ def test_screens_with_tables_are_saved_at_1280_px_for_a_look(server: str, page: 
         page.locator("input[type=file]").set_input_files(files)
         page.get_by_role("button", name="Index the files").click()
         settle(page)
-    expect(page.get_by_text("Stored 5 of 5 file(s)")).to_be_visible()
+    expect(page.get_by_text("Stored 5 of 5 files")).to_be_visible()
     shot(page, "upload-results")
 
     page.goto(f"{server}/evaluate?ws=e2e")

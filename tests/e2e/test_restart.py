@@ -94,7 +94,7 @@ def test_an_uploaded_file_is_found_by_search_after_the_app_restarts(
             page.locator("input[type=file]").set_input_files(str(document))
             page.get_by_role("button", name="Index the files").click()
             settle(page)
-            expect(page.get_by_text("Stored 1 of 1 file(s): 1 passages")).to_be_visible()
+            expect(page.get_by_text("Stored 1 of 1 file: 1 passage,")).to_be_visible()
             page.close()
         assert embedded.running(data_dir) is None, "the server outlived the app that used it"
         shutdown = (ARTIFACTS / "streamlit-restart-1.log").read_text()
