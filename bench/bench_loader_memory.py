@@ -1,0 +1,96 @@
+"""Peak memory and time of ``load`` on the hostile sizes of issue 21 (item 4), generated here.
+
+Each probe is written to a temporary folder and loaded by ``python -m core load PATH
+--dry-run`` (the in-memory store) in its own process under ``/usr/bin/time -v``, so the peak
+RSS is that process's alone; a run past ``--timeout`` seconds is stopped and reported so. The
+probes: a 3 GB sparse file (refused from its size), six 42 MB text files, 56 MB of 7 M
+distinct words, a 40 MB JSONL of 1 M tiny records and a 57 MB file of one line. Not in the
+test suite (minutes, gigabytes): the tests hold the mechanisms with small files
+(tests/unit/test_loader_bounds.py).
+
+    .venv/bin/python -m bench.bench_loader_memory [--timeout 300] [--only six,tiny]
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+#: Letters words are made of (the tokenizer keeps them whole).
+_LETTERS = np.frombuffer(b"abcdefghijklmnopqrstuvwxyz", dtype=np.uint8)
+
+
+def _prose(size: int, vocab: list[bytes], *, newlines: bool = True) -> bytes:
+    out = bytearray()
+    pick = random.Random(size)
+    while len(out) < size:
+        sentence = b" ".join(pick.choices(vocab, k=pick.randint(8, 20)))
+        out += sentence + (b".\n\n" if newlines and pick.random() < 0.2 else b". ")
+    return bytes(out[:size]) if newlines else bytes(out[:size]).replace(b".", b"")
+
+
+def write_probes(root: Path) -> dict[str, Path]:
+    """The five probes of issue 21 under ``root``, by name."""
+    rng = np.random.default_rng(21)
+    vocab = [bytes(w) for w in _LETTERS[rng.integers(0, 26, size=(5000, 7))]]
+    with (root / "huge.txt").open("wb") as sparse:
+        sparse.truncate(3 * 1024**3)
+    six = root / "six"
+    six.mkdir()
+    for number in range(6):
+        (six / f"part{number}.txt").write_bytes(_prose(42_000_000, vocab))
+    ids = np.arange(7_000_000, dtype=np.int64)
+    columns = [_LETTERS[(ids // 26**k) % 26] for k in range(6)]
+    tail = [np.full(ids.size, ord("q"), np.uint8), np.full(ids.size, ord(" "), np.uint8)]
+    (root / "distinct.txt").write_bytes(np.stack(columns + tail, axis=1).tobytes())
+    with (root / "tiny.jsonl").open("wb") as out:
+        for n in range(1_000_000):
+            a, b = vocab[n % 5000][:4], vocab[(n * 7) % 5000][:4]
+            out.write(b'{"_id": "d%d", "text": "%s %s"}\n' % (n, a, b))
+    (root / "oneline.txt").write_bytes(_prose(58_000_000, vocab, newlines=False))
+    return {p.stem: p for p in (root / "huge.txt", six, root / "distinct.txt",
+                                root / "tiny.jsonl", root / "oneline.txt")}  # fmt: skip
+
+
+def measure(path: Path, timeout: float) -> dict[str, object]:
+    """Peak RSS (MiB), seconds and the last line ``load`` printed, for one probe."""
+    command = ["/usr/bin/time", "-v", "timeout", str(timeout), sys.executable, "-m", "core"]
+    command += ["load", str(path), "--workspace", "probe", "--dry-run"]
+    started = time.perf_counter()
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
+    seconds = time.perf_counter() - started
+    peak = re.search(r"Maximum resident set size \(kbytes\): (\d+)", done.stderr)
+    said = [line for line in done.stdout.splitlines() if line.strip()]
+    outcome = "stopped at the timeout" if done.returncode == 124 else (said[-1] if said else "")
+    return {
+        "peak_mib": int(peak.group(1)) // 1024 if peak else None,
+        "seconds": round(seconds, 1),
+        "outcome": outcome.strip()[:160],
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--timeout", type=float, default=300.0)
+    parser.add_argument("--only", default="", help="comma-separated probe names")
+    args = parser.parse_args()
+    wanted = {name for name in args.only.split(",") if name}
+    with tempfile.TemporaryDirectory() as folder:
+        probes = write_probes(Path(folder))
+        for name, path in probes.items():
+            if wanted and name not in wanted:
+                continue
+            print(name, measure(path, args.timeout), flush=True)
+
+
+if __name__ == "__main__":
+    main()
