@@ -35,6 +35,11 @@ StoreKind = Literal["embedded", "postgres", "memory"]
 DEFAULT_MAX_UPLOAD_MB = DEFAULT_MAX_BYTES // (1024 * 1024)
 
 
+#: Passage slots the PostgreSQL store's workspace images may hold in all (~140 B each: about
+#: 280 MB); unbounded, a server opening many large workspaces in turn kept every one of them.
+DEFAULT_IMAGE_CACHE_PASSAGES = 2_000_000
+
+
 class Settings(BaseSettings):
     """What an operator can set; every field maps to ``LEXPLAIN_<NAME>``."""
 
@@ -54,6 +59,9 @@ class Settings(BaseSettings):
     chunk_overlap: int = Field(default=DEFAULT_CHUNK_OVERLAP, ge=0)
     #: Seconds a page waits for one store call before giving up with an error.
     call_timeout_s: float = Field(default=120.0, gt=0)
+    #: Passages the PostgreSQL store's per-workspace images (ordinal -> id, length) may hold in
+    #: all; the least recently searched workspace's image is dropped first (~140 B a passage).
+    image_cache_passages: int = Field(default=DEFAULT_IMAGE_CACHE_PASSAGES, ge=0)
 
     @model_validator(mode="after")
     def _one_store(self) -> Settings:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from core.settings import Settings
+from core.settings import DEFAULT_IMAGE_CACHE_PASSAGES, Settings
 from core.stores import embedded
 from core.stores.port import ChunkStore
 from core.stores.postgres import PostgresChunkStore
@@ -36,11 +36,18 @@ class EmbeddedPostgresStore(PostgresChunkStore):
                 embedded.release(data_dir)
 
 
-async def open_embedded(data_dir: Path, *, schema: str | None = None) -> EmbeddedPostgresStore:
+async def open_embedded(
+    data_dir: Path,
+    *,
+    schema: str | None = None,
+    image_cache_passages: int = DEFAULT_IMAGE_CACHE_PASSAGES,
+) -> EmbeddedPostgresStore:
     """Start (or reuse) the embedded server on ``data_dir`` and open the store on it."""
     server = await asyncio.to_thread(embedded.acquire, data_dir)
     try:
-        store = await EmbeddedPostgresStore.connect(server.url, schema=schema)
+        store = await EmbeddedPostgresStore.connect(
+            server.url, schema=schema, image_cache_passages=image_cache_passages
+        )
     except BaseException:
         await asyncio.to_thread(embedded.release, data_dir)
         raise
@@ -63,6 +70,12 @@ async def open_store(settings: Settings) -> ChunkStore:
     if kind == "postgres":
         assert settings.database_url is not None  # Settings validates it
         return await PostgresChunkStore.connect(
-            settings.database_url.get_secret_value(), schema=settings.database_schema
+            settings.database_url.get_secret_value(),
+            schema=settings.database_schema,
+            image_cache_passages=settings.image_cache_passages,
         )
-    return await open_embedded(settings.data_dir, schema=settings.database_schema)
+    return await open_embedded(
+        settings.data_dir,
+        schema=settings.database_schema,
+        image_cache_passages=settings.image_cache_passages,
+    )

@@ -9,6 +9,7 @@ candidate (hundreds of thousands for an unlimited read).
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
@@ -21,6 +22,7 @@ import numpy.typing as npt
 from core.domain.bm25 import CorpusStats
 from core.domain.postings import postings_candidates
 from core.domain.ranking import LexicalCandidates, candidate_scores, top_rows
+from core.settings import DEFAULT_IMAGE_CACHE_PASSAGES
 from core.stores.postgres.blocks import live_postings
 from core.stores.postgres.lookups import SideReader, Texts
 
@@ -76,6 +78,42 @@ class Image:
         return cls(int(totals["generation"]), id_rank, ids, lengths)
 
 
+class ImageCache:
+    """The tenants' images, least recently used evicted first once their ordinals pass
+    ``capacity`` in all (the one just stored is kept, however large: a read needs it)."""
+
+    def __init__(self, capacity: int = DEFAULT_IMAGE_CACHE_PASSAGES) -> None:
+        if capacity < 0:
+            raise ValueError(f"capacity must be >= 0, got {capacity}")
+        self.capacity = capacity
+        self._images: OrderedDict[UUID, Image] = OrderedDict()
+        self._held = 0
+
+    @property
+    def held(self) -> int:
+        """Ordinals the cached images hold in all."""
+        return self._held
+
+    def get(self, tenant_id: UUID) -> Image | None:
+        image = self._images.get(tenant_id)
+        if image is not None:
+            self._images.move_to_end(tenant_id)
+        return image
+
+    def __setitem__(self, tenant_id: UUID, image: Image) -> None:
+        old = self._images.pop(tenant_id, None)
+        if old is not None:
+            self._held -= len(old.ids)
+        self._images[tenant_id] = image
+        self._held += len(image.ids)
+        while self._held > self.capacity and len(self._images) > 1:
+            _, evicted = self._images.popitem(last=False)
+            self._held -= len(evicted.ids)
+
+    def __contains__(self, tenant_id: object) -> bool:
+        return tenant_id in self._images
+
+
 #: Candidates whose text the read fetches in its own snapshot: all of them up to this many,
 #: else the best this many by the workspace's BM25 (what a search or a top-k list shows).
 PREFETCH_ROWS: Final = 100
@@ -90,7 +128,7 @@ def _likely_shown(terms: Sequence[str], columns: LexicalCandidates) -> npt.NDArr
 
 async def read_candidates(
     conn: asyncpg.Connection,
-    images: dict[UUID, Image],
+    images: ImageCache,
     side: SideReader,
     tenant_id: UUID,
     terms: Sequence[str],

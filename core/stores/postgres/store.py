@@ -20,6 +20,7 @@ from core.domain.chunks import StoredChunk
 from core.domain.entities import Entity
 from core.domain.ranking import LexicalCandidates
 from core.domain.tokenize import DEFAULT_PROFILE, Profile
+from core.settings import DEFAULT_IMAGE_CACHE_PASSAGES
 from core.stores.port import (
     ConnectionLost,
     CorpusSummary,
@@ -36,7 +37,10 @@ from core.stores.port import (
     member_email,
 )
 from core.stores.postgres.blocks import stage
-from core.stores.postgres.image import Image, read_candidates
+from core.stores.postgres.image import (
+    ImageCache,
+    read_candidates,
+)
 from core.stores.postgres.judging import PostgresJudging
 from core.stores.postgres.lookups import CHUNK_COLUMNS, SideReader, chunk_from_row
 from core.stores.postgres.resilience import (
@@ -98,11 +102,12 @@ class PostgresChunkStore(PostgresJudging):
         call_timeout: float = CALL_TIMEOUT_S,
         dsn: str | None = None,
         settings: dict[str, str] | None = None,
+        image_cache_passages: int = DEFAULT_IMAGE_CACHE_PASSAGES,
     ) -> None:
         self._pool = pool
         self._calls = Calls(pool, retries=retries, call_timeout=call_timeout)
         #: tenant -> its live passages by ordinal, as of one generation (see ``Image``).
-        self._images: dict[UUID, Image] = {}
+        self._images = ImageCache(image_cache_passages)
         self._side = SideReader(dsn, settings or {})
 
     @classmethod
@@ -115,6 +120,7 @@ class PostgresChunkStore(PostgresJudging):
         max_size: int = 8,
         retries: int = DEFAULT_RETRIES,
         call_timeout: float = CALL_TIMEOUT_S,
+        image_cache_passages: int = DEFAULT_IMAGE_CACHE_PASSAGES,
     ) -> PostgresChunkStore:
         """Open a pool (owned by the store; ``close()`` closes it) and create the schema."""
         settings = {"application_name": "lexplain", **SESSION_SETTINGS}
@@ -130,7 +136,14 @@ class PostgresChunkStore(PostgresJudging):
             timeout=CONNECT_TIMEOUT_S,
             command_timeout=STATEMENT_TIMEOUT_S,
         )
-        store = cls(pool, retries=retries, call_timeout=call_timeout, dsn=dsn, settings=settings)
+        store = cls(
+            pool,
+            retries=retries,
+            call_timeout=call_timeout,
+            dsn=dsn,
+            settings=settings,
+            image_cache_passages=image_cache_passages,
+        )
         try:
             await store._run(lambda conn: create_schema(conn, schema))
         except BaseException:
