@@ -211,3 +211,20 @@ def test_load_owner_that_is_not_an_address_exits_2_before_reading(tmp_path: Path
     (tmp_path / "a.txt").write_text("Flutter of heated wings.")
     status, said = run_load(str(tmp_path), "--workspace", "w", "--owner", "not-an-email")
     assert status == 2 and "--owner" in said
+
+
+async def test_a_document_of_too_many_distinct_words_is_refused_before_it_is_cut(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from core.ingest import indexing
+
+    monkeypatch.setattr(indexing, "MAX_DOCUMENT_WORDS", 100)
+    (tmp_path / "words.txt").write_text(" ".join(f"w{n}" for n in range(150)))
+    (tmp_path / "fine.txt").write_text("wing " * 100)
+    store = InMemoryChunkStore()
+    report = await load_into(store, [tmp_path], "w", chunking=ChunkingOptions(), extractor=None)
+    assert [str(r) for r in report.rejected] == [
+        f"{tmp_path / 'words.txt'} (words.txt): the document holds more than 100 distinct words"
+        " (the limit per document; a word list or generated data?) — nothing stored"
+    ]
+    assert report.documents_indexed == 1
