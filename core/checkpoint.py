@@ -13,6 +13,9 @@ thread would still halve a search's speed), and ``asyncio.sleep(0)`` alone (a se
 from another thread needs two loop turns to start, and on PostgreSQL it suspends at each round
 trip, when the long work would take the loop again). The cost: long work pauses for as long as
 searches keep arriving, up to ``core.service.runner.MAX_GIVE_WAY_S`` per checkpoint.
+
+Synchronous work cut into steps (``core.domain.steps``) runs with a checkpoint between
+steps here (``stepped``), and whole with ``finish``.
 """
 
 from __future__ import annotations
@@ -20,6 +23,11 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
+from typing import TypeVar
+
+from core.domain.steps import Steps, finish
+
+T = TypeVar("T")
 
 #: The pause long work awaits at each checkpoint; None outside the service (tests, ``load``).
 _PAUSE: ContextVar[Callable[[], Awaitable[None]] | None] = ContextVar("pause", default=None)
@@ -37,3 +45,16 @@ async def checkpoint() -> None:
 def install(pause: Callable[[], Awaitable[None]]) -> None:
     """Use ``pause`` at every checkpoint of the current task (and the tasks it starts)."""
     _PAUSE.set(pause)
+
+
+async def stepped(steps: Steps[T]) -> T:
+    """Run ``steps`` with a checkpoint between two steps."""
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
+        await checkpoint()
+
+
+__all__ = ["Steps", "checkpoint", "finish", "install", "stepped"]

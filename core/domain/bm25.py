@@ -31,12 +31,14 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from core.domain.steps import Steps, finish
+
 #: Term-frequency saturation: how fast repeats stop adding score (Lucene's default).
 BM25_K1: Final[float] = 1.2
 #: Length normalisation: 0 ignores passage length, 1 normalises fully (Lucene's default).
 BM25_B: Final[float] = 0.75
-#: Candidate x term cells ``score_columns`` computes at once (8 MB per temporary array).
-SCORE_BLOCK_CELLS: Final = 1 << 20
+#: Candidate x term cells ``score_columns`` computes in one step (2 MB per temporary array).
+SCORE_BLOCK_CELLS: Final = 1 << 18
 
 
 _Model = TypeVar("_Model", bound=BaseModel)
@@ -268,6 +270,15 @@ class QueryScorer:
         The same formula in the same order (sorted terms, from 0.0, a term with tf 0 adding
         nothing), so each element has exactly the bits ``score`` gives that passage.
         """
+        return finish(self.score_column_steps(columns, tfs, doc_lengths))
+
+    def score_column_steps(
+        self,
+        columns: Sequence[str],
+        tfs: npt.NDArray[np.int64],
+        doc_lengths: npt.NDArray[np.int64],
+    ) -> Steps[npt.NDArray[np.float64]]:
+        """``score_columns`` in steps of ``SCORE_BLOCK_CELLS`` candidate x term cells."""
         scores = np.zeros(len(doc_lengths), dtype=np.float64)
         if self._stats.n_docs == 0 or not len(doc_lengths):
             return scores
@@ -294,6 +305,7 @@ class QueryScorer:
             # An absent term adds exactly nothing (0.0).
             part = np.where(tf > 0, part, 0.0)
             scores[start : start + step] = np.cumsum(part, axis=1)[:, -1]
+            yield
         return scores
 
     def explain(self, term_frequencies: Mapping[str, int], doc_length: int) -> ScoreExplanation:

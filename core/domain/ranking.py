@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from core.domain.bm25 import CorpusStats, QueryScorer, ScoreExplanation, built
 from core.domain.chunks import StoredChunk
+from core.domain.steps import Steps
 
 #: Rows (positions in the truncation order) -> the caller's own copies of those passages.
 ChunkLookup = Callable[[Sequence[int]], list[StoredChunk]]
@@ -248,6 +249,14 @@ def candidate_scores(
     """Every row's BM25 score for ``terms`` (0.0 for a row with none of them)."""
     scorer = QueryScorer(terms, candidates.stats)
     return scorer.score_columns(candidates.terms, candidates.tfs, candidates.doc_lengths)
+
+
+def candidate_score_steps(
+    terms: Sequence[str], candidates: LexicalCandidates
+) -> Steps[npt.NDArray[np.float64]]:
+    """``candidate_scores`` in steps (``core.domain.steps``)."""
+    scorer = QueryScorer(terms, candidates.stats)
+    return scorer.score_column_steps(candidates.terms, candidates.tfs, candidates.doc_lengths)
 
 
 def top_rows(

@@ -28,11 +28,11 @@ from core.analysis.rankers import Ranker, RankerKind, rank_with
 from core.analysis.truncation import (
     TruncationReport,
     WhyNot,
-    analyse_truncation,
     top_documents,
+    truncation_steps,
     why_not,
 )
-from core.checkpoint import checkpoint
+from core.checkpoint import checkpoint, stepped
 from core.domain.chunks import StoredChunk, workspace_tenant_id
 from core.domain.ranking import LexicalCandidates
 from core.domain.tokenize import tokenize
@@ -251,7 +251,7 @@ class AnalysisActions(StoreRunner):
     ) -> TruncationView:
         """What ``limit`` costs this query: limited and unlimited top-k from one candidate read."""
         check_k_limit(k, limit)
-        return self._call(self._truncation(query, k, limit, workspace))
+        return self._call_query(query, self._truncation(query, k, limit, workspace))
 
     async def _truncation(self, query: str, k: int, limit: int, workspace: str) -> TruncationView:
         view = query_view(
@@ -261,7 +261,8 @@ class AnalysisActions(StoreRunner):
         full = await bounded_candidates(
             self._store, terms, workspace_tenant_id(workspace), UNLIMITED
         )
-        report = analyse_truncation(terms, full, k, limit)
+        await checkpoint()
+        report = await stepped(truncation_steps(terms, full, k, limit))
         rows = {row.chunk_id: row for row in report.candidates}
         unlimited = [
             UnlimitedEntry(

@@ -180,3 +180,48 @@ async def test_an_in_memory_write_gives_way_per_passage_and_still_lands_whole() 
     assert len(seen) >= 40
     assert set(seen) == {0}, "a reader saw part of the group before the write finished"
     assert (await store.corpus_summary(tenant)).passages == 40
+
+
+def test_a_query_of_many_words_runs_as_long_work_and_a_short_one_goes_first(
+    service: LexplainService,
+) -> None:
+    """A query past HEAVY_QUERY_WORDS is not counted as pending and gives way at checkpoints;
+    a person's query is an interactive call that long work (and heavy queries) wait for."""
+    from core import checkpoint as checkpoints
+    from core.service.runner import HEAVY_QUERY_WORDS
+
+    async def seen() -> tuple[int, bool]:
+        return service._interactive.count, checkpoints._PAUSE.get() is not None
+
+    heavy = " ".join(f"w{i}" for i in range(HEAVY_QUERY_WORDS + 1))
+    light = " ".join(f"w{i}" for i in range(HEAVY_QUERY_WORDS))
+    assert service._call_query(heavy, seen()) == (0, True)
+    assert service._call_query(light, seen()) == (1, False)
+
+
+def test_a_truncation_gives_way_between_its_steps_and_ends_as_in_one_piece(
+    service: LexplainService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Scoring a big query's candidates and analysing them are steps (a checkpoint between
+    them in the service), and running them whole gives the same report."""
+    from core.analysis.truncation import analyse_truncation, truncation_steps
+    from core.domain import bm25
+    from core.domain.steps import finish
+    from core.domain.tokenize import tokenize
+
+    monkeypatch.setattr(bm25, "SCORE_BLOCK_CELLS", 640)  # scoring in many steps
+
+    words = "flow wing pressure heat boundary layer plate shock number mach"
+    terms = tokenize(words)
+    full = service._call(
+        service._store.lexical_candidates(terms, service.tenant("cranfield"), 10**9)
+    )
+    steps = truncation_steps(terms, full, 10, 100)
+    taken = 0
+    for _ in steps:
+        taken += 1
+    blocks = -(-len(full) // (640 // len(terms)))
+    assert taken >= blocks + 4
+    assert finish(truncation_steps(terms, full, 10, 100)) == analyse_truncation(
+        terms, full, 10, 100
+    )
