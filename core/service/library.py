@@ -279,6 +279,15 @@ class LibraryActions(StoreRunner):
         self, *, workspace: str, on_progress: ProgressCallback | None = None
     ) -> FileReport:
         """Load the Cranfield sample: whole-document passages, source id = the doc's _id."""
+        # The sample's 225 queries arrive as a set, so a newcomer meets the whole judging loop;
+        # saved first, so a load cut short (the page left mid-way) still leaves the set.
+        sample_set = read_query_set(
+            workspace, SAMPLE_QUERY_SET, SAMPLE_QUERIES.read_bytes(), QueryFormat.BEIR
+        )
+        self._call(
+            self._store.upsert_workspace(Workspace(tenant_id=sample_set.tenant_id, name=workspace))
+        )
+        self._call(self._store.save_query_set(sample_set))
         upload = read_upload(SAMPLE_CORPUS.name, SAMPLE_CORPUS.read_bytes())
         before = self._passage_counts(workspace)
         report = self._call_with_progress(
@@ -288,11 +297,6 @@ class LibraryActions(StoreRunner):
             on_progress,
         )
         (summary,) = _file_reports([SAMPLE_CORPUS.name], report, before)
-        # The sample's 225 queries arrive as a set, so a newcomer meets the whole judging loop.
-        sample_set = read_query_set(
-            workspace, SAMPLE_QUERY_SET, SAMPLE_QUERIES.read_bytes(), QueryFormat.BEIR
-        )
-        self._call(self._store.save_query_set(sample_set))
         return summary.model_copy(update={"file_name": SAMPLE_LABEL})
 
     def load_example_with_names(self, *, workspace: str) -> FileReport:
