@@ -15,7 +15,7 @@ from core.analysis.presentation import (
     highlight_html,
     term_spans,
 )
-from core.service import Profile, TermInfo
+from core.service import PARITY_QUERIES, Profile, TermInfo
 from pages.common import length_histogram, offer_sample, screen, workspace
 
 #: How many passages of a chosen term are shown with their text.
@@ -128,3 +128,24 @@ if terms:
                 highlight_html(r.chunk.text, term_spans(r.chunk.text, [chosen], profile)),
                 unsafe_allow_html=True,
             )
+
+st.subheader("Parity check")
+st.caption(
+    f"Copies this workspace's passages into memory and asks both the same {PARITY_QUERIES} "
+    "sampled queries (from its query sets, else from its terms) at the default limit and "
+    "unlimited: every candidate and score must be identical to the bit."
+)
+if st.button("Check parity", key="parity"):
+    with st.spinner("Comparing…"):
+        report = service.parity(workspace=ws)
+    if report.difference is None:
+        st.success(escape_text(report.summary()))
+    else:
+        st.error(escape_text(report.summary()))
+        sides = st.columns(2)
+        for col, label, side in (
+            (sides[0], "In memory (reference)", report.difference.reference),
+            (sides[1], "This store", report.difference.checked),
+        ):
+            col.markdown(f"**{label}**: score {side.score!r}, candidate {side.candidate_position}")
+            col.dataframe(side.rows(), hide_index=True)

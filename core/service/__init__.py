@@ -85,6 +85,7 @@ from core.service.library import (
     FileReport,
     Mention,
 )
+from core.service.parity import PARITY_QUERIES, ParityReport
 from core.service.rankings import CompareView
 from core.service.runner import ProgressCallback
 from core.service.search import PassageView, RankedPassage, SearchResult
@@ -108,6 +109,7 @@ __all__ = [
     "MAX_QUERY_TERMS",
     "NOT_FOUND_OR_NO_ACCESS",
     "NO_LIMIT",
+    "PARITY_QUERIES",
     "PASSAGE_MARK",
     "QUERY_BOUNDS_NOTE",
     "SAMPLE_CORPUS",
@@ -136,6 +138,7 @@ __all__ = [
     "Mention",
     "NoAccess",
     "NotOwner",
+    "ParityReport",
     "PassageView",
     "Profile",
     "ProgressCallback",

@@ -22,6 +22,7 @@ from core.service.common import DEFAULT_WORKSPACE
 from core.service.corpus import CorpusActions
 from core.service.judging import JudgingActions
 from core.service.library import LibraryActions
+from core.service.parity import ParityActions
 from core.service.rankings import RankingsActions
 from core.service.search import SearchActions
 from core.settings import Settings, describe_store
@@ -39,6 +40,7 @@ class LexplainService(
     AnalysisActions,
     LibraryActions,
     CorpusActions,
+    ParityActions,
     RankingsActions,
     JudgingActions,
     AccessActions,

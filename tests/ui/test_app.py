@@ -517,6 +517,14 @@ def test_the_corpus_page_counts_and_browses_terms(cranfield: str, expected: Expe
     assert {r["source"]: r["tf"] for r in passages} == want
 
 
+def test_the_corpus_page_checks_parity_and_says_every_query_was_identical(cranfield: str) -> None:
+    at = app(cranfield)
+    at.switch_page("pages/corpus.py").run()
+    at.button(key="parity").click().run(timeout=120)
+    no_exception(at)
+    assert [s.value for s in at.success][-1].startswith("200/200 identical")
+
+
 def test_deleting_a_source_removes_its_passages() -> None:
     ws = fresh()
     at = app(ws)
