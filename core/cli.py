@@ -14,7 +14,10 @@ database became unavailable during the load (one message: why, and what was kept
 ``python -m core db status|stop|TOOL ARGS...`` looks after the embedded server: where it is,
 stopping it, and running the wheel's own client tools (``pg_dump``, ``pg_restore``, ``psql``)
 against it with the connection filled in, because the system's tools may be of an older major
-version than the embedded PostgreSQL and refuse to dump it.
+version than the embedded PostgreSQL and refuse to dump it. ``db parity --workspace NAME``
+checks the store the app uses against an in-memory copy of the workspace
+(``core.service.parity``): how an operator checks a migration or a shard move; exit status 1
+on a difference.
 """
 
 from __future__ import annotations
@@ -53,6 +56,8 @@ from core.ingest.indexing import (
     index_uploads,
 )
 from core.ingest.names import printable_name, terminal_safe
+from core.service.common import DEFAULT_LIMIT
+from core.service.parity import PARITY_QUERIES, ParityReport, check_parity
 from core.settings import Settings, describe_store, display_path
 from core.stores import embedded
 from core.stores.memory import InMemoryChunkStore
@@ -134,14 +139,20 @@ def _parser() -> argparse.ArgumentParser:
     )
     db = commands.add_parser(
         "db",
-        help="the embedded PostgreSQL: status, stop, or run pg_dump/pg_restore/psql against it",
+        help=(
+            "the embedded PostgreSQL: status, stop, or run pg_dump/pg_restore/psql against it; "
+            "parity: check a workspace's store against an in-memory copy"
+        ),
         description=(
             "status: where the embedded server's data lives and whether it runs. stop: stop it "
             "(even if an app still uses it). pg_dump|pg_restore|psql|pg_dumpall ARGS...: run "
-            "the embedded PostgreSQL's own tool against it (started for the duration if needed)."
+            "the embedded PostgreSQL's own tool against it (started for the duration if needed). "
+            "parity --workspace NAME [--queries N] [--limit N] [--database-url URL]: ask the "
+            "store and an in-memory copy of the workspace the same sampled queries and compare "
+            "every candidate and score bit for bit."
         ),
     )
-    db.add_argument("action", choices=("status", "stop", *DB_TOOLS), metavar="ACTION")
+    db.add_argument("action", choices=("status", "stop", "parity", *DB_TOOLS), metavar="ACTION")
     db.add_argument("tool_args", nargs=argparse.REMAINDER, metavar="ARGS")
     owner = commands.add_parser(
         "owner",
@@ -319,8 +330,67 @@ async def set_owner(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+def _parity_parser() -> argparse.ArgumentParser:
+    parity = argparse.ArgumentParser(prog="python -m core db parity")
+    parity.add_argument("--workspace", metavar="NAME", required=True)
+    parity.add_argument("--queries", metavar="N", type=int, default=PARITY_QUERIES)
+    parity.add_argument("--limit", metavar="N", type=int, default=DEFAULT_LIMIT)
+    parity.add_argument("--database-url", metavar="URL", default=None, help="as for load")
+    return parity
+
+
+def _explanations(report: ParityReport) -> Table:
+    """The first difference's explanations side by side, a row per query term."""
+    assert report.difference is not None
+    table = Table(title=f"passage {report.difference.chunk_id}")
+    table.add_column("term")
+    for side in ("memory", "store"):
+        for column in ("tf", "df", "N", "dl", "avgdl", "contribution"):
+            table.add_column(f"{side} {column}", justify="right")
+    reference = {str(r["term"]): r for r in report.difference.reference.rows()}
+    checked = {str(r["term"]): r for r in report.difference.checked.rows()}
+    for term in sorted(reference.keys() | checked.keys()):
+        cells = [Text(terminal_safe(term))]
+        for rows in (reference, checked):
+            row = rows.get(term, {})
+            for column in ("tf", "df", "N", "dl", "avgdl", "contribution"):
+                cells.append(Text(repr(row[column]) if column in row else "-"))
+        table.add_row(*cells)
+    return table
+
+
+async def parity(tool_args: Sequence[str], console: Console) -> int:
+    """``python -m core db parity --workspace NAME``: 0 identical, 1 a difference (shown)."""
+    args = _parity_parser().parse_args(tool_args)
+    try:
+        store = await open_store(_load_settings(args.database_url))
+    except (ValueError, embedded.EmbeddedServerError) as exc:
+        console.print(f"[red]error:[/red] {exc}", highlight=False)
+        return EXIT_UNUSABLE
+    except Exception as exc:  # asyncpg/OS errors: the message is what the user needs
+        console.print(f"[red]error:[/red] cannot open the database: {exc}", highlight=False)
+        return EXIT_UNUSABLE
+    try:
+        report = await check_parity(
+            store, workspace_tenant_id(args.workspace), queries=args.queries, limit=args.limit
+        )
+    except LookupError:
+        console.print(f"[red]error:[/red] there is no workspace {args.workspace!r}")
+        return EXIT_UNUSABLE
+    finally:
+        await store.close()
+    console.print(terminal_safe(report.summary()), markup=False, highlight=False)
+    if report.difference is None:
+        return 0
+    console.print(_explanations(report))
+    return 1
+
+
 def db(args: argparse.Namespace, console: Console) -> int:
-    """``python -m core db ...``: status, stop, or a client tool against the embedded server."""
+    """``python -m core db ...``: status, stop, parity, or a client tool against the embedded
+    server."""
+    if args.action == "parity":
+        return asyncio.run(parity(args.tool_args, console))
     try:
         settings = Settings()
     except ValidationError as exc:

@@ -131,6 +131,24 @@ def test_db_runs_the_embedded_pg_dump_against_the_embedded_server(
     assert status == 0 and "not running" in out
 
 
+def test_db_parity_says_identical_then_names_a_length_planted_behind_the_stores_back(
+    tmp_path: Path, no_default_database: Path
+) -> None:
+    (tmp_path / "a.txt").write_text("Flutter of wing panels at Mach two.")
+    (tmp_path / "b.txt").write_text("Wing flutter, and the flutter of a tail.")
+    assert run("load", str(tmp_path), "--workspace", "w")[0] == 0
+    status, out = run("db", "parity", "--workspace", "w", "--queries", "20")
+    assert status == 0, out
+    assert "20/20 identical (20 queries from the workspace's terms" in out
+    planted = "UPDATE passages SET doc_length = doc_length + 1"
+    assert run("db", "psql", "-c", planted)[0] == 0
+    status, out = run("db", "parity", "--workspace", "w", "--queries", "20")
+    assert status == 1, out
+    assert "differs at query 1/20" in out and "in memory but" in out
+    assert "memory dl" in out and "store dl" in out
+    assert run("db", "parity", "--workspace", "nowhere")[0] == 2
+
+
 async def test_a_file_in_a_folder_keeps_its_path_relative_to_the_folder_as_source_id(
     tmp_path: Path,
 ) -> None:
