@@ -52,7 +52,7 @@ def serve(passages: int, port: int) -> None:
     from core.stores.memory import InMemoryChunkStore
     from core.stores.port import Workspace
 
-    ids, texts, _ = bench_scale.zipf_corpus(passages)
+    ids, texts, _ = bench_scale.corpus(corpus_name(passages))
     store = InMemoryChunkStore()
     started = time.perf_counter()
 
@@ -92,14 +92,14 @@ def serve(passages: int, port: int) -> None:
 #: exactly the query's words and differs from ``before``, the page's summary line is there,
 #: Streamlit's running indicator is gone and the charts are drawn. Polled every animation
 #: frame (Playwright's ``expect`` backs off to 1 s between checks: too coarse to time with).
-DONE_JS = """([before, terms, done, charts]) => {
+DONE_JS = """([before, terms, done, charts, drawn]) => {
   const line = [...document.querySelectorAll('p')].find(e => e.innerText.startsWith('Terms:'));
   if (!line || line.innerText === before) return false;
   const words = line.innerText.split(/\\s+/);
   if (!terms.every(t => words.includes(t))) return false;
   if (!document.body.innerText.includes(done)) return false;
   if (document.querySelectorAll('[data-testid="stStatusWidget"]').length) return false;
-  return document.querySelectorAll('.js-plotly-plot').length >= charts;
+  return document.querySelectorAll(drawn).length >= charts;
 }"""
 
 
@@ -113,28 +113,29 @@ def drive(url: str, queries: list[str]) -> dict[str, list[float]]:
         page = browser.new_page(viewport={"width": 1280, "height": 1600})
         page.set_default_timeout(PAGE_TIMEOUT_MS)
 
-        def finished(query: str, before: str, done: str, charts: int) -> None:
-            arg = [before, query.split(), done, charts]
+        def finished(query: str, before: str, done: str, charts: int, drawn: str) -> None:
+            arg = [before, query.split(), done, charts, drawn]
             page.wait_for_function(DONE_JS, arg=arg, polling="raf")
 
-        for path, name, done, charts in (
-            ("", "Search", "passages shown", 10),
-            ("truncation", "Truncation", "matching passages", 2),
+        # Search's contribution bars are HTML (.lx-bar); Truncation draws two Plotly charts.
+        for path, name, done, charts, drawn in (
+            ("", "Search", "passages shown", 10, ".lx-bar"),
+            ("truncation", "Truncation", "matching passages", 2, ".js-plotly-plot"),
         ):
             for query in queries:
                 params = {"ws": bench_scale.WORKSPACE, "q": query, "k": "10", "limit": str(LIMIT)}
                 started = time.perf_counter()
                 page.goto(f"{url}/{path}?{urlencode(params)}")
-                finished(query, "", done, charts)
+                finished(query, "", done, charts, drawn)
                 times.setdefault(f"{name}, link opened", []).append(time.perf_counter() - started)
-            box = page.get_by_label("Query")
+            box = page.get_by_label("Query", exact=True)
             terms_line = page.locator("p", has_text="Terms:").first
             for query in reversed(queries[:-1]):  # the last one is on the page already
                 before = terms_line.inner_text()
                 started = time.perf_counter()
                 box.fill(query)
                 box.press("Enter")
-                finished(query, before, done, charts)
+                finished(query, before, done, charts, drawn)
                 times.setdefault(f"{name}, query typed", []).append(time.perf_counter() - started)
         browser.close()
     return times
@@ -142,7 +143,9 @@ def drive(url: str, queries: list[str]) -> dict[str, list[float]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--passages", type=int, default=1_000_000)
+    parser.add_argument(
+        "--passages", type=int, default=1_000_000, help="0: Cranfield (the sample) instead"
+    )
     parser.add_argument("--serve", type=int, metavar="PORT", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
@@ -173,20 +176,25 @@ def main() -> None:
             if server.poll() is not None:
                 raise SystemExit("the server process ended before it served")
             time.sleep(1)
-        _, _, token_lists = bench_scale.zipf_corpus(min(args.passages, 10_000))
+        _, _, token_lists = bench_scale.corpus(corpus_name(min(args.passages, 10_000)))
         queries = [" ".join(terms) for terms in token_lists[:QUERIES]]
         times = drive(url, queries)
     finally:
         server.terminate()
         server.wait(30)
     print(
-        f"\n{args.passages:,} passages in memory, k = 10, limit {LIMIT:,}; seconds from the "
-        "action until the page finished drawing\n"
+        f"\n{corpus_name(args.passages)} passages in memory, k = 10, limit {LIMIT:,}; seconds "
+        "from the action until the page finished drawing\n"
     )
     print("| page, action | queries | p50 s | max s |\n|---|---:|---:|---:|")
     for what, values in times.items():
         print(f"| {what} | {len(values)} | {statistics.median(values):.2f} | {max(values):.2f} |")
     print(json.dumps(times))
+
+
+def corpus_name(passages: int) -> str:
+    """bench_scale's name of the corpus: Cranfield for 0, else the synthetic one of that size."""
+    return "cranfield" if passages == 0 else str(passages)
 
 
 def free_port() -> int:
