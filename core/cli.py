@@ -306,16 +306,26 @@ async def load(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+async def _open_or_say_why(database_url: str | None, console: Console) -> ChunkStore | None:
+    """The store the settings (or ``--database-url``) name; None once the reason is printed."""
+    try:
+        return await open_store(_load_settings(database_url))
+    except (ValueError, embedded.EmbeddedServerError) as exc:
+        console.print(f"[red]error:[/red] {exc}", highlight=False)
+    except Exception as exc:  # asyncpg/OS errors: the message is what the user needs
+        console.print(f"[red]error:[/red] cannot open the database: {exc}", highlight=False)
+    return None
+
+
 async def set_owner(args: argparse.Namespace, console: Console) -> int:
     """``python -m core owner NAME EMAIL``: the store's workspace NAME is owned by EMAIL."""
     try:
         email = member_email(args.email)
-        store = await open_store(_load_settings(args.database_url))
-    except (ValueError, embedded.EmbeddedServerError) as exc:
+    except ValueError as exc:
         console.print(f"[red]error:[/red] {exc}", highlight=False)
         return EXIT_UNUSABLE
-    except Exception as exc:  # asyncpg/OS errors: the message is what the user needs
-        console.print(f"[red]error:[/red] cannot open the database: {exc}", highlight=False)
+    store = await _open_or_say_why(args.database_url, console)
+    if store is None:
         return EXIT_UNUSABLE
     try:
         await store.set_owner(workspace_tenant_id(args.workspace), email)
@@ -362,13 +372,8 @@ def _explanations(report: ParityReport) -> Table:
 async def parity(tool_args: Sequence[str], console: Console) -> int:
     """``python -m core db parity --workspace NAME``: 0 identical, 1 a difference (shown)."""
     args = _parity_parser().parse_args(tool_args)
-    try:
-        store = await open_store(_load_settings(args.database_url))
-    except (ValueError, embedded.EmbeddedServerError) as exc:
-        console.print(f"[red]error:[/red] {exc}", highlight=False)
-        return EXIT_UNUSABLE
-    except Exception as exc:  # asyncpg/OS errors: the message is what the user needs
-        console.print(f"[red]error:[/red] cannot open the database: {exc}", highlight=False)
+    store = await _open_or_say_why(args.database_url, console)
+    if store is None:
         return EXIT_UNUSABLE
     try:
         report = await check_parity(
