@@ -147,11 +147,15 @@ def embedded_database_url() -> Iterator[str]:
         embedded.release(data_dir)
 
 
-@pytest.fixture(scope="session", params=["postgresql-15-ci", "embedded-postgresql-18"])
+@pytest.fixture(
+    scope="session", params=["postgresql-15-ci", "embedded-postgresql-18", "citus-13-cluster"]
+)
 def both_database_urls(request: pytest.FixtureRequest) -> str:
-    """Each server in turn: the CI's Debian PostgreSQL, then the embedded one."""
+    """Each server in turn: the CI's Debian PostgreSQL, the embedded one, the Citus cluster."""
     if request.param == "embedded-postgresql-18":
         return str(request.getfixturevalue("embedded_database_url"))
+    if request.param == "citus-13-cluster":
+        return str(request.getfixturevalue("citus_database_url"))
     return str(request.getfixturevalue("ci_database_url"))
 
 

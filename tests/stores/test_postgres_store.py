@@ -10,7 +10,7 @@ import pytest
 from core.domain.tokenize import Profile
 from core.stores.memory import InMemoryChunkStore
 from core.stores.port import ChunkStore, Workspace, passage_terms
-from core.stores.postgres import MERGE_FACTOR, PREFETCH_ROWS, PostgresChunkStore
+from core.stores.postgres import MERGE_FACTOR, PREFETCH_ROWS, PostgresChunkStore, citus
 from tests.stores.compliance import ChunkStoreCompliance, corpus_chunks, make_chunk, snapshot
 from tests.stores.compliance_judging import JudgingCompliance
 from tests.stores.test_postgres_failures import assert_derived_tables_agree
@@ -119,6 +119,22 @@ ALTER TABLE tenant_counters DROP COLUMN next_ordinal, DROP COLUMN generation;
 """
 
 
+async def never_distributed(conn: asyncpg.Connection) -> None:
+    """On a Citus coordinator, the schema's tables back to local ones with their rows, as a
+    previous version (which never distributed) left them; elsewhere nothing."""
+    if not await citus.is_coordinator(conn):
+        return
+    for table in citus.TABLES:
+        if await conn.fetchval(
+            "SELECT count(*) FROM pg_dist_partition WHERE logicalrelid = to_regclass($1)", table
+        ):
+            await conn.execute(
+                "SELECT undistribute_table($1::text::regclass, cascade_via_foreign_keys => true)",
+                table,
+            )
+    await conn.execute(f"COMMENT ON TABLE {citus.ANCHOR} IS NULL")
+
+
 async def test_a_database_from_a_previous_version_is_migrated_and_keeps_its_passages(
     database_url: str,
 ) -> None:
@@ -131,6 +147,7 @@ async def test_a_database_from_a_previous_version_is_migrated_and_keeps_its_pass
         await store.upsert_many(chunks)
         expected = await snapshot(store, tenant)
         await store.close()
+        await never_distributed(conn)
         await conn.execute(TO_PREVIOUS_LAYOUT)
         await conn.execute(OLD_PASSAGE_TERMS)
         await conn.copy_records_to_table(
@@ -143,6 +160,14 @@ async def test_a_database_from_a_previous_version_is_migrated_and_keeps_its_pass
         )
         store = await PostgresChunkStore.connect(database_url, schema=schema)
         assert await conn.fetchval("SELECT to_regclass('passage_terms')") is None
+        if await citus.is_coordinator(conn):
+            # Distributed in place, with the rows the snapshot below compares.
+            distributed = await conn.fetchval(
+                "SELECT count(*) FROM pg_dist_partition "
+                "WHERE logicalrelid = ANY(SELECT to_regclass(t) FROM unnest($1::text[]) t)",
+                list(citus.TABLES),
+            )
+            assert distributed == len(citus.TABLES)
         assert await snapshot(store, tenant) == expected
         assert await store.delete_by_source("doc-a", tenant) == 2
         await store.upsert_many([make_chunk(tenant, "doc-z", "a new ocean passage", 0)])

@@ -54,7 +54,7 @@ from core.stores.postgres.resilience import (
 )
 from core.stores.postgres.schema import IDENTIFIER, create_schema
 from core.stores.postgres.staging import stage_batch
-from core.stores.postgres.workspaces import WORKSPACES, locked_owner, workspace_from_row
+from core.stores.postgres.workspaces import WORKSPACE, WORKSPACES, locked_owner, workspace_from_row
 from core.stores.postgres.writes import (
     add_counters,
     delete_ids,
@@ -565,7 +565,7 @@ class PostgresChunkStore(PostgresJudging):
 
     async def get_workspace(self, tenant_id: UUID) -> Workspace | None:
         async def read(conn: asyncpg.Connection) -> Workspace | None:
-            row = await conn.fetchrow(WORKSPACES + " WHERE w.tenant_id = $1", tenant_id)
+            row = await conn.fetchrow(WORKSPACE, tenant_id)
             return None if row is None else workspace_from_row(row)
 
         return await self._run(read)

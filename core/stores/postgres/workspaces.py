@@ -21,6 +21,15 @@ SELECT w.tenant_id, w.name, w.profile, w.owner,
              WHERE m.tenant_id = w.tenant_id ORDER BY m.email) AS members
 FROM workspaces w
 """
+#: One workspace row with its members: the members' subquery names the tenant itself, so Citus
+#: routes the statement to the tenant's node (correlated with ``w.tenant_id`` alone, it ran
+#: on every shard).
+WORKSPACE: Final = """
+SELECT w.tenant_id, w.name, w.profile, w.owner,
+       ARRAY(SELECT m.email FROM workspace_members m
+             WHERE m.tenant_id = $1 ORDER BY m.email) AS members
+FROM workspaces w WHERE w.tenant_id = $1
+"""
 
 
 def workspace_from_row(row: asyncpg.Record) -> Workspace:

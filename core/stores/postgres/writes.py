@@ -66,7 +66,7 @@ UPDATE passages p
 SET chunk_index = s.chunk_index, start_char = s.start_char, end_char = s.end_char,
     entity_ids = s.entity_ids, metadata = s.metadata::jsonb
 FROM stage_passages s
-WHERE p.tenant_id = s.tenant_id AND p.id = s.id AND p.ordinal <> s.ordinal
+WHERE p.tenant_id = $1 AND s.tenant_id = $1 AND p.id = s.id AND p.ordinal <> s.ordinal
   AND (p.chunk_index, p.start_char, p.end_char, p.entity_ids, p.metadata)
       IS DISTINCT FROM (s.chunk_index, s.start_char, s.end_char, s.entity_ids, s.metadata::jsonb)
 """
@@ -290,7 +290,8 @@ async def write_new(
         await conn.execute(_WRITE_WORK_MEM)
         inserted = await conn.fetch(_INSERT_NEW)
         if len(inserted) < len(staged):
-            await conn.execute(_UPDATE_EXISTING)
+            for tenant_id in sorted(by_tenant):
+                await conn.execute(_UPDATE_EXISTING, tenant_id)
         fresh: dict[UUID, set[int]] = {}
         for row in inserted:
             fresh.setdefault(row["tenant_id"], set()).add(int(row["ordinal"]))
@@ -358,7 +359,16 @@ async def read_profiles(
     conn: asyncpg.Connection, tenants: Sequence[UUID], *, lock: bool
 ) -> dict[UUID, Profile]:
     """Each tenant's profile (plain without a workspace); ``lock`` holds the rows FOR SHARE."""
-    rows = await conn.fetch(_PROFILES_LOCKED if lock else _PROFILES, list(tenants))
+    if lock:
+        # One statement per tenant, in one order: Citus locks rows only in a statement routed
+        # to one shard, and a fixed order keeps two multi-tenant writes from deadlocking.
+        rows = [
+            row
+            for tenant in sorted(set(tenants))
+            for row in await conn.fetch(_PROFILE_LOCKED, tenant)
+        ]
+    else:
+        rows = await conn.fetch(_PROFILES, list(tenants))
     found = {r["tenant_id"]: Profile(r["profile"]) for r in rows}
     return {tenant: found.get(tenant, DEFAULT_PROFILE) for tenant in tenants}
 
@@ -372,7 +382,7 @@ async def locked_profiles(conn: asyncpg.Connection, tenants: Sequence[UUID]) -> 
 _PROFILES: Final = (
     "SELECT tenant_id, profile FROM workspaces WHERE tenant_id = ANY($1::uuid[]) ORDER BY tenant_id"
 )
-_PROFILES_LOCKED: Final = _PROFILES + " FOR SHARE"
+_PROFILE_LOCKED: Final = "SELECT tenant_id, profile FROM workspaces WHERE tenant_id = $1 FOR SHARE"
 
 #: Passages re-tokenised per COPY in a re-index (and between two progress reports).
 _REINDEX_BATCH: Final = 2_000

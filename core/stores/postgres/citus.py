@@ -1,0 +1,98 @@
+"""Citus: every table distributed by ``tenant_id``, co-located, so a workspace lives on one node.
+
+Distribution happens at connect, like the rest of the schema: when the database has the
+``citus`` extension (a Citus coordinator), every table not yet distributed is distributed,
+in the transaction and under the advisory lock that create the schema. A second connect finds
+every table in ``pg_dist_partition`` and changes nothing; a database created before Citus was
+installed is distributed in place (Citus copies each table's rows into its shards, then the
+coordinator's local copy is truncated). The rejected alternative, a separate
+``python -m core db distribute`` step, leaves an app running on half-distributed tables when
+someone forgets it, and saves nothing: the check is one catalogue read per connect.
+
+No reference table: every table holds one workspace's rows, and ``workspaces`` itself is read
+and written per workspace (access checks, profile locks, renames). As a reference table each
+of those writes would go to every node in a two-phase commit, to save the one statement that
+must fan out anyway (the list of every workspace, a few rows per node).
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+import asyncpg
+
+#: The table every other is co-located with: its shard groups are the workspaces' placements.
+ANCHOR: Final = "workspaces"
+#: Every table of the store, a referenced table before the tables referencing it.
+TABLES: Final = (
+    "workspaces",
+    "workspace_members",
+    "passages",
+    "postings",
+    "segments",
+    "term_df",
+    "tenant_counters",
+    "entities",
+)
+#: The distribution column of every table (every key leads with it).
+COLUMN: Final = "tenant_id"
+
+
+async def is_coordinator(conn: asyncpg.Connection) -> bool:
+    """Whether this database has the Citus extension (so its tables are to be distributed)."""
+    return bool(
+        await conn.fetchval("SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')")
+    )
+
+
+async def distribute(conn: asyncpg.Connection) -> list[str]:
+    """Distribute every table not yet distributed; the tables distributed now, in order.
+
+    The caller holds the schema's transaction and lock, with ``search_path`` on the schema.
+    """
+    if not await is_coordinator(conn):
+        return []
+    rows = await conn.fetch(
+        "SELECT logicalrelid::regclass::text AS name FROM pg_dist_partition "
+        "WHERE logicalrelid = ANY(SELECT to_regclass(t) FROM unnest($1::text[]) AS t)",
+        list(TABLES),
+    )
+    done = {row["name"].rsplit(".", 1)[-1] for row in rows}
+    todo = [table for table in TABLES if table not in done]
+    for table in todo:
+        colocate = "default" if table == ANCHOR else ANCHOR
+        await conn.execute(
+            "SELECT create_distributed_table($1::text::regclass, $2, colocate_with => $3)",
+            table,
+            COLUMN,
+            colocate,
+        )
+    for table in todo:
+        # The coordinator kept its copy of rows that were there before: its shards have them.
+        await conn.execute(
+            "SELECT truncate_local_data_after_distributing_table($1::text::regclass)", table
+        )
+    return todo
+
+
+#: Where the schema's version is kept: the comment of the anchor table (no table of its own,
+#: which would be a table without ``tenant_id``).
+_VERSION_PREFIX: Final = "lexplain schema "
+
+
+async def schema_version(conn: asyncpg.Connection) -> str | None:
+    """The schema version the last connect left (None before the first one, or before Citus).
+
+    Every DDL statement on a distributed table is sent to each of its shards and locks them,
+    even ``ADD COLUMN IF NOT EXISTS`` for a column that exists; so a coordinator whose schema
+    is current runs none at connect.
+    """
+    comment = await conn.fetchval("SELECT obj_description(to_regclass($1), 'pg_class')", ANCHOR)
+    if comment is None or not comment.startswith(_VERSION_PREFIX):
+        return None
+    return str(comment.removeprefix(_VERSION_PREFIX))
+
+
+async def set_schema_version(conn: asyncpg.Connection, version: str) -> None:
+    # COMMENT takes no parameters; the version is our own hex digest.
+    await conn.execute(f"COMMENT ON TABLE {ANCHOR} IS '{_VERSION_PREFIX}{version}'")

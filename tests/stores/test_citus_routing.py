@@ -1,0 +1,250 @@
+"""On a Citus cluster, every store call that names one workspace touches one shard group.
+
+Measured with Citus' own instrument: ``citus.log_remote_commands`` makes the coordinator
+report, as a NOTICE, every command it sends to a worker and to which server. The store's
+pool is opened with that setting and a listener on each connection; each call's commands
+name the shards they touch (``passages_102008``), and Citus' catalogue gives each shard its
+shard group. A call routed to one node sends commands for shards of the workspace's group
+only; a fan-out names shards of several groups. EXPLAIN's task count would show the same per
+statement, but cannot see inside a write's transaction (staging tables, locks); this sees
+every command of the call.
+
+The calls are those of the port (every method, checked against ``ChunkStore``), so a new
+store operation must be added here and routed before it passes. The one that fans out by
+nature, ``list_workspaces`` (every workspace's name), is asserted to fan out, so the test
+also shows the instrument sees fan-outs.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+from uuid import UUID
+
+import asyncpg
+import pytest
+
+from core.domain.entities import Entity
+from core.domain.tokenize import Profile
+from core.stores.port import ChunkStore, Workspace
+from core.stores.postgres import PostgresChunkStore, citus
+from tests.stores.compliance import make_chunk
+
+pytestmark = [
+    pytest.mark.citus,
+    # The pool warns that a connection goes back with its listener; it is meant to keep it.
+    pytest.mark.filterwarnings("ignore:.*active log listener"),
+]
+
+#: A shard of one of the store's tables in a command the coordinator sends (also the
+#: intermediate results of an INSERT ... SELECT, named after their target shard).
+_SHARD = re.compile(r"\b(?:" + "|".join(citus.TABLES) + r"|insert_select_\d+)_(\d+)\b")
+#: The worker a command went to, from the NOTICE's detail.
+_SERVER = re.compile(r"on server \S+@([\d.]+:\d+)")
+#: Port methods that name no workspace (or are not a call to the database).
+_NOT_PER_WORKSPACE = {"list_workspaces", "close"}
+
+
+@pytest.fixture(scope="module")
+def database_url(citus_database_url: str) -> str:
+    return citus_database_url
+
+
+@dataclass
+class Trace:
+    """Every command the coordinator sent to a worker, with its server, as reported."""
+
+    commands: list[tuple[str, str]] = field(default_factory=list)
+
+    def listen(self, _conn: Any, message: Any) -> None:
+        if str(message.message).startswith("issuing "):
+            self.commands.append((str(message.message), str(message.detail or "")))
+
+
+async def traced_connect(
+    database_url: str, schema: str, trace: Trace, monkeypatch: pytest.MonkeyPatch
+) -> PostgresChunkStore:
+    """A store on the cluster whose every pooled connection reports its remote commands."""
+    real_create_pool = asyncpg.create_pool
+
+    async def setup(conn: asyncpg.Connection) -> None:
+        # Per acquire: the pool's reset on release runs RESET ALL and drops listeners.
+        await conn.execute("SET citus.log_remote_commands = on")
+        conn.add_log_listener(trace.listen)
+
+    def create_pool(*args: Any, **kwargs: Any) -> Any:
+        return real_create_pool(*args, setup=setup, **kwargs)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(asyncpg, "create_pool", create_pool)
+        return await PostgresChunkStore.connect(database_url, schema=schema)
+
+
+@pytest.fixture
+async def traced(
+    database_url: str, pg_schema: str, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[tuple[PostgresChunkStore, Trace]]:
+    trace = Trace()
+    store = await traced_connect(database_url, pg_schema, trace, monkeypatch)
+    yield store, trace
+    await store.close()
+
+
+async def shard_groups(database_url: str, schema: str) -> dict[int, int]:
+    """Shard id -> the index of its shard group (co-located shards share one)."""
+    conn = await asyncpg.connect(database_url, server_settings={"search_path": schema})
+    try:
+        rows = await conn.fetch(
+            "SELECT s.shardid, s.shardminvalue::bigint AS lo FROM pg_dist_shard s "
+            "JOIN pg_dist_partition p USING (logicalrelid) "
+            "WHERE p.colocationid = (SELECT colocationid FROM pg_dist_partition "
+            "WHERE logicalrelid = 'workspaces'::regclass)"
+        )
+    finally:
+        await conn.close()
+    return {row["shardid"]: row["lo"] for row in rows}
+
+
+async def group_of(database_url: str, schema: str, tenant: UUID) -> int:
+    conn = await asyncpg.connect(database_url, server_settings={"search_path": schema})
+    try:
+        return int(
+            await conn.fetchval(
+                "SELECT shardminvalue::bigint FROM pg_dist_shard WHERE shardid = "
+                "get_shard_id_for_distribution_column('workspaces', $1::uuid)",
+                tenant,
+            )
+        )
+    finally:
+        await conn.close()
+
+
+@dataclass(frozen=True)
+class Touched:
+    groups: frozenset[int]
+    servers: frozenset[str]
+
+
+async def touched(
+    trace: Trace, groups: dict[int, int], call: Callable[[], Awaitable[Any]]
+) -> Touched:
+    """The shard groups and workers one call sent commands to."""
+    start = len(trace.commands)
+    await call()
+    # ANALYZE after a bulk write is table-wide on one server too: it samples every shard.
+    sent = [c for c in trace.commands[start:] if not c[0].startswith("issuing ANALYZE ")]
+    shard_ids = {int(m) for command, _ in sent for m in _SHARD.findall(command)}
+    unknown = shard_ids - groups.keys()
+    assert not unknown, f"shards not of the store's tables: {unknown}"
+    # Servers of the commands on shards (a transaction's BEGIN and PREPARE name none).
+    servers = {
+        m for command, detail in sent if _SHARD.search(command) for m in _SERVER.findall(detail)
+    }
+    return Touched(frozenset(groups[s] for s in shard_ids), frozenset(servers))
+
+
+def calls(store: ChunkStore, tenant: UUID, other: UUID) -> dict[str, Callable[[], Awaitable[Any]]]:
+    """One call of every per-workspace port method, in an order where each has data to touch."""
+    entity = Entity(name="Ocean Institute", kind="organisation")
+    a = [
+        make_chunk(tenant, "a", f"ocean tides passage {i}", i, entity_ids=[entity.entity_id])
+        for i in range(3)
+    ]
+    b = [make_chunk(tenant, "b", "rivers meet the ocean", 0)]
+    return {
+        "upsert_workspace": lambda: store.upsert_workspace(
+            Workspace(tenant_id=tenant, name=f"w{tenant.hex[:8]}")
+        ),
+        "upsert_many": lambda: store.upsert_many(a),
+        "upsert_entities": lambda: store.upsert_entities([entity], tenant),
+        "replace_source": lambda: store.replace_source("b", tenant, b),
+        "replace_sources": lambda: store.replace_sources(
+            tenant, [("a", a[:2]), ("c", [make_chunk(tenant, "c", "glaciers", 0)])], [entity]
+        ),
+        "get": lambda: store.get(a[0].id, tenant),
+        "get_by_source": lambda: store.get_by_source("a", tenant),
+        "get_by_entity": lambda: store.get_by_entity(entity.entity_id, tenant),
+        "lexical_candidates": lambda: store.lexical_candidates(["ocean", "tides"], tenant, 10),
+        "list_sources": lambda: store.list_sources(tenant),
+        "list_entities": lambda: store.list_entities(tenant),
+        "corpus_summary": lambda: store.corpus_summary(tenant),
+        "passage_count": lambda: store.passage_count(tenant),
+        "doc_lengths": lambda: store.doc_lengths(tenant),
+        "terms_with_prefix": lambda: store.terms_with_prefix("oc", tenant, 10),
+        "get_entities": lambda: store.get_entities([entity.entity_id], tenant),
+        "get_workspace": lambda: store.get_workspace(tenant),
+        "add_member": lambda: store.add_member(tenant, "ada@example.org"),
+        "set_owner": lambda: store.set_owner(tenant, "bob@example.org"),
+        "remove_member": lambda: store.remove_member(tenant, "ada@example.org"),
+        "reindex": lambda: store.reindex(tenant, Profile.ENGLISH),
+        "delete_by_source": lambda: store.delete_by_source("c", tenant),
+        "delete_by_tenant": lambda: store.delete_by_tenant(tenant),
+        "delete_workspace": lambda: store.delete_workspace(tenant),
+    }
+
+
+def test_the_routing_test_calls_every_per_workspace_method_of_the_port() -> None:
+    port = {
+        name
+        for name, _ in inspect.getmembers(ChunkStore, inspect.isfunction)
+        if not name.startswith("_")
+    }
+    store: Any = object()
+    assert set(calls(store, uuid.uuid4(), uuid.uuid4())) == port - _NOT_PER_WORKSPACE
+
+
+async def test_every_call_naming_one_workspace_touches_only_that_workspaces_shard_group(
+    traced: tuple[PostgresChunkStore, Trace], database_url: str, pg_schema: str
+) -> None:
+    store, trace = traced
+    # Two workspaces in different shard groups, so a statement that reached the other's
+    # shards (or every shard) is seen as a second group.
+    tenant, other = uuid.uuid4(), uuid.uuid4()
+    while await group_of(database_url, pg_schema, other) == await group_of(
+        database_url, pg_schema, tenant
+    ):
+        other = uuid.uuid4()
+    await store.upsert_workspace(Workspace(tenant_id=other, name=f"o{other.hex[:8]}"))
+    await store.upsert_many([make_chunk(other, "a", "ocean tides elsewhere", 0)])
+    groups = await shard_groups(database_url, pg_schema)
+    mine = await group_of(database_url, pg_schema, tenant)
+    routed = {}
+    for name, call in calls(store, tenant, other).items():
+        routed[name] = await touched(trace, groups, call)
+    wrong = {
+        name: f"{len(t.groups)} shard groups on {len(t.servers)} workers"
+        for name, t in routed.items()
+        if not t.groups <= {mine} or len(t.servers) > 1
+    }
+    assert wrong == {}
+    # Each call reached the workspace's shards at all (the instrument is on).
+    assert all(t.groups == {mine} for t in routed.values())
+
+
+async def test_listing_every_workspace_is_the_fan_out_and_the_instrument_sees_it(
+    traced: tuple[PostgresChunkStore, Trace], database_url: str, pg_schema: str
+) -> None:
+    store, trace = traced
+    groups = await shard_groups(database_url, pg_schema)
+    listed = await touched(trace, groups, store.list_workspaces)
+    shards_per_table = len({g for g in groups.values()})
+    assert len(listed.groups) == shards_per_table > 1
+    assert len(listed.servers) >= 2
+
+
+async def test_a_second_connect_sends_nothing_to_the_workers(
+    traced: tuple[PostgresChunkStore, Trace],
+    database_url: str,
+    pg_schema: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # DDL on a distributed table goes to every shard and locks it, even ADD COLUMN IF NOT
+    # EXISTS of a column that exists: an app start must not lock every workspace's shards.
+    again = Trace()
+    store = await traced_connect(database_url, pg_schema, again, monkeypatch)
+    await store.close()
+    assert again.commands == []
