@@ -177,6 +177,23 @@ END $$;
 """
 
 
+async def connection_settings(dsn: str, settings: dict[str, str], timeout: float) -> dict[str, str]:
+    """``settings`` plus what a coordinator's connections need, found with one connection.
+
+    JIT off: asyncpg introspects each type a connection has not seen (a COPY's columns, an
+    array) with one catalogue query, and on a Citus coordinator's catalogue PostgreSQL plans
+    it above ``jit_above_cost``: 3-4 s of compilation per new connection and type (measured
+    on the test cluster; a write of 8 passages on a fresh connection took 12 s). The store's
+    statements are key lookups and short scans that JIT does not pay back.
+    """
+    conn = await asyncpg.connect(dsn, server_settings=settings, timeout=timeout)
+    try:
+        coordinator = await citus.is_coordinator(conn)
+    finally:
+        await conn.close()
+    return {**settings, "jit": "off"} if coordinator else settings
+
+
 #: The schema's version: a Citus coordinator that has it runs no DDL at connect.
 _SCHEMA_VERSION: Final = hashlib.sha256((_SCHEMA + _MIGRATE).encode()).hexdigest()[:16]
 

@@ -52,7 +52,7 @@ from core.stores.postgres.resilience import (
     STATEMENT_TIMEOUT_S,
     Calls,
 )
-from core.stores.postgres.schema import IDENTIFIER, create_schema
+from core.stores.postgres.schema import IDENTIFIER, connection_settings, create_schema
 from core.stores.postgres.staging import stage_batch
 from core.stores.postgres.workspaces import WORKSPACE, WORKSPACES, locked_owner, workspace_from_row
 from core.stores.postgres.writes import (
@@ -128,6 +128,7 @@ class PostgresChunkStore(PostgresJudging):
             if IDENTIFIER.fullmatch(schema) is None:
                 raise ValueError(f"schema must match {IDENTIFIER.pattern}, got {schema!r}")
             settings["search_path"] = schema
+        settings = await connection_settings(dsn, settings, CONNECT_TIMEOUT_S)
         pool = await asyncpg.create_pool(
             dsn,
             min_size=min_size,
