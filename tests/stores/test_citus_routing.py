@@ -29,10 +29,12 @@ import asyncpg
 import pytest
 
 from core.domain.entities import Entity
+from core.domain.judging import SavedRun
 from core.domain.tokenize import Profile
 from core.stores.port import ChunkStore, Workspace
 from core.stores.postgres import PostgresChunkStore, citus
 from tests.stores.compliance import make_chunk
+from tests.stores.compliance_judging import judgment, query_set, saved_run
 
 pytestmark = [
     pytest.mark.citus,
@@ -40,9 +42,10 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore:.*active log listener"),
 ]
 
-#: A shard of one of the store's tables in a command the coordinator sends (also the
-#: intermediate results of an INSERT ... SELECT, named after their target shard).
-_SHARD = re.compile(r"\b(?:" + "|".join(citus.TABLES) + r"|insert_select_\d+)_(\d+)\b")
+#: A shard in a command the coordinator sends (a table's name and the shard id; also the
+#: intermediate results of an INSERT ... SELECT, named after their target shard); the ids
+#: are checked against the catalogue, so a transaction's name never passes for a shard.
+_SHARD = re.compile(r"\b[a-z][a-z_]*_(\d{6,})\b")
 #: The worker a command went to, from the NOTICE's detail.
 _SERVER = re.compile(r"on server \S+@([\d.]+:\d+)")
 #: Port methods that name no workspace (or are not a call to the database).
@@ -137,7 +140,12 @@ async def touched(
     await call()
     # ANALYZE after a bulk write is table-wide on one server too: it samples every shard.
     sent = [c for c in trace.commands[start:] if not c[0].startswith("issuing ANALYZE ")]
-    shard_ids = {int(m) for command, _ in sent for m in _SHARD.findall(command)}
+    shard_ids = {
+        int(m)
+        for command, _ in sent
+        if not command.startswith(("issuing PREPARE TRANSACTION", "issuing COMMIT PREPARED"))
+        for m in _SHARD.findall(command)
+    }
     unknown = shard_ids - groups.keys()
     assert not unknown, f"shards not of the store's tables: {unknown}"
     # Servers of the commands on shards (a transaction's BEGIN and PREPARE name none).
@@ -155,6 +163,7 @@ def calls(store: ChunkStore, tenant: UUID, other: UUID) -> dict[str, Callable[[]
         for i in range(3)
     ]
     b = [make_chunk(tenant, "b", "rivers meet the ocean", 0)]
+    run: SavedRun = saved_run(tenant)
     return {
         "upsert_workspace": lambda: store.upsert_workspace(
             Workspace(tenant_id=tenant, name=f"w{tenant.hex[:8]}")
@@ -181,6 +190,18 @@ def calls(store: ChunkStore, tenant: UUID, other: UUID) -> dict[str, Callable[[]
         "set_owner": lambda: store.set_owner(tenant, "bob@example.org"),
         "remove_member": lambda: store.remove_member(tenant, "ada@example.org"),
         "reindex": lambda: store.reindex(tenant, Profile.ENGLISH),
+        "generation": lambda: store.generation(tenant),
+        "save_query_set": lambda: store.save_query_set(query_set(tenant)),
+        "list_query_sets": lambda: store.list_query_sets(tenant),
+        "get_query_set": lambda: store.get_query_set(tenant, "core"),
+        "put_judgments": lambda: store.put_judgments(tenant, [judgment(tenant, chunk=a[0].id)]),
+        "list_judgments": lambda: store.list_judgments(tenant, ["wing"]),
+        "delete_judgment": lambda: store.delete_judgment(tenant, "wing", a[0].id, "local"),
+        "save_run": lambda: store.save_run(run),
+        "list_runs": lambda: store.list_runs(tenant),
+        "get_run": lambda: store.get_run(tenant, run.run_id),
+        "delete_run": lambda: store.delete_run(tenant, run.run_id),
+        "delete_query_set": lambda: store.delete_query_set(tenant, "core"),
         "delete_by_source": lambda: store.delete_by_source("c", tenant),
         "delete_by_tenant": lambda: store.delete_by_tenant(tenant),
         "delete_workspace": lambda: store.delete_workspace(tenant),
@@ -248,3 +269,21 @@ async def test_a_second_connect_sends_nothing_to_the_workers(
     store = await traced_connect(database_url, pg_schema, again, monkeypatch)
     await store.close()
     assert again.commands == []
+
+
+async def test_every_table_of_the_store_is_distributed_by_tenant_and_co_located(
+    traced: tuple[PostgresChunkStore, Trace], database_url: str, pg_schema: str
+) -> None:
+    conn = await asyncpg.connect(database_url, server_settings={"search_path": pg_schema})
+    try:
+        tables = await conn.fetch(
+            "SELECT c.relname, p.colocationid, column_to_column_name(p.logicalrelid, p.partkey) "
+            "AS col FROM pg_class c LEFT JOIN pg_dist_partition p ON p.logicalrelid = c.oid "
+            "WHERE c.relnamespace = $1::regnamespace AND c.relkind = 'r'",
+            pg_schema,
+        )
+    finally:
+        await conn.close()
+    assert len(tables) >= 8
+    assert [r["relname"] for r in tables if r["col"] != citus.COLUMN] == []
+    assert len({r["colocationid"] for r in tables}) == 1

@@ -23,17 +23,6 @@ import asyncpg
 
 #: The table every other is co-located with: its shard groups are the workspaces' placements.
 ANCHOR: Final = "workspaces"
-#: Every table of the store, a referenced table before the tables referencing it.
-TABLES: Final = (
-    "workspaces",
-    "workspace_members",
-    "passages",
-    "postings",
-    "segments",
-    "term_df",
-    "tenant_counters",
-    "entities",
-)
 #: The distribution column of every table (every key leads with it).
 COLUMN: Final = "tenant_id"
 
@@ -43,6 +32,20 @@ async def is_coordinator(conn: asyncpg.Connection) -> bool:
     return bool(
         await conn.fetchval("SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')")
     )
+
+
+async def store_tables(conn: asyncpg.Connection) -> list[str]:
+    """The store's tables (every table of the schema has ``tenant_id``), the anchor first: the
+    others reference it. Read from the catalogue, so a table added to the schema is
+    distributed without a list here to keep in step."""
+    rows = await conn.fetch(
+        "SELECT c.relname FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid "
+        "WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind = 'r' "
+        "AND a.attname = $1 AND NOT a.attisdropped ORDER BY c.relname <> $2, c.relname",
+        COLUMN,
+        ANCHOR,
+    )
+    return [row["relname"] for row in rows]
 
 
 async def distribute(conn: asyncpg.Connection) -> list[str]:
@@ -55,10 +58,10 @@ async def distribute(conn: asyncpg.Connection) -> list[str]:
     rows = await conn.fetch(
         "SELECT logicalrelid::regclass::text AS name FROM pg_dist_partition "
         "WHERE logicalrelid = ANY(SELECT to_regclass(t) FROM unnest($1::text[]) AS t)",
-        list(TABLES),
+        tables := await store_tables(conn),
     )
     done = {row["name"].rsplit(".", 1)[-1] for row in rows}
-    todo = [table for table in TABLES if table not in done]
+    todo = [table for table in tables if table not in done]
     for table in todo:
         colocate = "default" if table == ANCHOR else ANCHOR
         await conn.execute(
