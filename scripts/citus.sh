@@ -90,7 +90,7 @@ _citus_node() {
 port = $port
 listen_addresses = '127.0.0.1'
 unix_socket_directories = '$CITUS_TMP'
-shared_preload_libraries = 'citus,pg_stat_statements'
+shared_preload_libraries = 'citus'
 wal_level = logical
 max_wal_senders = 20
 max_replication_slots = 20
@@ -100,8 +100,6 @@ fsync = off
 synchronous_commit = off
 full_page_writes = off
 citus.shard_count = $CITUS_TEST_SHARD_COUNT
-citus.stat_statements_track = 'all'
-citus.stat_tenants_track = 'all'
 EOF
   (cd "$CITUS_TMP" && _citus_as_pg "$CITUS_PGBIN/pg_ctl" -D "$CITUS_TMP/$name" \
     -l "$CITUS_TMP/$name.log" -w -t 60 start >/dev/null) \
