@@ -333,9 +333,11 @@ def test_why_not_on_search_explains_a_cut_passage_with_cores_numbers(
         terms, found.term_frequencies(row), int(found.doc_lengths[row]), found.stats
     )
     (table,) = [f.value for f in at.dataframe if "contribution" in f.value.columns]
-    assert dict(zip(table["term"], table["contribution"], strict=True)) == {
+    shown = dict(zip(table["term"], table["contribution"], strict=True))
+    assert {t: shown[t] for t in (p.term for p in mine.terms)} == {
         p.term: p.contribution for p in mine.terms
     }
+    assert all(shown[t] == 0 for t in shown.keys() - {p.term for p in mine.terms})
     total = f"**total = {mine.score:.4f}** = its score, every match scored"
     assert any(v.startswith(total) for v in values)
 
