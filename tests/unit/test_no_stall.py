@@ -182,6 +182,37 @@ async def test_an_in_memory_write_gives_way_per_passage_and_still_lands_whole() 
     assert (await store.corpus_summary(tenant)).passages == 40
 
 
+async def test_a_group_into_an_empty_workspace_is_indexed_aside_and_swapped_in_at_once() -> None:
+    """Into an empty workspace the group is indexed aside, giving way per source as well as
+    per passage tokenised and per source copied; readers meanwhile see none of it, then all."""
+    store = InMemoryChunkStore()
+    tenant = uuid4()
+    await store.upsert_workspace(Workspace(tenant_id=tenant, name="notes"))
+    seen: list[int] = []
+
+    async def pause() -> None:
+        seen.append((await store.corpus_summary(tenant)).passages)
+
+    sources = [
+        (f"note-{i}", [StoredChunk(tenant_id=tenant, source_id=f"note-{i}", chunk_index=0,
+                                   text=f"Flutter of heated wings, note {i}.", start_char=0,
+                                   end_char=33 + len(str(i)))])
+        for i in range(40)
+    ]  # fmt: skip
+
+    async def write() -> list[int]:
+        install(pause)
+        return await store.replace_sources(tenant, sources)
+
+    assert await asyncio.create_task(write()) == [0] * 40
+    assert len(seen) >= 3 * 40, f"{len(seen)} checkpoints: the insertion did not give way"
+    assert set(seen) == {0}, "a reader saw part of the group before the write finished"
+    summary = await store.corpus_summary(tenant)
+    assert (summary.passages, summary.sources) == (40, 40)
+    found = await store.lexical_candidates(["flutter"], tenant, 100)
+    assert len(found) == 40 and found.stats.n_docs == 40
+
+
 def test_a_query_of_many_words_runs_as_long_work_and_a_short_one_goes_first(
     service: LexplainService,
 ) -> None:
