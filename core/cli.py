@@ -61,7 +61,8 @@ from core.service.parity import PARITY_QUERIES, ParityReport, check_parity
 from core.settings import Settings, describe_store, display_path
 from core.stores import embedded
 from core.stores.memory import InMemoryChunkStore
-from core.stores.port import ChunkStore, Workspace, member_email
+from core.stores.port import ChunkStore, Workspace, member_email, new_tenant_id, tenant_of
+from core.stores.postgres import PostgresChunkStore
 from core.stores.select import open_store
 
 #: Environment variable holding the default database URL.
@@ -149,10 +150,14 @@ def _parser() -> argparse.ArgumentParser:
             "the embedded PostgreSQL's own tool against it (started for the duration if needed). "
             "parity --workspace NAME [--queries N] [--limit N] [--database-url URL]: ask the "
             "store and an in-memory copy of the workspace the same sampled queries and compare "
-            "every candidate and score bit for bit."
+            "every candidate and score bit for bit. repair: rebuild the counters and index of "
+            "any workspace of the configured store whose counters disagree with its passages, "
+            "and remove what deleted workspaces left."
         ),
     )
-    db.add_argument("action", choices=("status", "stop", "parity", *DB_TOOLS), metavar="ACTION")
+    db.add_argument(
+        "action", choices=("status", "stop", "parity", "repair", *DB_TOOLS), metavar="ACTION"
+    )
     db.add_argument("tool_args", nargs=argparse.REMAINDER, metavar="ARGS")
     owner = commands.add_parser(
         "owner",
@@ -328,8 +333,11 @@ async def set_owner(args: argparse.Namespace, console: Console) -> int:
     if store is None:
         return EXIT_UNUSABLE
     try:
-        await store.set_owner(workspace_tenant_id(args.workspace), email)
-        found = await store.get_workspace(workspace_tenant_id(args.workspace))
+        named = await store.find_workspace(args.workspace)
+        if named is None:
+            raise KeyError(args.workspace)
+        await store.set_owner(named.tenant_id, email)
+        found = await store.get_workspace(named.tenant_id)
     except KeyError:
         console.print(f"[red]error:[/red] there is no workspace {args.workspace!r}")
         return EXIT_UNUSABLE
@@ -377,7 +385,7 @@ async def parity(tool_args: Sequence[str], console: Console) -> int:
         return EXIT_UNUSABLE
     try:
         report = await check_parity(
-            store, workspace_tenant_id(args.workspace), queries=args.queries, limit=args.limit
+            store, await tenant_of(store, args.workspace), queries=args.queries, limit=args.limit
         )
     except LookupError:
         console.print(f"[red]error:[/red] there is no workspace {args.workspace!r}")
@@ -389,6 +397,24 @@ async def parity(tool_args: Sequence[str], console: Console) -> int:
         return 0
     console.print(_explanations(report))
     return 1
+
+
+async def repair(console: Console) -> int:
+    """``python -m core db repair``: the configured store's workspaces checked and fixed."""
+    store = await _open_or_say_why(None, console)
+    if store is None:
+        return EXIT_UNUSABLE
+    try:
+        if not isinstance(store, PostgresChunkStore):
+            console.print("the in-memory store keeps no counters apart: nothing to repair")
+            return 0
+        fixed = await store.repair()
+    finally:
+        await store.close()
+    for line in fixed:
+        console.print(f"repaired {line}", markup=False, highlight=False)
+    console.print(f"ok: {len(fixed)} workspace(s) repaired", highlight=False)
+    return 0
 
 
 def db(args: argparse.Namespace, console: Console) -> int:
@@ -487,16 +513,21 @@ async def load_into(
     workspace behind). ``owner`` is a new workspace's owner; raises ``OwnerMismatch`` when
     the workspace exists with another owner (or none)."""
     console = console or Console(quiet=True)
-    tenant_id = workspace_tenant_id(workspace)
-    if owner is not None:
-        existing = await store.get_workspace(tenant_id)
-        if existing is not None and existing.owner != owner:
-            held = f"is owned by {existing.owner}" if existing.owner else "has no owner"
-            raise OwnerMismatch(
-                f"the workspace {workspace!r} already exists and {held}, not {owner}: nothing "
-                f"loaded (to hand it over: python -m core owner {shlex.quote(workspace)} EMAIL)"
-            )
-    entry = Workspace(tenant_id=tenant_id, name=workspace, profile=profile, owner=owner)
+    named = await store.find_workspace(workspace)
+    if owner is not None and named is not None and named.owner != owner:
+        held = f"is owned by {named.owner}" if named.owner else "has no owner"
+        raise OwnerMismatch(
+            f"the workspace {workspace!r} already exists and {held}, not {owner}: nothing "
+            f"loaded (to hand it over: python -m core owner {shlex.quote(workspace)} EMAIL)"
+        )
+    # An existing workspace by what a person sees; a new one gets an id no workspace had.
+    tenant_id = named.tenant_id if named is not None else await new_tenant_id(store, workspace)
+    entry = Workspace(
+        tenant_id=tenant_id,
+        name=workspace if named is None else named.name,
+        profile=profile,
+        owner=owner,
+    )
     with (
         _bulk_collection(),
         Progress(
@@ -537,6 +568,8 @@ def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None) -> 
     console = Console(file=stream, soft_wrap=True, width=width)
     if args.command == "load":
         return asyncio.run(load(args, console))
+    if args.command == "db" and args.action == "repair":
+        return asyncio.run(repair(console))
     if args.command == "db":
         return db(args, console)
     if args.command == "owner":

@@ -26,7 +26,7 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict
 
-from core.domain.chunks import StoredChunk, workspace_tenant_id
+from core.domain.chunks import StoredChunk
 from core.domain.entities import Entity
 from core.domain.judging import (
     Judgment,
@@ -276,6 +276,16 @@ class WorkspaceGuard:
         found = await self._inner.get_workspace(tenant_id)
         return found if found is not None and found.admits(self.email) else None
 
+    async def retired(self, tenant_id: UUID) -> bool:
+        """An id's past, not a workspace's content: anyone may ask (a new id is chosen so)."""
+        return await self._inner.retired(tenant_id)
+
+    async def find_workspace(self, name: str) -> Workspace | None:
+        """Their workspace of that name; None for anyone else's (a name they cannot open
+        reads as no workspace, so its owner and members stay unknown to them)."""
+        found = await self._inner.find_workspace(name)
+        return found if found is not None and found.admits(self.email) else None
+
     async def list_workspaces(self) -> list[Workspace]:
         return [w for w in await self._inner.list_workspaces() if w.admits(self.email)]
 
@@ -352,7 +362,7 @@ class AccessActions(StoreRunner):
 
     def workspace_access(self, name: str) -> WorkspaceAccess:
         """Owner and members of a workspace; ``NoAccess`` if they may not open it."""
-        found = self._call(self._store.get_workspace(workspace_tenant_id(name)))
+        found = self._call(self._store.get_workspace(self._tenant(name)))
         if found is None:
             if self.user is not None:
                 raise NoAccess(f"the workspace “{name}” was {NOT_FOUND_OR_NO_ACCESS}")
@@ -371,13 +381,13 @@ class AccessActions(StoreRunner):
         there; ``NotOwner`` unless the person signed in owns the workspace.
         """
         cleaned = member_email(email)
-        if not self._call(self._store.add_member(workspace_tenant_id(name), cleaned)):
+        if not self._call(self._store.add_member(self._tenant(name), cleaned)):
             raise ValueError(f"{cleaned} can already open “{name}”")
         return cleaned
 
     def remove_member(self, name: str, email: str) -> bool:
         """Take ``email`` off the workspace's members; False if it was not one."""
-        return self._call(self._store.remove_member(workspace_tenant_id(name), email))
+        return self._call(self._store.remove_member(self._tenant(name), email))
 
     def linked_workspace(self, name: str) -> LinkedWorkspace:
         """What a link naming ``name`` opens for the person using it.
@@ -385,11 +395,12 @@ class AccessActions(StoreRunner):
         Raises ``ValueError`` (plain words) when ``name`` cannot be a workspace name at all.
         """
         cleaned = LibraryActions.workspace_name(name)
-        if self._call(self._store.get_workspace(workspace_tenant_id(cleaned))) is not None:
-            return LinkedWorkspace(name=cleaned, outcome="open")
+        found = self._call(self._store.find_workspace(cleaned))
+        if found is not None:  # by what a person sees: "secret" opens "Secret"
+            return LinkedWorkspace(name=found.name, outcome="open")
         # A link to "Default" or a Cyrillic "Ѕecret" opens the workspace it looks like, when
         # this person may open it: the name is taken, so it can never be created.
-        tenant = workspace_tenant_id(cleaned)
+        tenant = self._tenant(cleaned)
         seen = lookalike(cleaned, tenant, self._call(self._store.list_workspaces()))
         if seen is not None:
             return LinkedWorkspace(name=seen.name, outcome="open")

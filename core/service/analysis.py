@@ -33,7 +33,7 @@ from core.analysis.truncation import (
     why_not,
 )
 from core.checkpoint import checkpoint, stepped
-from core.domain.chunks import StoredChunk, workspace_tenant_id
+from core.domain.chunks import StoredChunk
 from core.domain.ranking import LexicalCandidates
 from core.domain.tokenize import tokenize
 from core.service.common import (
@@ -51,6 +51,7 @@ from core.service.common import (
     workspace_profile,
 )
 from core.service.runner import ProgressCallback, StoreRunner
+from core.stores.port import tenant_of
 
 #: Separates a source id from a passage number (1-based) where a passage is named in words.
 PASSAGE_MARK = "#"
@@ -259,7 +260,7 @@ class AnalysisActions(StoreRunner):
         )
         terms = view["terms"]
         full = await bounded_candidates(
-            self._store, terms, workspace_tenant_id(workspace), UNLIMITED
+            self._store, terms, await tenant_of(self._store, workspace), UNLIMITED
         )
         await checkpoint()
         report = await stepped(truncation_steps(terms, full, k, limit))
@@ -320,7 +321,7 @@ class AnalysisActions(StoreRunner):
     async def _why_not(
         self, query: str, passage: str, k: int, limit: int, workspace: str
     ) -> WhyNot:
-        tenant = workspace_tenant_id(workspace)
+        tenant = await tenant_of(self._store, workspace)
         chunk = await self._store.get(passage, tenant) if passage else None
         if chunk is None and passage:
             chunks = await self._store.get_by_source(passage, tenant)
@@ -338,7 +339,7 @@ class AnalysisActions(StoreRunner):
 
     def passage(self, chunk_id: str, *, workspace: str) -> StoredChunk | None:
         """One passage by id (None if the workspace has none of that id)."""
-        return self._call(self._store.get(chunk_id, workspace_tenant_id(workspace)))
+        return self._call(self._store.get(chunk_id, self._tenant(workspace)))
 
     @staticmethod
     def sample_judgments() -> tuple[bytes, bytes]:
@@ -356,8 +357,7 @@ class AnalysisActions(StoreRunner):
             raise JudgmentError(f"qrels file: {exc}") from None
         judged = {doc for docs in qrels.values() for doc in docs}
         sources = {
-            s.source_id
-            for s in self._call(self._store.list_sources(workspace_tenant_id(workspace)))
+            s.source_id for s in self._call(self._store.list_sources(self._tenant(workspace)))
         }
         return JudgedCoverage(judged_documents=len(judged), present=len(judged & sources))
 
@@ -419,7 +419,7 @@ class AnalysisActions(StoreRunner):
         check_k(k)
         if not runs:
             raise ValueError("at least one run is needed")
-        tenant = workspace_tenant_id(workspace)
+        tenant = self._tenant(workspace)
         found = self._call(self._store.get_query_set(tenant, query_set))
         if found is None:
             raise KeyError(f"no query set “{query_set}” in “{workspace}”")
@@ -500,7 +500,7 @@ class AnalysisActions(StoreRunner):
         total = len(queries) * len(workspaces)
         done = 0
         for workspace in workspaces:
-            tenant = workspace_tenant_id(workspace)
+            tenant = await tenant_of(self._store, workspace)
             for query_id in queries:
                 terms = tokens[workspace, query_id]
                 try:

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict
 from core.analysis.judgment_files import QueryFormat, read_queries
 from core.analysis.truncation import UNLIMITED as UNLIMITED
 from core.domain.agreement import combined_grade
-from core.domain.chunks import StoredChunk, workspace_tenant_id
+from core.domain.chunks import StoredChunk
 from core.domain.entities import Entity
 from core.domain.judging import Judgment, QuerySet
 from core.domain.names import name_key
@@ -117,7 +117,7 @@ async def workspace_profile(store: ChunkStore, workspace: str) -> Profile:
     A workspace not created yet has the default; its first write creates it so. One
     ``get_workspace``, not a listing of every workspace on every query.
     """
-    known = await store.get_workspace(workspace_tenant_id(workspace))
+    known = await store.find_workspace(workspace)
     return DEFAULT_PROFILE if known is None else known.profile
 
 
@@ -152,13 +152,13 @@ async def entity_names(
     return {e.entity_id: e for e in await store.get_entities(wanted, tenant)}
 
 
-def read_query_set(workspace: str, name: str, data: bytes | str, fmt: QueryFormat) -> QuerySet:
-    """A query set of the workspace read from a file or pasted text, stamped now.
+def read_query_set(tenant_id: UUID, name: str, data: bytes | str, fmt: QueryFormat) -> QuerySet:
+    """A query set of the workspace ``tenant_id`` read from a file or pasted text, stamped now.
 
     ``JudgmentError`` names the first bad line; ``ValueError`` for a name that cannot be one.
     """
     return QuerySet(
-        tenant_id=workspace_tenant_id(workspace),
+        tenant_id=tenant_id,
         name=name,
         queries=tuple(read_queries(data, fmt)),
         created_at=datetime.now(UTC),

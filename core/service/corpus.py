@@ -10,11 +10,11 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict
 
 from core.domain.bm25 import CorpusStats, inverse_document_frequency
-from core.domain.chunks import StoredChunk, workspace_tenant_id
+from core.domain.chunks import StoredChunk
 from core.domain.tokenize import raw_terms
 from core.service.common import UNLIMITED
 from core.service.runner import StoreRunner
-from core.stores.port import CorpusSummary
+from core.stores.port import CorpusSummary, tenant_of
 
 #: Most terms the corpus term browser lists for one prefix.
 TERM_BROWSER_LIMIT = 200
@@ -57,7 +57,7 @@ class CorpusActions(StoreRunner):
         return self._call(self._corpus(workspace))
 
     async def _corpus(self, workspace: str) -> CorpusView:
-        tenant = workspace_tenant_id(workspace)
+        tenant = await tenant_of(self._store, workspace)
         summary = await self._store.corpus_summary(tenant)
         lengths = await self._store.doc_lengths(tenant)
         return CorpusView(summary=summary, doc_lengths=lengths)
@@ -83,7 +83,7 @@ class CorpusActions(StoreRunner):
         return await self._terms(workspace, normalised, limit)
 
     async def _terms(self, workspace: str, normalised: str, limit: int) -> list[TermInfo]:
-        tenant = workspace_tenant_id(workspace)
+        tenant = await tenant_of(self._store, workspace)
         summary = await self._store.corpus_summary(tenant)
         found = await self._store.terms_with_prefix(normalised, tenant, limit)
         return [
@@ -106,9 +106,7 @@ class CorpusActions(StoreRunner):
         self, term: str, *, workspace: str, limit: int = UNLIMITED
     ) -> list[TermPassage]:
         """The passages containing ``term``, by tf descending, then source and position."""
-        found = self._call(
-            self._store.lexical_candidates([term], workspace_tenant_id(workspace), limit)
-        )
+        found = self._call(self._store.lexical_candidates([term], self._tenant(workspace), limit))
         rows = [
             TermPassage(chunk=c.chunk, tf=c.term_frequencies.get(term, 0), doc_length=c.doc_length)
             for c in found.candidates

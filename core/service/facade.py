@@ -15,7 +15,6 @@ from uuid import UUID
 
 from pydantic import ValidationError
 
-from core.domain.chunks import workspace_tenant_id
 from core.service.access import AccessActions
 from core.service.analysis import AnalysisActions
 from core.service.common import DEFAULT_WORKSPACE
@@ -27,7 +26,7 @@ from core.service.rankings import RankingsActions
 from core.service.search import SearchActions
 from core.settings import Settings, describe_store
 from core.stores.embedded import EmbeddedServerError
-from core.stores.port import ChunkStore, Workspace
+from core.stores.port import ChunkStore, open_workspace
 from core.stores.select import open_store
 
 
@@ -53,9 +52,7 @@ class LexplainService(
     async def _open(self, factory: Callable[[], Awaitable[ChunkStore]]) -> ChunkStore:
         store = await factory()
         try:
-            await store.upsert_workspace(
-                Workspace(tenant_id=workspace_tenant_id(DEFAULT_WORKSPACE), name=DEFAULT_WORKSPACE)
-            )
+            await open_workspace(store, DEFAULT_WORKSPACE)
         except BaseException:
             await store.close()
             raise
@@ -89,6 +86,6 @@ class LexplainService(
                 "the server is running; nothing was changed."
             ) from exc
 
-    @staticmethod
-    def tenant(workspace: str) -> UUID:
-        return workspace_tenant_id(workspace)
+    def tenant(self, workspace: str) -> UUID:
+        """The id of the workspace called ``workspace`` now (looked up, never derived)."""
+        return self._tenant(workspace)

@@ -31,7 +31,7 @@ from core.analysis.rankers import Ranker, RankerKind, rank_with
 from core.analysis.run_comparison import METRICS, RunsComparison, compare_saved
 from core.analysis.truncation import UNLIMITED
 from core.domain.agreement import COMBINING_RULE, cohen_kappa, fleiss_kappa
-from core.domain.chunks import StoredChunk, workspace_tenant_id
+from core.domain.chunks import StoredChunk
 from core.domain.judging import (
     LOCAL_RATER,
     Judgment,
@@ -50,6 +50,7 @@ from core.service.common import (
     workspace_profile,
 )
 from core.service.runner import StoreRunner
+from core.stores.port import tenant_of
 
 #: How deep each ranker's list goes into a pool (TREC pools to 100; 10 is one screen).
 POOL_DEPTH: Final = 10
@@ -133,18 +134,18 @@ class JudgingActions(StoreRunner):
         ``JudgmentError`` names the first bad line and nothing is stored; a set of the same
         name is replaced. ``ValueError`` for a name that cannot be one.
         """
-        query_set = read_query_set(workspace, name, data, QueryFormat(fmt))
+        query_set = read_query_set(self._tenant(workspace), name, data, QueryFormat(fmt))
         self._call(self._store.save_query_set(query_set))
         return QuerySetSummary(
             name=query_set.name, queries=len(query_set.queries), created_at=query_set.created_at
         )
 
     def query_sets(self, *, workspace: str) -> list[QuerySetSummary]:
-        return self._call(self._store.list_query_sets(workspace_tenant_id(workspace)))
+        return self._call(self._store.list_query_sets(self._tenant(workspace)))
 
     def query_set(self, name: str, *, workspace: str) -> QuerySet:
         """The set ``name``; ``KeyError`` naming it when the workspace has none such."""
-        found = self._call(self._store.get_query_set(workspace_tenant_id(workspace), name))
+        found = self._call(self._store.get_query_set(self._tenant(workspace), name))
         if found is None:
             raise KeyError(f"no query set “{name}” in “{workspace}”")
         return found
@@ -153,7 +154,7 @@ class JudgingActions(StoreRunner):
         return write_queries(self.query_set(name, workspace=workspace).queries, QueryFormat(fmt))
 
     def delete_query_set(self, name: str, *, workspace: str) -> bool:
-        return self._call(self._store.delete_query_set(workspace_tenant_id(workspace), name))
+        return self._call(self._store.delete_query_set(self._tenant(workspace), name))
 
     def grade(self, query: str, chunk_id: str, grade: int, *, workspace: str) -> Judgment:
         """Keep this rater's grade (0-3) of a passage for a query; a second grade replaces it.
@@ -161,7 +162,7 @@ class JudgingActions(StoreRunner):
         ``KeyError`` when the workspace holds no such passage; ``ValueError`` (pydantic's)
         for a grade outside 0-3.
         """
-        tenant = workspace_tenant_id(workspace)
+        tenant = self._tenant(workspace)
         passage = self._call(self._store.get(chunk_id, tenant))
         if passage is None:
             raise KeyError(f"the workspace “{workspace}” holds no passage {chunk_id}")
@@ -178,7 +179,7 @@ class JudgingActions(StoreRunner):
         return judgment
 
     def judgments(self, *, workspace: str, queries: Sequence[str] | None = None) -> list[Judgment]:
-        return self._call(self._store.list_judgments(workspace_tenant_id(workspace), queries))
+        return self._call(self._store.list_judgments(self._tenant(workspace), queries))
 
     def combined_judgments(
         self, *, workspace: str, queries: Sequence[str] | None = None, by_document: bool = False
@@ -226,7 +227,7 @@ class JudgingActions(StoreRunner):
         Its ranker, k1/b, the workspace's profile, limit and k, the query set, the grades as
         they stand now (combined), and per query (by text) its metrics and ranked ids.
         """
-        tenant = workspace_tenant_id(workspace)
+        tenant = self._tenant(workspace)
         texts = [row.query for row in run.rows]
         record = RunRecord(
             ranker=ranker.label,
@@ -252,17 +253,17 @@ class JudgingActions(StoreRunner):
         )
 
     def saved_runs(self, *, workspace: str) -> list[SavedRunSummary]:
-        return self._call(self._store.list_runs(workspace_tenant_id(workspace)))
+        return self._call(self._store.list_runs(self._tenant(workspace)))
 
     def saved_run(self, run_id: UUID, *, workspace: str) -> SavedRun:
         """The saved run; ``KeyError`` when the workspace has none with that id."""
-        found = self._call(self._store.get_run(workspace_tenant_id(workspace), run_id))
+        found = self._call(self._store.get_run(self._tenant(workspace), run_id))
         if found is None:
             raise KeyError(f"no saved run {run_id} in “{workspace}”")
         return found
 
     def delete_saved_run(self, run_id: UUID, *, workspace: str) -> bool:
-        return self._call(self._store.delete_run(workspace_tenant_id(workspace), run_id))
+        return self._call(self._store.delete_run(self._tenant(workspace), run_id))
 
     def compare_saved_runs(
         self, run_ids: Sequence[UUID], metric: str = "ndcg", *, workspace: str
@@ -315,7 +316,7 @@ class JudgingActions(StoreRunner):
     async def _import(
         self, pairs: Sequence[GradedPair], by_key: dict[str, str], workspace: str
     ) -> JudgmentImport:
-        tenant = workspace_tenant_id(workspace)
+        tenant = await tenant_of(self._store, workspace)
         rater, now = f"{self.rater} {IMPORTED}", datetime.now(UTC)
         passages: dict[str, list[StoredChunk]] = {}
         unknown_queries: set[str] = set()
@@ -384,7 +385,7 @@ class JudgingActions(StoreRunner):
         depth: int,
         limit: int,
     ) -> JudgingPool:
-        tenant = workspace_tenant_id(workspace)
+        tenant = await tenant_of(self._store, workspace)
         query = queries[position].text
         terms = tokenize(query, await workspace_profile(self._store, workspace))
         full = await self._store.lexical_candidates(terms, tenant, UNLIMITED)

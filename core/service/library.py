@@ -10,13 +10,14 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Final
 from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from core.analysis.judgment_files import QueryFormat
 from core.analysis.presentation import count, natural_key
-from core.domain.chunks import ChunkingOptions, StoredChunk, workspace_tenant_id
+from core.domain.chunks import ChunkingOptions, StoredChunk
 from core.domain.entities import Entity
 from core.domain.names import format_problem
 from core.domain.tokenize import DEFAULT_PROFILE, Profile
@@ -40,7 +41,7 @@ from core.service.common import (
     read_query_set,
 )
 from core.service.runner import ProgressCallback, StoreRunner
-from core.stores.port import EntitySummary, SourceSummary, Workspace
+from core.stores.port import EntitySummary, SourceSummary, open_workspace, tenant_of
 
 #: The sample collection shipped with the repository (BEIR layout).
 SAMPLE_CORPUS = Path(__file__).resolve().parents[2] / "data" / "cranfield" / "corpus.jsonl"
@@ -121,6 +122,10 @@ def _mentions_of(chunk: StoredChunk) -> list[Mention]:
     return mentions
 
 
+#: No workspace has this id: ``lookalike`` then excludes none.
+_NO_TENANT: Final = UUID(int=0)
+
+
 class LibraryActions(StoreRunner):
     """The Upload and Entities screens' actions, and the sidebar's workspaces."""
 
@@ -161,19 +166,17 @@ class LibraryActions(StoreRunner):
         ``workspace_name`` refuses.
         """
         cleaned = self.workspace_name(name)
-        workspace = Workspace(
-            tenant_id=workspace_tenant_id(cleaned),
-            name=cleaned,
-            profile=Profile(profile),
-        )
+        found = self._call(self._store.find_workspace(cleaned))
+        if found is not None and found.name == cleaned:
+            return cleaned
         # The workspaces this person sees, named; the signed-in guard checks everyone's.
-        seen = lookalike(cleaned, workspace.tenant_id, self._call(self._store.list_workspaces()))
+        seen = found or lookalike(cleaned, _NO_TENANT, self._call(self._store.list_workspaces()))
         if seen is not None:
             raise ValueError(
                 f"the name “{cleaned}” is taken: it looks the same as “{seen.name}”; choose another"
             )
         try:
-            self._call(self._store.upsert_workspace(workspace))
+            self._call(open_workspace(self._store, cleaned, Profile(profile)))
         except NoAccess:
             raise ValueError(f"the name “{cleaned}” is taken; choose another") from None
         return cleaned
@@ -184,33 +187,33 @@ class LibraryActions(StoreRunner):
         With sign-in only its owner may (``NotOwner``). The default workspace is emptied
         and kept: a store always has one to show.
         """
-        deleted = self._call(self._store.delete_workspace(workspace_tenant_id(name)))
+        deleted = self._call(self._store.delete_workspace(self._tenant(name)))
         if name == DEFAULT_WORKSPACE:
             self.create_workspace(DEFAULT_WORKSPACE)
         return deleted
 
     def is_empty(self, *, workspace: str) -> bool:
         """Whether the workspace holds no passage (counted, never listed)."""
-        return self._call(self._store.passage_count(workspace_tenant_id(workspace))) == 0
+        return self._call(self._store.passage_count(self._tenant(workspace))) == 0
 
     def list_sources(self, *, workspace: str) -> list[SourceSummary]:
         """The workspace's sources in natural order of their ids (2 before 10, as people count)."""
-        found = self._call(self._store.list_sources(workspace_tenant_id(workspace)))
+        found = self._call(self._store.list_sources(self._tenant(workspace)))
         return sorted(found, key=lambda source: natural_key(source.source_id))
 
     def delete_source(self, source_id: str, *, workspace: str) -> int:
         """Delete a source's passages; returns how many were deleted."""
-        return self._call(self._store.delete_by_source(source_id, workspace_tenant_id(workspace)))
+        return self._call(self._store.delete_by_source(source_id, self._tenant(workspace)))
 
     def list_entities(self, *, workspace: str) -> list[EntitySummary]:
-        return self._call(self._store.list_entities(workspace_tenant_id(workspace)))
+        return self._call(self._store.list_entities(self._tenant(workspace)))
 
     def entity_passages(self, entity_id: UUID, *, workspace: str) -> list[EntityPassage]:
         """The passages mentioning an entity, in the store's order, with its mentions."""
         return self._call(self._entity_passages(entity_id, workspace))
 
     async def _entity_passages(self, entity_id: UUID, workspace: str) -> list[EntityPassage]:
-        tenant = workspace_tenant_id(workspace)
+        tenant = await tenant_of(self._store, workspace)
         chunks = await self._store.get_by_entity(entity_id, tenant)
         names = await entity_names(self._store, chunks, tenant)
         return [
@@ -281,11 +284,9 @@ class LibraryActions(StoreRunner):
         """Load the Cranfield sample: whole-document passages, source id = the doc's _id."""
         # The sample's 225 queries arrive as a set, so a newcomer meets the whole judging loop;
         # saved first, so a load cut short (the page left mid-way) still leaves the set.
+        tenant = self._call(open_workspace(self._store, workspace)).tenant_id
         sample_set = read_query_set(
-            workspace, SAMPLE_QUERY_SET, SAMPLE_QUERIES.read_bytes(), QueryFormat.BEIR
-        )
-        self._call(
-            self._store.upsert_workspace(Workspace(tenant_id=sample_set.tenant_id, name=workspace))
+            tenant, SAMPLE_QUERY_SET, SAMPLE_QUERIES.read_bytes(), QueryFormat.BEIR
         )
         self._call(self._store.save_query_set(sample_set))
         upload = read_upload(SAMPLE_CORPUS.name, SAMPLE_CORPUS.read_bytes())
@@ -313,8 +314,9 @@ class LibraryActions(StoreRunner):
         chunking: ChunkingOptions | None,
         report: Callable[[int, int, str], None],
     ) -> IndexReport:
-        tenant = workspace_tenant_id(workspace)
-        await self._store.upsert_workspace(Workspace(tenant_id=tenant, name=workspace))
+        # The workspace as it is now (created if new): a deletion meanwhile makes every
+        # later write of this upload fail (WorkspaceGone), the upload stops and says so.
+        tenant = (await open_workspace(self._store, workspace)).tenant_id
         return await index_uploads(
             uploads,
             self._store,

@@ -20,7 +20,6 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from core.domain.bm25 import ScoreExplanation
-from core.domain.chunks import workspace_tenant_id
 from core.domain.ranking import LexicalCandidates, candidate_scores, rank_chunks, ranked_rows
 from core.domain.tokenize import tokenize
 from core.service.common import DEFAULT_K, DEFAULT_LIMIT, UNLIMITED, bounded_candidates
@@ -275,5 +274,5 @@ class ParityActions(StoreRunner):
     ) -> ParityReport:
         """This workspace's store against an in-memory copy of its passages, query by query:
         "200/200 identical" or the first difference with both explanations."""
-        tenant = workspace_tenant_id(workspace)
+        tenant = self._tenant(workspace)
         return self._call(check_parity(self._store, tenant, queries=queries, limit=limit))

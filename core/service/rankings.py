@@ -17,7 +17,6 @@ from pydantic import ConfigDict
 
 from core.analysis.rankers import Ranker, RankingComparison, compare_rankers, explain_under
 from core.domain.bm25 import ScoreExplanation
-from core.domain.chunks import workspace_tenant_id
 from core.domain.tokenize import Profile
 from core.service.common import (
     QueryView,
@@ -28,6 +27,7 @@ from core.service.common import (
     workspace_profile,
 )
 from core.service.runner import ProgressCallback, StoreRunner
+from core.stores.port import tenant_of
 
 
 class CompareView(QueryView):
@@ -62,7 +62,7 @@ class RankingsActions(StoreRunner):
     ) -> int:
         """Re-index ``workspace`` under ``profile``; searches see the old index until it is done."""
         chosen = Profile(profile)
-        tenant = workspace_tenant_id(workspace)
+        tenant = self._tenant(workspace)
 
         async def run(report: Callable[[int, int, str], None]) -> int:
             return await self._store.reindex(
@@ -96,7 +96,7 @@ class RankingsActions(StoreRunner):
         workspace: str,
         chosen: str | None,
     ) -> CompareView:
-        tenant = workspace_tenant_id(workspace)
+        tenant = await tenant_of(self._store, workspace)
         profile = await workspace_profile(self._store, workspace)
         view = query_view(query, k, limit, workspace, profile)
         terms = view["terms"]

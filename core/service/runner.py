@@ -34,10 +34,11 @@ from collections.abc import Awaitable, Callable, Coroutine, Hashable
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, TypeVar
+from uuid import UUID
 
 from core import checkpoint
 from core.settings import Settings
-from core.stores.port import ChunkStore
+from core.stores.port import ChunkStore, tenant_of
 
 T = TypeVar("T")
 
@@ -169,6 +170,11 @@ class StoreRunner:
         """Run long work with ``_give_way`` at its checkpoints."""
         checkpoint.install(self._give_way)
         return await coro
+
+    def _tenant(self, workspace: str) -> UUID:
+        """The id of the workspace called ``workspace`` now (``tenant_of``): a workspace is
+        an identity, so a name is looked up on each call, never derived."""
+        return self._call(tenant_of(self._store, workspace))
 
     def _call(self, coro: Coroutine[Any, Any, T]) -> T:
         # Counted until the CALLER has the result: long work resuming as soon as the loop set

@@ -14,7 +14,7 @@ import io
 from pydantic import BaseModel, ConfigDict, Field
 
 from core.domain.bm25 import ScoreExplanation, explain_score
-from core.domain.chunks import StoredChunk, workspace_tenant_id
+from core.domain.chunks import StoredChunk
 from core.domain.entities import Entity
 from core.domain.ranking import rank_chunks
 from core.domain.tokenize import Profile, tokenize
@@ -29,6 +29,7 @@ from core.service.common import (
     workspace_profile,
 )
 from core.service.runner import StoreRunner
+from core.stores.port import tenant_of
 
 
 class PassageView(BaseModel):
@@ -131,7 +132,7 @@ class SearchActions(StoreRunner):
         return self._call(self._search(query, k, limit, workspace))
 
     async def _search(self, query: str, k: int, limit: int, workspace: str) -> SearchResult:
-        tenant = workspace_tenant_id(workspace)
+        tenant = await tenant_of(self._store, workspace)
         profile = await workspace_profile(self._store, workspace)
         key = ("search", tenant, profile, await self._store.generation(tenant), query, k, limit)
         cached = self._results.get(key)
@@ -144,7 +145,7 @@ class SearchActions(StoreRunner):
     async def _ranked(
         self, query: str, k: int, limit: int, workspace: str, profile: Profile
     ) -> SearchResult:
-        tenant = workspace_tenant_id(workspace)
+        tenant = await tenant_of(self._store, workspace)
         view = query_view(query, k, limit, workspace, profile)
         terms = view["terms"]
         # One read, one snapshot: the store counts what matched and hands over ``limit``.
@@ -187,7 +188,7 @@ class SearchActions(StoreRunner):
         return self._call(self._explain(query, chunk_id, workspace))
 
     async def _explain(self, query: str, chunk_id: str, workspace: str) -> ScoreExplanation:
-        tenant = workspace_tenant_id(workspace)
+        tenant = await tenant_of(self._store, workspace)
         profile = await workspace_profile(self._store, workspace)
         terms = tokenize(query, profile)
         found = await bounded_candidates(self._store, terms, tenant, UNLIMITED)

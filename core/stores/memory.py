@@ -46,6 +46,7 @@ from core.checkpoint import checkpoint
 from core.domain.bm25 import CorpusStats
 from core.domain.chunks import StoredChunk
 from core.domain.entities import Entity
+from core.domain.names import name_key
 from core.domain.postings import CsrPostings, Posting, postings_candidates
 from core.domain.ranking import LexicalCandidates
 from core.domain.tokenize import DEFAULT_PROFILE, Profile
@@ -53,10 +54,12 @@ from core.stores.memory_judging import InMemoryJudging
 from core.stores.port import (
     CorpusSummary,
     EntitySummary,
+    NameTaken,
     ReindexProgress,
     SourceSummary,
     TermFrequency,
     Workspace,
+    WorkspaceGone,
     check_name,
     checked_for_write,
     checked_sources,
@@ -232,8 +235,14 @@ class InMemoryChunkStore(InMemoryJudging):
         self._lock = threading.Lock()
         self._tenants: dict[UUID, _Tenant] = {}
         self._workspaces: dict[UUID, Workspace] = {}
+        #: Ids of deleted workspaces: never used again, so a late write cannot land in one.
+        self._deleted: set[UUID] = set()
 
     def _tenant(self, tenant_id: UUID) -> _Tenant:
+        """The tenant for writing (created if new), under the lock; a deleted workspace's
+        id raises ``WorkspaceGone`` before anything changes."""
+        if tenant_id in self._deleted:
+            raise WorkspaceGone(tenant_id)
         tenant = self._tenants.get(tenant_id)
         if tenant is None:
             tenant = self._tenants[tenant_id] = _Tenant(profile=self._profile(tenant_id))
@@ -250,8 +259,9 @@ class InMemoryChunkStore(InMemoryJudging):
     async def upsert_many(self, chunks: Sequence[StoredChunk]) -> int:
         batch = [_copy(chunk) for chunk in checked_for_write(chunks)]
         with self._lock:
+            tenants = {t: self._tenant(t) for t in dict.fromkeys(c.tenant_id for c in batch)}
             for chunk in batch:
-                self._tenant(chunk.tenant_id).add(chunk)
+                tenants[chunk.tenant_id].add(chunk)
         return len(batch)
 
     async def replace_source(
@@ -357,6 +367,7 @@ class InMemoryChunkStore(InMemoryJudging):
         with self._lock:
             self._workspaces.pop(tenant_id, None)
             self._drop_judging(tenant_id)
+            self._deleted.add(tenant_id)
             tenant = self._tenants.pop(tenant_id, None)
             return 0 if tenant is None else len(tenant.chunks)
 
@@ -468,7 +479,13 @@ class InMemoryChunkStore(InMemoryJudging):
 
     async def upsert_workspace(self, workspace: Workspace) -> None:
         check_name(workspace.name, "workspace")
+        key = name_key(workspace.name)
         with self._lock:
+            if workspace.tenant_id in self._deleted:
+                raise WorkspaceGone(workspace.tenant_id)
+            for other in self._workspaces.values():
+                if other.tenant_id != workspace.tenant_id and name_key(other.name) == key:
+                    raise NameTaken(f"the workspace name “{workspace.name}” is taken")
             known = self._workspaces.get(workspace.tenant_id)
             if known is not None:
                 workspace = workspace.model_copy(
@@ -521,6 +538,16 @@ class InMemoryChunkStore(InMemoryJudging):
         with self._lock:
             known = self._workspaces.get(tenant_id)
             return None if known is None else known.model_copy()
+
+    async def retired(self, tenant_id: UUID) -> bool:
+        with self._lock:
+            return tenant_id in self._deleted
+
+    async def find_workspace(self, name: str) -> Workspace | None:
+        key = name_key(name)
+        with self._lock:
+            found = next((w for w in self._workspaces.values() if name_key(w.name) == key), None)
+            return None if found is None else found.model_copy()
 
     async def add_member(self, tenant_id: UUID, email: str) -> bool:
         email = member_email(email)

@@ -19,7 +19,7 @@ from core.domain.judging import (
     SavedRun,
     SavedRunSummary,
 )
-from core.stores.port import Workspace, checked_judgments
+from core.stores.port import Workspace, WorkspaceGone, checked_judgments
 
 #: A judgment's key within its workspace: (query, passage, rater).
 JudgmentKey = tuple[str, str, str]
@@ -30,6 +30,7 @@ class InMemoryJudging:
 
     _lock: threading.Lock
     _workspaces: dict[UUID, Workspace]
+    _deleted: set[UUID]
 
     def __init__(self) -> None:
         self._query_sets: dict[UUID, dict[str, QuerySet]] = {}
@@ -37,7 +38,9 @@ class InMemoryJudging:
         self._runs: dict[UUID, dict[UUID, SavedRun]] = {}
 
     def _known(self, tenant_id: UUID) -> None:
-        """Under the lock: refuse a write into a workspace that does not exist."""
+        """Under the lock: refuse a write into a workspace that does not exist (any more)."""
+        if tenant_id in self._deleted:
+            raise WorkspaceGone(tenant_id)
         if tenant_id not in self._workspaces:
             raise KeyError(f"no workspace with tenant id {tenant_id}")
 

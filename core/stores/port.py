@@ -18,6 +18,7 @@ cost of one model per row; the in-memory store builds them from arrays.
 
 from __future__ import annotations
 
+import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol, runtime_checkable
@@ -25,7 +26,13 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from core.domain.chunks import StoredChunk, chunk_id, source_id_problem, storable_text_problem
+from core.domain.chunks import (
+    StoredChunk,
+    chunk_id,
+    source_id_problem,
+    storable_text_problem,
+    workspace_tenant_id,
+)
 from core.domain.entities import Entity
 from core.domain.judging import (
     Judgment,
@@ -60,6 +67,28 @@ class ConnectionLost(StoreUnavailable):
     Transaction.__aexit__ ...``), whose wording tells a user nothing; the message says what
     was being done and, for a write, that nothing of it was stored.
     """
+
+
+class WorkspaceGone(StoreUnavailable):
+    """A write reached a workspace that was deleted (or deleted and created again) since the
+    writer looked it up. Nothing of the write was stored: the write and the deletion take
+    the workspace itself in turn, and a deleted workspace's id is never used again."""
+
+    def __init__(self, tenant_id: UUID) -> None:
+        super().__init__(
+            "the workspace was deleted while this was being written; nothing of it was stored "
+            "(if it was created again under the same name, that one is a new, empty workspace)"
+        )
+        self.tenant_id = tenant_id
+
+
+class NameTaken(ValueError):
+    """Another workspace has a name a person cannot tell from this one (``name_key``)."""
+
+
+class StoreInconsistent(RuntimeError):
+    """A read found a workspace's counters, df or passages disagreeing (never expected: each
+    write keeps them in one transaction); ``python -m core db repair`` recomputes them."""
 
 
 class SourceSummary(BaseModel):
@@ -228,7 +257,8 @@ class ChunkStore(Protocol):
     async def delete_workspace(self, tenant_id: UUID) -> int:
         """Delete a workspace: its record, members, passages and entities, together or not at all.
 
-        Returns passages deleted; an unknown tenant deletes nothing and returns 0.
+        Returns passages deleted; an unknown tenant deletes nothing and returns 0. Its id is
+        never used again: a write to it, waiting or later, raises ``WorkspaceGone``.
         """
         ...
 
@@ -294,6 +324,9 @@ class ChunkStore(Protocol):
         """Create a workspace, or rename it; an existing workspace keeps its profile,
         owner and members.
 
+        A deleted workspace's id raises ``WorkspaceGone`` (ids are never used twice); a name
+        whose ``name_key`` another workspace holds raises ``NameTaken``.
+
         A tenant's passages are tokenised with the profile of its workspace (``plain`` when
         the tenant has none); a new workspace's profile, owner and members are taken from
         ``workspace``.
@@ -302,6 +335,14 @@ class ChunkStore(Protocol):
 
     async def get_workspace(self, tenant_id: UUID) -> Workspace | None:
         """The workspace of ``tenant_id`` with its owner and members; None when unknown."""
+        ...
+
+    async def find_workspace(self, name: str) -> Workspace | None:
+        """The workspace a person knows by ``name`` (same ``name_key``); None when none is."""
+        ...
+
+    async def retired(self, tenant_id: UUID) -> bool:
+        """Whether a deleted workspace had ``tenant_id`` (it is never used again)."""
         ...
 
     async def add_member(self, tenant_id: UUID, email: str) -> bool:
@@ -393,6 +434,57 @@ class ChunkStore(Protocol):
     async def delete_run(self, tenant_id: UUID, run_id: UUID) -> bool: ...
 
     async def close(self) -> None: ...
+
+
+async def tenant_of(store: ChunkStore, name: str) -> UUID:
+    """The id of the workspace a person knows by ``name`` now.
+
+    A name no workspace has gives the name's derived id (``workspace_tenant_id``): reads of
+    it find nothing, and a write to it is refused if a deleted workspace had it.
+    """
+    found = await store.find_workspace(name)
+    return workspace_tenant_id(name) if found is None else found.tenant_id
+
+
+async def new_tenant_id(store: ChunkStore, name: str) -> UUID:
+    """An id no workspace has had, for a new workspace called ``name``: the name's derived id
+    when the store never used it (a database from before, whose ids were derived, and a
+    fresh one agree), else a random one."""
+    derived = workspace_tenant_id(name)
+    if await store.get_workspace(derived) is None and not await store.retired(derived):
+        return derived
+    return uuid.uuid4()
+
+
+async def open_workspace(
+    store: ChunkStore, name: str, profile: Profile = DEFAULT_PROFILE
+) -> Workspace:
+    """The workspace called ``name``, created if no workspace has that name.
+
+    Each creation gets an id no workspace had: the name's derived id when the store never
+    used it (so a database from before, whose ids were derived, and a fresh one agree), else
+    a random one. A name re-created after a deletion is therefore a new, empty workspace,
+    and a write still aimed at the deleted one fails (``WorkspaceGone``). Two creators of one
+    name at once end with one workspace (the store's unique ``name_key``).
+    """
+    for _ in range(3):
+        found = await store.find_workspace(name)
+        if found is not None:
+            return found
+        fresh = await new_tenant_id(store, name)
+        for tenant_id in dict.fromkeys((fresh, uuid.uuid4())):
+            try:
+                await store.upsert_workspace(
+                    Workspace(tenant_id=tenant_id, name=name, profile=profile)
+                )
+            except WorkspaceGone:
+                continue  # a deleted workspace had the derived id: take a random one
+            except NameTaken:
+                break  # created by someone else meanwhile: find it
+            made = await store.get_workspace(tenant_id)
+            if made is not None:
+                return made
+    raise NameTaken(f"the workspace “{name}” could not be created; try again")
 
 
 def passage_terms(text: str, profile: Profile = DEFAULT_PROFILE) -> tuple[int, Counter[str]]:

@@ -24,7 +24,15 @@ from core.domain.chunks import MAX_SOURCE_ID_CHARS, StoredChunk, chunk_id
 from core.domain.entities import Entity
 from core.domain.ranking import rank_chunks
 from core.domain.tokenize import MAX_TERM_CHARS, Profile, tokenize
-from core.stores.port import ChunkStore, Workspace
+from core.service.access import WorkspaceGuard
+from core.stores.port import (
+    ChunkStore,
+    NameTaken,
+    Workspace,
+    WorkspaceGone,
+    open_workspace,
+    tenant_of,
+)
 
 PLAIN, ENGLISH = Profile.PLAIN, Profile.ENGLISH
 #: Both profiles, plain first.
@@ -964,9 +972,8 @@ class ChunkStoreCompliance:
         await store.delete_workspace(tenant)
         gone = await store.generation(tenant)
         assert gone not in seen
-        await store.upsert_workspace(Workspace(tenant_id=tenant, name="g"))
-        await store.upsert_many(corpus_chunks(tenant))
-        assert await moved() != written  # the same passages again: a new generation
+        with pytest.raises(WorkspaceGone):  # its id is never used again
+            await store.upsert_workspace(Workspace(tenant_id=tenant, name="g"))
 
     async def test_reindexing_an_unknown_workspace_raises_key_error(
         self, store: ChunkStore
@@ -1105,10 +1112,113 @@ class ChunkStoreCompliance:
         )
         await store.delete_workspace(tenant)
         assert await store.get_workspace(tenant) is None
-        await store.upsert_workspace(Workspace(tenant_id=tenant, name="t", owner="eve@example.org"))
-        assert await store.get_workspace(tenant) == Workspace(
-            tenant_id=tenant, name="t", owner="eve@example.org"
+        assert await store.find_workspace("t") is None
+        with pytest.raises(WorkspaceGone):  # a deleted id is never used again
+            await store.upsert_workspace(Workspace(tenant_id=tenant, name="t"))
+        fresh = await open_workspace(store, "t")
+        assert fresh.tenant_id != tenant and (fresh.owner, fresh.members) == (None, ())
+
+    # -- a workspace is an identity ---------------------------------------------------
+
+    async def test_a_write_to_a_deleted_workspace_is_refused_and_stores_nothing(
+        self, store: ChunkStore
+    ) -> None:
+        old = (await open_workspace(store, "gone soon")).tenant_id
+        await store.replace_sources(old, [("a", [make_chunk(old, "a", "alpha wing")])])
+        await store.delete_workspace(old)
+        writes = [
+            lambda: store.replace_sources(old, [("b", [make_chunk(old, "b", "beta wing")])]),
+            lambda: store.replace_source("c", old, [make_chunk(old, "c", "gamma wing")]),
+            lambda: store.upsert_many([make_chunk(old, "d", "delta wing")]),
+            lambda: store.upsert_entities([Entity(name="Ada", kind="person")], old),
+        ]
+        for write in writes:
+            with pytest.raises(WorkspaceGone, match="deleted while this was being written"):
+                await write()
+        assert await store.passage_count(old) == 0
+        assert await store.list_sources(old) == []
+        assert (await store.corpus_summary(old)).vocabulary == 0
+        assert await store.list_entities(old) == []
+
+    async def test_a_name_created_again_after_a_deletion_is_a_new_empty_workspace(
+        self, store: ChunkStore
+    ) -> None:
+        first = await open_workspace(store, "Reports")
+        await store.replace_sources(
+            first.tenant_id, [("a", [make_chunk(first.tenant_id, "a", "alpha wing")])]
         )
+        await store.delete_workspace(first.tenant_id)
+        second = await open_workspace(store, "Reports")
+        assert second.tenant_id != first.tenant_id
+        assert await open_workspace(store, "reports") == second  # one name, by what people see
+        assert await store.passage_count(second.tenant_id) == 0
+        assert (await store.lexical_candidates(["alpha"], second.tenant_id, 10)).candidates == []
+        with pytest.raises(NameTaken):
+            await store.upsert_workspace(Workspace(tenant_id=uuid.uuid4(), name="REPORTS"))
+
+    @pytest.mark.parametrize("moment", [0, 1, 2, 5])
+    async def test_deleting_a_workspace_during_an_upload_leaves_no_orphans(
+        self, store: ChunkStore, moment: int
+    ) -> None:
+        """An upload writes groups while the owner deletes the workspace after ``moment``
+        groups, racing the group in flight: every group either lands before the deletion
+        (and is deleted with it) or is refused whole; the name created again is empty."""
+        old = (await open_workspace(store, "uploading")).tenant_id
+        refused: list[BaseException] = []
+
+        async def group(g: int) -> None:
+            sources = [
+                (f"doc{g}-{d}", [make_chunk(old, f"doc{g}-{d}", f"wing{g} flow{d} drag", i)
+                                 for i in range(4)])
+                for d in range(5)
+            ]  # fmt: skip
+            try:
+                await store.replace_sources(old, sources)
+            except WorkspaceGone as exc:
+                refused.append(exc)
+
+        for g in range(moment):
+            await group(g)
+        await asyncio.gather(group(moment), store.delete_workspace(old), group(moment + 1))
+        for g in range(moment + 2, moment + 4):
+            await group(g)
+        assert len(refused) >= 2  # at least the groups after the deletion
+        assert await store.passage_count(old) == 0
+        assert await store.list_sources(old) == []
+        summary = await store.corpus_summary(old)
+        assert (summary.passages, summary.tokens, summary.vocabulary) == (0, 0, 0)
+        assert (await store.lexical_candidates(["wing0", "drag"], old, 10)).candidates == []
+        again = await open_workspace(store, "uploading")
+        assert again.tenant_id != old and await store.passage_count(again.tenant_id) == 0
+        await store.replace_sources(
+            again.tenant_id, [("x", [make_chunk(again.tenant_id, "x", "wing drag")])]
+        )
+        found = await store.lexical_candidates(["drag"], again.tenant_id, 10)
+        assert found.stats.n_docs == 1 and found.stats.doc_frequencies == {"drag": 1}
+
+    async def test_a_stranger_who_creates_a_deleted_name_sees_nothing_of_its_members_uploads(
+        self, store: ChunkStore
+    ) -> None:
+        """Alice owns "Secret", Bob (a member) uploads, Alice deletes it, Carol creates
+        "Secret": Carol's is a new workspace, and Bob's upload still going can only fail."""
+        alice = WorkspaceGuard(store, "alice@example.org")
+        bob = WorkspaceGuard(store, "bob@example.org")
+        carol = WorkspaceGuard(store, "carol@example.org")
+        secret = await open_workspace(alice, "Secret")
+        await alice.add_member(secret.tenant_id, "bob@example.org")
+        bobs = await tenant_of(bob, "Secret")
+        assert bobs == secret.tenant_id
+        await bob.replace_sources(bobs, [("plans", [make_chunk(bobs, "plans", "bob plans")])])
+        await alice.delete_workspace(secret.tenant_id)
+        carols = await open_workspace(carol, "Secret")
+        assert carols.tenant_id != secret.tenant_id and carols.owner == "carol@example.org"
+        with pytest.raises(WorkspaceGone):
+            await bob.replace_sources(bobs, [("more", [make_chunk(bobs, "more", "bob more")])])
+        assert await carol.list_sources(carols.tenant_id) == []
+        assert await carol.passage_count(carols.tenant_id) == 0
+        assert (await carol.lexical_candidates(["bob"], carols.tenant_id, 10)).candidates == []
+        assert await store.passage_count(bobs) == 0
+        assert await bob.find_workspace("Secret") is None  # Carol's is not his
 
     async def test_an_ownerless_workspace_is_given_an_owner_and_a_member_promoted_leaves_members(
         self, store: ChunkStore

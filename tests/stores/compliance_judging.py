@@ -23,7 +23,7 @@ from core.domain.judging import (
     SavedRun,
     SetQuery,
 )
-from core.stores.port import ChunkStore, Workspace
+from core.stores.port import ChunkStore, Workspace, WorkspaceGone
 
 #: A fixed time, so reads can be compared with what was written.
 WHEN = datetime(2026, 5, 4, 3, 2, 1, 123456, tzinfo=UTC)
@@ -257,8 +257,8 @@ class JudgingCompliance:
         assert len(await store.list_query_sets(kept)) == 1
         assert len(await store.list_judgments(kept)) == 1
         assert len(await store.list_runs(kept)) == 1
-        # A workspace of the same name made again starts with nothing judged.
-        with pytest.raises(KeyError):
+        # A deleted workspace's id is never used again: a late grade is refused.
+        with pytest.raises(WorkspaceGone):
             await store.put_judgments(gone, [judgment(gone)])
 
     async def test_workspaces_do_not_see_each_others_judging(self, store: ChunkStore) -> None:

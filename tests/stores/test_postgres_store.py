@@ -9,7 +9,13 @@ import pytest
 
 from core.domain.tokenize import Profile
 from core.stores.memory import InMemoryChunkStore
-from core.stores.port import ChunkStore, Workspace, passage_terms
+from core.stores.port import (
+    ChunkStore,
+    StoreInconsistent,
+    Workspace,
+    open_workspace,
+    passage_terms,
+)
 from core.stores.postgres import MERGE_FACTOR, PREFETCH_ROWS, PostgresChunkStore, citus
 from tests.stores.compliance import ChunkStoreCompliance, corpus_chunks, make_chunk, snapshot
 from tests.stores.compliance_judging import JudgingCompliance
@@ -268,5 +274,53 @@ async def test_merged_segments_and_deleted_passages_read_exactly_as_the_memory_s
         )
         assert tiers and all(r["n"] < MERGE_FACTOR for r in tiers)
         await assert_derived_tables_agree(conn, tenant)
+    finally:
+        await conn.close()
+
+
+async def test_counters_that_disagree_with_the_passages_are_said_plainly_and_repaired(
+    pg_store: PostgresChunkStore, database_url: str, pg_schema: str
+) -> None:
+    """The IndexError of issue 21 (counters 535, passages 5,537): never expected, since each
+    write keeps them in one transaction, but if it happens a read says so and repair fixes it."""
+    tenant = (await open_workspace(pg_store, "drifted")).tenant_id
+    await pg_store.replace_sources(
+        tenant, [(f"d{i}", [make_chunk(tenant, f"d{i}", f"wing drag {i}")]) for i in range(6)]
+    )
+    conn = await asyncpg.connect(database_url, server_settings={"search_path": pg_schema})
+    try:
+        await conn.execute(
+            "UPDATE tenant_counters SET passages = 2, next_ordinal = 3, generation = 0 "
+            "WHERE tenant_id = $1",
+            tenant,
+        )
+        await conn.execute("DELETE FROM term_df WHERE tenant_id = $1 AND term = 'drag'", tenant)
+        with pytest.raises(StoreInconsistent, match="python -m core db repair"):
+            await pg_store.lexical_candidates(["wing"], tenant, 10)
+        fixed = await pg_store.repair()
+        assert len(fixed) == 1 and str(tenant) in fixed[0]
+        found = await pg_store.lexical_candidates(["wing", "drag"], tenant, 10)
+        assert found.stats.n_docs == 6 and found.stats.doc_frequencies == {"wing": 6, "drag": 6}
+        await assert_derived_tables_agree(conn, tenant)
+        assert await pg_store.repair() == []  # nothing left to fix
+    finally:
+        await conn.close()
+
+
+async def test_repair_removes_what_a_deleted_workspace_left_behind(
+    pg_store: PostgresChunkStore, database_url: str, pg_schema: str
+) -> None:
+    tenant = (await open_workspace(pg_store, "left behind")).tenant_id
+    await pg_store.delete_workspace(tenant)
+    conn = await asyncpg.connect(database_url, server_settings={"search_path": pg_schema})
+    try:  # rows written under the deleted id by a version without the workspace lock
+        await conn.execute(
+            "INSERT INTO tenant_counters (tenant_id, passages, tokens) VALUES ($1, 1, 2)", tenant
+        )
+        assert len(await pg_store.repair()) == 1
+        assert (
+            await conn.fetchval("SELECT count(*) FROM tenant_counters WHERE tenant_id = $1", tenant)
+            == 0
+        )
     finally:
         await conn.close()

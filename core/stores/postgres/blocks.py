@@ -172,3 +172,15 @@ def live_postings(
             rows, values = rows[live], values[live]
         postings.append((rows, values))
     return postings
+
+
+def prefix_upper_bound(prefix: str) -> str | None:
+    """The least string greater than every string starting with ``prefix`` (code point order)."""
+    chars = list(prefix)
+    while chars:
+        last = ord(chars.pop()) + 1
+        if last == 0xD800:
+            last = 0xE000
+        if last <= 0x10FFFF:
+            return "".join(chars) + chr(last)
+    return None

@@ -23,6 +23,7 @@ from core.domain.bm25 import CorpusStats
 from core.domain.postings import postings_candidates
 from core.domain.ranking import LexicalCandidates, candidate_scores, top_rows
 from core.settings import DEFAULT_IMAGE_CACHE_PASSAGES
+from core.stores.port import StoreInconsistent
 from core.stores.postgres.blocks import live_postings
 from core.stores.postgres.lookups import SideReader, Texts
 
@@ -69,6 +70,16 @@ class Image:
         n = len(records)
         size = int(totals["next_ordinal"])
         ordinals = np.fromiter((r[0] for r in records), np.int64, n)
+        counted = int(totals["passages"])
+        if n != counted or (n and int(ordinals.max()) >= size):
+            # Never expected (every write keeps them in one transaction); said plainly rather
+            # than an IndexError from the arrays below.
+            raise StoreInconsistent(
+                f"this workspace's index disagrees with its passages ({n:,} stored, "
+                f"{counted:,} counted, ordinals up to {int(ordinals.max()) if n else 0:,} of "
+                f"{size:,}); nothing was changed. Run `python -m core db repair` to rebuild "
+                "its counters and index from the passages."
+            )
         id_rank = np.full(size, -1, dtype=np.int64)
         id_rank[ordinals] = np.arange(n, dtype=np.int64)
         ids = np.empty(size, dtype=object)

@@ -28,6 +28,7 @@ from core.domain.judging import (
     SetQuery,
 )
 from core.stores.port import checked_judgments
+from core.stores.postgres.writes import locked_profiles
 
 T = TypeVar("T")
 
@@ -75,15 +76,17 @@ class PostgresJudging:
 
         async def write(conn: asyncpg.Connection) -> None:
             try:
-                await conn.execute(
-                    "INSERT INTO query_sets (tenant_id, name, queries, created_at)"
-                    " VALUES ($1, $2, $3::jsonb, $4) ON CONFLICT (tenant_id, name) DO UPDATE"
-                    " SET queries = EXCLUDED.queries, created_at = EXCLUDED.created_at",
-                    query_set.tenant_id,
-                    query_set.name,
-                    queries,
-                    query_set.created_at,
-                )
+                async with conn.transaction():
+                    await locked_profiles(conn, [query_set.tenant_id])  # not a deleted workspace
+                    await conn.execute(
+                        "INSERT INTO query_sets (tenant_id, name, queries, created_at)"
+                        " VALUES ($1, $2, $3::jsonb, $4) ON CONFLICT (tenant_id, name) DO UPDATE"
+                        " SET queries = EXCLUDED.queries, created_at = EXCLUDED.created_at",
+                        query_set.tenant_id,
+                        query_set.name,
+                        queries,
+                        query_set.created_at,
+                    )
             except asyncpg.ForeignKeyViolationError:
                 raise _unknown(query_set.tenant_id) from None
 
@@ -137,6 +140,7 @@ class PostgresJudging:
         async def write(conn: asyncpg.Connection) -> None:
             try:
                 async with conn.transaction():
+                    await locked_profiles(conn, [tenant_id])  # not a deleted workspace
                     await conn.executemany(_UPSERT_JUDGMENT, rows)
             except asyncpg.ForeignKeyViolationError:
                 raise _unknown(tenant_id) from None
@@ -173,18 +177,21 @@ class PostgresJudging:
 
         async def write(conn: asyncpg.Connection) -> None:
             try:
-                await conn.execute(
-                    "INSERT INTO saved_runs (tenant_id, run_id, name, saved_at, query_set, record)"
-                    " VALUES ($1, $2, $3, $4, $5, $6::jsonb) ON CONFLICT (tenant_id, run_id)"
-                    " DO UPDATE SET name = EXCLUDED.name, saved_at = EXCLUDED.saved_at,"
-                    " query_set = EXCLUDED.query_set, record = EXCLUDED.record",
-                    run.tenant_id,
-                    run.run_id,
-                    run.name,
-                    run.saved_at,
-                    run.record.query_set,
-                    record,
-                )
+                async with conn.transaction():
+                    await locked_profiles(conn, [run.tenant_id])  # not a deleted workspace
+                    await conn.execute(
+                        "INSERT INTO saved_runs"
+                        " (tenant_id, run_id, name, saved_at, query_set, record)"
+                        " VALUES ($1, $2, $3, $4, $5, $6::jsonb) ON CONFLICT (tenant_id, run_id)"
+                        " DO UPDATE SET name = EXCLUDED.name, saved_at = EXCLUDED.saved_at,"
+                        " query_set = EXCLUDED.query_set, record = EXCLUDED.record",
+                        run.tenant_id,
+                        run.run_id,
+                        run.name,
+                        run.saved_at,
+                        run.record.query_set,
+                        record,
+                    )
             except asyncpg.ForeignKeyViolationError:
                 raise _unknown(run.tenant_id) from None
 

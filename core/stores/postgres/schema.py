@@ -12,9 +12,11 @@ from __future__ import annotations
 import hashlib
 import re
 from typing import Final
+from uuid import UUID
 
 import asyncpg
 
+from core.domain.names import name_key
 from core.stores.postgres import citus
 
 #: A schema name we are willing to interpolate into DDL (it cannot be a parameter).
@@ -87,6 +89,11 @@ ALTER TABLE workspaces ADD COLUMN IF NOT EXISTS profile text NOT NULL DEFAULT 'p
 -- Who may open a workspace (sign-in): added at connect, so a database from before keeps
 -- working; its workspaces have no owner, as the single-user local tool made them.
 ALTER TABLE workspaces ADD COLUMN IF NOT EXISTS owner text COLLATE "C";
+-- A workspace is an identity: a deleted one stays as a tombstone row (deleted, no name_key),
+-- so its id is never used again and a write still aimed at it finds it gone. name_key is
+-- core.domain.names.name_key(name), unique among live workspaces (workspaces.upsert).
+ALTER TABLE workspaces ADD COLUMN IF NOT EXISTS deleted boolean NOT NULL DEFAULT false;
+ALTER TABLE workspaces ADD COLUMN IF NOT EXISTS name_key text COLLATE "C";
 CREATE TABLE IF NOT EXISTS workspace_members (
     tenant_id uuid NOT NULL REFERENCES workspaces (tenant_id) ON DELETE CASCADE,
     email text COLLATE "C" NOT NULL,
@@ -212,6 +219,40 @@ async def create_schema(conn: asyncpg.Connection, schema: str | None) -> None:
         # several DDL statements on to its shards.
         await conn.execute(f"DO $schema$ BEGIN {_SCHEMA} END $schema$")
         await conn.execute(_MIGRATE)
+        await _key_names(conn)
         if on_citus:
             await citus.distribute(conn)
             await citus.set_schema_version(conn, _SCHEMA_VERSION)
+
+
+#: Workspaces found by what a person sees (unique by ``workspaces.upsert``'s lock, not this
+#: index: a unique index must lead with tenant_id for Citus).
+_NAME_KEY_INDEX: Final = (
+    "CREATE INDEX IF NOT EXISTS workspaces_by_name_key ON workspaces (name_key)"
+)
+
+
+async def _key_names(conn: asyncpg.Connection) -> None:
+    """Fill in ``name_key`` for workspaces from before it, then index it.
+
+    Two old workspaces whose names a person cannot tell apart ("Research", "research") both
+    stay: the first by name keeps the key, the others none (still reached by their exact
+    name, see ``workspaces.FIND``), so no data moves and nothing is refused at connect.
+    """
+    rows = await conn.fetch(
+        "SELECT tenant_id, name FROM workspaces WHERE name_key IS NULL AND NOT deleted "
+        "ORDER BY name, tenant_id"
+    )
+    if rows:
+        taken = {
+            r["name_key"]
+            for r in await conn.fetch("SELECT name_key FROM workspaces WHERE name_key IS NOT NULL")
+        }
+        keyed: list[tuple[UUID, str]] = []
+        for row in rows:
+            key = name_key(row["name"])
+            if key not in taken:
+                taken.add(key)
+                keyed.append((row["tenant_id"], key))
+        await conn.executemany("UPDATE workspaces SET name_key = $2 WHERE tenant_id = $1", keyed)
+    await conn.execute(_NAME_KEY_INDEX)

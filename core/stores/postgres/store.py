@@ -1,10 +1,6 @@
-"""The store's public face: ``PostgresChunkStore``, each port method one bounded call.
-
-Each method states what it reads or writes and hands the SQL to the module that owns it
-(``writes``, ``image``, ``lookups``); the connection handling is ``resilience``'s. Kept thin
-so the port can be read in one place; the rejected alternative, one module doing all seven
-jobs, had grown to 1,725 lines.
-"""
+"""The store's public face: ``PostgresChunkStore``, each port method one bounded call that
+hands its SQL to the module owning it (``writes``, ``image``, ``lookups``, ``workspaces``).
+Kept thin; the rejected alternative, one module doing all seven jobs, had 1,725 lines."""
 
 from __future__ import annotations
 
@@ -18,6 +14,7 @@ import asyncpg
 from core.domain.bm25 import CorpusStats
 from core.domain.chunks import StoredChunk
 from core.domain.entities import Entity
+from core.domain.names import name_key
 from core.domain.ranking import LexicalCandidates
 from core.domain.tokenize import DEFAULT_PROFILE, Profile
 from core.settings import DEFAULT_IMAGE_CACHE_PASSAGES
@@ -36,11 +33,8 @@ from core.stores.port import (
     is_storable,
     member_email,
 )
-from core.stores.postgres.blocks import stage
-from core.stores.postgres.image import (
-    ImageCache,
-    read_candidates,
-)
+from core.stores.postgres.blocks import prefix_upper_bound, stage
+from core.stores.postgres.image import ImageCache, read_candidates
 from core.stores.postgres.judging import PostgresJudging
 from core.stores.postgres.lookups import CHUNK_COLUMNS, SideReader, chunk_from_row
 from core.stores.postgres.resilience import (
@@ -54,16 +48,25 @@ from core.stores.postgres.resilience import (
 )
 from core.stores.postgres.schema import IDENTIFIER, connection_settings, create_schema
 from core.stores.postgres.staging import stage_batch
-from core.stores.postgres.workspaces import WORKSPACE, WORKSPACES, locked_owner, workspace_from_row
+from core.stores.postgres.workspaces import (
+    FIND,
+    RETIRED,
+    WORKSPACE,
+    WORKSPACES,
+    locked_owner,
+    tombstone,
+    upsert,
+    workspace_from_row,
+)
 from core.stores.postgres.writes import (
-    add_counters,
-    delete_ids,
+    delete_source_rows,
     delete_tenant_rows,
     locked_profiles,
     read_profiles,
     reindex_rows,
+    repair_all,
     replace_rows,
-    source_lock_keys,
+    upsert_entity_rows,
     write_new,
 )
 
@@ -77,18 +80,6 @@ def _passages(count: int) -> str:
 def _check_limit(limit: int) -> None:
     if limit < 0:
         raise ValueError(f"limit must be >= 0, got {limit}")
-
-
-def _prefix_upper_bound(prefix: str) -> str | None:
-    """The least string greater than every string starting with ``prefix`` (code point order)."""
-    chars = list(prefix)
-    while chars:
-        last = ord(chars.pop()) + 1
-        if last == 0xD800:
-            last = 0xE000
-        if last <= 0x10FFFF:
-            return "".join(chars) + chr(last)
-    return None
 
 
 class PostgresChunkStore(PostgresJudging):
@@ -267,20 +258,7 @@ class PostgresChunkStore(PostgresJudging):
 
         async def write(conn: asyncpg.Connection) -> int:
             async with conn.transaction():
-                (key,) = source_lock_keys(tenant_id, [source_id])
-                await conn.execute("SELECT pg_advisory_xact_lock($1)", key)
-                rows = await conn.fetch(
-                    "SELECT id FROM passages WHERE tenant_id = $1 AND source_id = $2",
-                    tenant_id,
-                    source_id,
-                )
-                ids = sorted(r["id"] for r in rows)
-                profiles = await locked_profiles(conn, [tenant_id])
-                profile = profiles.get(tenant_id, DEFAULT_PROFILE)
-                tokens = await delete_ids(conn, tenant_id, ids, profile)
-                if ids:
-                    await add_counters(conn, tenant_id, -len(ids), -tokens)
-                return len(ids)
+                return await delete_source_rows(conn, tenant_id, source_id)
 
         return await self._run(write, writing=f"the deletion of source {source_id!r}")
 
@@ -294,9 +272,8 @@ class PostgresChunkStore(PostgresJudging):
     async def delete_workspace(self, tenant_id: UUID) -> int:
         async def write(conn: asyncpg.Connection) -> int:
             async with conn.transaction():
-                deleted = await delete_tenant_rows(conn, tenant_id)
-                await conn.execute("DELETE FROM workspaces WHERE tenant_id = $1", tenant_id)
-                return deleted
+                await tombstone(conn, tenant_id)
+                return await delete_tenant_rows(conn, tenant_id)
 
         return await self._run(write, writing="the deletion of the workspace")
 
@@ -309,12 +286,7 @@ class PostgresChunkStore(PostgresJudging):
 
         async def write(conn: asyncpg.Connection) -> None:
             async with conn.transaction():
-                await conn.executemany(
-                    "INSERT INTO entities (tenant_id, id, name, kind) VALUES ($1, $2, $3, $4) "
-                    "ON CONFLICT (tenant_id, id) DO UPDATE "
-                    "SET name = EXCLUDED.name, kind = EXCLUDED.kind",
-                    [(tenant_id, e.entity_id, e.name, e.kind) for e in latest.values()],
-                )
+                await upsert_entity_rows(conn, tenant_id, list(latest.values()))
 
         await self._run(write, writing=f"{len(latest)} entities")
         return len(latest)
@@ -326,22 +298,7 @@ class PostgresChunkStore(PostgresJudging):
             # Created as plain: passages written before the workspace existed were tokenised
             # so; a new workspace of another profile is then re-indexed to it, below.
             async with conn.transaction():
-                inserted = await conn.fetchval(
-                    "INSERT INTO workspaces (tenant_id, name, profile, owner) "
-                    "VALUES ($1, $2, $3, $4) "
-                    "ON CONFLICT (tenant_id) DO UPDATE SET name = EXCLUDED.name "
-                    "RETURNING (xmax = 0)",
-                    workspace.tenant_id,
-                    workspace.name,
-                    DEFAULT_PROFILE.value,
-                    workspace.owner,
-                )
-                if inserted and workspace.members:
-                    await conn.executemany(
-                        "INSERT INTO workspace_members (tenant_id, email) VALUES ($1, $2)",
-                        [(workspace.tenant_id, m) for m in workspace.members],
-                    )
-            return bool(inserted)
+                return await upsert(conn, workspace)
 
         if (
             await self._run(write, writing=f"workspace {workspace.name!r}")
@@ -357,7 +314,8 @@ class PostgresChunkStore(PostgresJudging):
         async def write(conn: asyncpg.Connection) -> int:
             async with conn.transaction():
                 found = await conn.fetchval(
-                    "SELECT 1 FROM workspaces WHERE tenant_id = $1 FOR UPDATE", tenant_id
+                    "SELECT 1 FROM workspaces WHERE tenant_id = $1 AND NOT deleted FOR UPDATE",
+                    tenant_id,
                 )
                 if found is None:
                     raise KeyError(f"no workspace with tenant id {tenant_id}")
@@ -372,6 +330,10 @@ class PostgresChunkStore(PostgresJudging):
         count = await self._run(write, writing="the re-indexed workspace")
         await self._refresh_statistics()
         return count
+
+    async def repair(self) -> list[str]:
+        """``python -m core db repair``: one line per workspace fixed (``writes.repair_all``)."""
+        return await repair_all(self._calls)
 
     # -- reads ----------------------------------------------------------------
 
@@ -525,7 +487,7 @@ class PostgresChunkStore(PostgresJudging):
         _check_limit(limit)
         if limit == 0 or not is_storable(prefix):
             return []
-        upper = _prefix_upper_bound(prefix)
+        upper = prefix_upper_bound(prefix)
 
         async def read(conn: asyncpg.Connection) -> list[TermFrequency]:
             rows = await conn.fetch(
@@ -567,6 +529,19 @@ class PostgresChunkStore(PostgresJudging):
     async def get_workspace(self, tenant_id: UUID) -> Workspace | None:
         async def read(conn: asyncpg.Connection) -> Workspace | None:
             row = await conn.fetchrow(WORKSPACE, tenant_id)
+            return None if row is None else workspace_from_row(row)
+
+        return await self._run(read)
+
+    async def retired(self, tenant_id: UUID) -> bool:
+        async def read(conn: asyncpg.Connection) -> bool:
+            return bool(await conn.fetchval(RETIRED, tenant_id))
+
+        return await self._run(read)
+
+    async def find_workspace(self, name: str) -> Workspace | None:
+        async def read(conn: asyncpg.Connection) -> Workspace | None:
+            row = await conn.fetchrow(FIND, name.strip(), name_key(name))
             return None if row is None else workspace_from_row(row)
 
         return await self._run(read)

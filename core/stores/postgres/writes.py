@@ -19,8 +19,9 @@ import asyncpg
 from core.checkpoint import checkpoint
 from core.domain.entities import Entity
 from core.domain.tokenize import DEFAULT_PROFILE, Profile
-from core.stores.port import ReindexProgress, passage_terms
+from core.stores.port import ReindexProgress, WorkspaceGone, passage_terms
 from core.stores.postgres.blocks import Blocks, Staged, Staging, mergeable
+from core.stores.postgres.resilience import Calls
 
 #: New passages in one write (and at least a tenth of the tenant) that trigger ANALYZE after it.
 _BULK_PASSAGES: Final = 500
@@ -258,6 +259,34 @@ async def replace_rows(
     return [per_source[s] for s in source_ids], await write_new(conn, staging, delta)
 
 
+async def delete_source_rows(conn: asyncpg.Connection, tenant_id: UUID, source_id: str) -> int:
+    """Inside the caller's transaction: a source's passages, their df and counters."""
+    # The workspace row first, then the source's lock: every write's order.
+    profiles = await locked_profiles(conn, [tenant_id])
+    (key,) = source_lock_keys(tenant_id, [source_id])
+    await conn.execute("SELECT pg_advisory_xact_lock($1)", key)
+    rows = await conn.fetch(
+        "SELECT id FROM passages WHERE tenant_id = $1 AND source_id = $2", tenant_id, source_id
+    )
+    ids = sorted(r["id"] for r in rows)
+    tokens = await delete_ids(conn, tenant_id, ids, profiles.get(tenant_id, DEFAULT_PROFILE))
+    if ids:
+        await add_counters(conn, tenant_id, -len(ids), -tokens)
+    return len(ids)
+
+
+async def upsert_entity_rows(
+    conn: asyncpg.Connection, tenant_id: UUID, entities: Sequence[Entity]
+) -> None:
+    """Inside the caller's transaction, the workspace row first (not a deleted one)."""
+    await locked_profiles(conn, [tenant_id])
+    await conn.executemany(
+        "INSERT INTO entities (tenant_id, id, name, kind) VALUES ($1, $2, $3, $4) "
+        "ON CONFLICT (tenant_id, id) DO UPDATE SET name = EXCLUDED.name, kind = EXCLUDED.kind",
+        [(tenant_id, e.entity_id, e.name, e.kind) for e in entities],
+    )
+
+
 async def write_new(
     conn: asyncpg.Connection,
     staging: Staging,
@@ -358,7 +387,12 @@ async def delete_ids(
 async def read_profiles(
     conn: asyncpg.Connection, tenants: Sequence[UUID], *, lock: bool
 ) -> dict[UUID, Profile]:
-    """Each tenant's profile (plain without a workspace); ``lock`` holds the rows FOR SHARE."""
+    """Each tenant's profile (plain without a workspace); ``lock`` holds the rows FOR SHARE.
+
+    ``WorkspaceGone`` for a deleted workspace: a write locks these rows first, so a deletion
+    either waits for it to commit (and deletes what it wrote) or went first (and it stops
+    here, before writing anything).
+    """
     if lock:
         # One statement per tenant, in one order: Citus locks rows only in a statement routed
         # to one shard, and a fixed order keeps two multi-tenant writes from deadlocking.
@@ -369,6 +403,9 @@ async def read_profiles(
         ]
     else:
         rows = await conn.fetch(_PROFILES, list(tenants))
+    gone = next((r["tenant_id"] for r in rows if r["deleted"]), None)
+    if gone is not None:
+        raise WorkspaceGone(gone)
     found = {r["tenant_id"]: Profile(r["profile"]) for r in rows}
     return {tenant: found.get(tenant, DEFAULT_PROFILE) for tenant in tenants}
 
@@ -380,9 +417,12 @@ async def locked_profiles(conn: asyncpg.Connection, tenants: Sequence[UUID]) -> 
 
 #: The tenants' workspace profiles, and the same holding the rows until commit.
 _PROFILES: Final = (
-    "SELECT tenant_id, profile FROM workspaces WHERE tenant_id = ANY($1::uuid[]) ORDER BY tenant_id"
+    "SELECT tenant_id, profile, deleted FROM workspaces WHERE tenant_id = ANY($1::uuid[]) "
+    "ORDER BY tenant_id"
 )
-_PROFILE_LOCKED: Final = "SELECT tenant_id, profile FROM workspaces WHERE tenant_id = $1 FOR SHARE"
+_PROFILE_LOCKED: Final = (
+    "SELECT tenant_id, profile, deleted FROM workspaces WHERE tenant_id = $1 FOR SHARE"
+)
 
 #: Passages re-tokenised per COPY in a re-index (and between two progress reports).
 _REINDEX_BATCH: Final = 2_000
@@ -455,3 +495,67 @@ async def delete_tenant_rows(conn: asyncpg.Connection, tenant_id: UUID) -> int:
     await conn.execute("DELETE FROM tenant_counters WHERE tenant_id = $1", tenant_id)
     await conn.execute("DELETE FROM entities WHERE tenant_id = $1", tenant_id)
     return int(str(status).rsplit(" ", 1)[-1])
+
+
+#: Every tenant with any row, for ``repair_all``.
+_REPAIR_TENANTS: Final = """
+SELECT tenant_id FROM tenant_counters UNION SELECT DISTINCT tenant_id FROM passages
+UNION SELECT DISTINCT tenant_id FROM term_df UNION SELECT DISTINCT tenant_id FROM entities
+ORDER BY 1
+"""
+
+
+async def repair_tenant(conn: asyncpg.Connection, tenant_id: UUID) -> str | None:
+    """Inside the caller's transaction: a deleted workspace's rows removed, or a tenant whose
+    counters disagree with its passages given counters and an index rebuilt from them (the
+    passages are the truth: the rest derives from their text). None when nothing was wrong."""
+    row = await conn.fetchrow(
+        "SELECT profile, deleted FROM workspaces WHERE tenant_id = $1 FOR UPDATE", tenant_id
+    )
+    if row is not None and row["deleted"]:
+        removed = await delete_tenant_rows(conn, tenant_id)
+        return f"{tenant_id}: removed what a deleted workspace left behind ({removed} passages)"
+    actual = await conn.fetchrow(
+        "SELECT count(*) AS n, coalesce(max(ordinal) + 1, 0) AS next FROM passages "
+        "WHERE tenant_id = $1",
+        tenant_id,
+    )
+    await conn.execute(_ENSURE_COUNTERS, tenant_id)
+    said = await conn.fetchrow(
+        "SELECT passages, next_ordinal FROM tenant_counters WHERE tenant_id = $1", tenant_id
+    )
+    if said["passages"] == actual["n"] and said["next_ordinal"] >= actual["next"]:
+        return None
+    await conn.execute(
+        "UPDATE tenant_counters SET passages = $2, next_ordinal = greatest(next_ordinal, $3) "
+        "WHERE tenant_id = $1",
+        tenant_id,
+        actual["n"],
+        actual["next"],
+    )
+    profile = DEFAULT_PROFILE if row is None else Profile(row["profile"])
+    await reindex_rows(conn, tenant_id, profile, None)
+    return (
+        f"{tenant_id}: {actual['n']:,} passages (the counters said {said['passages']:,}); "
+        "counters, df and posting blocks rebuilt from them"
+    )
+
+
+async def repair_all(calls: Calls) -> list[str]:
+    """Each tenant checked and fixed in a transaction of its own (``repair_tenant``); one
+    line per tenant fixed."""
+
+    async def tenants(conn: asyncpg.Connection) -> list[UUID]:
+        return [r[0] for r in await conn.fetch(_REPAIR_TENANTS)]
+
+    fixed: list[str] = []
+    for tenant_id in await calls.run(tenants):
+
+        async def write(conn: asyncpg.Connection, tenant_id: UUID = tenant_id) -> str | None:
+            async with conn.transaction():
+                return await repair_tenant(conn, tenant_id)
+
+        said = await calls.run(write, writing="the repair")
+        if said is not None:
+            fixed.append(said)
+    return fixed
