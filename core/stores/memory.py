@@ -62,8 +62,8 @@ from core.stores.port import (
     WorkspaceGone,
     check_name,
     checked_for_write,
-    checked_sources,
     distinct_terms,
+    each_checked_source,
     member_email,
     passage_terms,
 )
@@ -276,8 +276,8 @@ class InMemoryChunkStore(InMemoryJudging):
         entities: Sequence[Entity] = (),
     ) -> list[int]:
         checked: list[tuple[str, list[StoredChunk]]] = []
-        for source_id, batch in checked_sources(tenant_id, sources):
-            # A group's copies (~50 us a passage, 2,000 passages) gave way to no search.
+        for source_id, batch in each_checked_source(tenant_id, sources):
+            # A group's checks and copies (~0.25 s for 1,398 passages) gave way to no search.
             checked.append((source_id, [_copy(chunk) for chunk in batch]))
             await checkpoint()
         for entity in entities:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Protocol, runtime_checkable
 from uuid import UUID
 
@@ -533,16 +533,20 @@ def checked_sources(
     tenant_id: UUID, sources: Sequence[tuple[str, Sequence[StoredChunk]]]
 ) -> list[tuple[str, list[StoredChunk]]]:
     """``checked_for_write`` per source of a batch; a source named twice is rejected."""
+    return list(each_checked_source(tenant_id, sources))
+
+
+def each_checked_source(
+    tenant_id: UUID, sources: Sequence[tuple[str, Sequence[StoredChunk]]]
+) -> Iterator[tuple[str, list[StoredChunk]]]:
+    """``checked_sources`` a source at a time, so a caller can give way between them; a
+    caller must write nothing before the last one is checked."""
     seen: set[str] = set()
-    checked = []
     for source_id, chunks in sources:
         if source_id in seen:
             raise ValueError(f"source {source_id!r} appears twice in one batch")
         seen.add(source_id)
-        checked.append(
-            (source_id, checked_for_write(chunks, tenant_id=tenant_id, source_id=source_id))
-        )
-    return checked
+        yield source_id, checked_for_write(chunks, tenant_id=tenant_id, source_id=source_id)
 
 
 def checked_for_write(

@@ -256,3 +256,23 @@ def test_a_truncation_gives_way_between_its_steps_and_ends_as_in_one_piece(
     assert finish(truncation_steps(terms, full, 10, 100)) == analyse_truncation(
         terms, full, 10, 100
     )
+
+
+async def test_a_group_checked_a_source_at_a_time_still_writes_nothing_when_its_last_is_bad() -> (
+    None
+):
+    """The in-memory write checks its sources one at a time, giving way between them; a
+    source named twice at the end of the group still refuses the whole group."""
+    store = InMemoryChunkStore()
+    tenant = uuid4()
+    await store.upsert_workspace(Workspace(tenant_id=tenant, name="notes"))
+
+    def note(i: int) -> tuple[str, list[StoredChunk]]:
+        text = f"Flutter of heated wings, note {i}."
+        chunk = StoredChunk(tenant_id=tenant, source_id=f"note-{i}", chunk_index=0, text=text,
+                            start_char=0, end_char=len(text))  # fmt: skip
+        return f"note-{i}", [chunk]
+
+    with pytest.raises(ValueError, match="appears twice"):
+        await store.replace_sources(tenant, [note(i) for i in range(30)] + [note(0)])
+    assert (await store.corpus_summary(tenant)).passages == 0
