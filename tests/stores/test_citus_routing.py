@@ -10,9 +10,12 @@ statement, but cannot see inside a write's transaction (staging tables, locks); 
 every command of the call.
 
 The calls are those of the port (every method, checked against ``ChunkStore``), so a new
-store operation must be added here and routed before it passes. The one that fans out by
-nature, ``list_workspaces`` (every workspace's name), is asserted to fan out, so the test
-also shows the instrument sees fan-outs.
+store operation must be added here and routed before it passes. What fans out by nature is
+what reads workspaces by NAME, since names are unique across the whole server:
+``list_workspaces`` (asserted to fan out, so the test also shows the instrument sees
+fan-outs), ``find_workspace`` (a name to its current id) and the name check inside
+``upsert_workspace`` (a look-alike of any workspace's name is taken). They are named in
+docs/scaling.md with what they cost; the planned cure is the names in a reference table.
 """
 
 from __future__ import annotations
@@ -48,8 +51,10 @@ pytestmark = [
 _SHARD = re.compile(r"\b[a-z][a-z_]*_(\d{6,})\b")
 #: The worker a command went to, from the NOTICE's detail.
 _SERVER = re.compile(r"on server \S+@([\d.]+:\d+)")
-#: Port methods that name no workspace (or are not a call to the database).
-_NOT_PER_WORKSPACE = {"list_workspaces", "close"}
+#: Port methods that name no workspace (or are not a call to the database): they read by name.
+_NOT_PER_WORKSPACE = {"list_workspaces", "close", "find_workspace"}
+#: Calls naming one workspace that also read every workspace's name key (names are global).
+_NAME_CHECKED = {"upsert_workspace"}
 
 
 @pytest.fixture(scope="module")
@@ -168,6 +173,7 @@ def calls(store: ChunkStore, tenant: UUID, other: UUID) -> dict[str, Callable[[]
         "upsert_workspace": lambda: store.upsert_workspace(
             Workspace(tenant_id=tenant, name=f"w{tenant.hex[:8]}")
         ),
+        "retired": lambda: store.retired(tenant),
         "upsert_many": lambda: store.upsert_many(a),
         "upsert_entities": lambda: store.upsert_entities([entity], tenant),
         "replace_source": lambda: store.replace_source("b", tenant, b),
@@ -239,11 +245,12 @@ async def test_every_call_naming_one_workspace_touches_only_that_workspaces_shar
     wrong = {
         name: f"{len(t.groups)} shard groups on {len(t.servers)} workers"
         for name, t in routed.items()
-        if not t.groups <= {mine} or len(t.servers) > 1
+        if name not in _NAME_CHECKED and (not t.groups <= {mine} or len(t.servers) > 1)
     }
     assert wrong == {}
     # Each call reached the workspace's shards at all (the instrument is on).
-    assert all(t.groups == {mine} for t in routed.values())
+    assert all(mine in t.groups for t in routed.values())
+    assert all(t.groups == {mine} for n, t in routed.items() if n not in _NAME_CHECKED)
 
 
 async def test_listing_every_workspace_is_the_fan_out_and_the_instrument_sees_it(
