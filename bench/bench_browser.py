@@ -176,9 +176,7 @@ def main() -> None:
             if server.poll() is not None:
                 raise SystemExit("the server process ended before it served")
             time.sleep(1)
-        _, _, token_lists = bench_scale.corpus(corpus_name(min(args.passages, 10_000)))
-        queries = [" ".join(terms) for terms in token_lists[:QUERIES]]
-        times = drive(url, queries)
+        times = drive(url, typed_queries(args.passages))
     finally:
         server.terminate()
         server.wait(30)
@@ -190,6 +188,12 @@ def main() -> None:
     for what, values in times.items():
         print(f"| {what} | {len(values)} | {statistics.median(values):.2f} | {max(values):.2f} |")
     print(json.dumps(times))
+
+
+def typed_queries(passages: int) -> list[str]:
+    """The queries timed: the corpus's first QUERIES, as tokens (the Terms line names each)."""
+    _, _, token_lists = bench_scale.corpus(corpus_name(min(passages, 10_000)))
+    return [" ".join(terms) for terms in token_lists[:QUERIES]]
 
 
 def corpus_name(passages: int) -> str:
