@@ -99,16 +99,23 @@ def render_passage(passage: RankedPassage, result: SearchResult, scale: float) -
     colours = term_colours(result.distinct_terms)
     spans = term_spans(chunk.text, result.distinct_terms, result.profile)
     end = clip_end(chunk.text, spans)
+    counts = mark_counts(spans)
+    marks = (
+        "marks: "
+        + ", ".join(f"{escape_text(t)} ×{n}" for t, n in sorted(counts.items()))
+        + f" · candidate #{passage.candidate_position} in the store's order"
+    )
     with st.container(border=True):
-        # Header, bar and text in one element: each element is a message the server builds,
-        # hashes and sends, and the browser lays out (bench/bench_rerun.py).
+        # Header, bar, text and marks in one element: each element is a message the server
+        # builds, hashes and sends, and the browser lays out (bench/bench_rerun.py).
         st.markdown(
             f"**#{passage.rank}** &nbsp; **{passage.score:.2f}** &nbsp; "
             f"source {escape_text(chunk.source_id)} · passage {chunk.chunk_index + 1} · "
             f"chars {chunk.start_char}–{chunk.end_char}\n\n"
             + contribution_bar_html(passage.explanation, colours, scale)
             + "\n\n"
-            + highlight_html(chunk.text, spans, colours, end),
+            + highlight_html(chunk.text, spans, colours, end)
+            + f'\n\n<div class="lx-marks" style="font-size:0.875rem;opacity:0.6">{marks}</div>',
             unsafe_allow_html=True,
         )
         if end < len(chunk.text):
@@ -119,12 +126,6 @@ def render_passage(passage: RankedPassage, result: SearchResult, scale: float) -
             )
             if full.open:
                 full.markdown(highlight_html(chunk.text, spans, colours), unsafe_allow_html=True)
-        counts = mark_counts(spans)
-        st.caption(
-            "marks: "
-            + ", ".join(f"{escape_text(t)} ×{n}" for t, n in sorted(counts.items()))
-            + f" · candidate #{passage.candidate_position} in the store's order"
-        )
         if passage.entities:
             st.markdown(
                 "entities: " + chip_html(e.name for e in passage.entities), unsafe_allow_html=True

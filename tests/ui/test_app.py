@@ -106,8 +106,11 @@ def passage_html(at: AppTest) -> list[str]:
     found = []
     for value in markdown(at):
         start = value.find('<div class="lx-passage"')
-        if start >= 0 and not value.endswith(" …</div>"):
-            found.append(value[start:])
+        if start < 0:
+            continue
+        passage = value[start : value.index("</div>", start) + len("</div>")]
+        if not passage.endswith(" …</div>"):
+            found.append(passage)
     return found
 
 
