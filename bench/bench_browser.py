@@ -37,6 +37,8 @@ ROOT = Path(__file__).resolve().parents[1]
 QUERIES = 8
 #: The candidate limit of the links (the Search page's default is the same order).
 LIMIT = 1000
+#: The pages timed.
+PAGES = ("Search", "Truncation")
 #: Debian's Chromium, as the end-to-end test uses it.
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"]
@@ -88,30 +90,49 @@ def serve(passages: int, port: int) -> None:
     bootstrap.run(str(ROOT / "app.py"), False, [], options)
 
 
-#: True in the page when a run for these terms has finished drawing: the Terms line names
-#: exactly the query's words and differs from ``before``, the page's summary line is there,
-#: Streamlit's running indicator is gone and the charts are drawn. Polled every animation
-#: frame (Playwright's ``expect`` backs off to 1 s between checks: too coarse to time with).
+#: True in the page when a run for these terms has finished drawing: Streamlit's running
+#: indicator is gone, the charts are drawn, the Terms line names exactly the query's words and
+#: differs from ``before``, and the page's summary line is there. Polled every animation frame
+#: (Playwright's ``expect`` backs off to 1 s between checks: too coarse to time with); the checks
+#: that need no layout come first, so the poll does not force one per frame while the page draws.
 DONE_JS = """([before, terms, done, charts, drawn]) => {
+  if (document.querySelectorAll('[data-testid="stStatusWidget"]').length) return false;
+  if (document.querySelectorAll(drawn).length < charts) return false;
   const line = [...document.querySelectorAll('p')].find(e => e.innerText.startsWith('Terms:'));
   if (!line || line.innerText === before) return false;
   const words = line.innerText.split(/\\s+/);
   if (!terms.every(t => words.includes(t))) return false;
-  if (!document.body.innerText.includes(done)) return false;
-  if (document.querySelectorAll('[data-testid="stStatusWidget"]').length) return false;
-  return document.querySelectorAll(drawn).length >= charts;
+  return document.body.innerText.includes(done);
 }"""
 
 
-def drive(url: str, queries: list[str]) -> dict[str, list[float]]:
-    """Seconds per query: a cold link and a typed query, on Search and on Truncation."""
-    from playwright.sync_api import sync_playwright
+def drive(url: str, queries: list[str], pages: tuple[str, ...] = PAGES) -> dict[str, list[float]]:
+    """Seconds per query: a cold link and a typed query, on Search and on Truncation.
+
+    For a typed query also the seconds until the run's ``script_finished`` message reached the
+    page ("server's part": the rerun and its messages), the rest being the browser's drawing.
+    """
+    from playwright.sync_api import WebSocket, sync_playwright
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
     times: dict[str, list[float]] = {}
+    script_finished: list[float] = []
+
+    def watch(socket: WebSocket) -> None:
+        def frame(payload: str | bytes) -> None:
+            if isinstance(payload, bytes):
+                msg = ForwardMsg()
+                msg.ParseFromString(payload)
+                if msg.WhichOneof("type") == "script_finished":
+                    script_finished.append(time.perf_counter())
+
+        socket.on("framereceived", frame)
+
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1280, "height": 1600})
         page.set_default_timeout(PAGE_TIMEOUT_MS)
+        page.on("websocket", watch)
 
         def finished(query: str, before: str, done: str, charts: int, drawn: str) -> None:
             arg = [before, query.split(), done, charts, drawn]
@@ -122,6 +143,8 @@ def drive(url: str, queries: list[str]) -> dict[str, list[float]]:
             ("", "Search", "passages shown", 10, ".lx-bar"),
             ("truncation", "Truncation", "matching passages", 2, ".js-plotly-plot"),
         ):
+            if name not in pages:
+                continue
             for query in queries:
                 params = {"ws": bench_scale.WORKSPACE, "q": query, "k": "10", "limit": str(LIMIT)}
                 started = time.perf_counter()
@@ -137,6 +160,9 @@ def drive(url: str, queries: list[str]) -> dict[str, list[float]]:
                 box.press("Enter")
                 finished(query, before, done, charts, drawn)
                 times.setdefault(f"{name}, query typed", []).append(time.perf_counter() - started)
+                times.setdefault(f"{name}, query typed: server's part", []).append(
+                    script_finished[-1] - started
+                )
         browser.close()
     return times
 

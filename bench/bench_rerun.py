@@ -40,6 +40,10 @@ QUERIES = 40
 K, LIMIT = 10, 1000
 
 
+#: cProfile of the script thread's runs of one page when ``--profile`` is given (else None).
+PROFILE: Any = None
+
+
 def _server_like() -> list[float]:
     """Patch AppTest to run as a server does; returns the list each script run's time lands in."""
     from streamlit.runtime.pages_manager import PagesManager
@@ -66,9 +70,13 @@ def _server_like() -> list[float]:
 
     def timed(self: Any, rerun_data: Any) -> None:
         started = time.perf_counter()
+        if PROFILE is not None:
+            PROFILE.enable()
         try:
             run_script(self, rerun_data)
         finally:
+            if PROFILE is not None:
+                PROFILE.disable()
             runs.append(time.perf_counter() - started)
 
     cast(Any, script_runner.ScriptRunner)._run_script = timed
@@ -126,8 +134,14 @@ def _p50(values: list[float]) -> float:
     return statistics.median(values) * 1000
 
 
-def measure(workspace: str, queries: list[str]) -> list[dict[str, Any]]:
-    """Per page: typed-query rerun p50, service call p50, ratio (and Search's explanation)."""
+def measure(workspace: str, queries: list[str], profile: str | None = None) -> list[dict[str, Any]]:
+    """Per page: typed-query rerun p50, service call p50, ratio (and Search's explanation).
+
+    With ``profile`` naming a page, that page's script runs are profiled (cProfile in the
+    script thread) and the top functions by cumulative time printed; the timings then include
+    the profiler's overhead.
+    """
+    global PROFILE
     from streamlit.testing.v1 import AppTest
 
     from core.service import Ranker, RankerKind
@@ -152,6 +166,10 @@ def measure(workspace: str, queries: list[str]) -> list[dict[str, Any]]:
         typed: list[float] = []
         direct: list[float] = []
         opened: list[float] = []
+        if page == profile:
+            import cProfile
+
+            PROFILE = cProfile.Profile()
         for i in range(QUERIES):
             runs.clear()
             at.text_input(key=key).input(queries[2 * i]).run()
@@ -166,6 +184,11 @@ def measure(workspace: str, queries: list[str]) -> list[dict[str, Any]]:
             started = time.perf_counter()
             call(queries[2 * i + 1])
             direct.append(time.perf_counter() - started)
+        if PROFILE is not None:
+            import pstats
+
+            pstats.Stats(PROFILE).sort_stats("cumulative").print_stats(45)
+            PROFILE = None
         row = {
             "page": page,
             "rerun_p50_ms": _p50(typed),
@@ -252,11 +275,15 @@ def bar_styles(workspace: str, query: str, repeat: int = 20) -> dict[str, float]
 
 
 def main() -> None:
+    global QUERIES
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--store", choices=("memory", "embedded"), default="memory")
     parser.add_argument("--passages", type=int, help="a synthetic Zipf corpus, in memory")
     parser.add_argument("--bars", action="store_true", help="also time the bar styles")
+    parser.add_argument("--profile", choices=("search", "truncation", "compare"))
+    parser.add_argument("--queries", type=int, default=QUERIES, help="typed per page")
     args = parser.parse_args()
+    QUERIES = args.queries
     os.chdir(ROOT)
     if args.passages:
         workspace, queries = _prebuilt(args.passages)
@@ -264,7 +291,7 @@ def main() -> None:
     else:
         workspace, queries = _cranfield(args.store)
         corpus = f"Cranfield, {args.store}"
-    rows = measure(workspace, queries)
+    rows = measure(workspace, queries, args.profile)
     print(f"\n{corpus}; k = {K}, limit = {LIMIT:,}; {QUERIES} typed queries per page\n")
     print("| page | rerun p50 ms | service call p50 ms | ratio | open an explanation p50 ms |")
     print("|---|---:|---:|---:|---:|")

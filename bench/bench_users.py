@@ -338,7 +338,7 @@ def browser_single(url: str, passages: int, server: int) -> dict[str, Any]:
     queries = bench_browser.typed_queries(passages)
     server_before, client_before = tree_cpu([server]), tree_cpu([os.getpid()])
     started = time.perf_counter()
-    times = bench_browser.drive(url, queries)
+    times = bench_browser.drive(url, queries, pages=("Search",))
     wall = time.perf_counter() - started
     return {
         "times": {what: statistics.median(values) for what, values in times.items()},
