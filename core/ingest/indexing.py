@@ -18,13 +18,25 @@ document is to blame and every single write would fail the same way (measured: a
 turned a 4,000-document load into 9 min 44 s of single-document retries and 4,000 identical
 lines), so the load stops there and the report says why and what was kept (``stopped``).
 Up to ``WRITE_CONCURRENCY`` groups are written at once while the next is being prepared (the
-database works while Python cuts); rows come back in input order.
+database works while Python cuts); rows come back in input order. What is in flight is bounded
+by passages, not by a count of groups (``IN_FLIGHT_PASSAGES``): a group larger than that (one
+huge document is one group, since its passages replace the source in one transaction) is
+written alone, and no further document is read or cut while it is. Bounding by groups alone
+let four 42 MB documents be in flight with a fifth being cut (3.4 GB for six such files).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence, Sized
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterable,
+    Iterator,
+    Sequence,
+    Sized,
+)
 from typing import IO, Literal, NamedTuple
 from uuid import UUID
 
@@ -54,6 +66,9 @@ WRITE_CONCURRENCY = 4
 BATCH_PASSAGES = 5_000
 #: Documents per bulk write at most (the progress bar moves per batch).
 BATCH_DOCUMENTS = 5_000
+#: Passages in groups being written at once at most; a group over it is written alone and
+#: nothing more is read meanwhile (four ordinary groups fit, so ordinary loads keep their pace).
+IN_FLIGHT_PASSAGES = WRITE_CONCURRENCY * BATCH_PASSAGES
 #: The reason of each document a stopped load did not write (the report's ``stopped`` says why).
 NOT_WRITTEN = "not stored: the load stopped before this document was written"
 #: Most distinct words one document may hold; one with more is refused before it is cut (a
@@ -263,7 +278,7 @@ class _Item(NamedTuple):
 
 
 async def _index_items(
-    items: Iterable[_Item],
+    items: Sequence[_Item] | AsyncIterator[_Item],
     store: ChunkStore,
     tenant_id: UUID,
     chunking: ChunkingOptions | None,
@@ -284,7 +299,7 @@ async def _index_items(
     # Documents arrive as files are read, so the total is what has arrived so far.
     total = len(items) if isinstance(items, Sized) else 0
     done = 0
-    gate = asyncio.Semaphore(concurrency)
+    gate = _InFlight(concurrency, IN_FLIGHT_PASSAGES)
 
     def finished(row: DocumentRow) -> None:
         nonlocal done
@@ -294,11 +309,11 @@ async def _index_items(
 
     stopped: list[StoreUnavailable] = []
 
-    async def write_group(group: list[_Prepared | DocumentRow]) -> list[_Outcome]:
+    async def write_group(group: list[_Prepared | DocumentRow], weight: int) -> list[_Outcome]:
         try:
             outcomes, failure = await _write_group(group, store, tenant_id)
         finally:
-            gate.release()
+            gate.release(weight)
         if failure is not None and not stopped:
             stopped.append(failure)
         for row, _ in outcomes:
@@ -323,24 +338,29 @@ async def _index_items(
         if first_write and any(isinstance(member, _Prepared) for member in group):
             await first_write.pop()()
         if group:
-            await gate.acquire()
+            await gate.acquire(passages)
             if stopped:  # failed while this group waited for a slot
-                gate.release()
+                gate.release(passages)
                 hold([_unwritten(member) for member in group])
             else:
-                slots.append(asyncio.ensure_future(write_group(group)))
+                slots.append(asyncio.ensure_future(write_group(group, passages)))
             group, passages = [], 0
 
-    pending = iter(items)
+    pending = items if isinstance(items, AsyncIterator) else _each(items)
     try:
-        for item in pending:
+        while True:
+            # Nothing more is read or cut while the groups in flight hold the bound.
+            await gate.room()
             await checkpoint()
+            item = await anext(pending, None)
+            if item is None:
+                break
             if not isinstance(items, Sized):
                 total += 1
             if stopped:  # the store is unavailable: the rest is reported, not prepared
                 hold([_unwritten(member) for member in group])
                 hold([_not_written(item)])
-                for rest in pending:
+                async for rest in pending:
                     total += not isinstance(items, Sized)
                     hold([_not_written(rest)])
                 group = []
@@ -362,6 +382,47 @@ async def _index_items(
     if stopped:
         return report.model_copy(update={"stopped": str(stopped[0])})
     return report
+
+
+async def _each(items: Iterable[_Item]) -> AsyncIterator[_Item]:
+    for item in items:
+        yield item
+
+
+class _InFlight:
+    """Groups being written: at most ``groups`` at once, holding at most ``passages`` passages
+    together; a group over ``passages`` is admitted only when nothing else is in flight."""
+
+    def __init__(self, groups: int, passages: int) -> None:
+        self._limits = (groups, passages)
+        self._groups = 0
+        self._passages = 0
+        self._changed = asyncio.Event()
+
+    def _fits(self, weight: int) -> bool:
+        groups, passages = self._limits
+        if not self._groups:
+            return True
+        return self._groups < groups and self._passages + weight <= passages
+
+    async def room(self) -> None:
+        """Wait until the groups in flight hold no more than the passage bound."""
+        while self._groups and self._passages > self._limits[1]:
+            self._changed.clear()
+            await self._changed.wait()
+
+    async def acquire(self, weight: int) -> None:
+        """Wait until a group of ``weight`` passages may be written, and count it in."""
+        while not self._fits(weight):
+            self._changed.clear()
+            await self._changed.wait()
+        self._groups += 1
+        self._passages += weight
+
+    def release(self, weight: int) -> None:
+        self._groups -= 1
+        self._passages -= weight
+        self._changed.set()
 
 
 class _Prepared(NamedTuple):
@@ -559,9 +620,15 @@ async def index_uploads(
     in memory, and what has been read is written while the rest is read.
     """
     early: list[DocumentRow] = []
+    files = iter(uploads)
 
-    def items() -> Iterator[_Item]:
-        for upload in uploads:
+    async def items() -> AsyncIterator[_Item]:
+        while True:
+            # Read off the event loop: parsing a file (a PDF waits for its sandbox) must not
+            # hold the service's loop, where every session's search runs.
+            upload = await asyncio.to_thread(next, files, None)
+            if upload is None:
+                return
             if upload.error is not None:
                 early.append(
                     DocumentRow(file=upload.file_name, status="rejected", reason=upload.error)

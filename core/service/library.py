@@ -7,8 +7,9 @@ a user uploaded. Reporting per document was rejected: a BEIR file holds thousand
 
 from __future__ import annotations
 
+import io
 import unicodedata
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Final
 from uuid import UUID
@@ -28,8 +29,10 @@ from core.ingest.indexing import (
     UploadResult,
     index_uploads,
     read_upload,
+    upload_parts,
 )
 from core.ingest.limits import DEFAULT_PARSE_LIMITS
+from core.ingest.names import printable_name
 from core.ingest.readers import SUPPORTED_EXTENSIONS
 from core.service.common import (
     DEFAULT_WORKSPACE,
@@ -264,16 +267,20 @@ class LibraryActions(StoreRunner):
         A bad file or document never stops the others; re-uploading a file replaces its
         passages (``core.ingest.indexing``: one ``replace_source`` per document).
         """
-        uploads = [
-            read_upload(name, data, max_bytes=self.settings.max_upload_bytes)
+        # Read as the indexer asks, a file (or a JSONL part) at a time, as ``load`` reads: read
+        # whole first, a 37 MB JSONL of 1 M records held every document before the first write.
+        limit = self.settings.max_upload_bytes
+        uploads = (
+            part
             for name, data in files
-        ]
+            for part in upload_parts(name, io.BytesIO(data), len(data), max_bytes=limit)
+        )
         before = self._passage_counts(workspace)
         report = self._call_with_progress(
             lambda progress: self._index_uploads(uploads, workspace, chunking, progress),
             on_progress,
         )
-        return _file_reports([upload.file_name for upload in uploads], report, before)
+        return _file_reports([printable_name(name) for name, _ in files], report, before)
 
     def _passage_counts(self, workspace: str) -> dict[str, int]:
         return {s.source_id: s.passages for s in self.list_sources(workspace=workspace)}
@@ -309,7 +316,7 @@ class LibraryActions(StoreRunner):
 
     async def _index_uploads(
         self,
-        uploads: Sequence[UploadResult],
+        uploads: Iterable[UploadResult],
         workspace: str,
         chunking: ChunkingOptions | None,
         report: Callable[[int, int, str], None],

@@ -290,6 +290,8 @@ class InMemoryChunkStore(InMemoryJudging):
         # unchanged file tokenises nothing. The membership test runs without the lock; a
         # stale answer only moves a tokenisation into ``add``, under the lock.
         profile = self._profile(tenant_id)
+        if await self._staged(tenant_id, profile, checked, latest):
+            return [0] * len(checked)
         stored = self._peek(tenant_id).chunks
         terms: dict[str, tuple[int, dict[str, int]]] = {}
         for _, batch in checked:
@@ -297,8 +299,6 @@ class InMemoryChunkStore(InMemoryJudging):
                 if chunk.id not in stored:
                     terms[chunk.id] = passage_terms(chunk.text, profile)
                     await checkpoint()
-        if await self._staged(tenant_id, profile, checked, terms, latest):
-            return [0] * len(checked)
         removed = []
         with self._lock:
             tenant = self._tenant(tenant_id)
@@ -310,7 +310,7 @@ class InMemoryChunkStore(InMemoryJudging):
                 for orphan in orphans:
                     tenant.remove(orphan)
                 for chunk in batch:
-                    tenant.add(chunk, terms.get(chunk.id) if known else None)
+                    tenant.add(chunk, terms.pop(chunk.id, None) if known else None)
                 removed.append(len(orphans))
         return removed
 
@@ -319,7 +319,6 @@ class InMemoryChunkStore(InMemoryJudging):
         tenant_id: UUID,
         profile: Profile,
         checked: list[tuple[str, list[StoredChunk]]],
-        terms: dict[str, tuple[int, dict[str, int]]],
         latest: dict[UUID, Entity],
     ) -> bool:
         """Write a group into an EMPTY tenant by indexing it aside, giving way per source, and
@@ -329,6 +328,8 @@ class InMemoryChunkStore(InMemoryJudging):
         upload). Into a tenant with passages this would need copy-on-write of every posting
         dict the group touches (a common word's is the corpus's size), so those groups still
         insert under the lock. A write that changed the tenant meanwhile voids the staging.
+        Each passage is tokenised as it is added (no list of every passage's terms first: for
+        one 58 MB document that forward index was as large as the postings themselves).
         """
         with self._lock:
             tenant = self._tenant(tenant_id)
@@ -338,7 +339,8 @@ class InMemoryChunkStore(InMemoryJudging):
         staged = _Tenant(profile=profile, entities=tenant.entities)
         for _, batch in checked:
             for chunk in batch:
-                staged.add(chunk, terms.get(chunk.id))
+                staged.add(chunk)  # tokenised here, giving way per passage as before
+                await checkpoint()
             await checkpoint()
         with self._lock:
             current = self._tenants.get(tenant_id)

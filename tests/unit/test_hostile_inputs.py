@@ -60,3 +60,24 @@ def test_load_prints_names_that_are_not_utf8_and_exits_saying_what_it_refused(
     assert (
         "bad\ufffdname.txt: the file name 'bad\ufffdname.txt' is not valid UTF-8" in out.getvalue()
     )
+
+
+def test_every_probe_uploaded_ends_in_the_words_load_gives_it(tmp_path: Path) -> None:
+    """The Upload path and ``load`` read the same way (a file, or a JSONL part, at a time), so
+    each probe's refusal is the same words in both (PostgreSQL: test_hostile_probes_pg.py)."""
+    import asyncio
+
+    tried = write_probes(tmp_path / "probes")
+    report = asyncio.run(
+        load_into(
+            InMemoryChunkStore(), [tmp_path / "probes"], "probes",
+            chunking=ChunkingOptions(), extractor=None,
+        )
+    )  # fmt: skip
+    loaded = {name: error for name, (error, _) in outcomes_by_file(report).items()}
+    service = LexplainService.from_settings(Settings(store="memory"))
+    try:
+        reports = service.upload_files([(p.name, p.data) for p in tried], workspace="probes")
+    finally:
+        service.close()
+    assert {r.file_name: r.error for r in reports} == loaded

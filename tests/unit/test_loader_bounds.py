@@ -14,8 +14,9 @@ import os
 import re
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Awaitable, Iterator, Sized
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -228,3 +229,116 @@ async def test_a_document_of_too_many_distinct_words_is_refused_before_it_is_cut
         " (the limit per document; a word list or generated data?) — nothing stored"
     ]
     assert report.documents_indexed == 1
+
+
+class Watching(InMemoryChunkStore):
+    """The in-memory store, counting the writes in flight and what was read at each write."""
+
+    def __init__(self, opened: Sized) -> None:
+        super().__init__()
+        self.opened = opened
+        self.in_flight = 0
+        self.most_in_flight = 0
+        self.files_read_at_write: list[int] = []
+
+    async def _watched(self, write: Awaitable[list[int]]) -> Any:
+        import asyncio
+
+        self.in_flight += 1
+        self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        self.files_read_at_write.append(len(self.opened))
+        try:
+            await asyncio.sleep(0.05)  # a slow server: the loader runs meanwhile
+            return await write
+        finally:
+            self.in_flight -= 1
+
+    async def replace_sources(self, *args: Any, **kwargs: Any) -> list[int]:
+        # replace_source, one document, writes through here too.
+        return list(await self._watched(super().replace_sources(*args, **kwargs)))
+
+
+async def test_a_huge_document_is_written_alone_and_the_next_file_waits_unread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from core.ingest import indexing
+
+    monkeypatch.setattr(indexing, "BATCH_PASSAGES", 10)
+    monkeypatch.setattr(indexing, "IN_FLIGHT_PASSAGES", 40)
+    folder = tmp_path / "six"
+    folder.mkdir()
+    for number in range(6):  # six files of ~60 passages each, every one over the bound
+        (folder / f"part{number}.txt").write_text(" ".join(f"w{number}x{k}" for k in range(600)))
+    opened: list[str] = []
+    real = folders.read_path
+
+    def read_path(path: Path, *args: Any, **kwargs: Any) -> Iterator[Any]:
+        opened.append(path.name)
+        yield from real(path, *args, **kwargs)
+
+    monkeypatch.setattr(folders, "read_path", read_path)
+    store = Watching(opened)
+    report = await load_into(
+        store, [folder], "w", chunking=ChunkingOptions(size=60, overlap=0), extractor=None
+    )
+    assert report.documents_indexed == 6 and min(r.passages_written for r in report.rows) > 40
+    assert store.most_in_flight == 1
+    assert store.files_read_at_write == [1, 2, 3, 4, 5, 6]
+
+
+def test_loading_one_huge_line_takes_memory_in_proportion_to_its_size(tmp_path: Path) -> None:
+    """Peak RSS of ``load`` (in memory, index included) over that of loading a tiny file, for a
+    3 MB file of one line: 20x its size before the store stopped listing every passage's
+    terms before indexing them; the bound is 12x (the 58 MB probe: ~560 MB)."""
+    import subprocess
+    import sys
+
+    from tests.fixtures.probes import one_line
+
+    size = 3_000_000
+    (tmp_path / "huge.txt").write_bytes(one_line(size))
+    (tmp_path / "tiny.txt").write_text("Flutter of heated wings.")
+    peaks = {}
+    for name in ("tiny.txt", "huge.txt"):
+        measure = (
+            "import resource, subprocess, sys;"
+            "subprocess.run([sys.executable, '-m', 'core', 'load', sys.argv[1], '--workspace',"
+            " 'w', '--dry-run'], check=True, stdout=subprocess.DEVNULL);"
+            "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
+        )
+        done = subprocess.run(
+            [sys.executable, "-c", measure, str(tmp_path / name)],
+            capture_output=True, text=True, check=True,
+        )  # fmt: skip
+        peaks[name] = int(done.stdout.split()[-1]) * 1024
+    assert peaks["huge.txt"] - peaks["tiny.txt"] < 12 * size, peaks
+
+
+def test_an_upload_is_indexed_while_it_is_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    from core.ingest import indexing
+    from core.service.facade import LexplainService
+    from tests.fixtures.probes import tiny_records
+
+    monkeypatch.setattr(beir, "RECORDS_PER_PART", 100)
+    monkeypatch.setattr(indexing, "BATCH_DOCUMENTS", 500)
+    parsed: list[int] = []
+    real = beir.parse_json_line
+
+    def parse(text: str) -> Any:
+        parsed.append(1)
+        return real(text)
+
+    monkeypatch.setattr(beir, "parse_json_line", parse)
+    store = Watching(parsed)
+
+    async def factory() -> Watching:
+        return store
+
+    service = LexplainService(factory)
+    try:
+        (report,) = service.upload_files([("r.jsonl", tiny_records(5_000))], workspace="w")
+    finally:
+        service.close()
+    assert report.documents == 5_000 and len(parsed) == 5_000
+    # The first write came before the whole file was parsed (the parts are written as read).
+    assert store.files_read_at_write[0] < 5_000
