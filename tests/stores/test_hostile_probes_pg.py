@@ -1,4 +1,4 @@
-"""The probes of issue 13 loaded into PostgreSQL end as they do in memory (item 3, both stores).
+"""The probes of issues 13 and 21 loaded into PostgreSQL end as they do in memory (every path).
 
 The same folder as tests/unit/test_hostile_inputs.py, given to ``load_into`` with a real
 PostgreSQL store: every file is stored or refused in plain words, the good ones are stored,
@@ -33,4 +33,32 @@ async def test_every_probe_loaded_into_postgresql_ends_as_it_does_in_memory(
     check_outcomes(outcomes_by_file(loaded), tried)
     assert outcomes_by_file(loaded) == outcomes_by_file(in_memory)
     sources = {s.source_id for s in await pg_store.list_sources(workspace_tenant_id("probes"))}
+    assert sources >= STORED_SOURCES
+
+
+def test_every_probe_uploaded_into_the_embedded_store_ends_as_load_ends_it(
+    embedded_data_dir: Path, tmp_path: Path
+) -> None:
+    """The default store through the Upload path: the same refusals, word for word, as
+    ``load`` into memory, and the good sources stored."""
+    import asyncio
+
+    from core.service import LexplainService
+    from core.settings import Settings
+
+    tried = write_probes(tmp_path / "probes")
+    report = asyncio.run(
+        load_into(
+            InMemoryChunkStore(), [tmp_path / "probes"], "probes",
+            chunking=ChunkingOptions(), extractor=None,
+        )
+    )  # fmt: skip
+    loaded = {name: error for name, (error, _) in outcomes_by_file(report).items()}
+    service = LexplainService.from_settings(Settings(data_dir=embedded_data_dir))
+    try:
+        reports = service.upload_files([(p.name, p.data) for p in tried], workspace="probes")
+        sources = {s.source_id for s in service.list_sources(workspace="probes")}
+    finally:
+        service.close()
+    assert {r.file_name: r.error for r in reports} == loaded
     assert sources >= STORED_SOURCES
