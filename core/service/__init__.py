@@ -24,6 +24,15 @@ from __future__ import annotations
 
 from core.analysis.evaluation import EvaluationRun
 from core.analysis.judgment_files import JudgmentError, JudgmentFormat, QueryFormat
+from core.analysis.pooling import (
+    MAX_POOL_DEPTH,
+    POOL_DEPTH,
+    POOL_RANKER_LABELS,
+    JudgingPool,
+    PoolRanker,
+    PoolSpec,
+    SetProgress,
+)
 from core.analysis.rankers import KIND_LABELS, MAX_K1, Ranker, RankerKind, RankMovement
 from core.domain.bm25 import ScoreExplanation
 from core.domain.chunks import ChunkingOptions
@@ -74,6 +83,7 @@ from core.service.common import (
 )
 from core.service.corpus import TERM_BROWSER_LIMIT, CorpusView, TermInfo, TermPassage
 from core.service.facade import LexplainService, StoreUnavailable
+from core.service.judging import DEFAULT_POOL
 from core.service.library import (
     EXAMPLE_WITH_NAMES,
     EXAMPLE_WORKSPACE,
@@ -93,6 +103,7 @@ from core.service.search import PassageView, RankedPassage, SearchResult
 __all__ = [
     "DEFAULT_K",
     "DEFAULT_LIMIT",
+    "DEFAULT_POOL",
     "DEFAULT_PROFILE",
     "DEFAULT_WORKSPACE",
     "EXAMPLE_WITH_NAMES",
@@ -106,11 +117,14 @@ __all__ = [
     "MAX_EVALUATE_QUERIES",
     "MAX_K",
     "MAX_K1",
+    "MAX_POOL_DEPTH",
     "MAX_QUERY_TERMS",
     "NOT_FOUND_OR_NO_ACCESS",
     "NO_LIMIT",
     "PARITY_QUERIES",
     "PASSAGE_MARK",
+    "POOL_DEPTH",
+    "POOL_RANKER_LABELS",
     "QUERY_BOUNDS_NOTE",
     "SAMPLE_CORPUS",
     "SAMPLE_LABEL",
@@ -130,6 +144,7 @@ __all__ = [
     "EvaluationRun",
     "FileReport",
     "JudgedCoverage",
+    "JudgingPool",
     "JudgmentError",
     "JudgmentFormat",
     "LexplainService",
@@ -140,6 +155,8 @@ __all__ = [
     "NotOwner",
     "ParityReport",
     "PassageView",
+    "PoolRanker",
+    "PoolSpec",
     "Profile",
     "ProgressCallback",
     "QueryComparison",
@@ -152,6 +169,7 @@ __all__ = [
     "RunSpec",
     "ScoreExplanation",
     "SearchResult",
+    "SetProgress",
     "StoreUnavailable",
     "TermInfo",
     "TermPassage",

@@ -9,7 +9,6 @@ several raters' grades become (``core.domain.agreement.combined_grade``).
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Final, Literal
@@ -27,7 +26,15 @@ from core.analysis.judgment_files import (
     write_judgments,
     write_queries,
 )
-from core.analysis.rankers import Ranker, RankerKind, rank_with
+from core.analysis.pooling import (
+    JudgingPool,
+    PoolPassage,
+    PoolSpec,
+    SetProgress,
+    pool_order,
+    pooled_rows,
+)
+from core.analysis.rankers import Ranker
 from core.analysis.run_comparison import METRICS, RunsComparison, compare_saved
 from core.analysis.truncation import UNLIMITED
 from core.domain.agreement import COMBINING_RULE, cohen_kappa, fleiss_kappa
@@ -45,6 +52,7 @@ from core.domain.judging import (
 from core.domain.tokenize import tokenize
 from core.service.common import (
     DEFAULT_LIMIT,
+    bounded_candidates,
     combine_judgments,
     read_query_set,
     workspace_profile,
@@ -52,8 +60,9 @@ from core.service.common import (
 from core.service.runner import StoreRunner
 from core.stores.port import tenant_of
 
-#: How deep each ranker's list goes into a pool (TREC pools to 100; 10 is one screen).
-POOL_DEPTH: Final = 10
+#: The pool a rater starts from: the workspace's BM25 at Search's limit and unlimited, and
+#: the textbook BM25, each to depth 10.
+DEFAULT_POOL: Final = PoolSpec(limit=DEFAULT_LIMIT)
 #: How a rater's name is marked on grades imported from a file (a person, beside the file).
 IMPORTED: Final = "(imported)"
 
@@ -82,41 +91,9 @@ class JudgmentImport(BaseModel):
     unknown_ids: list[str]
 
 
-class PoolPassage(BaseModel):
-    """A passage to grade: its text, and this rater's grade (None until given)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    chunk_id: str
-    source_id: str
-    text: str
-    grade: int | None
-
-
-class JudgingPool(BaseModel):
-    """One query of a set with the pool to grade, in an order that reveals no ranker."""
-
-    model_config = ConfigDict(frozen=True)
-
-    query: str
-    #: The query's terms as the workspace tokenises them (what the screen highlights).
-    terms: list[str]
-    position: int
-    queries: int
-    passages: list[PoolPassage]
-
-    @property
-    def graded(self) -> int:
-        return sum(p.grade is not None for p in self.passages)
-
-    @property
-    def next_ungraded(self) -> int | None:
-        """Index of the first passage this rater has not graded; None when all are."""
-        return next((i for i, p in enumerate(self.passages) if p.grade is None), None)
-
-
 class JudgingActions(StoreRunner):
-    """Query sets (import, list, export) and grades (give, list, combine, export)."""
+    """Query sets (import, list, export), grades (give, list, combine, export), the pool of a
+    set's query and a rater's progress through the set."""
 
     #: The signed-in person's e-mail in a ``for_user`` view; None without sign-in.
     user: str | None = None
@@ -145,10 +122,7 @@ class JudgingActions(StoreRunner):
 
     def query_set(self, name: str, *, workspace: str) -> QuerySet:
         """The set ``name``; ``KeyError`` naming it when the workspace has none such."""
-        found = self._call(self._store.get_query_set(self._tenant(workspace), name))
-        if found is None:
-            raise KeyError(f"no query set “{name}” in “{workspace}”")
-        return found
+        return self._set(name, workspace)
 
     def export_query_set(self, name: str, fmt: QueryFormat | str, *, workspace: str) -> str:
         return write_queries(self.query_set(name, workspace=workspace).queries, QueryFormat(fmt))
@@ -355,54 +329,53 @@ class JudgingActions(StoreRunner):
             unknown_ids=sorted(unknown_ids),
         )
 
+    def _set(self, name: str, workspace: str) -> QuerySet:
+        found = self._call(self._store.get_query_set(self._tenant(workspace), name))
+        if found is None:
+            raise KeyError(f"no query set “{name}” in “{workspace}”")
+        return found
+
     def pool(
         self,
         query_set: str,
         position: int,
         *,
         workspace: str,
-        depth: int = POOL_DEPTH,
-        limit: int = DEFAULT_LIMIT,
+        spec: PoolSpec | None = None,
+        depth: int | None = None,
+        limit: int | None = None,
     ) -> JudgingPool:
         """What to grade for the set's query at ``position`` (0-based): the pool of rankers.
 
-        The union of the top ``depth`` of the workspace's BM25 at ``limit``, the same
-        without a limit (so the passages the limit cut are graded too) and the textbook BM25,
-        ordered by a hash of the passage id, which reveals no ranker. Each passage carries
-        this rater's grade, if any; the set's progress counts queries whose pool they have
-        graded whole. ``IndexError`` for a position outside the set.
+        The union of the top ``depth`` of ``spec``'s rankers (by default the workspace's
+        BM25 at ``limit``, the same without a limit, so the passages the limit cut are graded
+        too, and the textbook BM25), ordered by ``pool_order``. Each passage carries this
+        rater's grade, if any. ``IndexError`` for a position outside the set; ``depth`` and
+        ``limit`` override the spec's.
         """
-        queries = self.query_set(query_set, workspace=workspace).queries
+        spec = spec or DEFAULT_POOL
+        if depth is not None or limit is not None:
+            spec = spec.model_copy(
+                update={"depth": depth or spec.depth, "limit": limit or spec.limit}
+            )
+        queries = self._set(query_set, workspace).queries
         if not 0 <= position < len(queries):
             raise IndexError(f"the set “{query_set}” has {len(queries)} queries")
-        return self._call(self._pool(queries, position, workspace, depth, limit))
+        return self._call(self._pool(queries, position, workspace, spec))
 
     async def _pool(
-        self,
-        queries: Sequence[SetQuery],
-        position: int,
-        workspace: str,
-        depth: int,
-        limit: int,
+        self, queries: Sequence[SetQuery], position: int, workspace: str, spec: PoolSpec
     ) -> JudgingPool:
         tenant = await tenant_of(self._store, workspace)
         query = queries[position].text
         terms = tokenize(query, await workspace_profile(self._store, workspace))
-        full = await self._store.lexical_candidates(terms, tenant, UNLIMITED)
-        found: dict[str, StoredChunk] = {}
-        for ranker, handed in (
-            (Ranker.of(RankerKind.WORKSPACE), full.head(limit)),
-            (Ranker.of(RankerKind.WORKSPACE), full),
-            (Ranker.of(RankerKind.CLASSIC), full),
-        ):
-            for ranked in rank_with(ranker, terms, handed, depth):
-                found.setdefault(ranked.chunk.id, ranked.chunk)
+        full = await bounded_candidates(self._store, terms, tenant, UNLIMITED)
+        found = pooled_rows(terms, full, spec)
         mine = {
             j.chunk_id: j.grade
             for j in await self._store.list_judgments(tenant, [query])
             if j.rater == self.rater
         }
-        order = sorted(found, key=lambda i: hashlib.sha256(f"{query}\0{i}".encode()).digest())
         return JudgingPool(
             query=query,
             terms=terms,
@@ -410,11 +383,52 @@ class JudgingActions(StoreRunner):
             queries=len(queries),
             passages=[
                 PoolPassage(
-                    chunk_id=i,
-                    source_id=found[i].source_id,
-                    text=found[i].text,
-                    grade=mine.get(i),
+                    chunk_id=i, source_id=found[i].source_id, text=found[i].text, grade=mine.get(i)
                 )
-                for i in order
+                for i in pool_order(query, list(found))
             ],
+        )
+
+    def set_progress(
+        self, query_set: str, *, workspace: str, spec: PoolSpec | None = None
+    ) -> SetProgress:
+        """This rater's progress through the set: queries started and finished, where to resume.
+
+        Only the queries the rater has graded in are pooled (a query nobody started cannot be
+        finished), so the cost grows with the rater's work, not the set's size. Resuming goes
+        to the query of the rater's latest grade if its pool is unfinished, else to the next
+        unfinished query after it (wrapping round); a rater who graded nothing starts at 0.
+        """
+        spec = spec or DEFAULT_POOL
+        queries = self._set(query_set, workspace).queries
+        return self._call(self._progress(queries, workspace, spec))
+
+    async def _progress(
+        self, queries: Sequence[SetQuery], workspace: str, spec: PoolSpec
+    ) -> SetProgress:
+        tenant = await tenant_of(self._store, workspace)
+        profile = await workspace_profile(self._store, workspace)
+        texts = [q.text for q in queries]
+        mine = [j for j in await self._store.list_judgments(tenant, texts) if j.rater == self.rater]
+        graded: dict[str, set[str]] = {}
+        for j in mine:
+            graded.setdefault(j.query, set()).add(j.chunk_id)
+        finished = set()
+        for text, ids in graded.items():
+            terms = tokenize(text, profile)
+            pooled = pooled_rows(
+                terms, await bounded_candidates(self._store, terms, tenant, UNLIMITED), spec
+            )
+            if pooled and set(pooled) <= ids:
+                finished.add(text)
+        resume = 0
+        if mine:
+            last = texts.index(max(mine, key=lambda j: j.judged_at).query)
+            order = [*range(last, len(texts)), *range(last)]
+            resume = next((i for i in order if texts[i] not in finished), last)
+        return SetProgress(
+            queries=len(queries),
+            started=frozenset(graded),
+            finished=frozenset(finished),
+            resume_at=resume,
         )
