@@ -25,6 +25,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -90,52 +91,89 @@ def serve(passages: int, port: int) -> None:
     bootstrap.run(str(ROOT / "app.py"), False, [], options)
 
 
-#: True in the page when a run for these terms has finished drawing: Streamlit's running
-#: indicator is gone, the charts are drawn, the Terms line names exactly the query's words and
-#: differs from ``before``, and the page's summary line is there. Polled every animation frame
-#: (Playwright's ``expect`` backs off to 1 s between checks: too coarse to time with); the checks
-#: that need no layout come first, so the poll does not force one per frame while the page draws.
-DONE_JS = """([before, terms, done, charts, drawn]) => {
+#: True in the page when a run for these terms has finished drawing: the run's
+#: ``script_finished`` arrived after ``since`` (the results may be drawn before the run ends),
+#: Streamlit's running indicator is gone, the charts are drawn, the Terms line names exactly the
+#: query's words and differs from ``before``, and the page's summary line is there. Polled every
+#: animation frame (Playwright's ``expect`` backs off to 1 s between checks: too coarse to time
+#: with); the checks that need no layout come first, so the poll does not force one per frame.
+DONE_JS = """([before, terms, done, charts, drawn, since]) => {
+  if (!(window.__lxFinished > since)) return false;
   if (document.querySelectorAll('[data-testid="stStatusWidget"]').length) return false;
   if (document.querySelectorAll(drawn).length < charts) return false;
   const line = [...document.querySelectorAll('p')].find(e => e.innerText.startsWith('Terms:'));
   if (!line || line.innerText === before) return false;
   const words = line.innerText.split(/\\s+/);
   if (!terms.every(t => words.includes(t))) return false;
-  return document.body.innerText.includes(done);
+  if (!document.body.innerText.includes(done)) return false;
+  window.__lxDone = performance.now();
+  return true;
 }"""
 
+#: Installed before the app's scripts: the page's clock when a run's ``script_finished``
+#: message arrives (``__lxFinished``; ForwardMsg field 6, found by walking the top-level
+#: protobuf fields), so a typed query's time splits into until the server said the run was over
+#: (the server's part: rerun, messages, network) and after it (the browser's drawing).
+CLOCK_JS = """(() => {
+  const finished = (buffer) => {
+    const b = new Uint8Array(buffer);
+    let i = 0;
+    const varint = () => {
+      let value = 0, scale = 1, byte;
+      do { byte = b[i++]; value += (byte & 127) * scale; scale *= 128; } while (byte & 128);
+      return value;
+    };
+    while (i < b.length) {
+      const tag = varint(), wire = tag % 8;
+      if (Math.floor(tag / 8) === 6) return true;
+      if (wire === 0) varint();
+      else if (wire === 2) { const length = varint(); i += length; }
+      else if (wire === 1) i += 8;
+      else if (wire === 5) i += 4;
+      else return false;
+    }
+    return false;
+  };
+  const Native = window.WebSocket;
+  window.__lxFinished = 0;
+  window.WebSocket = class extends Native {
+    constructor(...args) {
+      super(...args);
+      this.addEventListener('message', (event) => {
+        if (event.data instanceof ArrayBuffer && finished(event.data)) {
+          window.__lxFinished = performance.now();
+        }
+      });
+    }
+  };
+})();"""
 
-def drive(url: str, queries: list[str], pages: tuple[str, ...] = PAGES) -> dict[str, list[float]]:
+
+def drive(
+    url: str,
+    queries: list[str],
+    pages: tuple[str, ...] = PAGES,
+    before_close: Callable[[], None] | None = None,
+) -> dict[str, list[float]]:
     """Seconds per query: a cold link and a typed query, on Search and on Truncation.
 
-    For a typed query also the seconds until the run's ``script_finished`` message reached the
-    page ("server's part": the rerun and its messages), the rest being the browser's drawing.
+    A typed query is also split, on the page's own clock, into the part until the run's
+    ``script_finished`` arrived (the server's part) and the drawing after it (the browser's).
+    ``before_close`` runs while the browser still runs (to read its CPU time).
     """
-    from playwright.sync_api import WebSocket, sync_playwright
-    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+    from playwright.sync_api import sync_playwright
 
     times: dict[str, list[float]] = {}
-    script_finished: list[float] = []
-
-    def watch(socket: WebSocket) -> None:
-        def frame(payload: str | bytes) -> None:
-            if isinstance(payload, bytes):
-                msg = ForwardMsg()
-                msg.ParseFromString(payload)
-                if msg.WhichOneof("type") == "script_finished":
-                    script_finished.append(time.perf_counter())
-
-        socket.on("framereceived", frame)
-
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1280, "height": 1600})
         page.set_default_timeout(PAGE_TIMEOUT_MS)
-        page.on("websocket", watch)
+        page.add_init_script(CLOCK_JS)
 
-        def finished(query: str, before: str, done: str, charts: int, drawn: str) -> None:
-            arg = [before, query.split(), done, charts, drawn]
+        def finished(
+            query: str, before: str, done: str, charts: int, drawn: str, since: float = 0.0
+        ) -> None:
+            arg = [before, query.split(), done, charts, drawn, since]
             page.wait_for_function(DONE_JS, arg=arg, polling="raf")
 
         # Search's contribution bars are HTML (.lx-bar); Truncation draws two Plotly charts.
@@ -157,12 +195,19 @@ def drive(url: str, queries: list[str], pages: tuple[str, ...] = PAGES) -> dict[
                 before = terms_line.inner_text()
                 started = time.perf_counter()
                 box.fill(query)
+                pressed = page.evaluate("performance.now()")
                 box.press("Enter")
-                finished(query, before, done, charts, drawn)
+                finished(query, before, done, charts, drawn, pressed)
                 times.setdefault(f"{name}, query typed", []).append(time.perf_counter() - started)
-                times.setdefault(f"{name}, query typed: server's part", []).append(
-                    script_finished[-1] - started
+                over, drawn_at = page.evaluate("[window.__lxFinished, window.__lxDone]")
+                times.setdefault(f"{name}, typed: Enter to script_finished", []).append(
+                    (over - pressed) / 1000
                 )
+                times.setdefault(f"{name}, typed: script_finished to drawn", []).append(
+                    (drawn_at - over) / 1000
+                )
+        if before_close is not None:
+            before_close()
         browser.close()
     return times
 

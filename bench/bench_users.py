@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import random
@@ -333,18 +334,34 @@ def query_texts(passages: int) -> list[str]:
     return [" ".join(tokens) for tokens in token_lists]
 
 
-def browser_single(url: str, passages: int, server: int) -> dict[str, Any]:
-    """One analyst in Chromium (bench_browser's drive), the server's and the browser's CPU apart."""
+def browser_single(url: str, passages: int, servers: list[int]) -> dict[str, Any]:
+    """One analyst in Chromium (bench_browser's drive) on the first server; the server's CPU
+    and the browser's (Chromium and Playwright's driver: this process's other descendants,
+    read before the browser closes) apart."""
     queries = bench_browser.typed_queries(passages)
-    server_before, client_before = tree_cpu([server]), tree_cpu([os.getpid()])
+    browser_cpu: list[float] = []
+
+    def browser_tree() -> None:
+        servers_and_theirs = set(servers)
+        for pid in servers:
+            servers_and_theirs |= {c.pid for c in psutil.Process(pid).children(recursive=True)}
+        total = 0.0
+        for proc in psutil.Process().children(recursive=True):
+            if proc.pid not in servers_and_theirs:
+                with contextlib.suppress(psutil.NoSuchProcess):
+                    times = proc.cpu_times()
+                    total += times.user + times.system
+        browser_cpu.append(total)
+
+    server_before = tree_cpu(servers[:1])
     started = time.perf_counter()
-    times = bench_browser.drive(url, queries, pages=("Search",))
+    times = bench_browser.drive(url, queries, pages=("Search",), before_close=browser_tree)
     wall = time.perf_counter() - started
     return {
         "times": {what: statistics.median(values) for what, values in times.items()},
         "max": {what: max(values) for what, values in times.items()},
-        "server_cores": (tree_cpu([server]) - server_before) / wall,
-        "browser_cores": (tree_cpu([os.getpid()]) - client_before) / wall,
+        "server_cores": (tree_cpu(servers[:1]) - server_before) / wall,
+        "browser_cores": browser_cpu[0] / wall,
         "load_average": os.getloadavg()[0],
     }
 
@@ -369,7 +386,7 @@ def main() -> None:
             results.append(measure(urls, bench_scale.WORKSPACE, queries, n, pids))
             print(json.dumps(results[-1]), flush=True)
         if args.browser:
-            browser = browser_single(urls[0], args.passages, pids[0])
+            browser = browser_single(urls[0], args.passages, pids)
             print(json.dumps(browser), flush=True)
     finally:
         for server, _ in servers:
