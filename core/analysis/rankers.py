@@ -27,7 +27,14 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from core.domain.bm25 import BM25_B, BM25_K1, IdfForm, QueryScorer, ScoreExplanation
 from core.domain.classic import CLASSIC_B, CLASSIC_K1
-from core.domain.ranking import LexicalCandidates, RankedChunk, rank_chunks
+from core.domain.ranking import (
+    LexicalCandidates,
+    RankedChunk,
+    rank_steps,
+    ranked_row_steps,
+    top_rows,
+)
+from core.domain.steps import Steps, finish
 
 #: Largest k1 a what-if accepts: beyond it saturation is effectively off, the numbers unreadable.
 MAX_K1: Final[float] = 100.0
@@ -114,12 +121,22 @@ def score_all(
     negative (a common term's IDF is); such a passage still matched, so it is ranked,
     below every positive one, not dropped.
     """
+    return finish(score_all_steps(ranker, terms, candidates))
+
+
+def score_all_steps(
+    ranker: Ranker, terms: Sequence[str], candidates: LexicalCandidates
+) -> Steps[tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]]:
+    """``score_all`` in the scoring's steps (``core.domain.steps``)."""
     scores = np.zeros(len(candidates), dtype=np.float64)
     if not terms or not len(candidates):
         return np.zeros(0, dtype=np.int64), scores
     scorer = ranker.scorer(terms, candidates)
-    scores = scorer.score_columns(candidates.terms, candidates.tfs, candidates.doc_lengths)
-    wanted = [j for j, term in enumerate(candidates.terms) if term in set(terms)]
+    scores = yield from scorer.score_column_steps(
+        candidates.terms, candidates.tfs, candidates.doc_lengths
+    )
+    asked = set(terms)
+    wanted = [j for j, term in enumerate(candidates.terms) if term in asked]
     rows = np.flatnonzero((candidates.tfs[:, wanted] > 0).any(axis=1)).astype(np.int64)
     order = np.lexsort((candidates.id_order[rows], -scores[rows]))
     return rows[order], scores
@@ -129,23 +146,46 @@ def rank_with(
     ranker: Ranker, terms: Sequence[str], candidates: LexicalCandidates, k: int
 ) -> list[RankedChunk]:
     """The top ``k`` under ``ranker``, with explanations; the workspace's is ``rank_chunks``."""
+    return finish(rank_with_steps(ranker, terms, candidates, k))
+
+
+def rank_with_steps(
+    ranker: Ranker,
+    terms: Sequence[str],
+    candidates: LexicalCandidates,
+    k: int,
+    scored: tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]] | None = None,
+) -> Steps[list[RankedChunk]]:
+    """``rank_with`` in steps of one explained result; ``scored`` is ``score_all``'s answer
+    when the caller has it already (Compare scored every candidate once per ranker)."""
     if k < 0:
         raise ValueError(f"k must be >= 0, got {k}")
     if ranker.kind is RankerKind.WORKSPACE:
-        return rank_chunks(terms, candidates, k)
-    rows, scores = score_all(ranker, terms, candidates)
+        if scored is None:
+            return (yield from rank_steps(terms, candidates, k))
+        if k == 0 or not terms:
+            return []
+        scores = scored[1]
+        rows = top_rows(scores, candidates.id_order, k)
+        return (yield from ranked_row_steps(terms, candidates, rows, scores))
+    rows, scores = (
+        scored if scored is not None else (yield from score_all_steps(ranker, terms, candidates))
+    )
     rows = rows[:k]
     scorer = ranker.scorer(terms, candidates)
-    return [
-        RankedChunk(
-            chunk=chunk,
-            score=float(scores[row]),
-            explanation=scorer.explain(
-                candidates.term_frequencies(int(row)), int(candidates.doc_lengths[row])
-            ),
+    ranked: list[RankedChunk] = []
+    for row, chunk in zip(rows, candidates.chunks(rows), strict=True):
+        ranked.append(
+            RankedChunk(
+                chunk=chunk,
+                score=float(scores[row]),
+                explanation=scorer.explain(
+                    candidates.term_frequencies(int(row)), int(candidates.doc_lengths[row])
+                ),
+            )
         )
-        for row, chunk in zip(rows, candidates.chunks(rows), strict=True)
-    ]
+        yield
+    return ranked
 
 
 class RankMovement(BaseModel):
@@ -198,15 +238,27 @@ def compare_rankers(
     b: Ranker,
 ) -> RankingComparison:
     """Rank one candidate read under ``a`` and ``b``; movement of every passage in either top k."""
+    return finish(compare_ranker_steps(terms, candidates, k, a, b))
+
+
+def compare_ranker_steps(
+    terms: Sequence[str],
+    candidates: LexicalCandidates,
+    k: int,
+    a: Ranker,
+    b: Ranker,
+) -> Steps[RankingComparison]:
+    """``compare_rankers`` in steps: every candidate scored once per ranker, in blocks."""
     if k < 0:
         raise ValueError(f"k must be >= 0, got {k}")
-    rows_a, scores_a = score_all(a, terms, candidates)
-    rows_b, scores_b = score_all(b, terms, candidates)
+    rows_a, scores_a = yield from score_all_steps(a, terms, candidates)
+    rows_b, scores_b = yield from score_all_steps(b, terms, candidates)
     ids = candidates.ids
     rank_a = {str(ids[r]): (i + 1, float(scores_a[r])) for i, r in enumerate(rows_a)}
     rank_b = {str(ids[r]): (i + 1, float(scores_b[r])) for i, r in enumerate(rows_b)}
-    top_a = rank_with(a, terms, candidates, k)
-    top_b = rank_with(b, terms, candidates, k)
+    yield
+    top_a = yield from rank_with_steps(a, terms, candidates, k, (rows_a, scores_a))
+    top_b = yield from rank_with_steps(b, terms, candidates, k, (rows_b, scores_b))
     ids_a = [r.chunk.id for r in top_a]
     ids_b = [r.chunk.id for r in top_b]
     # One set each: rebuilt per passage, a comparison at k = 10^9 was quadratic.

@@ -38,7 +38,7 @@ from core.domain.ranking import (
     RankedChunk,
     candidate_score_steps,
     candidate_scores,
-    ranked_rows,
+    ranked_row_steps,
     top_rows,
 )
 
@@ -46,8 +46,9 @@ from core.domain.ranking import (
 SWEEP_POINTS = 40
 #: Most candidate rows a report carries for the scatter; above it they are sampled.
 SCATTER_ROWS = 1_000
-#: Scatter rows whose passages are looked up between two steps of ``truncation_steps``.
-LOOKUP_STEP = 200
+#: Scatter rows whose passages are looked up (or made rows) between two steps of
+#: ``truncation_steps``: 200 passage copies were ~5-20 ms of a held loop.
+LOOKUP_STEP = 50
 #: The "no limit" of an analysis or an Evaluate run: larger than any corpus.
 UNLIMITED = 2**62
 
@@ -315,10 +316,8 @@ def truncation_steps(
     )
     safe = int(unlimited_rows.max()) + 1 if len(unlimited_rows) else 0
     yield
-    unlimited = ranked_rows(terms, full, unlimited_rows, scores)
-    yield
-    limited = ranked_rows(terms, full, limited_rows, scores)
-    yield
+    unlimited = yield from ranked_row_steps(terms, full, unlimited_rows, scores)
+    limited = yield from ranked_row_steps(terms, full, limited_rows, scores)
     cut = [
         CutPassage(
             ranked=ranked,
@@ -344,30 +343,36 @@ def truncation_steps(
     shown_matched = _matched(full, shown)
     shown_ranks = ranking.ranks(shown)
     yield
-    rows = [
-        # Up to SCATTER_ROWS models of values typed here: built, not validated again.
-        built(
-            CandidateRow,
-            {
-                "chunk_id": chunk.id,
-                "source_id": chunk.source_id,
-                "chunk_index": chunk.chunk_index,
-                "position": row + 1,
-                "matched_terms": terms_in,
-                "score": score,
-                "unlimited_rank": rank or None,
-                "cut": row >= limit,
-            },
-        )
-        for row, chunk, terms_in, rank, score in zip(
+    rows: list[CandidateRow] = []
+    for i, (row, chunk, terms_in, rank, score) in enumerate(
+        zip(
             shown.tolist(),
             sources,
             shown_matched.tolist(),
             shown_ranks.tolist(),
             scores[shown].tolist(),
             strict=True,
+        ),
+        start=1,
+    ):
+        # Up to SCATTER_ROWS models of values typed here: built, not validated again.
+        rows.append(
+            built(
+                CandidateRow,
+                {
+                    "chunk_id": chunk.id,
+                    "source_id": chunk.source_id,
+                    "chunk_index": chunk.chunk_index,
+                    "position": row + 1,
+                    "matched_terms": terms_in,
+                    "score": score,
+                    "unlimited_rank": rank or None,
+                    "cut": row >= limit,
+                },
+            )
         )
-    ]
+        if i % LOOKUP_STEP == 0:
+            yield
     yield
     limits = _sweep_limits(n, safe, limit)
     overlaps = _overlaps(ranking, k, [limit, *limits])
@@ -392,6 +397,14 @@ def why_not(
 ) -> WhyNot:
     """Where one passage stands: its terms, candidate position, ranks, and the limit it needs."""
     _check(k, limit)
+    return finish(why_not_steps(terms, full, chunk_id, k, limit))
+
+
+def why_not_steps(
+    terms: Sequence[str], full: LexicalCandidates, chunk_id: str, k: int, limit: int
+) -> Steps[WhyNot]:
+    """``why_not`` in steps: the scoring of every candidate is most of it."""
+    _check(k, limit)
     wanted = sorted(set(terms))
     row = full.row_of(chunk_id)
     if row is None:
@@ -402,7 +415,8 @@ def why_not(
         )  # fmt: skip
     tfs = full.term_frequencies(row)
     contained = [t for t in wanted if tfs.get(t, 0) > 0]
-    scores = candidate_scores(terms, full) if terms else np.zeros(len(full))
+    scores = (yield from candidate_score_steps(terms, full)) if terms else np.zeros(len(full))
+    yield
     score = float(scores[row])
     ranking = _Ranking(scores, full.id_order)
     rank = int(ranking.ranks(np.array([row], dtype=np.int64))[0])

@@ -37,8 +37,9 @@ from core.domain.steps import Steps, finish
 BM25_K1: Final[float] = 1.2
 #: Length normalisation: 0 ignores passage length, 1 normalises fully (Lucene's default).
 BM25_B: Final[float] = 0.75
-#: Candidate x term cells ``score_columns`` computes in one step (2 MB per temporary array).
-SCORE_BLOCK_CELLS: Final = 1 << 18
+#: Candidate x term cells ``score_columns`` computes in one step (128 KB per temporary array):
+#: a step holds the service's loop ~1 ms idle, so a light search arriving waits no longer.
+SCORE_BLOCK_CELLS: Final = 1 << 14
 
 
 _Model = TypeVar("_Model", bound=BaseModel)

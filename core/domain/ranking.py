@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from core.domain.bm25 import CorpusStats, QueryScorer, ScoreExplanation, built
 from core.domain.chunks import StoredChunk
-from core.domain.steps import Steps
+from core.domain.steps import Steps, finish
 
 #: Rows (positions in the truncation order) -> the caller's own copies of those passages.
 ChunkLookup = Callable[[Sequence[int]], list[StoredChunk]]
@@ -277,12 +277,21 @@ def top_rows(
 
 def rank_chunks(terms: Sequence[str], candidates: LexicalCandidates, k: int) -> list[RankedChunk]:
     """The top ``k`` candidates by BM25, ties broken by chunk id ascending."""
+    return finish(rank_steps(terms, candidates, k))
+
+
+def rank_steps(
+    terms: Sequence[str], candidates: LexicalCandidates, k: int
+) -> Steps[list[RankedChunk]]:
+    """``rank_chunks`` in steps: the scoring's blocks, then one step per explained result (a
+    1,000-term query's scoring and explanations were ~0.1 s in one piece)."""
     if k < 0:
         raise ValueError(f"k must be >= 0, got {k}")
     if k == 0 or not terms:
         return []
-    scores = candidate_scores(terms, candidates)
-    return ranked_rows(terms, candidates, top_rows(scores, candidates.id_order, k), scores)
+    scores = yield from candidate_score_steps(terms, candidates)
+    rows = top_rows(scores, candidates.id_order, k)
+    return (yield from ranked_row_steps(terms, candidates, rows, scores))
 
 
 def ranked_rows(
@@ -292,6 +301,16 @@ def ranked_rows(
     scores: npt.NDArray[np.float64],
 ) -> list[RankedChunk]:
     """The rows given, as explained results; each explanation sums to the row's score."""
+    return finish(ranked_row_steps(terms, candidates, rows, scores))
+
+
+def ranked_row_steps(
+    terms: Sequence[str],
+    candidates: LexicalCandidates,
+    rows: npt.NDArray[np.int64],
+    scores: npt.NDArray[np.float64],
+) -> Steps[list[RankedChunk]]:
+    """``ranked_rows`` in steps of one result each."""
     scorer = QueryScorer(terms, candidates.stats)
     chunks = candidates.chunks(rows)
     ranked: list[RankedChunk] = []
@@ -305,6 +324,7 @@ def ranked_rows(
                 {"chunk": chunk, "score": float(scores[row]), "explanation": explanation},
             )
         )
+        yield
     return ranked
 
 
@@ -316,6 +336,8 @@ __all__ = [
     "RankedChunk",
     "candidate_scores",
     "rank_chunks",
+    "rank_steps",
+    "ranked_row_steps",
     "ranked_rows",
     "top_rows",
 ]

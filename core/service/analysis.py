@@ -30,7 +30,7 @@ from core.analysis.truncation import (
     WhyNot,
     top_documents,
     truncation_steps,
-    why_not,
+    why_not_steps,
 )
 from core.checkpoint import checkpoint, stepped
 from core.domain.chunks import StoredChunk
@@ -316,7 +316,7 @@ class AnalysisActions(StoreRunner):
         Raises ``KeyError`` when the workspace has neither a passage nor a source of that id.
         """
         check_k_limit(k, limit)
-        return self._call(self._why_not(query, passage.strip(), k, limit, workspace))
+        return self._call_query(query, self._why_not(query, passage.strip(), k, limit, workspace))
 
     async def _why_not(
         self, query: str, passage: str, k: int, limit: int, workspace: str
@@ -335,7 +335,8 @@ class AnalysisActions(StoreRunner):
             raise KeyError(f"no passage or source {passage!r} in workspace {workspace!r}")
         terms = tokenize(query, await workspace_profile(self._store, workspace))
         full = await bounded_candidates(self._store, terms, tenant, UNLIMITED)
-        return why_not(terms, full, chunk.id, k, limit)
+        await checkpoint()
+        return await stepped(why_not_steps(terms, full, chunk.id, k, limit))
 
     def passage(self, chunk_id: str, *, workspace: str) -> StoredChunk | None:
         """One passage by id (None if the workspace has none of that id)."""

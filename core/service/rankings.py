@@ -15,7 +15,13 @@ from collections.abc import Callable
 
 from pydantic import ConfigDict
 
-from core.analysis.rankers import Ranker, RankingComparison, compare_rankers, explain_under
+from core.analysis.rankers import (
+    Ranker,
+    RankingComparison,
+    compare_ranker_steps,
+    explain_under,
+)
+from core.checkpoint import checkpoint, stepped
 from core.domain.bm25 import ScoreExplanation
 from core.domain.tokenize import Profile
 from core.service.common import (
@@ -84,7 +90,7 @@ class RankingsActions(StoreRunner):
     ) -> CompareView:
         """Rank one candidate read under ``a`` and ``b``; explain ``chosen`` under both."""
         check_k_limit(k, limit)
-        return self._call(self._compare(query, a, b, k, limit, workspace, chosen))
+        return self._call_query(query, self._compare(query, a, b, k, limit, workspace, chosen))
 
     async def _compare(
         self,
@@ -101,7 +107,8 @@ class RankingsActions(StoreRunner):
         view = query_view(query, k, limit, workspace, profile)
         terms = view["terms"]
         handed = await bounded_candidates(self._store, terms, tenant, limit)
-        comparison = compare_rankers(terms, handed, k, a, b)
+        await checkpoint()
+        comparison = await stepped(compare_ranker_steps(terms, handed, k, a, b))
         if chosen is None and comparison.a:
             chosen = comparison.a[0].chunk.id
         explanation_a = explanation_b = None

@@ -13,10 +13,11 @@ import io
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from core.checkpoint import checkpoint, stepped
 from core.domain.bm25 import ScoreExplanation, explain_score
 from core.domain.chunks import StoredChunk
 from core.domain.entities import Entity
-from core.domain.ranking import rank_chunks
+from core.domain.ranking import rank_steps
 from core.domain.tokenize import Profile, tokenize
 from core.service.common import (
     UNLIMITED,
@@ -129,7 +130,7 @@ class SearchActions(StoreRunner):
     def search(self, query: str, k: int = 10, limit: int = 1000, *, workspace: str) -> SearchResult:
         """Rank the workspace's passages for ``query``; says why when nothing is found."""
         check_k_limit(k, limit)
-        return self._call(self._search(query, k, limit, workspace))
+        return self._call_query(query, self._search(query, k, limit, workspace))
 
     async def _search(self, query: str, k: int, limit: int, workspace: str) -> SearchResult:
         tenant = await tenant_of(self._store, workspace)
@@ -151,7 +152,8 @@ class SearchActions(StoreRunner):
         # One read, one snapshot: the store counts what matched and hands over ``limit``.
         handed = await bounded_candidates(self._store, terms, tenant, limit)
         matching = handed.matching
-        ranked = rank_chunks(terms, handed, k)
+        await checkpoint()
+        ranked = await stepped(rank_steps(terms, handed, k))
         position = {chunk_id: i + 1 for i, chunk_id in enumerate(handed.ids)}
         names = await entity_names(self._store, [r.chunk for r in ranked], tenant)
         passages = [
@@ -185,7 +187,7 @@ class SearchActions(StoreRunner):
 
     def explain(self, query: str, chunk_id: str, *, workspace: str) -> ScoreExplanation:
         """The explanation of one passage for ``query``, whether or not it was ranked."""
-        return self._call(self._explain(query, chunk_id, workspace))
+        return self._call_query(query, self._explain(query, chunk_id, workspace))
 
     async def _explain(self, query: str, chunk_id: str, workspace: str) -> ScoreExplanation:
         tenant = await tenant_of(self._store, workspace)

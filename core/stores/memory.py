@@ -42,12 +42,12 @@ from uuid import UUID
 import numpy as np
 import numpy.typing as npt
 
-from core.checkpoint import checkpoint
+from core.checkpoint import Steps, checkpoint, stepped
 from core.domain.bm25 import CorpusStats
 from core.domain.chunks import StoredChunk
 from core.domain.entities import Entity
 from core.domain.names import name_key
-from core.domain.postings import CsrPostings, Posting, postings_candidates
+from core.domain.postings import CsrPostings, Posting, postings_candidate_steps
 from core.domain.ranking import LexicalCandidates
 from core.domain.tokenize import DEFAULT_PROFILE, Profile
 from core.stores.memory_judging import InMemoryJudging
@@ -180,16 +180,18 @@ class _Columns:
             postings=CsrPostings.build(tenant.postings, rows),
         )
 
-    def candidates(
+    def candidate_steps(
         self, stats: CorpusStats, wanted: list[str], postings: list[Posting], limit: int
-    ) -> LexicalCandidates:
+    ) -> Steps[LexicalCandidates]:
         """Rows matching a term, by distinct terms matched desc then id asc, first ``limit``."""
         chunks = self.chunks
 
         def lookup(rows: npt.NDArray[np.int64]) -> list[StoredChunk]:
             return [_copy(chunks[row]) for row in rows.tolist()]
 
-        return postings_candidates(stats, wanted, postings, self.lengths, self.ids, limit, lookup)
+        return postings_candidate_steps(
+            stats, wanted, postings, self.lengths, self.ids, limit, lookup
+        )
 
 
 #: Passages re-tokenised between two progress reports (and two yields to the loop).
@@ -411,7 +413,7 @@ class InMemoryChunkStore(InMemoryJudging):
             if columns is not before and self._passages() >= self._freeze_above:
                 _settle_collector()
             postings = [columns.postings.posting(term) for term in wanted]
-        return columns.candidates(stats, wanted, postings, limit)
+        return await stepped(columns.candidate_steps(stats, wanted, postings, limit))
 
     def _passages(self) -> int:
         return sum(len(tenant.chunks) for tenant in self._tenants.values())

@@ -276,3 +276,55 @@ async def test_a_group_checked_a_source_at_a_time_still_writes_nothing_when_its_
     with pytest.raises(ValueError, match="appears twice"):
         await store.replace_sources(tenant, [note(i) for i in range(30)] + [note(0)])
     assert (await store.corpus_summary(tenant)).passages == 0
+
+
+def _heavy_cranfield_query(words: int) -> str:
+    """``words`` of Cranfield's most common words: each matches most of the corpus."""
+    import json
+    from collections import Counter
+
+    from core.service import SAMPLE_CORPUS
+
+    counts: Counter[str] = Counter()
+    for line in SAMPLE_CORPUS.read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        counts.update(set(f"{record.get('title', '')} {record['text']}".lower().split()))
+    return " ".join(w for w, _ in counts.most_common(words * 2) if w.isalpha())
+
+
+@pytest.mark.parametrize("action", ["search", "truncation", "why_not", "compare", "explain"])
+def test_every_action_on_a_heavy_query_gives_way_per_score_block_and_per_explained_result(
+    service: LexplainService, monkeypatch: pytest.MonkeyPatch, action: str
+) -> None:
+    """A query of many words is long work in every screen's action: it pauses at a checkpoint
+    at least once per ``SCORE_BLOCK_CELLS`` candidate x term cells scored and per result
+    explained, so another session's light search waits for one step, never the whole query."""
+    from core.domain import bm25
+    from core.domain.tokenize import tokenize
+    from core.service import Ranker, RankerKind
+
+    block = 1_000
+    monkeypatch.setattr(bm25, "SCORE_BLOCK_CELLS", block)
+    query = _heavy_cranfield_query(100)
+    terms = len(set(tokenize(query, service.workspace_profile("cranfield"))))
+    first = service.search("flow", 10, 1000, workspace="cranfield").passages[0].chunk.id
+    pauses: list[int] = []
+
+    async def counted() -> None:
+        pauses.append(1)
+
+    monkeypatch.setattr(service, "_give_way", counted)
+    k, limit = 10, 1000
+    a, b = Ranker.of(RankerKind.WORKSPACE), Ranker.of(RankerKind.CLASSIC)
+    run = {
+        "search": lambda: service.search(query, k, limit, workspace="cranfield"),
+        "truncation": lambda: service.truncation(query, k, limit, workspace="cranfield"),
+        "why_not": lambda: service.why_not(query, first, k, limit, workspace="cranfield"),
+        "compare": lambda: service.compare(query, a, b, k, limit, workspace="cranfield"),
+        "explain": lambda: service.explain(query, first, workspace="cranfield"),
+    }
+    run[action]()
+    blocks = limit // max(1, block // terms)  # at least ``limit`` rows are scored
+    wanted = {"search": blocks + k, "truncation": blocks + 2 * k, "why_not": blocks,
+              "compare": 2 * blocks + 2 * k, "explain": 2}[action]  # fmt: skip
+    assert len(pauses) >= wanted, f"{action} gave way {len(pauses)} times, fewer than {wanted}"

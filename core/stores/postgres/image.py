@@ -19,9 +19,10 @@ import asyncpg
 import numpy as np
 import numpy.typing as npt
 
+from core.checkpoint import stepped
 from core.domain.bm25 import CorpusStats
-from core.domain.postings import postings_candidates
-from core.domain.ranking import LexicalCandidates, candidate_scores, top_rows
+from core.domain.postings import postings_candidate_steps
+from core.domain.ranking import LexicalCandidates, candidate_score_steps, top_rows
 from core.settings import DEFAULT_IMAGE_CACHE_PASSAGES
 from core.stores.port import StoreInconsistent
 from core.stores.postgres.blocks import live_postings
@@ -130,11 +131,13 @@ class ImageCache:
 PREFETCH_ROWS: Final = 100
 
 
-def _likely_shown(terms: Sequence[str], columns: LexicalCandidates) -> npt.NDArray[np.int64]:
-    """Rows whose passages a caller will most likely look up."""
+async def _likely_shown(terms: Sequence[str], columns: LexicalCandidates) -> npt.NDArray[np.int64]:
+    """Rows whose passages a caller will most likely look up (scored in steps: every
+    candidate of a 1,000-term query is a million cells)."""
     if len(columns) <= PREFETCH_ROWS:
         return np.arange(len(columns), dtype=np.int64)
-    return top_rows(candidate_scores(terms, columns), columns.id_order, PREFETCH_ROWS)
+    scores = await stepped(candidate_score_steps(terms, columns))
+    return top_rows(scores, columns.id_order, PREFETCH_ROWS)
 
 
 async def read_candidates(
@@ -180,17 +183,19 @@ async def read_candidates(
         if image is None:
             return LexicalCandidates(stats=stats, terms=tuple(wanted))
         texts = Texts(side, tenant_id)
-        columns = postings_candidates(
-            stats,
-            wanted,
-            live_postings(wanted, blocks, image.id_rank),
-            image.lengths,
-            image.ids,
-            limit,
-            texts.rows(image.ids),
-            image.id_rank,
+        columns = await stepped(
+            postings_candidate_steps(
+                stats,
+                wanted,
+                live_postings(wanted, blocks, image.id_rank),
+                image.lengths,
+                image.ids,
+                limit,
+                texts.rows(image.ids),
+                image.id_rank,
+            )
         )
-        shown = _likely_shown(terms, columns)
+        shown = await _likely_shown(terms, columns)
         if len(shown):
             await texts.prefetch(conn, [str(i) for i in columns.ids[shown]])
         return columns
