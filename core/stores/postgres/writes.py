@@ -174,9 +174,11 @@ async def _write_blocks(
     """One new segment: its blocks by COPY, its df added, then merges if a tier filled up."""
     if not blocks.terms:
         return
+    records = blocks.records(tenant_id, segment, offset)
+    await checkpoint()  # a row per term built in Python: other sessions' searches go first
     await conn.copy_records_to_table(
         "postings",
-        records=blocks.records(tenant_id, segment, offset),
+        records=records,
         columns=("tenant_id", "term", "segment", "ordinals", "tfs"),
     )
     await conn.execute(
@@ -312,6 +314,7 @@ async def write_new(
         for tenant_id in sorted(by_tenant):
             first = ordinals[tenant_id] = await _reserve(conn, tenant_id, len(by_tenant[tenant_id]))
             records.extend((*row, first + i) for i, (row, _) in enumerate(by_tenant[tenant_id]))
+        await checkpoint()
         await conn.execute(_STAGE)
         await conn.copy_records_to_table(
             "stage_passages", records=records, columns=_STAGE_PASSAGE_COLUMNS
@@ -467,7 +470,9 @@ async def reindex_rows(
             written.append((int(row["ordinal"]), tfs))
         await conn.copy_records_to_table("reindex_lengths", records=lengths)
         if written:
-            await _write_blocks(conn, tenant_id, Blocks(written), written[0][0], len(written))
+            blocks = Blocks(written)
+            await checkpoint()
+            await _write_blocks(conn, tenant_id, blocks, written[0][0], len(written))
         if on_progress is not None:
             on_progress(min(start + _REINDEX_BATCH, len(ids)), len(ids))
     await conn.execute(
