@@ -21,6 +21,7 @@ from core.analysis.presentation import escape_text
 from core.service import (
     DEFAULT_K,
     DEFAULT_LIMIT,
+    EVALUATE_BOUNDS_NOTE,
     K_MAX,
     KIND_LABELS,
     LIMIT_MAX,
@@ -209,7 +210,9 @@ offer_sample(service)
 
 left, right = st.columns(2)
 queries_file = left.file_uploader(
-    "Queries (BEIR queries.jsonl, or TSV: id<TAB>text)", type=["jsonl", "tsv", "txt"]
+    "Queries (BEIR queries.jsonl, or TSV: id<TAB>text)",
+    type=["jsonl", "tsv", "txt"],
+    help=EVALUATE_BOUNDS_NOTE,
 )
 qrels_file = right.file_uploader(
     "Judgments (BEIR qrels TSV, or TREC qrels)", type=["tsv", "txt", "qrels"]

@@ -61,6 +61,7 @@ from core.service.analysis import (
     compare_runs,
 )
 from core.service.bounds import (
+    EVALUATE_BOUNDS_NOTE,
     MAX_CANDIDATE_CELLS,
     MAX_EVALUATE_QUERIES,
     MAX_K,
@@ -106,6 +107,7 @@ __all__ = [
     "DEFAULT_POOL",
     "DEFAULT_PROFILE",
     "DEFAULT_WORKSPACE",
+    "EVALUATE_BOUNDS_NOTE",
     "EXAMPLE_WITH_NAMES",
     "EXAMPLE_WORKSPACE",
     "EXTRACTOR_LIMITS",

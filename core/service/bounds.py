@@ -43,6 +43,11 @@ QUERY_BOUNDS_NOTE: Final = (
     f"limit at least 1; a query whose candidates × terms exceed {MAX_CANDIDATE_CELLS:,} is "
     "refused (use fewer or rarer terms, or a smaller limit)."
 )
+#: What the Evaluate screen says about its bounds.
+EVALUATE_BOUNDS_NOTE: Final = (
+    f"One run scores at most {MAX_EVALUATE_QUERIES:,} judged queries, each of at most "
+    f"{MAX_QUERY_TERMS:,} distinct terms; a larger file is refused (split it)."
+)
 
 
 def check_k(k: int) -> None:
