@@ -8,12 +8,16 @@ queries one after another with a short pause (a person typing, not a load test),
 alone (idle), then while another thread does long work again and again: ``--work evaluate``
 (default) the sample's Evaluate (225 queries, limits 100 and 1000); ``upload`` the sample
 loaded into another workspace; ``reindex`` another workspace re-indexed under the other
-tokenizer profile; ``truncation`` a Truncation of a query of ``HEAVY_TERMS`` (1,000) distinct
-words, the corpus's most frequent, on the same workspace (issue 21: a heavy query must not
-hold up a light one). The long work restarts at once, so every measured
-search overlaps it. One run, ratios only: the machine is shared.
+tokenizer profile; ``load`` the CLI's ``load`` of the sample into another workspace, in its own
+process (into the same PostgreSQL server; with ``--store memory``, ``load --dry-run``: an
+in-memory store lives in one process, so another process's load shares only the cores);
+``truncation``, ``search``, ``why-not`` and ``compare`` the screen's action on a query of
+``HEAVY_TERMS`` (1,000) distinct words, the corpus's most frequent, on the same workspace
+(issue 21: a heavy query must not hold up a light one). The long work restarts at once, so
+every measured search overlaps it. ``--holds`` samples the loop's thread and prints what held
+it (``bench.loop_holds``). One run, ratios only: the machine is shared.
 
-    .venv/bin/python -m bench.bench_stall --store memory [--work evaluate|upload|reindex|truncation]
+    .venv/bin/python -m bench.bench_stall --store memory [--work evaluate|upload|...] [--holds]
     source .ci/pg.sh && pg_start && .venv/bin/python -m bench.bench_stall --store postgres
 """
 
@@ -23,6 +27,8 @@ import argparse
 import json
 import os
 import statistics
+import subprocess
+import sys
 import threading
 import time
 from collections import Counter
@@ -30,7 +36,9 @@ from pathlib import Path
 
 from pydantic import SecretStr
 
+from bench.loop_holds import LoopHolds
 from core.analysis.evaluation import parse_queries
+from core.analysis.rankers import Ranker, RankerKind
 from core.domain.tokenize import tokenize
 from core.service import SAMPLE_CORPUS
 from core.service.facade import LexplainService
@@ -51,8 +59,12 @@ PAUSE_S = 0.01
 K, LIMIT = 10, 1000
 #: Limits of the Evaluate run (the Evaluate screen's default pair).
 EVALUATE_LIMITS = (100, 1000)
-#: Distinct terms of the heavy Truncation query (``--work truncation``).
+#: Distinct terms of the heavy query (``--work truncation|search|why-not|compare``).
 HEAVY_TERMS = 1_000
+#: Every kind of other work, in the README's order.
+WORKS = ("truncation", "search", "why-not", "compare", "upload", "load", "reindex", "evaluate")
+#: Works that ask the heavy query.
+HEAVY_WORKS = ("truncation", "search", "why-not", "compare")
 
 
 def heavy_query(corpus: Path) -> str:
@@ -106,7 +118,17 @@ def timed_searches(service: LexplainService, queries: list[str]) -> list[float]:
     return timings
 
 
-def run(store: str, work: str) -> dict[str, object]:
+def load_command(store: str) -> list[str]:
+    """The CLI's ``load`` of the sample into ``OTHER`` (``--dry-run`` for the memory store)."""
+    command = [sys.executable, "-m", "core", "load", "--workspace", OTHER, "--whole-documents"]
+    if store == "memory":
+        command.append("--dry-run")
+    else:
+        command += ["--database-url", os.environ["DATABASE_URL"]]
+    return [*command, str(SAMPLE_CORPUS)]
+
+
+def run(store: str, work: str, holds: bool = False) -> dict[str, object]:
     service = open_service(store)
     try:
         for name in (WORKSPACE, OTHER):
@@ -124,13 +146,23 @@ def run(store: str, work: str) -> dict[str, object]:
         idle = timed_searches(service, queries)
 
         profiles = ("english", "plain")
-        heavy = heavy_query(SAMPLE_CORPUS) if work == "truncation" else ""
+        heavy = heavy_query(SAMPLE_CORPUS) if work in HEAVY_WORKS else ""
+        a_passage = service.search(queries[0], K, LIMIT, workspace=WORKSPACE).passages[0].chunk.id
 
         def one_run(i: int) -> None:
             if work == "evaluate":
                 service.evaluate(queries_data, qrels_data, K, EVALUATE_LIMITS, workspace=WORKSPACE)
             elif work == "truncation":  # another session's heavy Truncation, no limit cut
                 service.truncation(heavy, K, LIMIT, workspace=WORKSPACE)
+            elif work == "search":
+                service.search(heavy, K, LIMIT, workspace=WORKSPACE)
+            elif work == "why-not":
+                service.why_not(heavy, a_passage, K, LIMIT, workspace=WORKSPACE)
+            elif work == "compare":
+                a, b = Ranker.of(RankerKind.WORKSPACE), Ranker.of(RankerKind.CLASSIC)
+                service.compare(heavy, a, b, K, LIMIT, workspace=WORKSPACE)
+            elif work == "load":  # another process loads the sample
+                subprocess.run(load_command(store), check=True, capture_output=True)
             elif work == "upload":  # another session loads the sample into its own workspace
                 service.delete_workspace(OTHER)
                 service.create_workspace(OTHER)
@@ -151,11 +183,16 @@ def run(store: str, work: str) -> dict[str, object]:
                 i += 1
                 work_s.append(time.perf_counter() - started)
 
+        sampler = LoopHolds(service._loop, service._thread) if holds else None
         thread = threading.Thread(target=worker, daemon=True)
         thread.start()
         running.wait()
+        if sampler is not None:
+            sampler.start()
         during = timed_searches(service, queries)
         done.set()
+        if sampler is not None:
+            sampler.stop()
         thread.join()
         for name in (WORKSPACE, OTHER):
             if name in service.list_workspaces():
@@ -171,17 +208,19 @@ def run(store: str, work: str) -> dict[str, object]:
         "runs": len(work_s),
     }
     result["p99_ratio"] = round(summary(during)["p99_ms"] / summary(idle)["p99_ms"], 2)
+    result["load_average"] = round(os.getloadavg()[0], 1)
+    if sampler is not None:
+        result["loop"] = sampler.report()
     return result
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--store", choices=("memory", "postgres"), required=True)
-    parser.add_argument(
-        "--work", choices=("evaluate", "upload", "reindex", "truncation"), default="evaluate"
-    )
+    parser.add_argument("--work", choices=WORKS, default="evaluate")
+    parser.add_argument("--holds", action="store_true", help="print what held the loop")
     args = parser.parse_args()
-    print(json.dumps(run(args.store, args.work), indent=2))
+    print(json.dumps(run(args.store, args.work, args.holds), indent=2))
 
 
 if __name__ == "__main__":
