@@ -6,9 +6,11 @@ RSS is that process's alone; a run past ``--timeout`` seconds is stopped and rep
 probes: a 3 GB sparse file (refused from its size), six 42 MB text files, 56 MB of 7 M
 distinct words, a 40 MB JSONL of 1 M tiny records and a 57 MB file of one line. Not in the
 test suite (minutes, gigabytes): the tests hold the mechanisms with small files
-(tests/unit/test_loader_bounds.py).
+(tests/unit/test_loader_bounds.py). ``--upload`` sends a file probe through the Upload path
+instead (the service's ``upload_files`` into the in-memory store, the bytes given whole as
+the page gives them).
 
-    .venv/bin/python -m bench.bench_loader_memory [--timeout 300] [--only six,tiny]
+    .venv/bin/python -m bench.bench_loader_memory [--timeout 300] [--only six,tiny] [--upload]
 """
 
 from __future__ import annotations
@@ -61,10 +63,23 @@ def write_probes(root: Path) -> dict[str, Path]:
                                 root / "tiny.jsonl", root / "oneline.txt")}  # fmt: skip
 
 
-def measure(path: Path, timeout: float) -> dict[str, object]:
+#: The Upload path as the page calls it, printing what the report says of the file.
+_UPLOAD = (
+    "import sys; from pathlib import Path; from core.service.facade import LexplainService;"
+    "from core.settings import Settings; p = Path(sys.argv[1]);"
+    "s = LexplainService.from_settings(Settings(store='memory'));"
+    "(r,) = s.upload_files([(p.name, p.read_bytes())], workspace='probe');"
+    "print(r.error or f'{r.documents} documents, {r.passages_written} passages'); s.close()"
+)
+
+
+def measure(path: Path, timeout: float, *, upload: bool = False) -> dict[str, object]:
     """Peak RSS (MiB), seconds and the last line ``load`` printed, for one probe."""
-    command = ["/usr/bin/time", "-v", "timeout", str(timeout), sys.executable, "-m", "core"]
-    command += ["load", str(path), "--workspace", "probe", "--dry-run"]
+    command = ["/usr/bin/time", "-v", "timeout", str(timeout), sys.executable]
+    if upload:
+        command += ["-c", _UPLOAD, str(path)]
+    else:
+        command += ["-m", "core", "load", str(path), "--workspace", "probe", "--dry-run"]
     started = time.perf_counter()
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
     seconds = time.perf_counter() - started
@@ -82,6 +97,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--timeout", type=float, default=300.0)
     parser.add_argument("--only", default="", help="comma-separated probe names")
+    parser.add_argument("--upload", action="store_true", help="through the Upload path")
     args = parser.parse_args()
     wanted = {name for name in args.only.split(",") if name}
     with tempfile.TemporaryDirectory() as folder:
@@ -89,7 +105,9 @@ def main() -> None:
         for name, path in probes.items():
             if wanted and name not in wanted:
                 continue
-            print(name, measure(path, args.timeout), flush=True)
+            if args.upload and path.is_dir():
+                continue
+            print(name, measure(path, args.timeout, upload=args.upload), flush=True)
 
 
 if __name__ == "__main__":
