@@ -226,31 +226,9 @@ def main() -> None:
     if args.serve:
         serve(args.passages, args.serve)
         return
-    port = free_port()
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "bench.bench_browser",
-            "--passages",
-            str(args.passages),
-            "--serve",
-            str(port),
-        ],
-        cwd=ROOT,
-    )
-    url = f"http://127.0.0.1:{port}"
+    server, url = start_server(args.passages)
     try:
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
-                    if response.read() == b"ok":
-                        break
-            except OSError:
-                pass
-            if server.poll() is not None:
-                raise SystemExit("the server process ended before it served")
-            time.sleep(1)
+        wait_healthy(server, url)
         times = drive(url, typed_queries(args.passages))
     finally:
         server.terminate()
@@ -263,6 +241,28 @@ def main() -> None:
     for what, values in times.items():
         print(f"| {what} | {len(values)} | {statistics.median(values):.2f} | {max(values):.2f} |")
     print(json.dumps(times))
+
+
+def start_server(passages: int) -> tuple[subprocess.Popen[bytes], str]:
+    """This module serving app.py in a new process (see ``serve``); its URL."""
+    port = free_port()
+    command = [sys.executable, "-m", "bench.bench_browser", "--passages", str(passages)]
+    server = subprocess.Popen([*command, "--serve", str(port)], cwd=ROOT)
+    return server, f"http://127.0.0.1:{port}"
+
+
+def wait_healthy(server: subprocess.Popen[bytes], url: str) -> None:
+    """Until the server answers its health check (it builds its corpus first)."""
+    while True:
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
+                if response.read() == b"ok":
+                    return
+        except OSError:
+            pass
+        if server.poll() is not None:
+            raise SystemExit("the server process ended before it served")
+        time.sleep(1)
 
 
 def typed_queries(passages: int) -> list[str]:

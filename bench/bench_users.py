@@ -34,10 +34,7 @@ import json
 import os
 import random
 import statistics
-import subprocess
-import sys
 import time
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -294,37 +291,6 @@ def measure(
     }
 
 
-def start_server(passages: int) -> tuple[subprocess.Popen[bytes], str]:
-    """bench_browser's server: the corpus built in memory in its process, app.py served."""
-    port = bench_browser.free_port()
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "bench.bench_browser",
-            "--passages",
-            str(passages),
-            "--serve",
-            str(port),
-        ],
-        cwd=ROOT,
-    )
-    return server, f"http://127.0.0.1:{port}"
-
-
-def wait_healthy(server: subprocess.Popen[bytes], url: str) -> None:
-    while True:
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
-                if response.read() == b"ok":
-                    return
-        except OSError:
-            pass
-        if server.poll() is not None:
-            raise SystemExit("the server process ended before it served")
-        time.sleep(1)
-
-
 def query_texts(passages: int) -> list[str]:
     """Cranfield's 225 queries, or 200 of the synthetic corpus's (drawn as bench_scale draws)."""
     if passages == 0:
@@ -373,12 +339,12 @@ def main() -> None:
     parser.add_argument("--processes", type=int, default=1, help="servers, analysts spread")
     parser.add_argument("--browser", action="store_true", help="then one analyst in Chromium")
     args = parser.parse_args()
-    servers = [start_server(args.passages) for _ in range(args.processes)]
+    servers = [bench_browser.start_server(args.passages) for _ in range(args.processes)]
     results: list[dict[str, Any]] = []
     browser: dict[str, Any] | None = None
     try:
         for server, url in servers:
-            wait_healthy(server, url)
+            bench_browser.wait_healthy(server, url)
         urls = [url for _, url in servers]
         pids = [server.pid for server, _ in servers]
         queries = query_texts(args.passages)
