@@ -10,12 +10,13 @@ statement, but cannot see inside a write's transaction (staging tables, locks); 
 every command of the call.
 
 The calls are those of the port (every method, checked against ``ChunkStore``), so a new
-store operation must be added here and routed before it passes. What fans out by nature is
-what reads workspaces by NAME, since names are unique across the whole server:
-``list_workspaces`` (asserted to fan out, so the test also shows the instrument sees
-fan-outs), ``find_workspace`` (a name to its current id) and the name check inside
-``upsert_workspace`` (a look-alike of any workspace's name is taken). They are named in
-docs/scaling.md with what they cost; the planned cure is the names in a reference table.
+store operation must be added here and routed before it passes. Names are found through the
+reference table ``workspace_names`` (a copy on every node, the coordinator's read locally):
+``find_workspace`` and the name check inside ``upsert_workspace`` touch the workspace's own
+group and no other, and looking up a name nobody has sends nothing to a worker. Only a
+creation, rename or deletion writes the name table (its one shard, on every node). What fans
+out by nature is ``list_workspaces`` (asserted, so the test also shows the instrument sees
+fan-outs); docs/scaling.md says what it costs.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from core.domain.judging import SavedRun
 from core.domain.tokenize import Profile
 from core.stores.port import ChunkStore, Workspace
 from core.stores.postgres import PostgresChunkStore, citus
+from core.stores.postgres.schema import connection_settings
 from tests.stores.compliance import make_chunk
 from tests.stores.compliance_judging import judgment, query_set, saved_run
 
@@ -51,10 +53,10 @@ pytestmark = [
 _SHARD = re.compile(r"\b[a-z][a-z_]*_(\d{6,})\b")
 #: The worker a command went to, from the NOTICE's detail.
 _SERVER = re.compile(r"on server \S+@([\d.]+:\d+)")
-#: Port methods that name no workspace (or are not a call to the database): they read by name.
-_NOT_PER_WORKSPACE = {"list_workspaces", "close", "find_workspace"}
-#: Calls naming one workspace that also read every workspace's name key (names are global).
-_NAME_CHECKED = {"upsert_workspace"}
+#: Port methods that name no workspace (or are not a call to the database).
+_NOT_PER_WORKSPACE = {"list_workspaces", "close"}
+#: The calls that change a workspace's name, so write the name table on every node.
+_NAMING = {"upsert_workspace", "delete_workspace"}
 
 
 @pytest.fixture(scope="module")
@@ -102,8 +104,17 @@ async def traced(
     await store.close()
 
 
-async def shard_groups(database_url: str, schema: str) -> dict[int, int]:
-    """Shard id -> the index of its shard group (co-located shards share one)."""
+@dataclass(frozen=True)
+class Shards:
+    """The schema's shards: distributed ones by shard group, and the reference tables' ones."""
+
+    groups: dict[int, int]
+    reference: frozenset[int]
+
+
+async def shard_groups(database_url: str, schema: str) -> Shards:
+    """Shard id -> the index of its shard group (co-located shards share one), and the ids
+    of the reference tables' shards."""
     conn = await asyncpg.connect(database_url, server_settings={"search_path": schema})
     try:
         rows = await conn.fetch(
@@ -112,9 +123,16 @@ async def shard_groups(database_url: str, schema: str) -> dict[int, int]:
             "WHERE p.colocationid = (SELECT colocationid FROM pg_dist_partition "
             "WHERE logicalrelid = 'workspaces'::regclass)"
         )
+        reference = await conn.fetch(
+            "SELECT shardid FROM pg_dist_shard "
+            "WHERE logicalrelid = ANY(SELECT to_regclass(t) FROM unnest($1::text[]) t)",
+            list(citus.REFERENCE),
+        )
     finally:
         await conn.close()
-    return {row["shardid"]: row["lo"] for row in rows}
+    return Shards(
+        {row["shardid"]: row["lo"] for row in rows}, frozenset(r["shardid"] for r in reference)
+    )
 
 
 async def group_of(database_url: str, schema: str, tenant: UUID) -> int:
@@ -135,11 +153,13 @@ async def group_of(database_url: str, schema: str, tenant: UUID) -> int:
 class Touched:
     groups: frozenset[int]
     servers: frozenset[str]
+    #: Whether a command went to a reference table's shard (the names, on every node).
+    names_written: bool
+    #: How many commands went to a worker at all.
+    sent: int
 
 
-async def touched(
-    trace: Trace, groups: dict[int, int], call: Callable[[], Awaitable[Any]]
-) -> Touched:
+async def touched(trace: Trace, shards: Shards, call: Callable[[], Awaitable[Any]]) -> Touched:
     """The shard groups and workers one call sent commands to."""
     start = len(trace.commands)
     await call()
@@ -151,13 +171,23 @@ async def touched(
         if not command.startswith(("issuing PREPARE TRANSACTION", "issuing COMMIT PREPARED"))
         for m in _SHARD.findall(command)
     }
-    unknown = shard_ids - groups.keys()
+    unknown = shard_ids - shards.groups.keys() - shards.reference
     assert not unknown, f"shards not of the store's tables: {unknown}"
-    # Servers of the commands on shards (a transaction's BEGIN and PREPARE name none).
+
+    def distributed(command: str) -> bool:
+        return any(int(m) in shards.groups for m in _SHARD.findall(command))
+
+    # Workers of the commands on distributed shards (a transaction's BEGIN and PREPARE name
+    # none; a reference table's copies are on every worker by design).
     servers = {
-        m for command, detail in sent if _SHARD.search(command) for m in _SERVER.findall(detail)
+        m for command, detail in sent if distributed(command) for m in _SERVER.findall(detail)
     }
-    return Touched(frozenset(groups[s] for s in shard_ids), frozenset(servers))
+    return Touched(
+        frozenset(shards.groups[s] for s in shard_ids if s in shards.groups),
+        frozenset(servers),
+        bool(shard_ids & shards.reference),
+        len(sent),
+    )
 
 
 def calls(store: ChunkStore, tenant: UUID, other: UUID) -> dict[str, Callable[[], Awaitable[Any]]]:
@@ -173,6 +203,7 @@ def calls(store: ChunkStore, tenant: UUID, other: UUID) -> dict[str, Callable[[]
         "upsert_workspace": lambda: store.upsert_workspace(
             Workspace(tenant_id=tenant, name=f"w{tenant.hex[:8]}")
         ),
+        "find_workspace": lambda: store.find_workspace(f"W{tenant.hex[:8]}"),
         "retired": lambda: store.retired(tenant),
         "upsert_many": lambda: store.upsert_many(a),
         "upsert_entities": lambda: store.upsert_entities([entity], tenant),
@@ -237,29 +268,60 @@ async def test_every_call_naming_one_workspace_touches_only_that_workspaces_shar
         other = uuid.uuid4()
     await store.upsert_workspace(Workspace(tenant_id=other, name=f"o{other.hex[:8]}"))
     await store.upsert_many([make_chunk(other, "a", "ocean tides elsewhere", 0)])
-    groups = await shard_groups(database_url, pg_schema)
+    shards = await shard_groups(database_url, pg_schema)
     mine = await group_of(database_url, pg_schema, tenant)
     routed = {}
     for name, call in calls(store, tenant, other).items():
-        routed[name] = await touched(trace, groups, call)
+        routed[name] = await touched(trace, shards, call)
     wrong = {
         name: f"{len(t.groups)} shard groups on {len(t.servers)} workers"
         for name, t in routed.items()
-        if name not in _NAME_CHECKED and (not t.groups <= {mine} or len(t.servers) > 1)
+        if not t.groups <= {mine} or len(t.servers) > 1
     }
     assert wrong == {}
     # Each call reached the workspace's shards at all (the instrument is on).
-    assert all(mine in t.groups for t in routed.values())
-    assert all(t.groups == {mine} for n, t in routed.items() if n not in _NAME_CHECKED)
+    assert all(t.groups == {mine} for t in routed.values())
+    # The names are written by what changes a name, and read where they are (no command).
+    assert {n for n, t in routed.items() if t.names_written} == _NAMING
+
+
+async def test_looking_up_a_name_nobody_has_sends_nothing_to_any_worker(
+    traced: tuple[PostgresChunkStore, Trace], database_url: str, pg_schema: str
+) -> None:
+    store, trace = traced
+    await store.upsert_workspace(Workspace(tenant_id=uuid.uuid4(), name="somebody's"))
+    shards = await shard_groups(database_url, pg_schema)
+    looked_up = await touched(trace, shards, lambda: store.find_workspace("nobody's"))
+    assert (looked_up.sent, looked_up.groups) == (0, frozenset())
+
+
+async def test_the_names_are_a_reference_table_on_every_node(
+    traced: tuple[PostgresChunkStore, Trace], database_url: str, pg_schema: str
+) -> None:
+    conn = await asyncpg.connect(database_url, server_settings={"search_path": pg_schema})
+    try:
+        nodes = await conn.fetchval("SELECT count(*) FROM pg_dist_node WHERE isactive")
+        rows = await conn.fetch(
+            "SELECT p.partmethod::text AS method, count(pl.*) AS copies "
+            "FROM pg_dist_partition p JOIN pg_dist_shard s USING (logicalrelid) "
+            "JOIN pg_dist_placement pl USING (shardid) "
+            "WHERE p.logicalrelid = ANY(SELECT to_regclass(t) FROM unnest($1::text[]) t) "
+            "GROUP BY p.partmethod",
+            list(citus.REFERENCE),
+        )
+    finally:
+        await conn.close()
+    # 'n': no distribution column; a copy on the coordinator and on each worker.
+    assert [(r["method"], r["copies"]) for r in rows] == [("n", nodes)]
 
 
 async def test_listing_every_workspace_is_the_fan_out_and_the_instrument_sees_it(
     traced: tuple[PostgresChunkStore, Trace], database_url: str, pg_schema: str
 ) -> None:
     store, trace = traced
-    groups = await shard_groups(database_url, pg_schema)
-    listed = await touched(trace, groups, store.list_workspaces)
-    shards_per_table = len({g for g in groups.values()})
+    shards = await shard_groups(database_url, pg_schema)
+    listed = await touched(trace, shards, store.list_workspaces)
+    shards_per_table = len(set(shards.groups.values()))
     assert len(listed.groups) == shards_per_table > 1
     assert len(listed.servers) >= 2
 
@@ -278,7 +340,7 @@ async def test_a_second_connect_sends_nothing_to_the_workers(
     assert again.commands == []
 
 
-async def test_every_table_of_the_store_is_distributed_by_tenant_and_co_located(
+async def test_every_table_but_the_names_is_distributed_by_tenant_and_co_located(
     traced: tuple[PostgresChunkStore, Trace], database_url: str, pg_schema: str
 ) -> None:
     conn = await asyncpg.connect(database_url, server_settings={"search_path": pg_schema})
@@ -292,5 +354,31 @@ async def test_every_table_of_the_store_is_distributed_by_tenant_and_co_located(
     finally:
         await conn.close()
     assert len(tables) >= 8
-    assert [r["relname"] for r in tables if r["col"] != citus.COLUMN] == []
-    assert len({r["colocationid"] for r in tables}) == 1
+    distributed = [r for r in tables if r["relname"] not in citus.REFERENCE]
+    assert [r["relname"] for r in distributed if r["col"] != citus.COLUMN] == []
+    assert len({r["colocationid"] for r in distributed}) == 1
+
+
+async def test_the_stores_connections_to_a_coordinator_scan_the_catalogue_unfiltered(
+    database_url: str,
+) -> None:
+    # asyncpg reads pg_type and pg_class for each new type on each new connection; with
+    # Citus' shard-hiding filter on every pg_class scan that was 3-5 s per connection.
+    conn = await asyncpg.connect(
+        database_url, server_settings=await connection_settings(database_url, {}, 30)
+    )
+    try:
+        plan = "\n".join(r[0] for r in await conn.fetch("EXPLAIN SELECT relname FROM pg_class"))
+        assert (await conn.fetchval("SHOW jit"), "relation_is_a_known_shard" in plan) == (
+            "off",
+            False,
+        )
+    finally:
+        await conn.close()
+    plain = await asyncpg.connect(database_url)
+    try:
+        # The instrument: a connection without the store's settings has the filter.
+        plan = "\n".join(r[0] for r in await plain.fetch("EXPLAIN SELECT relname FROM pg_class"))
+        assert "relation_is_a_known_shard" in plan
+    finally:
+        await plain.close()

@@ -13,6 +13,7 @@ from core.domain.tokenize import Profile
 from core.stores.memory import InMemoryChunkStore
 from core.stores.port import (
     ChunkStore,
+    NameTaken,
     StoreInconsistent,
     Workspace,
     open_workspace,
@@ -218,6 +219,39 @@ async def test_a_database_from_before_sign_in_opens_with_ownerless_workspaces_th
         finally:
             await store.close()
     finally:
+        await conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
+        await conn.close()
+
+
+async def test_a_database_from_before_the_name_table_finds_its_workspaces_by_name(
+    database_url: str,
+) -> None:
+    schema = f"t_{uuid.uuid4().hex}"
+    kept, gone = uuid.uuid4(), uuid.uuid4()
+    store = await PostgresChunkStore.connect(database_url, schema=schema)
+    conn = await asyncpg.connect(database_url, server_settings={"search_path": schema})
+    try:
+        await store.upsert_workspace(Workspace(tenant_id=kept, name="Research"))
+        await store.upsert_workspace(Workspace(tenant_id=gone, name="Archive"))
+        await store.delete_workspace(gone)
+        await store.close()
+        # As the previous version left it: no name table (on Citus, distributed as before).
+        await conn.execute("DROP TABLE workspace_names")
+        await conn.execute(f"COMMENT ON TABLE {citus.ANCHOR} IS NULL")
+        store = await PostgresChunkStore.connect(database_url, schema=schema)
+        found = await store.find_workspace("research")
+        assert found is not None and found.tenant_id == kept
+        assert await store.find_workspace("Archive") is None
+        with pytest.raises(NameTaken):
+            await store.upsert_workspace(Workspace(tenant_id=uuid.uuid4(), name="RESEARCH"))
+        # The next version's connect: on Citus the coordinator now holds the name table's
+        # shard, which the schema's catalogue read must not take for a table of its own.
+        await store.close()
+        await conn.execute(f"COMMENT ON TABLE {citus.ANCHOR} IS NULL")
+        store = await PostgresChunkStore.connect(database_url, schema=schema)
+        assert await store.find_workspace("Research") == found
+    finally:
+        await store.close()
         await conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
         await conn.close()
 

@@ -9,10 +9,14 @@ coordinator's local copy is truncated). The rejected alternative, a separate
 ``python -m core db distribute`` step, leaves an app running on half-distributed tables when
 someone forgets it, and saves nothing: the check is one catalogue read per connect.
 
-No reference table: every table holds one workspace's rows, and ``workspaces`` itself is read
-and written per workspace (access checks, profile locks, renames). As a reference table each
-of those writes would go to every node in a two-phase commit, to save the one statement that
-must fan out anyway (the list of every workspace, a few rows per node).
+One reference table, ``workspace_names`` (a row per live workspace: id, name, name key): a
+name is global by nature and the table small, and every service call that names a workspace
+looks its name up (``workspaces.find``); distributed, each lookup read every shard. Every
+node holds a copy, so the lookup is local; a creation, rename or deletion writes the copies
+in one two-phase commit. ``workspaces`` itself stays distributed: it is read and written per
+workspace (access checks, profile locks), and as a reference table each of those writes would
+go to every node too, to save the one statement that must fan out anyway (the list of every
+workspace, a few rows per node).
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ import asyncpg
 ANCHOR: Final = "workspaces"
 #: The distribution column of every table (every key leads with it).
 COLUMN: Final = "tenant_id"
+#: Tables copied whole to every node instead (small, read across workspaces).
+REFERENCE: Final = ("workspace_names",)
 
 
 async def is_coordinator(conn: asyncpg.Connection) -> bool:
@@ -49,7 +55,8 @@ async def store_tables(conn: asyncpg.Connection) -> list[str]:
 
 
 async def distribute(conn: asyncpg.Connection) -> list[str]:
-    """Distribute every table not yet distributed; the tables distributed now, in order.
+    """Distribute every table not yet distributed (``REFERENCE`` ones to every node); the
+    tables distributed now, in order.
 
     The caller holds the schema's transaction and lock, with ``search_path`` on the schema.
     """
@@ -63,6 +70,9 @@ async def distribute(conn: asyncpg.Connection) -> list[str]:
     done = {row["name"].rsplit(".", 1)[-1] for row in rows}
     todo = [table for table in tables if table not in done]
     for table in todo:
+        if table in REFERENCE:
+            await conn.execute("SELECT create_reference_table($1::text::regclass)", table)
+            continue
         colocate = "default" if table == ANCHOR else ANCHOR
         await conn.execute(
             "SELECT create_distributed_table($1::text::regclass, $2, colocate_with => $3)",

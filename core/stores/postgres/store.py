@@ -14,7 +14,6 @@ import asyncpg
 from core.domain.bm25 import CorpusStats
 from core.domain.chunks import StoredChunk
 from core.domain.entities import Entity
-from core.domain.names import name_key
 from core.domain.ranking import LexicalCandidates
 from core.domain.tokenize import DEFAULT_PROFILE, Profile
 from core.settings import DEFAULT_IMAGE_CACHE_PASSAGES
@@ -49,10 +48,10 @@ from core.stores.postgres.resilience import (
 from core.stores.postgres.schema import IDENTIFIER, connection_settings, create_schema
 from core.stores.postgres.staging import stage_batch
 from core.stores.postgres.workspaces import (
-    FIND,
     RETIRED,
     WORKSPACE,
     WORKSPACES,
+    find,
     locked_owner,
     tombstone,
     upsert,
@@ -540,11 +539,7 @@ class PostgresChunkStore(PostgresJudging):
         return await self._run(read)
 
     async def find_workspace(self, name: str) -> Workspace | None:
-        async def read(conn: asyncpg.Connection) -> Workspace | None:
-            row = await conn.fetchrow(FIND, name.strip(), name_key(name))
-            return None if row is None else workspace_from_row(row)
-
-        return await self._run(read)
+        return await self._run(lambda conn: find(conn, name))
 
     async def add_member(self, tenant_id: UUID, email: str) -> bool:
         email = member_email(email)

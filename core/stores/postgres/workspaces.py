@@ -3,6 +3,16 @@
 Membership changes hold the workspace row FOR KEY SHARE (profiles, in ``writes``, FOR SHARE
 or FOR UPDATE). Apart from the store class so that class stays a thin face; the rejected
 alternative, this SQL inline in each store method, made the class the largest module.
+
+Names are found through ``workspace_names`` (tenant id, name, name key; one row per live
+workspace), written in the transaction that creates, renames or deletes the workspace. On a
+Citus cluster it is a reference table (``citus.REFERENCE``): a name is global by nature (a
+look-alike of ANY workspace's name is taken) and the table is a small row per workspace, so
+each node (the coordinator too) holds all of it and a lookup by name reads it locally, then
+the workspace's own shard group. Read from ``workspaces`` (distributed by tenant), every
+``find_workspace`` -- every service call that names a workspace -- and every name check ran
+on every shard. The cost moved to the rare writes: creating, renaming or deleting a
+workspace writes its name row on every node in one two-phase commit.
 """
 
 from __future__ import annotations
@@ -28,8 +38,21 @@ WHERE NOT w.deleted
 #: The live workspace a person knows by a name: its exact name first (two old look-alikes
 #: from before name keys keep one key between them), else the same ``name_key``.
 FIND: Final = (
-    WORKSPACES + " AND (w.name = $1 OR w.name_key = $2) ORDER BY (w.name = $1) DESC LIMIT 1"
+    "SELECT tenant_id FROM workspace_names WHERE name = $1 OR name_key = $2 "
+    "ORDER BY (name = $1) DESC LIMIT 1"
 )
+#: The name row of a live workspace, written beside its ``workspaces`` row.
+_NAME: Final = """
+INSERT INTO workspace_names (tenant_id, name, name_key) VALUES ($1, $2, $3)
+ON CONFLICT (tenant_id) DO UPDATE SET name = EXCLUDED.name, name_key = EXCLUDED.name_key
+"""
+#: A database from before the name table: every live workspace's name, with the key
+#: ``schema`` gave it (NULL for the second of two old look-alikes).
+FILL_NAMES: Final = """
+INSERT INTO workspace_names (tenant_id, name, name_key)
+SELECT tenant_id, name, name_key FROM workspaces WHERE NOT deleted
+ON CONFLICT (tenant_id) DO NOTHING
+"""
 #: Whether a deleted workspace had the id (true, or no row: NULL).
 RETIRED: Final = "SELECT deleted FROM workspaces WHERE tenant_id = $1"
 #: Mark a workspace deleted; a tenant without a row gets a tombstone row.
@@ -65,6 +88,16 @@ def workspace_from_row(row: asyncpg.Record) -> Workspace:
     )
 
 
+async def find(conn: asyncpg.Connection, name: str) -> Workspace | None:
+    """The live workspace a person knows by ``name``: its id from the name table, then its
+    row (None when it was deleted between the two reads)."""
+    tenant_id = await conn.fetchval(FIND, name.strip(), name_key(name))
+    if tenant_id is None:
+        return None
+    row = await conn.fetchrow(WORKSPACE, tenant_id)
+    return None if row is None else workspace_from_row(row)
+
+
 async def locked_owner(conn: asyncpg.Connection, tenant_id: UUID) -> str | None:
     """The workspace's owner, its row held until commit; KeyError for an unknown workspace."""
     row = await conn.fetchrow(
@@ -88,7 +121,7 @@ async def upsert(conn: asyncpg.Connection, workspace: Workspace) -> bool:
     key = name_key(workspace.name)
     await conn.execute("SELECT pg_advisory_xact_lock($1)", _name_lock_key(key))
     holder = await conn.fetchval(
-        "SELECT tenant_id FROM workspaces WHERE name_key = $1 AND NOT deleted AND tenant_id <> $2",
+        "SELECT tenant_id FROM workspace_names WHERE name_key = $1 AND tenant_id <> $2",
         key,
         workspace.tenant_id,
     )
@@ -104,6 +137,7 @@ async def upsert(conn: asyncpg.Connection, workspace: Workspace) -> bool:
     )
     if inserted is None:
         raise WorkspaceGone(workspace.tenant_id)
+    await conn.execute(_NAME, workspace.tenant_id, workspace.name, key)
     if inserted and workspace.members:
         await conn.executemany(
             "INSERT INTO workspace_members (tenant_id, email) VALUES ($1, $2)",
@@ -123,6 +157,7 @@ async def tombstone(conn: asyncpg.Connection, tenant_id: UUID) -> None:
     its members gone. Every write locks that row first too (``writes.locked_profiles``), so
     the two take turns and cannot deadlock; a write waiting for it then finds it deleted."""
     await conn.execute(_TOMBSTONE, tenant_id)
+    await conn.execute("DELETE FROM workspace_names WHERE tenant_id = $1", tenant_id)
     # The row stays (a tombstone), so ON DELETE CASCADE does not fire: its rows go here.
     for table in ("workspace_members", "query_sets", "judgments", "saved_runs"):
         await conn.execute(f"DELETE FROM {table} WHERE tenant_id = $1", tenant_id)  # noqa: S608
