@@ -163,6 +163,13 @@ def run_target(target: str, path: Path) -> dict[str, Any]:
     return result
 
 
+def write_corpus(path: Path, ids: list[str], texts: list[str]) -> None:
+    """The corpus as one BEIR-style JSONL file, the form ``load`` reads."""
+    with path.open("w", encoding="utf-8") as out:
+        for doc_id, text in zip(ids, texts, strict=True):
+            out.write(json.dumps({"_id": doc_id, "title": "", "text": text}) + "\n")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--passages", type=int, default=100_000)
@@ -173,9 +180,7 @@ def main() -> None:
     results: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "corpus.jsonl"
-        with path.open("w", encoding="utf-8") as out:
-            for doc_id, text in zip(ids, texts, strict=True):
-                out.write(json.dumps({"_id": doc_id, "title": "", "text": text}) + "\n")
+        write_corpus(path, ids, texts)
         del ids, texts
         for target in targets:
             results[target] = run_target(target, path)

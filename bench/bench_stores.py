@@ -108,14 +108,16 @@ async def ingest(store: ChunkStore, chunks: Sequence[StoredChunk]) -> float:
     return len(chunks) / (time.perf_counter() - started)
 
 
-async def latencies(store: ChunkStore, queries: list[list[str]], limit: int) -> list[float]:
+async def latencies(
+    store: ChunkStore, queries: list[list[str]], limit: int, tenant: UUID = TENANT
+) -> list[float]:
     """Milliseconds per query for lexical_candidates + rank_chunks, after one warm-up pass."""
     for terms in queries[:10]:
-        rank_chunks(terms, await store.lexical_candidates(terms, TENANT, limit), K)
+        rank_chunks(terms, await store.lexical_candidates(terms, tenant, limit), K)
     times = []
     for terms in queries:
         started = time.perf_counter()
-        rank_chunks(terms, await store.lexical_candidates(terms, TENANT, limit), K)
+        rank_chunks(terms, await store.lexical_candidates(terms, tenant, limit), K)
         times.append((time.perf_counter() - started) * 1000)
     return times
 

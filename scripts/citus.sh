@@ -11,7 +11,8 @@
 # registers the workers and exports LEXPLAIN_TEST_CITUS_URL (the coordinator). citus_add_worker
 # starts one more node and registers it (it needs only the exported CITUS_* variables, so a test
 # can call it through `bash -c 'source scripts/citus.sh && citus_add_worker'`). citus_stop stops
-# every node of the folder by its pid file and removes the folder.
+# every node of the folder by its pid file and removes the folder. CITUS_NODE_SETTINGS (lines of
+# postgresql.conf) is added to every node's settings (bench/bench_citus.py tunes them so).
 
 CITUS_VERSION=13.2.2
 #: Shards per distributed table on the test cluster: Citus' default (32) makes each test module's
@@ -100,6 +101,7 @@ fsync = off
 synchronous_commit = off
 full_page_writes = off
 citus.shard_count = $CITUS_TEST_SHARD_COUNT
+${CITUS_NODE_SETTINGS:-}
 EOF
   (cd "$CITUS_TMP" && _citus_as_pg "$CITUS_PGBIN/pg_ctl" -D "$CITUS_TMP/$name" \
     -l "$CITUS_TMP/$name.log" -w -t 60 start >/dev/null) \
