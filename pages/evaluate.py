@@ -1,5 +1,11 @@
 """Evaluate: judged metrics of the ranking at one or two candidate limits. Rendering only.
 
+Judgments come from files (queries + qrels) or from the workspace's own grades (a query set,
+``service.evaluate_judged``: by passage, or by a document's best passage as for qrels).
+Every run shows Judged@k (the share of its top k with a judgment) beside its metrics, and
+the result lists mark what is unjudged (``EvaluationRun.grades``), so a high score over few
+judgments reads as one.
+
 Runs A and B may also differ in ranker (the workspace's BM25, the textbook one, or
 BM25 with chosen k1/b) and in workspace (e.g. the plain and english profiles of the
 same files), shown with the same table, deltas and CSV. Every number comes from
@@ -42,8 +48,12 @@ from pages.common import ndcg_histogram, offer_sample, screen, workspace
 JUDGMENTS_KEY = "ev_judgments"
 #: Session key of the last evaluation and the inputs it answered.
 RESULT_KEY = "ev_result"
-#: Metrics of the table: label -> attribute of a QueryScore / QueryComparison.
-METRICS = {"nDCG": "ndcg", "Recall": "recall", "MRR": "mrr"}
+#: Metrics of the table: label -> attribute of a QueryScore.
+METRICS = {"nDCG": "ndcg", "Recall": "recall", "MRR": "mrr", "Judged": "judged_share"}
+#: Where the judgments come from (the source radio's options).
+FROM_FILES, FROM_GRADES = "judgment files", "this workspace's grades"
+#: How a result list marks a ranked passage or document nobody judged.
+UNJUDGED = "<span class='lx-unjudged' style='color:#E45756'>unjudged</span>"
 #: Per-query table: the query column's width, a row tall enough for three wrapped lines of
 #: query text, and the table's height (about eight rows).
 QUERY_PX, ROW_PX, TABLE_PX = 330, 72, 620
@@ -119,10 +129,12 @@ def table_rows(result: EvaluationComparison, metric: str, k: int) -> list[dict[s
             "query": row.query,
             "judged": row.judged,
             column_name("A", a): value(row, "a"),
+            "Judged@k A": row.a.judged_share,
         }
         if b is not None:
             line[column_name("B", b)] = value(row, "b")
-            line["B − A"] = getattr(row, f"{metric}_difference")
+            line["Judged@k B"] = None if row.b is None else row.b.judged_share
+            line["B − A"] = row.difference(metric)
         line["Search A"] = search_link(row.query, k, a.limit, a.workspace or None)
         if b is not None:
             line["Search B"] = search_link(row.query, k, b.limit, b.workspace or None)
@@ -130,15 +142,114 @@ def table_rows(result: EvaluationComparison, metric: str, k: int) -> list[dict[s
     return rows
 
 
-def render_result(result: EvaluationComparison) -> None:
+def ranked_label(item: str, run: EvaluationRun, passages: bool) -> str:
+    """A ranked id as the screens name it: a passage by its source and number."""
+    if not passages:
+        return f"document {escape_text(item)}"
+    chunk = service.passage(item, workspace=run.workspace or workspace())
+    if chunk is None:
+        return f"passage {escape_text(item)}"
+    return f"source {escape_text(chunk.source_id)} · passage {chunk.chunk_index + 1}"
+
+
+def render_lists(result: EvaluationComparison, passages: bool) -> None:
+    """One query's top k per run, each result with its grade or marked unjudged."""
+    st.markdown("**Result lists** (each result's grade; unjudged ones marked)")
+    by_id = {row.query_id: row for row in result.rows}
+    chosen = st.selectbox(
+        "Query",
+        list(by_id),
+        format_func=lambda q: f"{q}: {by_id[q].query}",
+        key="ev_list_query",
+    )
+    if chosen is None:
+        return
+    runs = [(side, r) for side, r in (("A", result.a), ("B", result.b)) if r is not None]
+    for column, (side, run) in zip(st.columns(len(runs)), runs, strict=True):
+        lines = [f"**{side}: {escape_text(run_name(run))}**"]
+        for rank, (item, grade) in enumerate(
+            zip(run.ranked.get(chosen, []), run.grades.get(chosen, []), strict=True), start=1
+        ):
+            mark = UNJUDGED if grade is None else f"grade {grade}"
+            lines.append(f"{rank}. {ranked_label(item, run, passages)} &nbsp; {mark}")
+        column.markdown("  \n".join(lines), unsafe_allow_html=True)
+
+
+def file_judgments() -> tuple[str, bytes, bytes] | None:
+    """The chosen queries and qrels files (or the sample's), kept across reruns."""
+    left, right = st.columns(2)
+    queries_file = left.file_uploader(
+        "Queries (BEIR queries.jsonl, or TSV: id<TAB>text)",
+        type=["jsonl", "tsv", "txt"],
+        help=EVALUATE_BOUNDS_NOTE,
+    )
+    qrels_file = right.file_uploader(
+        "Judgments (BEIR qrels TSV, or TREC qrels)", type=["tsv", "txt", "qrels"]
+    )
+    st.button("Use the sample's judgments (Cranfield)", key="ev_sample", on_click=use_sample)
+    uploaded = (
+        (queries_file.file_id, qrels_file.file_id)
+        if queries_file is not None and qrels_file is not None
+        else None
+    )
+    # A new pair of files wins; the same pair does not undo a later click on the sample button.
+    if (
+        queries_file is not None
+        and qrels_file is not None
+        and uploaded != st.session_state.get("_ev_uploaded")
+    ):
+        st.session_state["_ev_uploaded"] = uploaded
+        st.session_state[JUDGMENTS_KEY] = (
+            f"{queries_file.name} and {qrels_file.name}",
+            queries_file.getvalue(),
+            qrels_file.getvalue(),
+        )
+    chosen: tuple[str, bytes, bytes] | None = st.session_state.get(JUDGMENTS_KEY)
+    if chosen is None:
+        st.info("Upload a queries file and a judgments file, or use the sample's judgments.")
+    else:
+        st.caption(f"Judgments: {escape_text(chosen[0])}")
+    return chosen
+
+
+def grade_judgments() -> tuple[str, bool] | None:
+    """The query set whose in-app grades judge the runs, and the level (by document or not)."""
+    sets = [s.name for s in service.query_sets(workspace=workspace())]
+    if not sets:
+        st.info(
+            "This workspace has no query set yet: make one on the Judge screen, or grade a "
+            "result on the Search screen."
+        )
+        return None
+    left, right = st.columns([3, 2], vertical_alignment="bottom")
+    chosen = str(left.selectbox("Query set", sets, key="ev_set"))
+    by_document = right.toggle(
+        "by document",
+        key="ev_by_document",
+        help="Judge documents at their best passage (as qrels do) instead of passage by passage.",
+    )
+    st.caption(
+        "Queries nobody graded are left out; a result nobody graded counts as not relevant "
+        "and is marked unjudged below."
+    )
+    return chosen, bool(by_document)
+
+
+def render_result(result: EvaluationComparison, passages: bool = False) -> None:
     a, b = result.a, result.b
     k = a.k
     st.subheader(f"Means over {len(a.rows):,} judged queries")
-    columns = st.columns(3)
+    columns = st.columns(4)
     means = (
         (f"nDCG@{k}", a.mean_ndcg, None if b is None else b.mean_ndcg, result.ndcg_delta),
         (f"Recall@{k}", a.mean_recall, None if b is None else b.mean_recall, result.recall_delta),
         (f"MRR@{k}", a.mean_mrr, None if b is None else b.mean_mrr, result.mrr_delta),
+        (
+            f"Judged@{k}",
+            a.mean_judged_share,
+            None if b is None else b.mean_judged_share,
+            result.judged_delta,
+        ),
     )
     for column, (label, at_a, at_b, delta) in zip(columns, means, strict=True):
         column.metric(f"{label} · {run_name(a)}", f"{at_a:.4f}")
@@ -148,6 +259,14 @@ def render_result(result: EvaluationComparison) -> None:
                 f"{at_b:.4f}",
                 delta=f"{delta:+.4f}",
                 help=f"the difference to {run_name(a)}",
+            )
+    for side, run in (("A", a), ("B", b)):
+        if run is not None and run.mean_judged_share < 1:
+            st.warning(
+                f"Judged@{k} of {side} ({escape_text(run_name(run))}) is "
+                f"{run.mean_judged_share:.0%}: the other metrics count every unjudged result as "
+                "not relevant, so they are lower bounds. The result lists below mark what is "
+                "unjudged."
             )
     label = st.radio("Metric in the table", list(METRICS), horizontal=True, key="ev_metric")
     metric = METRICS[label]
@@ -162,13 +281,16 @@ def render_result(result: EvaluationComparison) -> None:
     config: dict[str, Any] = {
         "query id": st.column_config.TextColumn("id", width=50),
         "query": st.column_config.TextColumn(width=QUERY_PX),
-        "judged": st.column_config.NumberColumn(width=60),
+        "judged": st.column_config.NumberColumn(width=60, help="relevant judgments"),
         "B − A": st.column_config.NumberColumn(format="%+.4f", width="small"),
     }
     for name, run in (("A", a), ("B", b)):
         if run is not None:
             config[column_name(name, run)] = st.column_config.NumberColumn(
                 f"{label} {name}", format="%.4f", width="small", help=column_name(name, run)
+            )
+            config[f"Judged@k {name}"] = st.column_config.NumberColumn(
+                f"Judged@{k} {name}", format="%.2f", width="small"
             )
             config[f"Search {name}"] = st.column_config.LinkColumn(
                 f"Search {name}",
@@ -192,6 +314,7 @@ def render_result(result: EvaluationComparison) -> None:
         key="ev_histogram",
         config={"displayModeBar": False},
     )
+    render_lists(result, passages)
     st.download_button(
         "Export CSV (every metric per query)",
         result.to_csv(),
@@ -204,43 +327,20 @@ service = screen()
 st.title("Evaluate")
 st.markdown(
     "Judged quality of the ranking at one or two candidate **limits**: nDCG, Recall and MRR "
-    "at k, per query and on average. Documents are judged at their best passage."
+    "at k, per query and on average, with **Judged@k** (the share of the top k that has a "
+    "judgment) beside them. With judgment files, documents are judged at their best passage; "
+    "with this workspace's grades, passage by passage or by document."
 )
 offer_sample(service)
 
-left, right = st.columns(2)
-queries_file = left.file_uploader(
-    "Queries (BEIR queries.jsonl, or TSV: id<TAB>text)",
-    type=["jsonl", "tsv", "txt"],
-    help=EVALUATE_BOUNDS_NOTE,
-)
-qrels_file = right.file_uploader(
-    "Judgments (BEIR qrels TSV, or TREC qrels)", type=["tsv", "txt", "qrels"]
-)
-st.button("Use the sample's judgments (Cranfield)", key="ev_sample", on_click=use_sample)
-uploaded = (
-    (queries_file.file_id, qrels_file.file_id)
-    if queries_file is not None and qrels_file is not None
-    else None
-)
-# A new pair of files wins; the same pair does not undo a later click on the sample button.
-if (
-    queries_file is not None
-    and qrels_file is not None
-    and uploaded != st.session_state.get("_ev_uploaded")
-):
-    st.session_state["_ev_uploaded"] = uploaded
-    st.session_state[JUDGMENTS_KEY] = (
-        f"{queries_file.name} and {qrels_file.name}",
-        queries_file.getvalue(),
-        qrels_file.getvalue(),
-    )
-judgments: tuple[str, bytes, bytes] | None = st.session_state.get(JUDGMENTS_KEY)
-if judgments is None:
-    st.info("Upload a queries file and a judgments file, or use the sample's judgments.")
+source = st.radio("Judgments from", [FROM_FILES, FROM_GRADES], horizontal=True, key="ev_source")
+judgments: tuple[str, bytes, bytes] | None = None
+#: From grades: (query set, by document); None when judging by files.
+graded: tuple[str, bool] | None = None
+if source == FROM_FILES:
+    judgments = file_judgments()
 else:
-    st.caption(f"Judgments: {escape_text(judgments[0])}")
-
+    graded = grade_judgments()
 col_k, col_a, col_b, col_compare = st.columns([1, 1, 1, 2])
 k = int(col_k.number_input("k", min_value=1, max_value=K_MAX, value=DEFAULT_K, key="ev_k"))
 limit_a = int(
@@ -312,37 +412,58 @@ run = st.button(
     "Run the evaluation",
     key="ev_run",
     type="primary",
-    disabled=judgments is None or none_present,
+    disabled=(judgments is None and graded is None) or none_present,
 )
-if run and judgments is not None:
+#: What the runs are judged by, as the stale-result caption names it.
+judged_by = (
+    judgments[0]
+    if judgments is not None
+    else f"the grades of “{graded[0]}”" + (" by document" if graded[1] else "")
+    if graded is not None
+    else None
+)
+#: Ranked ids are passages (in-app grades, passage by passage), not documents.
+passage_level = graded is not None and not graded[1]
+if run and (judgments is not None or graded is not None):
     bar = st.progress(0.0, text="Evaluating…")
 
     def progress(done: int, total: int, query_id: str) -> None:
         bar.progress(done / total, text=f"Evaluating… query {done:,} of {total:,}")
 
+    runs: list[EvaluationRun] = []
     try:
-        if limits_only:
+        if graded is not None:
+            runs = service.evaluate_judged(
+                graded[0],
+                k,
+                specs,
+                workspace=workspace(),
+                by_document=graded[1],
+                on_progress=progress,
+            )
+        elif judgments is not None and limits_only:
             runs = service.evaluate(
                 judgments[1], judgments[2], k, limits, workspace=workspace(), on_progress=progress
             )
-        else:
+        elif judgments is not None:
             runs = service.evaluate_runs(judgments[1], judgments[2], k, specs, on_progress=progress)
-    except JudgmentError as exc:
+    except (JudgmentError, KeyError) as exc:
         bar.empty()
         st.session_state.pop(RESULT_KEY, None)
         st.error(f"The judgments cannot be used: {escape_text(str(exc))}")
     else:
         bar.empty()
         st.session_state[RESULT_KEY] = (
-            (judgments[0], workspace(), k, tuple(specs)),
+            (judged_by, workspace(), k, tuple(specs)),
             compare_runs(*runs),
+            passage_level,
         )
 
 stored = st.session_state.get(RESULT_KEY)
 if stored is not None and not none_present:
-    (label, ws, run_k, run_specs), result = stored
+    (label, ws, run_k, run_specs), result, passages = stored
     if (label, ws, run_k, run_specs) != (
-        judgments[0] if judgments else None,
+        judged_by,
         workspace(),
         k,
         tuple(specs),
@@ -352,4 +473,4 @@ if stored is not None and not none_present:
             f"k = {run_k}, runs {'; '.join(escape_text(s.label) for s in run_specs)}: run "
             "again for the current settings."
         )
-    render_result(result)
+    render_result(result, passages)

@@ -76,6 +76,9 @@ class EvaluationRun(BaseModel):
     #: query id -> the document ids judged, in rank order (at most k): what a user exports
     #: to compare with another system.
     ranked: dict[str, list[str]] = Field(default_factory=dict)
+    #: query id -> the grade of each id of ``ranked`` in the same order, None where the id
+    #: has no judgment: what a result list marks as unjudged (``marked_grades``).
+    grades: dict[str, list[int | None]] = Field(default_factory=dict)
     #: What the run was, beyond its limit (workspace, ranker); empty for a plain limit run.
     label: str = ""
     #: The workspace the run ranked (where its per-query Search links go); a field, not a
@@ -140,6 +143,12 @@ def documents_in_rank_order(source_ids: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(source_ids))
 
 
+def marked_grades(ranked_ids: Sequence[str], judgments: Mapping[str, int]) -> list[int | None]:
+    """The grade of each ranked id, None where it has no judgment (not "grade 0": the metrics
+    count it as not relevant, a result list marks it as not known)."""
+    return [judgments.get(doc) for doc in ranked_ids]
+
+
 def evaluate_run(
     queries: Mapping[str, str],
     qrels: Mapping[str, Mapping[str, int]],
@@ -179,6 +188,12 @@ def evaluate_run(
         mean_ap=sum(r.average_precision for r in rows) / count,
         mean_judged_share=sum(r.judged_share for r in rows) / count,
         ranked={r.query_id: list(ranked_documents.get(r.query_id, []))[:k] for r in rows},
+        grades={
+            r.query_id: marked_grades(
+                list(ranked_documents.get(r.query_id, []))[:k], qrels[r.query_id]
+            )
+            for r in rows
+        },
         label=label,
         workspace=workspace,
     )

@@ -131,6 +131,12 @@ class QueryComparison(BaseModel):
     recall_difference: float | None = None
     mrr_difference: float | None = None
 
+    def difference(self, metric: str) -> float | None:
+        """B − A of any ``QueryScore`` metric (e.g. ``judged_share``); None without B."""
+        if self.b is None:
+            return None
+        return float(getattr(self.b, metric)) - float(getattr(self.a, metric))
+
 
 class EvaluationComparison(BaseModel):
     """Runs A and B (same queries, same k) row by row, with the differences of the means."""
@@ -144,6 +150,7 @@ class EvaluationComparison(BaseModel):
     ndcg_delta: float | None = None
     recall_delta: float | None = None
     mrr_delta: float | None = None
+    judged_delta: float | None = None
 
     def to_csv(self) -> str:
         """One row per judged query: every metric at A (and B, and B − A)."""
@@ -197,6 +204,7 @@ def compare_runs(a: EvaluationRun, b: EvaluationRun | None = None) -> Evaluation
         ndcg_delta=None if b is None else b.mean_ndcg - a.mean_ndcg,
         recall_delta=None if b is None else b.mean_recall - a.mean_recall,
         mrr_delta=None if b is None else b.mean_mrr - a.mean_mrr,
+        judged_delta=None if b is None else b.mean_judged_share - a.mean_judged_share,
     )
 
 
