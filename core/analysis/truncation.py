@@ -24,7 +24,7 @@ seconds at a million. Positions count from 1 everywhere, as the screens show the
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -33,6 +33,7 @@ from pydantic import BaseModel, ConfigDict
 from core.analysis.evaluation import documents_in_rank_order
 from core.checkpoint import Steps, finish
 from core.domain.bm25 import built
+from core.domain.metrics import ndcg_at_k
 from core.domain.ranking import (
     LexicalCandidates,
     RankedChunk,
@@ -390,6 +391,63 @@ def truncation_steps(
         candidates=rows,
         candidates_sampled=sampled,
     )
+
+
+class CeilingPoint(BaseModel):
+    """What one limit allows against what BM25 makes of it, by nDCG@k."""
+
+    model_config = ConfigDict(frozen=True)
+
+    limit: int
+    #: nDCG@k of BM25's top k over the first ``limit`` candidates.
+    ndcg: float
+    #: The best nDCG@k any ordering of those candidates could reach: the relevant ones the
+    #: limit kept, best grade first. ceiling − ndcg is the ranking's cost, 1 − ceiling (for a
+    #: query whose relevant passages all match) the limit's.
+    ceiling: float
+
+
+def limit_ceiling(
+    terms: Sequence[str],
+    full: LexicalCandidates,
+    k: int,
+    limits: Sequence[int],
+    grades: Mapping[str, int],
+    documents: Mapping[str, Sequence[str]] | None = None,
+) -> list[CeilingPoint]:
+    """Per limit, BM25's nDCG@k over the first ``limit`` candidates and the ceiling of that cut.
+
+    ``grades`` judge passage ids; with ``documents`` (document id -> its passage ids) they
+    judge documents, a document kept when any of its passages is, and ranked at its best
+    passage (as Evaluate does). Both numbers are ``core.domain.metrics.ndcg_at_k``: the
+    ceiling is the nDCG of the surviving relevant ids in grade order, so it shares its ideal
+    (every relevant id, kept or not) with BM25's. Computing the ceiling as the kept share of
+    the ideal DCG instead would be a second nDCG definition to keep in step.
+    """
+    _check(k, 0)
+    members = documents if documents is not None else {i: [i] for i in grades}
+    wanted = {passage: judged for judged, passages in members.items() for passage in passages}
+    rows = np.flatnonzero(np.isin(full.ids, list(wanted))) if wanted else np.empty(0, np.int64)
+    first: dict[str, int] = {}
+    for row, passage in zip(rows.tolist(), full.ids[rows].tolist(), strict=True):
+        judged = wanted[passage]
+        first[judged] = min(row, first.get(judged, row))
+    if documents is not None:
+        ranked = top_documents(terms, full, k, limits)
+    else:
+        scores = candidate_scores(terms, full) if terms else np.zeros(len(full))
+        ranking = _Ranking(scores, full.id_order)
+        ranked = [full.ids[ranking.first_below(limit, k)].tolist() for limit in limits]
+    relevant = sorted((g, i) for i, g in grades.items() if g > 0 and i in first)
+    points = []
+    for limit, top in zip(limits, ranked, strict=True):
+        kept = [i for g, i in reversed(relevant) if first[i] < limit]
+        points.append(
+            CeilingPoint(
+                limit=limit, ndcg=ndcg_at_k(top, grades, k), ceiling=ndcg_at_k(kept, grades, k)
+            )
+        )
+    return points
 
 
 def why_not(
