@@ -25,6 +25,7 @@ from core.service import (
     SAMPLE_QUERY,
     EvaluationRun,
     LexplainService,
+    LimitCeiling,
     TruncationView,
 )
 from core.service import K_MAX as K_MAX  # re-exported: the screens' bounds (core's)
@@ -138,11 +139,20 @@ KEPT_COLOUR, CUT_COLOUR = "#4C78A8", "#E45756"
 SAFE_COLOUR = "#54A24B"
 
 
-def sweep_chart(view: TruncationView) -> go.Figure:
+#: Session key of the judgment files chosen on Evaluate (label, queries, qrels); Truncation's
+#: ceiling may use them too.
+EVALUATE_JUDGMENTS_KEY = "ev_judgments"
+#: Colours of the ceiling's two lines: BM25's nDCG@k and the best the kept candidates allow.
+NDCG_COLOUR, CEILING_COLOUR = "#54A24B", "#B279A2"
+
+
+def sweep_chart(view: TruncationView, ceiling: LimitCeiling | None = None) -> go.Figure:
     """Overlap of the limited with the unlimited top-k as the limit grows (points from core).
 
     The x-axis is logarithmic: a safe limit is usually a small fraction of the matching
-    passages, and on a linear axis everything happened in its left few percent. The limit
+    passages, and on a linear axis everything happened in its left few percent. With a
+    ``ceiling`` (core's), BM25's nDCG@k at each limit and the best nDCG@k any ordering of the
+    kept candidates reaches share the 0-1 scale. The limit
     and the smallest safe limit are lines named in the legend, not labels on the plot: two
     close limits put their labels on top of each other and of the lines.
     """
@@ -158,6 +168,27 @@ def sweep_chart(view: TruncationView) -> go.Figure:
             name=f"overlap with the unlimited top-{view.k}",
         )
     )
+    if ceiling is not None and ceiling.points:
+        for name, colour, dash, values in (
+            (f"BM25 nDCG@{view.k}", NDCG_COLOUR, "solid", [p.ndcg for p in ceiling.points]),
+            (
+                f"best nDCG@{view.k} of the kept candidates",
+                CEILING_COLOUR,
+                "dot",
+                [p.ceiling for p in ceiling.points],
+            ),
+        ):
+            figure.add_trace(
+                go.Scatter(
+                    x=[p.limit for p in ceiling.points],
+                    y=values,
+                    mode="lines+markers",
+                    line={"color": colour, "dash": dash},
+                    marker={"size": 4},
+                    name=name,
+                    hovertemplate=f"limit %{{x:,}}: {name} %{{y:.3f}}<extra></extra>",
+                )
+            )
     for x, name, colour, dash in (
         (view.limit, f"limit {view.limit:,}", CUT_COLOUR, "solid"),
         (
@@ -184,8 +215,9 @@ def sweep_chart(view: TruncationView) -> go.Figure:
             "title": f"limit (candidates handed to BM25, log scale; {report.matching:,} match)",
             "type": "log",
         },
-        yaxis_title=f"share of the unlimited top-{view.k} kept",
-        yaxis={"tickformat": ".0%", "range": [-0.05, 1.05]},
+        yaxis_title=f"share of the unlimited top-{view.k} kept"
+        + ("; nDCG" if ceiling is not None and ceiling.points else ""),
+        yaxis={"tickformat": ".1f" if ceiling is not None else ".0%", "range": [-0.05, 1.05]},
         legend={"orientation": "h", "y": 1.12, "x": 0},
     )
     return figure

@@ -42,10 +42,10 @@ from core.service import (
     RunSpec,
     compare_runs,
 )
-from pages.common import ndcg_histogram, offer_sample, screen, workspace
+from pages.common import EVALUATE_JUDGMENTS_KEY, ndcg_histogram, offer_sample, screen, workspace
 
 #: Session key of the chosen judgments: (label, queries bytes, qrels bytes).
-JUDGMENTS_KEY = "ev_judgments"
+JUDGMENTS_KEY = EVALUATE_JUDGMENTS_KEY
 #: Session key of the last evaluation and the inputs it answered.
 RESULT_KEY = "ev_result"
 #: Metrics of the table: label -> attribute of a QueryScore.

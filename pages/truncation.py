@@ -7,6 +7,12 @@ comes from ``service.truncation`` (one unlimited candidate read, analysed by
 ``core.analysis.truncation``); re-reading the store per slider position was rejected (a
 round trip per point, and two reads may see two snapshots). Query, k and limit
 live in the URL under the Search page's names, so a link reproduces the view.
+
+With judgments (the workspace's grades of the query, or the judgment files chosen on
+Evaluate), the sweep also shows the ceiling of each limit (``service.limit_ceiling``): BM25's
+nDCG@k beside the best nDCG@k any ordering of the kept candidates reaches, so the analyst
+sees whether the limit or the ranking costs more. Asked for, not drawn by default: it reads
+the candidates a second time.
 """
 
 from __future__ import annotations
@@ -16,8 +22,15 @@ from typing import Any
 import streamlit as st
 
 from core.analysis.presentation import CANDIDATE_ORDER, TIE_NOTE, escape_text, stemming_line
-from core.service import QUERY_BOUNDS_NOTE, TruncationView
+from core.service import (
+    QUERY_BOUNDS_NOTE,
+    CeilingJudgments,
+    JudgmentError,
+    LimitCeiling,
+    TruncationView,
+)
 from pages.common import (
+    EVALUATE_JUDGMENTS_KEY,
     K_MAX,
     LIMIT_MAX,
     QUERY_DEFAULTS,
@@ -55,6 +68,64 @@ def write_url(query: str, k: int, limit: int) -> None:
 
 def passage_label(source_id: str, chunk_index: int) -> str:
     return f"{escape_text(source_id)} · passage {chunk_index + 1}"
+
+
+#: The ceiling's judgments: no ceiling, or the workspace's grades by passage or by document
+#: (the Evaluate screen's files are offered too when it holds some).
+NO_CEILING, BY_PASSAGE, BY_DOCUMENT = (
+    "none",
+    "this workspace's grades",
+    "this workspace's grades, by document",
+)
+#: The option naming Evaluate's judgment files.
+FILES = "the judgment files chosen on Evaluate"
+
+
+def ceiling_judgments() -> CeilingJudgments | None:
+    """What the analyst chose to judge the ceiling by; None for no ceiling."""
+    files = st.session_state.get(EVALUATE_JUDGMENTS_KEY)
+    options = [NO_CEILING, BY_PASSAGE, BY_DOCUMENT] + ([FILES] if files is not None else [])
+    chosen = st.selectbox(
+        "Ceiling of each limit, judged by",
+        options,
+        key="t_ceiling",
+        help="With judgments, the sweep also shows the best nDCG@k any ordering of the "
+        "candidates a limit keeps could reach, beside what BM25 reaches.",
+    )
+    if chosen == FILES and files is not None:
+        st.caption(f"Judgments: {escape_text(files[0])}")
+        return CeilingJudgments(by_document=True, files=(files[1], files[2]))
+    if chosen in (BY_PASSAGE, BY_DOCUMENT):
+        return CeilingJudgments(by_document=chosen == BY_DOCUMENT)
+    return None
+
+
+def render_ceiling(view: TruncationView, ceiling: LimitCeiling) -> None:
+    """The ceiling's summary at the current limit and its table (every number core's)."""
+    what = "documents" if ceiling.by_document else "passages"
+    at_limit = next((p for p in ceiling.points if p.limit == view.limit), None)
+    unlimited = ceiling.points[-1]
+    if at_limit is not None:
+        st.markdown(
+            f"**At limit {view.limit:,}:** BM25 reaches nDCG@{view.k} **{at_limit.ndcg:.3f}**; "
+            f"the best ordering of the kept candidates would reach **{at_limit.ceiling:.3f}**; "
+            f"with every match kept the best is **{unlimited.ceiling:.3f}** "
+            f"({ceiling.relevant:,} relevant of {ceiling.judged:,} judged {what}). The gap "
+            "between the first two is the ranking's cost, between the last two the limit's."
+        )
+    st.dataframe(
+        [
+            {"limit": p.limit, f"BM25 nDCG@{view.k}": p.ndcg, "best of the kept": p.ceiling}
+            for p in ceiling.points
+        ],
+        column_config={
+            f"BM25 nDCG@{view.k}": st.column_config.NumberColumn(format="%.3f"),
+            "best of the kept": st.column_config.NumberColumn(format="%.3f"),
+        },
+        hide_index=True,
+        key="t_ceiling_table",
+        height=220,
+    )
 
 
 def render_unlimited(view: TruncationView, column: Any) -> None:
@@ -179,7 +250,28 @@ else:
         render_unlimited(view, left)
         render_limited(view, right)
         st.markdown("**Sweep:** how much of the unlimited top-k survives as the limit grows")
-        st.plotly_chart(sweep_chart(view), key="sweep", config={"displayModeBar": False})
+        judged = ceiling_judgments()
+        ceiling = None
+        if judged is not None:
+            try:
+                ceiling = service.limit_ceiling(
+                    query,
+                    view.k,
+                    [p.limit for p in report.sweep],
+                    judged,
+                    workspace=workspace(),
+                )
+            except JudgmentError as exc:
+                st.error(f"The judgments cannot be used: {escape_text(str(exc))}")
+            if ceiling is not None and not ceiling.points:
+                st.info(
+                    "Nothing judges this query as relevant there: grade its results on the "
+                    "Search or Judge screen (or choose judgments that hold it) to see the "
+                    "ceiling."
+                )
+        st.plotly_chart(sweep_chart(view, ceiling), key="sweep", config={"displayModeBar": False})
+        if ceiling is not None and ceiling.points:
+            render_ceiling(view, ceiling)
         st.markdown(
             "**Every matching passage:** terms matched against score — the store keeps the "
             "right of this chart first, so high-scoring passages on the left can be cut"

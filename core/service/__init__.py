@@ -12,6 +12,7 @@ A package by screen family, so a new screen adds a module instead of growing one
 | ``access`` | sign-in: a person's guarded view, owners and members |
 | ``corpus`` | Corpus: counts, lengths, the term browser |
 | ``rankings`` | Compare rankings, workspace tokenizer profiles |
+| ``grading`` | a grade from a Search result, the ceiling of a limit in the Truncation sweep |
 | ``facade`` | ``LexplainService`` (all families on one store) and opening the store |
 
 The service composes core (tokenizer, store port, ``rank_chunks``, indexing) and
@@ -84,6 +85,7 @@ from core.service.common import (
 )
 from core.service.corpus import TERM_BROWSER_LIMIT, CorpusView, TermInfo, TermPassage
 from core.service.facade import LexplainService, StoreUnavailable
+from core.service.grading import SEARCH_SET, CeilingJudgments, LimitCeiling
 from core.service.judging import DEFAULT_POOL
 from core.service.library import (
     EXAMPLE_WITH_NAMES,
@@ -134,9 +136,11 @@ __all__ = [
     "SAMPLE_QUERIES",
     "SAMPLE_QUERY",
     "SAMPLE_QUERY_SET",
+    "SEARCH_SET",
     "TERM_BROWSER_LIMIT",
     "UNLIMITED",
     "UPLOAD_FILE_TYPES",
+    "CeilingJudgments",
     "ChunkingOptions",
     "CompareView",
     "CorpusView",
@@ -150,6 +154,7 @@ __all__ = [
     "JudgmentError",
     "JudgmentFormat",
     "LexplainService",
+    "LimitCeiling",
     "LimitedEntry",
     "LinkedWorkspace",
     "Mention",

@@ -46,6 +46,7 @@ from core.service.common import (
     check_k_limit,
     check_query_terms,
     combine_judgments,
+    decoded_file,
     empty_reason,
     query_view,
     workspace_profile,
@@ -245,13 +246,6 @@ def _top_documents(
         want *= 2
 
 
-def _decoded(data: bytes, what: str) -> str:
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise JudgmentError(f"the {what} file is not UTF-8 text") from None
-
-
 class AnalysisActions(StoreRunner):
     """The Truncation and Evaluate screens' actions, and Search's "why not?"."""
 
@@ -361,7 +355,7 @@ class AnalysisActions(StoreRunner):
         Raises ``JudgmentError`` for unreadable judgments, like ``evaluate``.
         """
         try:
-            qrels = parse_qrels(_decoded(qrels_data, "qrels"))
+            qrels = parse_qrels(decoded_file(qrels_data, "qrels"))
         except JudgmentError as exc:
             raise JudgmentError(f"qrels file: {exc}") from None
         judged = {doc for docs in qrels.values() for doc in docs}
@@ -461,11 +455,11 @@ class AnalysisActions(StoreRunner):
         if not runs:
             raise ValueError("at least one limit is needed")
         try:
-            queries = parse_queries(_decoded(queries_data, "queries"))
+            queries = parse_queries(decoded_file(queries_data, "queries"))
         except JudgmentError as exc:
             raise JudgmentError(f"queries file: {exc}") from None
         try:
-            qrels = parse_qrels(_decoded(qrels_data, "qrels"))
+            qrels = parse_qrels(decoded_file(qrels_data, "qrels"))
         except JudgmentError as exc:
             raise JudgmentError(f"qrels file: {exc}") from None
         judged = {query_id: text for query_id, text in queries.items() if query_id in qrels}

@@ -15,7 +15,7 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict
 
-from core.analysis.judgment_files import QueryFormat, read_queries
+from core.analysis.judgment_files import JudgmentError, QueryFormat, read_queries
 from core.analysis.truncation import UNLIMITED as UNLIMITED
 from core.domain.agreement import combined_grade
 from core.domain.chunks import StoredChunk
@@ -185,3 +185,11 @@ def combine_judgments(
         per_query = combined.setdefault(query, {})
         per_query[key] = max(grade, per_query.get(key, grade))
     return combined
+
+
+def decoded_file(data: bytes, what: str) -> str:
+    """An uploaded judgments or queries file as text; ``JudgmentError`` naming it if not UTF-8."""
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise JudgmentError(f"the {what} file is not UTF-8 text") from None

@@ -19,6 +19,7 @@ from core.service.access import AccessActions
 from core.service.analysis import AnalysisActions
 from core.service.common import DEFAULT_WORKSPACE
 from core.service.corpus import CorpusActions
+from core.service.grading import GradingActions
 from core.service.judging import JudgingActions
 from core.service.library import LibraryActions
 from core.service.parity import ParityActions
@@ -42,6 +43,7 @@ class LexplainService(
     ParityActions,
     RankingsActions,
     JudgingActions,
+    GradingActions,
     AccessActions,
 ):
     """One store on one background event loop; synchronous methods for the pages.
