@@ -2,9 +2,17 @@
 
 Every number comes from ``service.search`` (``ScoreExplanation``); this page
 formats. Query, k, limit live in the URL so a link reproduces the view.
+
+Each result can be graded 0-3 for the typed query (``service.grade``, under the signed-in
+e-mail or "local"); the query joins a query set (``service.add_to_query_set``: the
+workspace's "Graded from Search" unless the analyst picks another) so Evaluate counts the
+grade. The grading controls are built only when the analyst turns grading on: ten radios and
+a read of the grades on every rerun would tax every search for the few that grade.
 """
 
 from __future__ import annotations
+
+import hashlib
 
 import streamlit as st
 
@@ -28,8 +36,10 @@ from core.analysis.presentation import (
     term_spans,
 )
 from core.service import (
+    GRADE_NAMES,
     PASSAGE_MARK,
     QUERY_BOUNDS_NOTE,
+    SEARCH_SET,
     RankedPassage,
     ScoreExplanation,
     SearchResult,
@@ -94,7 +104,79 @@ def explanation_table(
     )
 
 
-def render_passage(passage: RankedPassage, result: SearchResult, scale: float) -> None:
+#: Session keys of the grading toggle, the set a grade's query joins, and the last refusal.
+GRADING_KEY, GRADE_SET_KEY, GRADE_ERROR_KEY = "grading", "grade_set", "_grade_error"
+
+
+def grade_key(query: str, chunk_id: str) -> str:
+    """One radio per query and passage: a new query starts from its own grades."""
+    return f"grade-{hashlib.sha256(query.encode()).hexdigest()[:12]}-{chunk_id}"
+
+
+def grade_label(grade: int) -> str:
+    return f"{grade} {GRADE_NAMES[grade]}"
+
+
+def give_grade(query: str, chunk_id: str, key: str, query_set: str) -> None:
+    """Radio callback: keep the grade, the query joining ``query_set`` first."""
+    grade = st.session_state.get(key)
+    if grade is None:
+        return
+    try:
+        service.add_to_query_set(query, query_set, workspace=workspace())
+        service.grade(query, chunk_id, int(grade), workspace=workspace())
+    except (ValueError, KeyError) as exc:
+        st.session_state[GRADE_ERROR_KEY] = str(exc)
+
+
+def grading_controls(query: str) -> tuple[str, dict[str, int]] | None:
+    """The grading toggle; when on, the set a grade's query joins and this rater's grades."""
+    if not st.toggle(
+        "Grade these results",
+        key=GRADING_KEY,
+        help="Grade each result 0-3 for this query; Evaluate and Truncation can use the grades.",
+    ):
+        return None
+    sets = [s.name for s in service.query_sets(workspace=workspace())]
+    options = sets if SEARCH_SET in sets else [SEARCH_SET, *sets]
+    chosen = str(
+        st.selectbox(
+            "Query set the query joins",
+            options,
+            key=GRADE_SET_KEY,
+            help="Evaluate finds a graded query through a set; a grade counts in every set "
+            "holding the same query text.",
+        )
+    )
+    st.caption(f"Grading as {escape_text(service.rater)}; a second grade replaces the first.")
+    if error := st.session_state.pop(GRADE_ERROR_KEY, None):
+        st.error(f"Not graded: {escape_text(error)}")
+    return chosen, service.my_grades(query, workspace=workspace())
+
+
+def render_grade(passage: RankedPassage, query: str, grading: tuple[str, dict[str, int]]) -> None:
+    query_set, grades = grading
+    key = grade_key(query, passage.chunk.id)
+    given = grades.get(passage.chunk.id)
+    st.radio(
+        "grade",
+        list(range(len(GRADE_NAMES))),
+        index=given,
+        format_func=grade_label,
+        horizontal=True,
+        key=key,
+        on_change=give_grade,
+        args=(query, passage.chunk.id, key, query_set),
+        label_visibility="collapsed",
+    )
+
+
+def render_passage(
+    passage: RankedPassage,
+    result: SearchResult,
+    scale: float,
+    grading: tuple[str, dict[str, int]] | None = None,
+) -> None:
     chunk = passage.chunk
     colours = term_colours(result.distinct_terms)
     spans = term_spans(chunk.text, result.distinct_terms, result.profile)
@@ -105,6 +187,9 @@ def render_passage(passage: RankedPassage, result: SearchResult, scale: float) -
         + ", ".join(f"{escape_text(t)} ×{n}" for t, n in sorted(counts.items()))
         + f" · candidate #{passage.candidate_position} in the store's order"
     )
+    if grading is not None:
+        given = grading[1].get(chunk.id)
+        marks += " · unjudged" if given is None else f" · your grade: {grade_label(given)}"
     with st.container(border=True):
         # Header, bar, text and marks in one element: each element is a message the server
         # builds, hashes and sends, and the browser lays out (bench/bench_rerun.py).
@@ -126,6 +211,8 @@ def render_passage(passage: RankedPassage, result: SearchResult, scale: float) -
             )
             if full.open:
                 full.markdown(highlight_html(chunk.text, spans, colours), unsafe_allow_html=True)
+        if grading is not None:
+            render_grade(passage, result.query, grading)
         if passage.entities:
             st.markdown(
                 "entities: " + chip_html(e.name for e in passage.entities), unsafe_allow_html=True
@@ -331,9 +418,10 @@ elif query.strip():
         # Above the results: an answer below ten long passages went unseen.
         render_why_not(result)
         st.caption(SCORE_NOTE)
+        grading = grading_controls(result.query)
         top = max(p.score for p in result.passages)
         for passage in result.passages:
-            render_passage(passage, result, top)
+            render_passage(passage, result, top, grading)
         if len(result.passages) >= 2:
             render_compare(result)
         # The exports are built on click (a callable), not on every rerun.
