@@ -43,7 +43,7 @@ settings.load_profile("lexplain")
 
 #: Every table the PostgreSQL store creates, emptied between tests of one module.
 STORE_TABLES = (
-    "postings, segments, passages, term_df, tenant_counters, entities, workspaces, "
+    "postings, segments, passages, term_dead, tenant_counters, entities, workspaces, "
     "workspace_names, workspace_members, query_sets, judgments, saved_runs"
 )
 

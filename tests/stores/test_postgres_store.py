@@ -330,7 +330,7 @@ async def test_counters_that_disagree_with_the_passages_are_said_plainly_and_rep
             "WHERE tenant_id = $1",
             tenant,
         )
-        await conn.execute("DELETE FROM term_df WHERE tenant_id = $1 AND term = 'drag'", tenant)
+        await conn.execute("DELETE FROM postings WHERE tenant_id = $1 AND term = 'drag'", tenant)
         with pytest.raises(StoreInconsistent, match="python -m core db repair"):
             await pg_store.lexical_candidates(["wing"], tenant, 10)
         fixed = await pg_store.repair()
@@ -391,3 +391,42 @@ async def test_a_write_group_and_a_reindex_give_way_before_each_piece_they_send(
 
     assert await asyncio.create_task(reindex()) == 30
     assert len(seen) >= 30 + 2, f"{len(seen)} checkpoints for 30 passages re-indexed"
+
+
+async def test_a_database_that_kept_df_in_a_table_reads_the_same_df_from_its_blocks(
+    pg_store: PostgresChunkStore, database_url: str, pg_schema: str
+) -> None:
+    """Before df was derived from the blocks every write upserted it into term_df; at connect
+    what an old database's blocks hold beyond it becomes dead, term_df goes, and every df,
+    the vocabulary and the ranking read as before (a term whose only passage went included)."""
+    tenant = (await open_workspace(pg_store, "old df")).tenant_id
+    await pg_store.replace_sources(
+        tenant, [(f"d{i}", [make_chunk(tenant, f"d{i}", f"wing drag n{i}")]) for i in range(6)]
+    )
+    await pg_store.delete_by_source("d0", tenant)
+    before = await pg_store.terms_with_prefix("", tenant, 100)
+    summary = await pg_store.corpus_summary(tenant)
+    ranked = await pg_store.lexical_candidates(["wing", "n0", "n1"], tenant, 10)
+    assert {t.term for t in before} == {"wing", "drag", "n1", "n2", "n3", "n4", "n5"}
+    conn = await asyncpg.connect(database_url, server_settings={"search_path": pg_schema})
+    try:  # as the old version left it: each live term's df in term_df, nothing counted dead
+        await conn.execute(
+            'CREATE TABLE term_df (tenant_id uuid NOT NULL, term text COLLATE "C" NOT NULL, '
+            "df integer NOT NULL CHECK (df > 0), PRIMARY KEY (tenant_id, term))"
+        )
+        await conn.executemany(
+            "INSERT INTO term_df VALUES ($1, $2, $3)", [(tenant, t.term, t.df) for t in before]
+        )
+        await conn.execute("TRUNCATE term_dead")
+        again = await PostgresChunkStore.connect(database_url, schema=pg_schema)
+        try:
+            assert await again.terms_with_prefix("", tenant, 100) == before
+            assert await again.corpus_summary(tenant) == summary
+            found = await again.lexical_candidates(["wing", "n0", "n1"], tenant, 10)
+            assert found.stats == ranked.stats
+        finally:
+            await again.close()
+        assert await conn.fetchval("SELECT to_regclass('term_df')") is None
+        await assert_derived_tables_agree(conn, tenant)
+    finally:
+        await conn.close()

@@ -1,4 +1,5 @@
-"""The read of one query: counters, df, blocks and the tenant's ordinal image in one snapshot.
+"""The read of one query: counters, blocks (and df from them) and the tenant's ordinal image in
+one snapshot.
 
 Blocks hold ordinals; ranking needs chunk ids, lengths and the id order. The image maps
 every ordinal to them and is cached per tenant until the tenant's generation moves, so a
@@ -26,6 +27,7 @@ from core.domain.ranking import LexicalCandidates, candidate_score_steps, top_ro
 from core.settings import DEFAULT_IMAGE_CACHE_PASSAGES
 from core.stores.port import StoreInconsistent
 from core.stores.postgres.blocks import live_postings
+from core.stores.postgres.frequencies import block_df
 from core.stores.postgres.lookups import SideReader, Texts
 
 #: The read of one query: its terms' posting blocks, a few rows per term (one per segment).
@@ -158,13 +160,10 @@ async def read_candidates(
             "WHERE tenant_id = $1",
             tenant_id,
         )
-        found = await conn.fetch(
-            "SELECT term, df FROM term_df WHERE tenant_id = $1 AND term = ANY($2::text[])",
-            tenant_id,
-            askable,
-        )
-        present = [str(r["term"]) for r in found]
-        blocks = await conn.fetch(_BLOCKS, tenant_id, present) if present else []
+        held = await conn.fetch(_BLOCKS, tenant_id, askable) if askable else []
+        df = await block_df(conn, tenant_id, held)
+        present = list(df)
+        blocks = [block for block in held if block["term"] in df]
         image = None
         if totals is not None and present:
             image = images.get(tenant_id)
@@ -174,7 +173,7 @@ async def read_candidates(
         n_docs = 0 if totals is None else int(totals["passages"])
         tokens = 0 if totals is None else int(totals["tokens"])
         frequencies = dict.fromkeys(wanted, 0)
-        frequencies.update((str(r["term"]), int(r["df"])) for r in found)
+        frequencies.update(df)
         stats = CorpusStats(
             n_docs=n_docs,
             avg_doc_length=tokens / n_docs if n_docs else 0.0,

@@ -33,6 +33,7 @@ from core.stores.port import (
     member_email,
 )
 from core.stores.postgres.blocks import prefix_upper_bound, stage
+from core.stores.postgres.frequencies import top_terms, vocabulary
 from core.stores.postgres.image import ImageCache, read_candidates
 from core.stores.postgres.judging import PostgresJudging
 from core.stores.postgres.lookups import CHUNK_COLUMNS, SideReader, chunk_from_row
@@ -437,9 +438,7 @@ class PostgresChunkStore(PostgresJudging):
                 sources = await conn.fetchval(
                     "SELECT count(DISTINCT source_id) FROM passages WHERE tenant_id = $1", tenant_id
                 )
-                vocabulary = await conn.fetchval(
-                    "SELECT count(*) FROM term_df WHERE tenant_id = $1", tenant_id
-                )
+                terms = await vocabulary(conn, tenant_id)
             passages = 0 if totals is None else int(totals["passages"])
             tokens = 0 if totals is None else int(totals["tokens"])
             return CorpusSummary(
@@ -447,7 +446,7 @@ class PostgresChunkStore(PostgresJudging):
                 passages=passages,
                 tokens=tokens,
                 avg_doc_length=tokens / passages if passages else 0.0,
-                vocabulary=int(vocabulary),
+                vocabulary=terms,
             )
 
         return await self._run(read)
@@ -489,16 +488,8 @@ class PostgresChunkStore(PostgresJudging):
         upper = prefix_upper_bound(prefix)
 
         async def read(conn: asyncpg.Connection) -> list[TermFrequency]:
-            rows = await conn.fetch(
-                "SELECT term, df FROM term_df WHERE tenant_id = $1 AND term >= $2 "
-                "AND ($3::text IS NULL OR term < $3::text) "
-                "ORDER BY df DESC, term LIMIT $4",
-                tenant_id,
-                prefix,
-                upper,
-                limit,
-            )
-            return [TermFrequency(term=r["term"], df=r["df"]) for r in rows]
+            rows = await top_terms(conn, tenant_id, prefix, upper, limit)
+            return [TermFrequency(term=term, df=df) for term, df in rows]
 
         return await self._run(read)
 

@@ -21,6 +21,7 @@ from core.domain.entities import Entity
 from core.domain.tokenize import DEFAULT_PROFILE, Profile
 from core.stores.port import ReindexProgress, WorkspaceGone, passage_terms
 from core.stores.postgres.blocks import Blocks, Staged, Staging, mergeable
+from core.stores.postgres.frequencies import add_dead
 from core.stores.postgres.resilience import Calls
 
 #: New passages in one write (and at least a tenth of the tenant) that trigger ANALYZE after it.
@@ -71,12 +72,6 @@ WHERE p.tenant_id = $1 AND s.tenant_id = $1 AND p.id = s.id AND p.ordinal <> s.o
   AND (p.chunk_index, p.start_char, p.end_char, p.entity_ids, p.metadata)
       IS DISTINCT FROM (s.chunk_index, s.start_char, s.end_char, s.entity_ids, s.metadata::jsonb)
 """
-#: The df of a batch's terms, one statement (terms distinct: ON CONFLICT touches a row once).
-_ADD_DF: Final = """
-INSERT INTO term_df (tenant_id, term, df)
-SELECT $1, u.term, u.n FROM unnest($2::text[], $3::integer[]) AS u(term, n)
-ON CONFLICT (tenant_id, term) DO UPDATE SET df = term_df.df + EXCLUDED.df
-"""
 #: Ordinals for a batch; the counters row stays locked until commit.
 _RESERVE: Final = """
 UPDATE tenant_counters SET next_ordinal = next_ordinal + $2 WHERE tenant_id = $1
@@ -105,16 +100,6 @@ ON CONFLICT (tenant_id, id) DO UPDATE SET name = EXCLUDED.name, kind = EXCLUDED.
 #: Passages about to be deleted, with what lowering their df and tokens needs.
 _DOOMED: Final = """
 SELECT id, text, doc_length FROM passages WHERE tenant_id = $1 AND id = ANY($2::text[])
-"""
-#: Terms whose every passage goes: their df row goes too.
-_DROP_DF: Final = """
-DELETE FROM term_df d USING unnest($2::text[], $3::integer[]) AS g(term, n)
-WHERE d.tenant_id = $1 AND d.term = g.term AND d.df <= g.n
-"""
-#: The remaining terms' df lowered by the passages deleted.
-_LOWER_DF: Final = """
-UPDATE term_df d SET df = d.df - g.n FROM unnest($2::text[], $3::integer[]) AS g(term, n)
-WHERE d.tenant_id = $1 AND d.term = g.term
 """
 #: The passage rows themselves (their ordinals stay in the blocks as tombstones).
 _DELETE_PASSAGES: Final = """
@@ -171,7 +156,7 @@ async def _write_blocks(
     passages: int,
     offset: int = 0,
 ) -> None:
-    """One new segment: its blocks by COPY, its df added, then merges if a tier filled up."""
+    """One new segment: its blocks by COPY (they are its df), then merges if a tier filled up."""
     if not blocks.terms:
         return
     records = blocks.records(tenant_id, segment, offset)
@@ -187,7 +172,6 @@ async def _write_blocks(
         segment,
         passages,
     )
-    await conn.execute(_ADD_DF, tenant_id, blocks.terms, blocks.df.tolist())
     await _merge_segments(conn, tenant_id)
 
 
@@ -365,12 +349,13 @@ async def add_counters(
 async def delete_ids(
     conn: asyncpg.Connection, tenant_id: UUID, ids: list[str], profile: Profile
 ) -> int:
-    """Delete passages and lower the df table; returns tokens removed.
+    """Delete passages and count their postings as dead; returns tokens removed.
 
     Their postings stay in the blocks as dead ordinals (the tombstone is the passage row's
-    absence): a reader keeps only ordinals its image of live passages knows. The df to lower
-    comes from the passages' own text, tokenised as when they were written (the workspace
-    row is locked, so no re-index runs meanwhile).
+    absence): a reader keeps only ordinals its image of live passages knows, and a df is the
+    blocks' ordinals less the dead ones (core.stores.postgres.frequencies). The terms come
+    from the passages' own text, tokenised as when they were written (the workspace row is
+    locked, so no re-index runs meanwhile).
     """
     if not ids:
         return 0
@@ -381,8 +366,7 @@ async def delete_ids(
     tokens = sum(int(row["doc_length"]) for row in found)
     terms = sorted(removed)
     counts = [removed[t] for t in terms]
-    await conn.execute(_DROP_DF, tenant_id, terms, counts)
-    await conn.execute(_LOWER_DF, tenant_id, terms, counts)
+    await add_dead(conn, tenant_id, terms, counts)
     await conn.execute(_DELETE_PASSAGES, tenant_id, ids)
     return tokens
 
@@ -448,7 +432,7 @@ async def reindex_rows(
             "SELECT id FROM passages WHERE tenant_id = $1 ORDER BY ordinal", tenant_id
         )
     ]
-    for table in ("postings", "segments", "term_df"):
+    for table in ("postings", "segments", "term_dead"):
         await conn.execute(f"DELETE FROM {table} WHERE tenant_id = $1", tenant_id)  # noqa: S608
     await conn.execute(
         'CREATE TEMP TABLE reindex_lengths (id text COLLATE "C", doc_length integer) ON COMMIT DROP'
@@ -496,7 +480,7 @@ async def delete_tenant_rows(conn: asyncpg.Connection, tenant_id: UUID) -> int:
     await conn.execute("DELETE FROM postings WHERE tenant_id = $1", tenant_id)
     await conn.execute("DELETE FROM segments WHERE tenant_id = $1", tenant_id)
     status = await conn.execute("DELETE FROM passages WHERE tenant_id = $1", tenant_id)
-    await conn.execute("DELETE FROM term_df WHERE tenant_id = $1", tenant_id)
+    await conn.execute("DELETE FROM term_dead WHERE tenant_id = $1", tenant_id)
     await conn.execute("DELETE FROM tenant_counters WHERE tenant_id = $1", tenant_id)
     await conn.execute("DELETE FROM entities WHERE tenant_id = $1", tenant_id)
     return int(str(status).rsplit(" ", 1)[-1])
@@ -505,7 +489,7 @@ async def delete_tenant_rows(conn: asyncpg.Connection, tenant_id: UUID) -> int:
 #: Every tenant with any row, for ``repair_all``.
 _REPAIR_TENANTS: Final = """
 SELECT tenant_id FROM tenant_counters UNION SELECT DISTINCT tenant_id FROM passages
-UNION SELECT DISTINCT tenant_id FROM term_df UNION SELECT DISTINCT tenant_id FROM entities
+UNION SELECT DISTINCT tenant_id FROM term_dead UNION SELECT DISTINCT tenant_id FROM entities
 ORDER BY 1
 """
 
