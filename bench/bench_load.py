@@ -170,6 +170,15 @@ def write_corpus(path: Path, ids: list[str], texts: list[str]) -> None:
             out.write(json.dumps({"_id": doc_id, "title": "", "text": text}) + "\n")
 
 
+def load_on(target: str, ids: list[str], texts: list[str]) -> dict[str, Any]:
+    """One ``load`` of the corpus into ``target`` (embedded, stock or tuned), as ``run_target``
+    reports it (bench_scale's load rows come from here)."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "corpus.jsonl"
+        write_corpus(path, ids, texts)
+        return run_target(target, path)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--passages", type=int, default=100_000)

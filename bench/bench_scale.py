@@ -12,7 +12,8 @@ PostgreSQL's full-text search (GIN + ``ts_rank_cd`` over an OR tsquery of the sa
 terms, same server). Peers have no candidate limit, so their two "limit" columns are
 the same top-k search measured twice. Also in the run: Evaluate (300 judged queries x 3
 limits through the facade) for the lexplain engines, and the ``load`` command end to end (a
-new interpreter reading one JSONL file into a fresh PostgreSQL database) at up to 100k. The
+new interpreter reading one JSONL file) at up to 100k into the embedded default, a stock-settings
+PostgreSQL and the tuned one (``bench_load``'s servers, started fresh for each). The
 README section ends with the issues' targets, computed from this run's figures.
 
 Build time includes tokenising (lexplain tokenises inside ``upsert_many``; bm25s and
@@ -90,7 +91,10 @@ CHILD_TIMEOUT = 3_600
 WORKSPACE = "bench-scale"
 TENANT = workspace_tenant_id(WORKSPACE)
 SCHEMA = "bench_scale"
-ENGINES = ("memory", "postgres", "bm25s", "tantivy", "rank-bm25", "pg-fts", "load")
+#: The ``load`` command's rows: engine -> bench_load's server (the embedded default, a stock
+#: PostgreSQL and the tuned one, each started fresh by bench_load).
+LOADS = {"load-embedded": "embedded", "load-stock": "stock", "load-tuned": "tuned"}
+ENGINES = ("memory", "postgres", "bm25s", "tantivy", "rank-bm25", "pg-fts", *LOADS)
 
 
 # -- corpora -------------------------------------------------------------------------------
@@ -354,61 +358,6 @@ def build_pg_fts(ids: list[str], texts: list[str]) -> Built:
     return dict.fromkeys(LIMITS, search), None, None
 
 
-def load_command(ids: list[str], texts: list[str]) -> dict[str, Any]:
-    """``python -m core load`` of the corpus as one JSONL file into a fresh database, timed whole.
-
-    What a user runs, end to end: a new interpreter, reading, cutting, entities, writing. The
-    database is created on the benchmark's server and dropped afterwards; the passage count is
-    read back through the store's own summary, not assumed.
-    """
-    import tempfile
-    from urllib.parse import urlsplit, urlunsplit
-
-    import asyncpg
-
-    from core.domain.chunks import workspace_tenant_id
-    from core.stores.postgres import PostgresChunkStore
-
-    dsn = os.environ["DATABASE_URL"]
-    database = "bench_scale_load"
-    url = urlunsplit(urlsplit(dsn)._replace(path=f"/{database}"))
-
-    async def admin(statement: str) -> None:
-        conn = await asyncpg.connect(dsn)
-        await conn.execute(statement)
-        await conn.close()
-
-    async def stored() -> int:
-        store = await PostgresChunkStore.connect(url)
-        try:
-            return (await store.corpus_summary(workspace_tenant_id("bench-load"))).passages
-        finally:
-            await store.close()
-
-    asyncio.run(admin(f"DROP DATABASE IF EXISTS {database}"))
-    asyncio.run(admin(f"CREATE DATABASE {database}"))
-    try:
-        with tempfile.TemporaryDirectory() as folder:
-            path = Path(folder) / "passages.jsonl"
-            with path.open("w", encoding="utf-8") as out:
-                for doc_id, text in zip(ids, texts, strict=True):
-                    out.write(json.dumps({"_id": doc_id, "title": "", "text": text}) + "\n")
-            command = [sys.executable, "-m", "core", "load", str(path)]
-            command += ["--workspace", "bench-load", "--database-url", url]
-            started = time.perf_counter()
-            subprocess.run(command, cwd=ROOT, check=True, capture_output=True)
-            elapsed = time.perf_counter() - started
-        passages = asyncio.run(stored())
-    finally:
-        asyncio.run(admin(f"DROP DATABASE IF EXISTS {database}"))
-    return {
-        "build_s": elapsed,
-        "passages_stored": passages,
-        "passages_per_s": passages / elapsed,
-        "rss_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
-    }
-
-
 BUILDERS: dict[str, Callable[[list[str], list[str]], Built]] = {
     "memory": build_memory,
     "postgres": build_postgres,
@@ -441,10 +390,12 @@ def timed(search: Search, queries: list[list[str]]) -> list[float]:
 
 def child(engine: str, corpus_name: str) -> dict[str, Any]:
     ids, texts, queries = corpus(corpus_name)
-    if engine == "load":
-        return {"engine": engine, "corpus": corpus_name, "passages": len(ids)} | load_command(
-            ids, texts
-        )
+    if engine in LOADS:
+        # Imported here: bench_load takes its corpus from this module.
+        from bench.bench_load import load_on
+
+        done = load_on(LOADS[engine], ids, texts)
+        return {"engine": engine, "corpus": corpus_name, "passages": len(ids)} | done
     queries = [q for q in queries if q]
     started = time.perf_counter()
     searches, analysis, opener = BUILDERS[engine](ids, texts)
@@ -479,7 +430,7 @@ def run(engines: list[str], corpora: list[str]) -> list[dict[str, Any]]:
             if engine == "rank-bm25" and name != "cranfield" and int(name) > RANK_BM25_MAX:
                 results.append({"engine": engine, "corpus": name, "skipped": "above 100k"})
                 continue
-            if engine == "load" and (name == "cranfield" or int(name) > LOAD_MAX):
+            if engine in LOADS and (name == "cranfield" or int(name) > LOAD_MAX):
                 continue  # the load target is set on a 100k-passage JSONL
             if engine == "postgres" and name != "cranfield" and int(name) > POSTGRES_MAX:
                 results.append(
@@ -533,7 +484,7 @@ def table(results: list[dict[str, Any]]) -> str:
 
     bm25s, fts = peers("bm25s"), peers("pg-fts")
     for r in results:
-        if r["engine"] == "load":
+        if r["engine"] in LOADS:
             continue
         if "skipped" in r:
             lines.append(f"| {r['corpus']} | | {r['engine']} | skipped: {r['skipped']} "
@@ -554,20 +505,23 @@ def table(results: list[dict[str, Any]]) -> str:
 
 
 def load_table(results: list[dict[str, Any]]) -> str:
-    """The ``load`` command, end to end into PostgreSQL."""
+    """The ``load`` command, end to end, into each server of ``LOADS``."""
     lines = [
-        "| corpus | passages in the file | passages stored | seconds | passages/s | peak RSS MB |",
-        "|---|---:|---:|---:|---:|---:|",
+        "| server | corpus | passages in the file | passages stored | seconds | passages/s "
+        "| peak RSS MB | server errors |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
     ]
     for r in results:
-        if r["engine"] != "load":
+        if r["engine"] not in LOADS:
             continue
+        server = LOADS[r["engine"]]
         if "skipped" in r:
-            lines.append(f"| {r['corpus']} | | | skipped: {r['skipped']} | | |")
+            lines.append(f"| {server} | {r['corpus']} | | | skipped: {r['skipped']} | | | |")
             continue
         lines.append(
-            f"| {r['corpus']} | {r['passages']:,} | {r['passages_stored']:,} "
-            f"| {_fmt(r['build_s'])} | {_fmt(r['passages_per_s'], 0)} | {_fmt(r['rss_mb'], 0)} |"
+            f"| {server} | {r['corpus']} | {r['passages']:,} | {r['passages_stored']:,} "
+            f"| {_fmt(r['seconds'])} | {_fmt(r['passages_per_s'], 0)} | {_fmt(r['rss_mb'], 0)} "
+            f"| {len(r['errors'])} |"
         )
     return "\n".join(lines)
 
@@ -624,12 +578,13 @@ def targets(results: list[dict[str, Any]]) -> str:
     for issue, what, size, value, bound in rows:
         met = "—" if value is None else ("yes" if value <= bound else "**no**")
         lines.append(f"| {issue} | {what} | {int(size):,} | {_fmt(value, 2)} | {bound:g} | {met} |")
-    load = by.get(("load", "100000"))
-    rate = _get(load, "passages_per_s")
-    met = "—" if rate is None else ("yes" if rate >= 5000 else "**no**")
-    lines.append(
-        f"| 9 | load command, passages/s (at least) | 100,000 | {_fmt(rate, 0)} | 5000 | {met} |"
-    )
+    for engine, server in LOADS.items():
+        rate = _get(by.get((engine, "100000")), "passages_per_s")
+        met = "—" if rate is None else ("yes" if rate >= 5000 else "**no**")
+        lines.append(
+            f"| 20 | load command, {server}, passages/s (at least) | 100,000 "
+            f"| {_fmt(rate, 0)} | 5000 | {met} |"
+        )
     return "\n".join(lines)
 
 
@@ -669,8 +624,9 @@ def write_readme(results: list[dict[str, Any]], note: str) -> None:
         f"{SECTION}\n\n`bench/bench_scale.py` (one run; each engine and corpus in its own "
         f"process; raw figures in `bench/scale.json`). {note}\n\n{table(results)}\n\n"
         f"![search p50 against corpus size](scale.png)\n\n"
-        f"The `load` command, end to end (a new interpreter reading one JSONL file into a fresh "
-        f"PostgreSQL database):\n\n{load_table(results)}\n\n"
+        f"The `load` command, end to end (a new interpreter reading one JSONL file, whole "
+        f"documents, into the embedded default, a stock-settings PostgreSQL and the tuned one, "
+        f"each fresh; bench/bench_load.py):\n\n{load_table(results)}\n\n"
         f"The issues' targets, from the figures above (ratios are engine ÷ peer, lower is "
         f"better):\n\n{targets(results)}\n"
     )
