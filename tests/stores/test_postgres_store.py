@@ -314,6 +314,47 @@ async def test_merged_segments_and_deleted_passages_read_exactly_as_the_memory_s
         await conn.close()
 
 
+async def test_a_merge_drops_the_postings_of_deleted_passages(
+    pg_store: PostgresChunkStore, database_url: str, pg_schema: str
+) -> None:
+    """Issue 20 item 6: a deleted passage's postings stay in its blocks only until a merge
+    takes in its segment; the merge writes the blocks without them and stops counting them
+    dead (a term left with none loses its block), and every read stays the memory store's."""
+    tenant = uuid.uuid4()
+    memory = InMemoryChunkStore()
+    terms = ["ocean", "tides", "gone"]
+    for i in range(MERGE_FACTOR):
+        text = f"ocean tides w{i}" + (" gone" if i == 2 else "")
+        for store in (pg_store, memory):
+            await store.replace_source(f"s{i}", tenant, [make_chunk(tenant, f"s{i}", text)])
+        if i == MERGE_FACTOR - 2:  # before the last segment fills the tier: then it merges
+            for store in (pg_store, memory):
+                await store.delete_by_source("s2", tenant)
+                await store.delete_by_source("s5", tenant)
+    conn = await asyncpg.connect(database_url, server_settings={"search_path": pg_schema})
+    try:
+        segments = await conn.fetch("SELECT passages FROM segments WHERE tenant_id = $1", tenant)
+        assert [r["passages"] for r in segments] == [MERGE_FACTOR - 2]
+        held = await conn.fetchval(
+            "SELECT sum(octet_length(ordinals)) / 4 FROM postings WHERE tenant_id = $1", tenant
+        )
+        assert held == 3 * (MERGE_FACTOR - 2)  # ocean, tides and one w-term each; no "gone"
+        assert (
+            await conn.fetchval("SELECT count(*) FROM term_dead WHERE tenant_id = $1", tenant) == 0
+        )
+        await assert_derived_tables_agree(conn, tenant)
+    finally:
+        await conn.close()
+    for limit in (0, 2, 1_000):
+        assert await pg_store.lexical_candidates(
+            [*terms, "w2", "w5", "w7"], tenant, limit
+        ) == await memory.lexical_candidates([*terms, "w2", "w5", "w7"], tenant, limit)
+    assert await pg_store.corpus_summary(tenant) == await memory.corpus_summary(tenant)
+    assert await pg_store.terms_with_prefix("", tenant, 50) == await memory.terms_with_prefix(
+        "", tenant, 50
+    )
+
+
 async def test_counters_that_disagree_with_the_passages_are_said_plainly_and_repaired(
     pg_store: PostgresChunkStore, database_url: str, pg_schema: str
 ) -> None:

@@ -77,3 +77,24 @@ async def add_dead(
     """Count deleted passages' postings as dead (``terms`` distinct)."""
     if terms:
         await conn.execute(_ADD_DEAD, tenant_id, list(terms), list(counts))
+
+
+#: Terms whose every dead posting was dropped (by a merge): their row goes.
+_DROP_DEAD: Final = """
+DELETE FROM term_dead d USING unnest($2::text[], $3::integer[]) AS g(term, n)
+WHERE d.tenant_id = $1 AND d.term = g.term AND d.dead <= g.n
+"""
+#: The other terms' dead counts lowered by what was dropped.
+_LOWER_DEAD: Final = """
+UPDATE term_dead d SET dead = d.dead - g.n FROM unnest($2::text[], $3::integer[]) AS g(term, n)
+WHERE d.tenant_id = $1 AND d.term = g.term
+"""
+
+
+async def lower_dead(
+    conn: asyncpg.Connection, tenant_id: UUID, terms: Sequence[str], counts: Sequence[int]
+) -> None:
+    """Dead postings dropped from the blocks (``terms`` distinct) no longer counted."""
+    if terms:
+        await conn.execute(_DROP_DEAD, tenant_id, list(terms), list(counts))
+        await conn.execute(_LOWER_DEAD, tenant_id, list(terms), list(counts))

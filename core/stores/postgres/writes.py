@@ -20,8 +20,9 @@ from core.checkpoint import checkpoint
 from core.domain.entities import Entity
 from core.domain.tokenize import DEFAULT_PROFILE, Profile
 from core.stores.port import ReindexProgress, WorkspaceGone, passage_terms
-from core.stores.postgres.blocks import Blocks, Staged, Staging, mergeable
+from core.stores.postgres.blocks import Blocks, Staged, Staging
 from core.stores.postgres.frequencies import add_dead
+from core.stores.postgres.merges import merge_segments
 from core.stores.postgres.resilience import Calls
 
 #: New passages in one write (and at least a tenth of the tenant) that trigger ANALYZE after it.
@@ -105,20 +106,6 @@ SELECT id, text, doc_length FROM passages WHERE tenant_id = $1 AND id = ANY($2::
 _DELETE_PASSAGES: Final = """
 DELETE FROM passages WHERE tenant_id = $1 AND id = ANY($2::text[]) RETURNING doc_length
 """
-#: A segment is numbered by its first ordinal and holds a contiguous range of them, so blocks
-#: read in segment order concatenate to ascending ordinals. The merged segment takes the first
-#: one's number: the rows it replaces are deleted in the same statement (a key deleted by the
-#: own transaction does not conflict).
-_MERGE: Final = """
-WITH gone AS (
-    DELETE FROM postings WHERE tenant_id = $1 AND segment = ANY($2::bigint[])
-    RETURNING term, segment, ordinals, tfs
-)
-INSERT INTO postings (tenant_id, term, segment, ordinals, tfs)
-SELECT $1, term, $3, string_agg(ordinals, ''::bytea ORDER BY segment),
-       string_agg(tfs, ''::bytea ORDER BY segment)
-FROM gone GROUP BY term
-"""
 
 
 #: A source's advisory lock is one of this many per workspace (its id hashed), so a write of any
@@ -172,32 +159,7 @@ async def _write_blocks(
         segment,
         passages,
     )
-    await _merge_segments(conn, tenant_id)
-
-
-async def _merge_segments(conn: asyncpg.Connection, tenant_id: UUID) -> None:
-    """Merge runs of adjacent segments until none is due (see ``mergeable``)."""
-    while True:
-        rows = await conn.fetch(
-            "SELECT segment, passages FROM segments WHERE tenant_id = $1 ORDER BY segment",
-            tenant_id,
-        )
-        run = mergeable([(int(r["segment"]), int(r["passages"])) for r in rows])
-        if not run:
-            return
-        merged = [segment for segment, _ in run]
-        await conn.execute(_MERGE, tenant_id, merged, merged[0])
-        await conn.execute(
-            "DELETE FROM segments WHERE tenant_id = $1 AND segment = ANY($2::bigint[])",
-            tenant_id,
-            merged,
-        )
-        await conn.execute(
-            "INSERT INTO segments (tenant_id, segment, passages) VALUES ($1, $2, $3)",
-            tenant_id,
-            merged[0],
-            sum(passages for _, passages in run),
-        )
+    await merge_segments(conn, tenant_id)
 
 
 async def _reserve(conn: asyncpg.Connection, tenant_id: UUID, passages: int) -> int:
