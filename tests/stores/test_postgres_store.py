@@ -20,6 +20,7 @@ from core.stores.port import (
     passage_terms,
 )
 from core.stores.postgres import MERGE_FACTOR, PREFETCH_ROWS, PostgresChunkStore, citus
+from core.stores.postgres.staging import WORKER_PASSAGES
 from tests.stores.compliance import ChunkStoreCompliance, corpus_chunks, make_chunk, snapshot
 from tests.stores.compliance_judging import JudgingCompliance
 from tests.stores.test_postgres_failures import assert_derived_tables_agree
@@ -353,6 +354,31 @@ async def test_a_merge_drops_the_postings_of_deleted_passages(
     assert await pg_store.terms_with_prefix("", tenant, 50) == await memory.terms_with_prefix(
         "", tenant, 50
     )
+
+
+async def test_a_big_batch_partly_stored_before_adds_only_its_new_passages_postings(
+    pg_store: PostgresChunkStore, database_url: str, pg_schema: str
+) -> None:
+    """A batch staged in the worker carries its blocks, not a tf per passage: when some of its
+    passages are stored already, the new ones' postings are cut out of those blocks."""
+    tenant = uuid.uuid4()
+    memory = InMemoryChunkStore()
+    size = WORKER_PASSAGES
+    first = [make_chunk(tenant, f"s{i}", f"ocean w{i % 97} v{i}") for i in range(size)]
+    more = [make_chunk(tenant, f"s{i}", f"tides w{i % 89} v{i}") for i in range(size, size + 300)]
+    for store in (pg_store, memory):
+        await store.upsert_many(first)
+        await store.upsert_many(first[::2] + more)
+    terms = ["ocean", "tides", "w3", "v2", "v1001"]
+    for limit in (0, 10, 2_000):
+        assert await pg_store.lexical_candidates(
+            terms, tenant, limit
+        ) == await memory.lexical_candidates(terms, tenant, limit)
+    conn = await asyncpg.connect(database_url, server_settings={"search_path": pg_schema})
+    try:
+        await assert_derived_tables_agree(conn, tenant)
+    finally:
+        await conn.close()
 
 
 async def test_counters_that_disagree_with_the_passages_are_said_plainly_and_repaired(

@@ -50,6 +50,23 @@ def test_blocks_built_before_ordinals_are_reserved_move_by_the_offset() -> None:
     assert ordinals.tolist() == [40, 41] and tfs.tolist() == [1, 4]
 
 
+def test_the_blocks_of_some_passages_equal_blocks_built_from_those_alone() -> None:
+    """A batch staged in the worker carries no tf per passage, only its blocks: when some of
+    its passages were already stored, the new ones' blocks are cut out of them."""
+    passages = [
+        (0, Counter({"wing": 2, "flow": 1})),
+        (1, Counter({"flow": 3, "lift": 1})),
+        (2, Counter({"wing": 1})),
+        (3, Counter({"drag": 5, "flow": 2})),
+    ]
+    whole = Blocks(passages)
+    for kept in ([0, 2], [1, 3], [3], [0, 1, 2, 3], []):
+        alone = Blocks(p for p in passages if p[0] in kept)
+        assert whole.only(kept).terms == alone.terms
+        assert whole.only(kept).df.tolist() == alone.df.tolist()
+        assert whole.only(kept).records(TENANT, 9, 5) == alone.records(TENANT, 9, 5)
+
+
 def test_segments_read_in_order_concatenate_to_ascending_ordinals() -> None:
     first = _rows(Blocks([(0, Counter({"a": 1})), (1, Counter({"a": 2}))]), 0)
     second = _rows(Blocks([(2, Counter({"a": 3}))]), 2)

@@ -31,8 +31,9 @@ from core.stores.port import passage_terms
 MERGE_FACTOR: Final = 10
 #: More segments than this (a mix of tiers that never lines up) merges the smallest run anyway.
 MAX_SEGMENTS: Final = 64
-#: One passage staged for COPY: its row (without ordinal) and its tf per term.
-Staged = tuple[tuple[Any, ...], Counter[str]]
+#: One passage staged for COPY: its row (without ordinal) and its tf per term (None when the
+#: batch's blocks were built in the worker: they hold the tf, see ``Blocks.only``).
+Staged = tuple[tuple[Any, ...], Counter[str] | None]
 #: Largest ordinal a block can hold (int32).
 _MAX_ORDINAL: Final = 2**31 - 1
 
@@ -52,12 +53,14 @@ def stage(batch: Sequence[StoredChunk], profiles: dict[UUID, Profile]) -> Stagin
     rows = _stage_rows(batch, profiles)
     tenants = {row[0] for row, _ in rows}
     blocks = Blocks(enumerate(tfs for _, tfs in rows)) if len(tenants) == 1 else None
-    return Staging(rows, blocks)
+    return Staging(list[Staged](rows), blocks)
 
 
-def _stage_rows(batch: Iterable[StoredChunk], profiles: dict[UUID, Profile]) -> list[Staged]:
+def _stage_rows(
+    batch: Iterable[StoredChunk], profiles: dict[UUID, Profile]
+) -> list[tuple[tuple[Any, ...], Counter[str]]]:
     """Tokenise each passage once, with its tenant's profile, outside any transaction."""
-    staged: list[Staged] = []
+    staged: list[tuple[tuple[Any, ...], Counter[str]]] = []
     for chunk in batch:
         length, tfs = passage_terms(chunk.text, profiles.get(chunk.tenant_id, DEFAULT_PROFILE))
         staged.append((staged_row(chunk, length), tfs))
@@ -117,6 +120,25 @@ class Blocks:
         ends = np.cumsum(self.df) * 4
         self._starts = (ends - self.df * 4).tolist()
         self._ends = ends.tolist()
+
+    def only(self, ordinals: Sequence[int]) -> Blocks:
+        """These ordinals' postings alone (a batch some of whose passages were already stored),
+        a term none of them holds dropped: the tf stays in the blocks, so a batch staged in the
+        worker needs no tf counter per passage (pickling them back cost more than the blocks)."""
+        terms = np.repeat(np.arange(len(self.terms), dtype=np.int64), self.df)
+        keep = np.isin(self._ordinals, np.asarray(ordinals, dtype=np.int64))
+        counts = np.bincount(terms[keep], minlength=len(self.terms)).astype(np.int64)
+        held = counts > 0
+        subset = Blocks(())
+        subset.terms = [term for term, h in zip(self.terms, held.tolist(), strict=True) if h]
+        subset.df = counts[held]
+        subset._ordinals = self._ordinals[keep]
+        subset._last = int(subset._ordinals.max()) if keep.any() else 0
+        subset._tfs = np.frombuffer(self._tfs, dtype=">i4")[keep].tobytes()
+        ends = np.cumsum(subset.df) * 4
+        subset._starts = (ends - subset.df * 4).tolist()
+        subset._ends = ends.tolist()
+        return subset
 
     def records(
         self, tenant_id: UUID, segment: int, offset: int = 0

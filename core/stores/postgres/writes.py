@@ -285,8 +285,11 @@ async def write_new(
                 # Every passage is new: the blocks staged before the transaction hold them
                 # all, counted from 0.
                 await _write_blocks(conn, tenant_id, staging.blocks, first, len(kept), first)
+            elif staging.blocks is not None:  # the new ones' postings out of the staged blocks
+                only = staging.blocks.only([ordinal - first for ordinal, _, _ in kept])
+                await _write_blocks(conn, tenant_id, only, kept[0][0], len(kept), first)
             else:
-                blocks = Blocks((ordinal, tfs) for ordinal, _, tfs in kept)
+                blocks = Blocks((ordinal, _counted(tfs)) for ordinal, _, tfs in kept)
                 await _write_blocks(conn, tenant_id, blocks, kept[0][0], len(kept))
             passages, tokens = totals.get(tenant_id, (0, 0))
             added = sum(length for _, length, _ in kept)
@@ -298,6 +301,13 @@ async def write_new(
             after = await add_counters(conn, tenant_id, passages, tokens)
             bulk = bulk or (passages >= _BULK_PASSAGES and passages * 2 >= after)
     return bulk
+
+
+def _counted(tfs: Counter[str] | None) -> Counter[str]:
+    """A staged passage's tf (present whenever its batch has no staged blocks)."""
+    if tfs is None:
+        raise AssertionError("a passage staged without tf in a batch without blocks")
+    return tfs
 
 
 async def add_counters(
