@@ -481,6 +481,9 @@ async def test_a_database_that_kept_df_in_a_table_reads_the_same_df_from_its_blo
             'CREATE TABLE term_df (tenant_id uuid NOT NULL, term text COLLATE "C" NOT NULL, '
             "df integer NOT NULL CHECK (df > 0), PRIMARY KEY (tenant_id, term))"
         )
+        if await citus.is_coordinator(conn):  # an old cluster: term_df distributed, old stamp
+            await citus.distribute(conn)
+            await citus.set_schema_version(conn, "old")
         await conn.executemany(
             "INSERT INTO term_df VALUES ($1, $2, $3)", [(tenant, t.term, t.df) for t in before]
         )
