@@ -85,6 +85,7 @@ class Session:
         self.ws_url = url.replace("http://", "ws://") + "/_stcore/stream"
         self.query_string = urlencode({"ws": workspace, "k": str(K), "limit": str(LIMIT)})
         self.ids: dict[str, str] = {}  # widget label -> id (the first one of that label)
+        self.fragments: dict[str, str] = {}  # widget label -> the fragment drawing it
         self.states: dict[str, Any] = {}  # widget id -> WidgetState sent so far
         self.ws: Any = None
 
@@ -117,6 +118,10 @@ class Session:
                 state.string_value = value
             self.states[state.id] = state
         msg = BackMsg()
+        # As the browser does: a change only to widgets of one fragment reruns that fragment.
+        fragments = {self.fragments.get(label, "") for label in changes}
+        if len(fragments) == 1:
+            msg.rerun_script.fragment_id = fragments.pop()
         msg.rerun_script.query_string = self.query_string
         msg.rerun_script.widget_states.widgets.extend(self.states.values())
         await self.ws.send(msg.SerializeToString())
@@ -145,7 +150,7 @@ class Session:
     def _read_delta(self, delta: Any, page: Page, seen: set[str]) -> None:
         if delta.WhichOneof("type") == "add_block":
             if delta.add_block.WhichOneof("type") == "expandable":
-                self._widget(delta.add_block.expandable, seen)
+                self._widget(delta.add_block.expandable, seen, delta.fragment_id)
             return
         if delta.WhichOneof("type") != "new_element":
             return
@@ -156,12 +161,13 @@ class Session:
         elif kind == "exception":
             page.exception = True
         elif kind == "text_input":
-            self._widget(element.text_input, seen)
+            self._widget(element.text_input, seen, delta.fragment_id)
 
-    def _widget(self, proto: Any, seen: set[str]) -> None:
+    def _widget(self, proto: Any, seen: set[str], fragment: str) -> None:
         if proto.id and proto.label not in seen:  # the first of a label: result #1's expander
             seen.add(proto.label)
             self.ids[proto.label] = proto.id
+            self.fragments[proto.label] = fragment
 
 
 @dataclass
