@@ -53,6 +53,7 @@ def browser(grades: int) -> dict[str, Any]:
         )
         page = chromium.new_page(viewport={"width": 1280, "height": 1600})
         open_workspace(page, f"{server}/judge?ws=bench-judge", "bench-judge")
+        settle(page)
         page.get_by_role("button", name="Load the sample collection").click()
         expect(page.get_by_text("Loaded 1,398 passages")).to_be_visible(timeout=600_000)
         page.goto(f"{server}/judge?ws=bench-judge")
