@@ -359,6 +359,37 @@ def render_why_not(result: SearchResult) -> None:
             )
 
 
+@st.fragment
+def render_results(result: SearchResult) -> None:
+    """The results and what opens on them: opening an explanation, a long text or the
+    comparison, or grading, reruns only this part (Streamlit keeps ``result`` from the run
+    that drew it), not the frame, the sidebar and the search (bench/bench_users.py: half an
+    analyst's runs)."""
+    # Above the results: an answer below ten long passages went unseen.
+    render_why_not(result)
+    st.caption(SCORE_NOTE)
+    grading = grading_controls(result.query)
+    top = max(p.score for p in result.passages)
+    for passage in result.passages:
+        render_passage(passage, result, top, grading)
+    if len(result.passages) >= 2:
+        render_compare(result)
+    # The exports are built on click (a callable), not on every rerun.
+    left, right = st.columns(2)
+    left.download_button(
+        "Export CSV (with explanations)",
+        result.to_csv,
+        file_name="lexplain-results.csv",
+        mime="text/csv",
+    )
+    right.download_button(
+        "Export JSON (with explanations)",
+        result.to_json,
+        file_name="lexplain-results.json",
+        mime="application/json",
+    )
+
+
 service = screen()
 st.title("Search")
 st.markdown(
@@ -415,26 +446,4 @@ elif query.strip():
         if result.empty_reason == "every match cut by the limit":
             render_why_not(result)
     else:
-        # Above the results: an answer below ten long passages went unseen.
-        render_why_not(result)
-        st.caption(SCORE_NOTE)
-        grading = grading_controls(result.query)
-        top = max(p.score for p in result.passages)
-        for passage in result.passages:
-            render_passage(passage, result, top, grading)
-        if len(result.passages) >= 2:
-            render_compare(result)
-        # The exports are built on click (a callable), not on every rerun.
-        left, right = st.columns(2)
-        left.download_button(
-            "Export CSV (with explanations)",
-            result.to_csv,
-            file_name="lexplain-results.csv",
-            mime="text/csv",
-        )
-        right.download_button(
-            "Export JSON (with explanations)",
-            result.to_json,
-            file_name="lexplain-results.json",
-            mime="application/json",
-        )
+        render_results(result)
