@@ -13,10 +13,10 @@ p50/p95), and the size of every table (``pg_total_relation_size``; on the cluste
 Why not reuse bench_scale's child processes: the cluster needs its own servers started and
 stopped per size, and what is compared is one server against the cluster, not engines.
 ``--sizes-only N`` writes N passages through ``upsert_many`` into a tuned server and reports the
-table sizes only (the 1M workspace; run it under ``flock /work/wt/big.lock``).
+table sizes only (the 1M workspace; run it under ``flock /tmp/lexplain-big.lock``).
 
     .venv/bin/python -m bench.bench_citus [--sizes 10000,100000]
-    flock /work/wt/big.lock .venv/bin/python -m bench.bench_citus --sizes-only 1000000
+    flock /tmp/lexplain-big.lock .venv/bin/python -m bench.bench_citus --sizes-only 1000000
 """
 
 from __future__ import annotations

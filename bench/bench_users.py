@@ -22,7 +22,7 @@ served by Streamlit's bootstrap. ``--processes 2`` starts two such servers and g
 server i mod 2, as a sticky proxy would (docs/scaling.md); each process holds its own copy.
 
     .venv/bin/python -m bench.bench_users --passages 0                 # Cranfield: 1, 10 and 20
-    flock /work/wt/big.lock .venv/bin/python -m bench.bench_users --passages 1000000 --browser
+    flock /tmp/lexplain-big.lock .venv/bin/python -m bench.bench_users --passages 1000000 --browser
 """
 
 from __future__ import annotations
