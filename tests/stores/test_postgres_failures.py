@@ -29,7 +29,7 @@ from core.domain.chunks import ChunkingOptions, SourceDocument
 from core.ingest import indexing
 from core.ingest.indexing import index_documents
 from core.stores.port import ConnectionLost
-from core.stores.postgres import PostgresChunkStore
+from core.stores.postgres import PostgresChunkStore, resilience
 from core.stores.postgres.frequencies import top_terms
 from tests.stores.compliance import make_chunk, snapshot
 
@@ -40,8 +40,12 @@ KILLED_WRITES = 8
 #: Passages per killed write: enough COPY data (~2 MB) to fill a stalled backend's socket.
 KILLED_PASSAGES = 1_000
 #: Seconds a write may take while its backend is being killed: a guard against a wait without
-#: end (the retries pause 0.1 + 0.2 s), not a speed assertion.
+#: end, not a speed assertion (the killed-again test shortens the pauses between attempts).
 RETURN_BOUND_S = 30.0
+#: Seconds between two attempts of a killed write in the killed-again test: every attempt is
+#: still made and killed, but without the store's ~9 s of backoff per refused write (which
+#: made the test 90 s of sleeping; the pauses themselves are not what it guards).
+KILLED_RETRY_PAUSE_S = 0.01
 #: Passages of the write killed in its COPY (~7 MB of COPY data).
 STALLED_PASSAGES = 5_000
 #: Documents of the load a server restart interrupts (groups of 300: the restart lands mid-load).
@@ -257,8 +261,9 @@ async def _kill_writers(admin: asyncpg.Connection, stop: asyncio.Event, copy_onl
 
 
 async def test_a_write_whose_backend_is_killed_again_and_again_always_returns_in_bounded_time(
-    pg_store: PostgresChunkStore, admin: asyncpg.Connection
+    pg_store: PostgresChunkStore, admin: asyncpg.Connection, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(resilience, "retry_pause", lambda attempt: KILLED_RETRY_PAUSE_S)
     tenant = uuid.uuid4()
     versions = [_bulky(tenant, "alpha"), _bulky(tenant, "beta")]
     await pg_store.replace_source("report", tenant, versions[0])
