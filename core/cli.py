@@ -199,7 +199,7 @@ def _summary_table(report: IndexReport) -> Table:
         footer=f"{report.entities_found} distinct",
     )
     table.add_column("replaced", justify="right", footer=str(report.orphans_removed))
-    table.add_column("rejected", justify="right", footer=str(len(report.rejected)))
+    table.add_column("rejected", justify="right", footer=str(report.rejections))
     for row in report.by_file():
         table.add_row(
             Text(terminal_safe(row.file)),
@@ -207,7 +207,7 @@ def _summary_table(report: IndexReport) -> Table:
             str(row.passages_written),
             str(row.entities_found),
             str(row.orphans_removed),
-            str(len(row.rejected)),
+            str(row.documents_rejected),
         )
     return table
 
@@ -283,9 +283,12 @@ async def load(args: argparse.Namespace, console: Console) -> int:
             console.print(f"note: {said}", markup=False, highlight=False)
     rejected = [r for r in report.rejected if r.reason != NOT_WRITTEN]
     if rejected:
-        console.print(f"[red]{len(rejected)} rejected:[/red]")
+        console.print(f"[red]{report.rejections - report.not_written} rejected:[/red]")
         for rejection in rejected:
             console.print(f"  {terminal_safe(str(rejection))}", markup=False, highlight=False)
+        unlisted = report.rejections - report.not_written - len(rejected)
+        if unlisted:
+            console.print(f"  … and {unlisted:,} more (not listed)", highlight=False)
     if report.stopped is not None:
         # One message, not a line per unwritten document (they all failed the same way).
         console.print(

@@ -28,6 +28,7 @@ let four 42 MB documents be in flight with a fifth being cut (3.4 GB for six suc
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from collections.abc import (
     AsyncIterator,
     Awaitable,
@@ -69,6 +70,9 @@ from core.ingest.report import (
 )
 from core.ingest.report import (
     Rejection as Rejection,
+)
+from core.ingest.report import (
+    Tally,
 )
 from core.ingest.report import (
     summarise as summarise,
@@ -117,7 +121,8 @@ class UploadResult(BaseModel):
         return None if self.error is None else f"file {self.file_name}: {self.error}"
 
 
-#: Called after each document: (documents done, documents in total, that document's row).
+#: Called after each group of documents is counted: (documents done, documents in total, the
+#: group's last row).
 ProgressCallback = Callable[[int, int, DocumentRow], None]
 
 
@@ -212,47 +217,40 @@ async def _index_items(
     before_first_write: Callable[[], Awaitable[None]] | None = None,
 ) -> IndexReport:
     """Prepare documents in order, in groups of up to ``BATCH_PASSAGES`` passages; write up to
-    ``concurrency`` groups at once (each one transaction); rows in order.
+    ``concurrency`` groups at once (each one transaction); counted in input order as groups end.
     ``before_first_write`` is awaited once, before the first group holding a document is
-    written (``load`` registers its workspace there, not before reading)."""
+    written (``load`` registers its workspace there, not before reading). ``early`` holds the
+    rows of what was refused while reading; they come first in the report."""
     if concurrency < 1:
         raise ValueError(f"concurrency must be >= 1, got {concurrency}")
     options = chunking or ChunkingOptions()
     first_file: dict[str, str] = {}
     # Documents arrive as files are read, so the total is what has arrived so far.
     total = len(items) if isinstance(items, Sized) else 0
-    done = 0
     gate = _InFlight(concurrency, IN_FLIGHT_PASSAGES)
-
-    def finished(row: DocumentRow) -> None:
-        nonlocal done
-        done += 1
-        if on_progress is not None:
-            on_progress(done, max(total, done), row)
-
+    tally = Tally()
+    counted = _Counted(tally, early, on_progress)
     stopped: list[StoreUnavailable] = []
 
-    async def write_group(group: list[_Prepared | DocumentRow], weight: int) -> list[_Outcome]:
+    async def write_group(group: list[_Prepared | DocumentRow], weight: int, slot: _Slot) -> None:
         try:
             outcomes, failure = await _write_group(group, store, tenant_id)
         finally:
             gate.release(weight)
         if failure is not None and not stopped:
             stopped.append(failure)
-        for row, _ in outcomes:
-            finished(row)
-        return outcomes
+        slot.outcomes = outcomes
+        counted.drain(total)
 
     group: list[_Prepared | DocumentRow] = []
     passages = 0
-    slots: list[asyncio.Task[list[_Outcome]]] = []
-    #: Rows of what a stopped load never handed to the store, in input order.
-    held: list[_Outcome] = []
+    tasks: list[asyncio.Task[None]] = []
 
-    def hold(outcomes: list[_Outcome]) -> None:
-        held.extend(outcomes)
-        for row, _ in outcomes:
-            finished(row)
+    async def hold(outcomes: list[_Outcome]) -> None:
+        """Count what a stopped load does not write, after every group in flight."""
+        await asyncio.gather(*tasks, return_exceptions=True)
+        counted.queue.append(_Slot(outcomes))
+        counted.drain(total)
 
     first_write = [before_first_write] if before_first_write is not None else []
 
@@ -264,9 +262,12 @@ async def _index_items(
             await gate.acquire(passages)
             if stopped:  # failed while this group waited for a slot
                 gate.release(passages)
-                hold([_unwritten(member) for member in group])
+                await hold([_unwritten(member) for member in group])
             else:
-                slots.append(asyncio.ensure_future(write_group(group, passages)))
+                slot = _Slot(None)
+                counted.queue.append(slot)
+                tasks[:] = [task for task in tasks if not task.done()]
+                tasks.append(asyncio.ensure_future(write_group(group, passages, slot)))
             group, passages = [], 0
 
     pending = items if isinstance(items, AsyncIterator) else _each(items)
@@ -280,12 +281,11 @@ async def _index_items(
                 break
             if not isinstance(items, Sized):
                 total += 1
-            if stopped:  # the store is unavailable: the rest is reported, not prepared
-                hold([_unwritten(member) for member in group])
-                hold([_not_written(item)])
+            if stopped:  # the store is unavailable: the rest is counted, not prepared
+                await hold([_unwritten(member) for member in group] + [_Unwritten(item)])
                 async for rest in pending:
                     total += not isinstance(items, Sized)
-                    hold([_not_written(rest)])
+                    await hold([_Unwritten(rest)])
                 group = []
                 break
             prepared = _prepare(item, tenant_id, options, extractor, first_file)
@@ -295,16 +295,63 @@ async def _index_items(
             if passages >= BATCH_PASSAGES or len(group) >= BATCH_DOCUMENTS:
                 await flush()
         await flush()
-        outcomes = [outcome for slot in slots for outcome in await slot] + held
+        await asyncio.gather(*tasks)
     finally:
-        for slot in slots:
-            if not slot.done():
-                slot.cancel()
-    entity_ids = {entity_id for _, found in outcomes for entity_id in found}
-    report = summarise([*early, *(row for row, _ in outcomes)], entity_total=len(entity_ids))
-    if stopped:
-        return report.model_copy(update={"stopped": str(stopped[0])})
-    return report
+        for task in tasks:
+            if not task.done():
+                task.cancel()
+    counted.drain(total)
+    return tally.report(
+        entity_total=len(counted.entity_ids), stopped=str(stopped[0]) if stopped else None
+    )
+
+
+class _Slot:
+    """A group's place in input order; ``outcomes`` is set when its write ends."""
+
+    __slots__ = ("outcomes",)
+
+    def __init__(self, outcomes: list[_Outcome] | None) -> None:
+        self.outcomes = outcomes
+
+
+class _Counted:
+    """Outcomes counted into the report in input order, as the groups before them end, with
+    progress once per group (a call per document cost more than a tiny document's write)."""
+
+    def __init__(
+        self, tally: Tally, early: list[DocumentRow], on_progress: ProgressCallback | None
+    ) -> None:
+        self.tally = tally
+        self.early = early
+        self.on_progress = on_progress
+        self.queue: deque[_Slot] = deque()
+        self.entity_ids: set[UUID] = set()
+        self.done = 0
+
+    def drain(self, total: int) -> None:
+        # Rows of files refused while reading come first (read before anything was written).
+        for row in self.early:
+            self.tally.add(row)
+        self.early.clear()
+        while self.queue and self.queue[0].outcomes is not None:
+            outcomes = self.queue.popleft().outcomes or []
+            for outcome in outcomes:
+                self._count(outcome)
+            self.done += len(outcomes)
+            if outcomes and self.on_progress is not None:
+                self.on_progress(self.done, max(total, self.done), _row(outcomes[-1]))
+
+    def _count(self, outcome: _Outcome) -> None:
+        if isinstance(outcome, _Stored):
+            (file, document, notes), chunks, entities, duplicates = outcome.prepared
+            self.tally.stored(
+                file, document.source_id, passages=len(chunks), duplicates=duplicates,
+                entities=len(entities), orphans=outcome.orphans, notes=notes,
+            )  # fmt: skip
+            self.entity_ids.update(entity.entity_id for entity in entities)
+        else:
+            self.tally.add(_row(outcome))
 
 
 async def _each(items: Iterable[_Item]) -> AsyncIterator[_Item]:
@@ -407,8 +454,39 @@ def _too_many_words(text: str) -> str | None:
     return None
 
 
-#: What writing one document gave: its row and the entities it stored.
-_Outcome = tuple[DocumentRow, set[UUID]]
+class _Stored(NamedTuple):
+    """A document written, with the passages of its earlier version it removed."""
+
+    prepared: _Prepared
+    orphans: int
+
+
+class _Unwritten(NamedTuple):
+    """A document a stopped load did not write."""
+
+    item: _Item
+
+
+#: What became of one document: stored, not written, or a row saying why not.
+_Outcome = _Stored | _Unwritten | DocumentRow
+
+
+def _row(outcome: _Outcome) -> DocumentRow:
+    """The report row of ``outcome`` (made only when shown or kept: one is a model)."""
+    if isinstance(outcome, DocumentRow):
+        return outcome
+    if isinstance(outcome, _Unwritten):
+        file, document, notes = outcome.item
+        return DocumentRow(
+            file=file, source_id=document.source_id, status="rejected", reason=NOT_WRITTEN,
+            notes=notes,
+        )  # fmt: skip
+    (file, document, notes), chunks, entities, duplicates = outcome.prepared
+    return DocumentRow(
+        file=file, source_id=document.source_id, status="indexed", passages_written=len(chunks),
+        duplicate_passages=duplicates, entities_found=len(entities),
+        orphans_removed=outcome.orphans, notes=notes,
+    )  # fmt: skip
 
 
 async def _write_group(
@@ -416,8 +494,8 @@ async def _write_group(
 ) -> tuple[list[_Outcome], StoreUnavailable | None]:
     """The group's documents in one ``replace_sources``; if that fails on its data, each on its
     own, so the one bad document is named and the others are stored. An unavailable store
-    ends the group there: its unwritten documents are rows ``NOT_WRITTEN``, and the failure
-    is returned for the report."""
+    ends the group there: its unwritten documents are ``_Unwritten``, and the failure is
+    returned for the report."""
     prepared = [p for p in group if isinstance(p, _Prepared)]
     written: dict[int, _Outcome] = {}
     if len(prepared) > 1:
@@ -434,12 +512,12 @@ async def _write_group(
             written = {}
         else:
             for p, orphans in zip(prepared, removed, strict=True):
-                written[id(p)] = _indexed(p, orphans)
+                written[id(p)] = _Stored(p, orphans)
     outcomes: list[_Outcome] = []
     failure: StoreUnavailable | None = None
     for member in group:
         if isinstance(member, DocumentRow):
-            outcomes.append((member, set()))
+            outcomes.append(member)
         elif id(member) in written:
             outcomes.append(written[id(member)])
         elif failure is not None:
@@ -456,34 +534,8 @@ async def _write_group(
 def _unwritten(member: _Prepared | DocumentRow) -> _Outcome:
     """A member of a group an unavailable store did not write (a rejection row stays as it is)."""
     if isinstance(member, DocumentRow):
-        return member, set()
-    return _not_written(member.item)
-
-
-def _not_written(item: _Item) -> _Outcome:
-    row = DocumentRow(
-        file=item.file,
-        source_id=item.document.source_id,
-        status="rejected",
-        reason=NOT_WRITTEN,
-        notes=item.notes,
-    )
-    return row, set()
-
-
-def _indexed(prepared: _Prepared, orphans: int) -> _Outcome:
-    (file, document, doc_notes), chunks, entities, duplicates = prepared
-    row = DocumentRow(
-        file=file,
-        source_id=document.source_id,
-        status="indexed",
-        passages_written=len(chunks),
-        duplicate_passages=duplicates,
-        entities_found=len(entities),
-        orphans_removed=orphans,
-        notes=doc_notes,
-    )
-    return row, {entity.entity_id for entity in entities}
+        return member
+    return _Unwritten(member.item)
 
 
 async def _write(prepared: _Prepared, store: ChunkStore, tenant_id: UUID) -> _Outcome:
@@ -497,12 +549,11 @@ async def _write(prepared: _Prepared, store: ChunkStore, tenant_id: UUID) -> _Ou
         raise  # not this document's fault: the caller stops
     except Exception as exc:  # the document's own data: it alone is rejected
         reason = f"not stored ({type(exc).__name__}: {exc}); earlier passages kept"
-        row = DocumentRow(
+        return DocumentRow(
             file=file, source_id=document.source_id, status="rejected", reason=reason,
             notes=doc_notes,
         )  # fmt: skip
-        return row, set()
-    return _indexed(prepared, orphans)
+    return _Stored(prepared, orphans)
 
 
 async def index_uploads(

@@ -55,7 +55,7 @@ class Rejection(BaseModel):
 
 
 class FileSummary(BaseModel):
-    """One file's totals, for a row per uploaded file."""
+    """One file's totals, for a row per uploaded file (every document counted, kept or not)."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -64,11 +64,26 @@ class FileSummary(BaseModel):
     passages_written: int = Field(ge=0)
     entities_found: int = Field(ge=0)
     orphans_removed: int = Field(ge=0)
+    #: Reasons of the file's rejections among the rows kept (``documents_rejected`` counts all).
     rejected: list[str] = Field(default_factory=list)
+    #: Documents, records or the file itself that stored nothing.
+    documents_rejected: int = Field(default=0, ge=0)
+    #: Documents a stopped load never wrote (each also counted in ``documents_rejected``).
+    not_written: int = Field(default=0, ge=0)
+    #: Notes of the rows kept (recoveries applied while reading).
+    notes: list[str] = Field(default_factory=list)
+    #: Every source stored from the file, in order.
+    source_ids: list[str] = Field(default_factory=list)
 
 
 class IndexReport(BaseModel):
-    """The outcome of a batch: totals, rejections with reasons, and a row per document."""
+    """The outcome of a batch: totals, totals per file, rejections with reasons, and rows.
+
+    Rows are kept for the first ``REPORT_ROWS`` documents and, after them, for rejections and
+    documents with notes up to ``REPORT_REMARKS`` rows in all; the rest are counted
+    (``rows_left_out``) in the totals and the files' totals. A row per document was ~600 bytes,
+    0.6 GB for a JSONL of a million tiny records, and nobody reads a million rows.
+    """
 
     model_config = ConfigDict(frozen=True)
 
@@ -77,53 +92,185 @@ class IndexReport(BaseModel):
     #: Distinct entities mentioned by the passages written.
     entities_found: int = Field(default=0, ge=0)
     orphans_removed: int = Field(default=0, ge=0)
+    #: The rejections among the rows kept (``rejections`` counts them all).
     rejected: list[Rejection] = Field(default_factory=list)
+    #: Documents, records and files that stored nothing.
+    rejections: int = Field(default=0, ge=0)
+    #: Documents a stopped load never wrote (the rows kept of them have reason ``NOT_WRITTEN``).
+    not_written: int = Field(default=0, ge=0)
     rows: list[DocumentRow] = Field(default_factory=list)
+    #: Rows counted in the totals but not kept.
+    rows_left_out: int = Field(default=0, ge=0)
+    files: list[FileSummary] = Field(default_factory=list)
     #: Why the writes stopped before the end (the store became unavailable), or None.
     stopped: str | None = None
 
     @property
     def ok(self) -> bool:
         """True when nothing was rejected."""
-        return not self.rejected
-
-    @property
-    def not_written(self) -> int:
-        """Documents a stopped load never wrote (each a row with reason ``NOT_WRITTEN``)."""
-        return sum(row.reason == NOT_WRITTEN for row in self.rows)
+        return not self.rejections
 
     def by_file(self) -> list[FileSummary]:
         """Totals per file, in the order the files were given."""
-        grouped: dict[str, list[DocumentRow]] = {}
-        for row in self.rows:
-            grouped.setdefault(row.file or (row.source_id or ""), []).append(row)
-        return [
+        return list(self.files)
+
+
+#: Rows kept for every document, the first this many of a batch.
+REPORT_ROWS = 1_000
+#: Rows kept at most; after the first ``REPORT_ROWS`` only rejections and rows with notes.
+REPORT_REMARKS = 10_000
+
+
+class _FileTotals:
+    """A file's running totals (a plain object: one update per document must be cheap)."""
+
+    __slots__ = (
+        "entities",
+        "indexed",
+        "notes",
+        "orphans",
+        "passages",
+        "reasons",
+        "rejected",
+        "sources",
+        "unwritten",
+    )
+
+    def __init__(self) -> None:
+        self.indexed = self.passages = self.entities = self.orphans = 0
+        self.rejected = self.unwritten = 0
+        self.reasons: list[str] = []
+        self.notes: list[str] = []
+        self.sources: list[str] = []
+
+
+class Tally:
+    """A report built a document at a time: totals per file, at most ``REPORT_REMARKS`` rows.
+
+    ``stored`` makes a ``DocumentRow`` only for a row it keeps, so a million tiny documents cost
+    a counter update each, not a model each.
+    """
+
+    def __init__(self) -> None:
+        self._files: dict[str, _FileTotals] = {}
+        self._rows: list[DocumentRow] = []
+        self._documents = 0
+        self._left_out = 0
+
+    def _file(self, file: str, source_id: str | None) -> _FileTotals:
+        key = file or (source_id or "")
+        totals = self._files.get(key)
+        if totals is None:
+            totals = self._files[key] = _FileTotals()
+        return totals
+
+    def _keeps(self, remark: bool) -> bool:
+        self._documents += 1
+        kept = len(self._rows) < REPORT_REMARKS and (remark or self._documents <= REPORT_ROWS)
+        self._left_out += not kept
+        return kept
+
+    def add(self, row: DocumentRow) -> None:
+        """Count a row made elsewhere (a rejection, or a document given as a row)."""
+        totals = self._file(row.file, row.source_id)
+        if row.status == "indexed":
+            self._count_stored(
+                totals,
+                row.source_id or "",
+                row.passages_written,
+                row.entities_found,
+                row.orphans_removed,
+            )
+        else:
+            totals.rejected += 1
+            totals.unwritten += row.reason == NOT_WRITTEN
+        if self._keeps(row.status == "rejected" or bool(row.notes)):
+            self._rows.append(row)
+            if row.status == "rejected":
+                totals.reasons.append(row.reason or "rejected")
+            totals.notes.extend(row.notes)
+
+    def stored(
+        self,
+        file: str,
+        source_id: str,
+        *,
+        passages: int,
+        duplicates: int,
+        entities: int,
+        orphans: int,
+        notes: list[str],
+    ) -> None:
+        """Count one stored document; its row is made only if kept."""
+        totals = self._file(file, source_id)
+        self._count_stored(totals, source_id, passages, entities, orphans)
+        if self._keeps(bool(notes)):
+            self._rows.append(
+                DocumentRow(
+                    file=file,
+                    source_id=source_id,
+                    status="indexed",
+                    passages_written=passages,
+                    duplicate_passages=duplicates,
+                    entities_found=entities,
+                    orphans_removed=orphans,
+                    notes=notes,
+                )
+            )
+            totals.notes.extend(notes)
+
+    @staticmethod
+    def _count_stored(
+        totals: _FileTotals, source_id: str, passages: int, entities: int, orphans: int
+    ) -> None:
+        totals.indexed += 1
+        totals.passages += passages
+        totals.entities += entities
+        totals.orphans += orphans
+        totals.sources.append(source_id)
+
+    def report(self, entity_total: int | None = None, stopped: str | None = None) -> IndexReport:
+        """The report of everything counted; entities are summed per document unless a total
+        is given."""
+        files = [
             FileSummary(
                 file=file,
-                documents_indexed=sum(r.status == "indexed" for r in rows),
-                passages_written=sum(r.passages_written for r in rows),
-                entities_found=sum(r.entities_found for r in rows),
-                orphans_removed=sum(r.orphans_removed for r in rows),
-                rejected=[r.reason or "" for r in rows if r.status == "rejected"],
+                documents_indexed=t.indexed,
+                passages_written=t.passages,
+                entities_found=t.entities,
+                orphans_removed=t.orphans,
+                rejected=t.reasons,
+                documents_rejected=t.rejected,
+                not_written=t.unwritten,
+                notes=t.notes,
+                source_ids=t.sources,
             )
-            for file, rows in grouped.items()
+            for file, t in self._files.items()
         ]
+        return IndexReport(
+            documents_indexed=sum(f.documents_indexed for f in files),
+            passages_written=sum(f.passages_written for f in files),
+            entities_found=(
+                entity_total if entity_total is not None else sum(f.entities_found for f in files)
+            ),
+            orphans_removed=sum(f.orphans_removed for f in files),
+            rejected=[
+                Rejection(file=row.file, source_id=row.source_id, reason=row.reason or "rejected")
+                for row in self._rows
+                if row.status == "rejected"
+            ],
+            rejections=sum(f.documents_rejected for f in files),
+            not_written=sum(f.not_written for f in files),
+            rows=self._rows,
+            rows_left_out=self._left_out,
+            files=files,
+            stopped=stopped,
+        )
 
 
 def summarise(rows: Sequence[DocumentRow], entity_total: int | None = None) -> IndexReport:
     """The report for ``rows``; entities are counted per document unless a total is given."""
-    indexed = [row for row in rows if row.status == "indexed"]
-    return IndexReport(
-        documents_indexed=len(indexed),
-        passages_written=sum(row.passages_written for row in indexed),
-        entities_found=(
-            entity_total if entity_total is not None else sum(r.entities_found for r in indexed)
-        ),
-        orphans_removed=sum(row.orphans_removed for row in indexed),
-        rejected=[
-            Rejection(file=row.file, source_id=row.source_id, reason=row.reason or "rejected")
-            for row in rows
-            if row.status == "rejected"
-        ],
-        rows=list(rows),
-    )
+    tally = Tally()
+    for row in rows:
+        tally.add(row)
+    return tally.report(entity_total)

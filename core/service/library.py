@@ -24,7 +24,7 @@ from core.domain.names import format_problem
 from core.domain.tokenize import DEFAULT_PROFILE, Profile
 from core.ingest.indexing import (
     NOT_WRITTEN,
-    DocumentRow,
+    FileSummary,
     IndexReport,
     UploadResult,
     index_uploads,
@@ -336,39 +336,40 @@ class LibraryActions(StoreRunner):
 def _file_reports(
     names: Sequence[str], report: IndexReport, before: Mapping[str, int]
 ) -> list[FileReport]:
-    """One report per file name, in the order given, from the per-document rows.
+    """One report per file name, in the order given, from the per-file totals.
 
     ``before`` is every source's passage count before the upload: content-addressed ids make
     "unchanged" = before − removed, since a passage whose text stayed keeps its id.
     """
-    rows: dict[str, list[DocumentRow]] = {}
-    for row in report.rows:
-        rows.setdefault(row.file, []).append(row)
+    files = {summary.file: summary for summary in report.by_file()}
     out: list[FileReport] = []
     for name in dict.fromkeys(names):
-        mine = rows.get(name, [])
-        indexed = [r for r in mine if r.status == "indexed"]
-        rejected = [_reason(r, report.stopped) for r in mine if r.status == "rejected"]
-        notes = [note for r in mine for note in r.notes]
+        summary = files.get(name) or FileSummary(
+            file=name, documents_indexed=0, passages_written=0, entities_found=0,
+            orphans_removed=0,
+        )  # fmt: skip
+        rejected = [_reason(reason, report.stopped) for reason in summary.rejected]
+        notes = list(summary.notes)
         error = None
-        if not indexed:
+        if not summary.documents_indexed:
             error = "; ".join(dict.fromkeys(rejected)) or "nothing in the file — nothing stored"
-        elif rejected:
+        elif summary.documents_rejected:
             notes = [
-                f"{count(len(rejected), 'document')} rejected: " + "; ".join(rejected[:5]),
+                f"{count(summary.documents_rejected, 'document')} rejected: "
+                + "; ".join(rejected[:5]),
                 *notes,
             ]
-        sources = dict.fromkeys(r.source_id for r in indexed if r.source_id)
+        sources = dict.fromkeys(summary.source_ids)
         before_total = sum(before.get(source, 0) for source in sources)
-        removed = sum(r.orphans_removed for r in indexed)
-        written = sum(r.passages_written for r in indexed)
+        removed = summary.orphans_removed
+        written = summary.passages_written
         unchanged = min(max(before_total - removed, 0), written)
         out.append(
             FileReport(
                 file_name=name,
-                documents=len(indexed),
+                documents=summary.documents_indexed,
                 passages_written=written,
-                entities_found=sum(r.entities_found for r in indexed),
+                entities_found=summary.entities_found,
                 passages_before=before_total,
                 passages_unchanged=unchanged,
                 passages_new=written - unchanged,
@@ -381,8 +382,8 @@ def _file_reports(
     return out
 
 
-def _reason(row: DocumentRow, stopped: str | None) -> str:
+def _reason(reason: str, stopped: str | None) -> str:
     """A rejection's reason; for a document a stopped upload never wrote, why it stopped."""
-    if row.reason == NOT_WRITTEN and stopped is not None:
+    if reason == NOT_WRITTEN and stopped is not None:
         return f"not stored: {stopped}"
-    return row.reason or "rejected"
+    return reason

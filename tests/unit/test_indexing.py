@@ -135,13 +135,19 @@ async def test_re_uploading_a_changed_document_replaces_its_passages_and_counts_
     assert same.orphans_removed == 0 and same.passages_written == 1
 
 
-async def test_progress_is_reported_after_every_document_with_the_batch_total() -> None:
+async def test_progress_is_reported_after_every_written_group_with_the_batch_total(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     seen: list[tuple[int, int, str | None]] = []
 
     def progress(done: int, total: int, row: DocumentRow) -> None:
         seen.append((done, total, row.source_id))
 
     documents = [SourceDocument(source_id=f"d{i}", text=f"text {i}") for i in range(3)]
+    await index_documents(documents, InMemoryChunkStore(), TENANT, on_progress=progress)
+    assert seen == [(3, 3, "d2")]  # one group: one call (a call per document cost more)
+    seen.clear()
+    monkeypatch.setattr(indexing, "BATCH_PASSAGES", 1)
     await index_documents(documents, InMemoryChunkStore(), TENANT, on_progress=progress)
     assert seen == [(1, 3, "d0"), (2, 3, "d1"), (3, 3, "d2")]
 
@@ -365,7 +371,8 @@ async def test_an_unavailable_store_stops_the_load_instead_of_writing_one_docume
     assert [row.status for row in report.rows] == ["indexed"] * 4 + ["rejected"] * 8
     assert {row.reason for row in report.rows[4:]} == {NOT_WRITTEN}
     assert report.documents_indexed == 4 and report.not_written == 8
-    assert seen == list(range(1, 13))
+    # Per group counted: the two groups, then what was left after the stop, up to every one.
+    assert seen[:2] == [4, 8] and seen[-1] == 12 and seen == sorted(set(seen))
     assert len(await store.list_sources(TENANT)) == 4
 
 

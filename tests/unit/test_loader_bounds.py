@@ -25,6 +25,7 @@ from core.domain.chunks import ChunkingOptions, workspace_tenant_id
 from core.ingest import beir, folders
 from core.ingest.folders import read_paths, skipped_files
 from core.ingest.names import terminal_safe
+from core.settings import Settings
 from core.stores.memory import InMemoryChunkStore
 from core.stores.port import Workspace
 
@@ -342,3 +343,45 @@ def test_an_upload_is_indexed_while_it_is_read(monkeypatch: pytest.MonkeyPatch) 
     assert report.documents == 5_000 and len(parsed) == 5_000
     # The first write came before the whole file was parsed (the parts are written as read).
     assert store.files_read_at_write[0] < 5_000
+
+
+async def test_a_big_load_keeps_rows_for_the_first_documents_and_every_rejection_and_counts_all(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A row per document was ~600 bytes, 0.6 GB for a million tiny records: the report keeps
+    the first ``REPORT_ROWS`` documents' rows and the rejections, and counts everything."""
+    from core.domain.chunks import SourceDocument
+    from core.ingest import report as reporting
+    from core.ingest.indexing import index_documents
+
+    monkeypatch.setattr(reporting, "REPORT_ROWS", 10)
+    documents = [SourceDocument(source_id=f"d{n}", text=f"wing {n}") for n in range(200)]
+    documents.insert(150, SourceDocument(source_id="d7", text="a second d7"))
+    tenant = workspace_tenant_id("w")
+    report = await index_documents(documents, InMemoryChunkStore(), tenant, extractor=None)
+    assert [r.source_id for r in report.rows] == [f"d{n}" for n in range(10)] + ["d7"]
+    assert report.rows[-1].status == "rejected" and report.rows_left_out == 190
+    assert report.documents_indexed == 200 and report.passages_written == 200
+    assert report.rejections == 1 and len(report.rejected) == 1
+    assert sum(f.documents_indexed for f in report.by_file()) == 200
+
+
+def test_an_upload_reports_every_document_of_a_file_beyond_the_rows_kept(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from core.ingest import report as reporting
+    from core.service.facade import LexplainService
+    from tests.fixtures.probes import tiny_records
+
+    monkeypatch.setattr(reporting, "REPORT_ROWS", 10)
+    service = LexplainService.from_settings(Settings(store="memory"))
+    try:
+        data = tiny_records(50) + b'{"_id": "r0", "text": "again"}\n'
+        (report,) = service.upload_files([("r.jsonl", data)], workspace="w")
+    finally:
+        service.close()
+    assert report.documents == 50 and report.passages_written == 50
+    assert len(report.source_ids) == 50
+    assert report.notes == [
+        "1 document rejected: line 51: duplicate _id 'r0' (first on line 1) — line skipped"
+    ]
