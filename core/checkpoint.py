@@ -14,6 +14,10 @@ from another thread needs two loop turns to start, and on PostgreSQL it suspends
 trip, when the long work would take the loop again). The cost: long work pauses for as long as
 searches keep arriving, up to ``core.service.runner.MAX_GIVE_WAY_S`` per checkpoint.
 
+With no pause installed (``load``, tests), a checkpoint turns the loop at most every
+``_TURN_S``: each turn is an epoll call and a task switch (~10 us), and a load of a million
+tiny documents reached six checkpoints per document (in the store too), a tenth of its time.
+
 Synchronous work cut into steps (``core.domain.steps``) runs with a checkpoint between
 steps here (``stepped``), and whole with ``finish``.
 """
@@ -21,6 +25,7 @@ steps here (``stepped``), and whole with ``finish``.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from typing import TypeVar
@@ -31,13 +36,20 @@ T = TypeVar("T")
 
 #: The pause long work awaits at each checkpoint; None outside the service (tests, ``load``).
 _PAUSE: ContextVar[Callable[[], Awaitable[None]] | None] = ContextVar("pause", default=None)
+#: Seconds between two turns of the loop at checkpoints when no pause is installed.
+_TURN_S = 0.001
+#: When a checkpoint without a pause last turned the loop (``time.monotonic``).
+_last_turn = [0.0]
 
 
 async def checkpoint() -> None:
     """Let pending interactive calls run before this long work goes on."""
     pause = _PAUSE.get()
     if pause is None:
-        await asyncio.sleep(0)
+        now = time.monotonic()
+        if now - _last_turn[0] >= _TURN_S:
+            _last_turn[0] = now
+            await asyncio.sleep(0)
     else:
         await pause()
 

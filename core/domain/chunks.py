@@ -34,6 +34,7 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from core.domain.bm25 import built
 from core.domain.names import format_problem
 
 
@@ -90,6 +91,8 @@ def _check_source_id(value: str) -> str:
 
 
 def _check_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
+    if not metadata:
+        return metadata
     try:
         encoded = json.dumps(metadata, ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError) as exc:
@@ -231,18 +234,20 @@ def _strip_bounds(text: str) -> tuple[int, int]:
 
 
 def _best_cut(text: str, low: int, high: int) -> int:
-    """The preferred cut position in ``(low, high]``; ``high`` if there is no boundary."""
+    """The preferred cut position in ``(low, high]``; ``high`` if there is no boundary.
+
+    Each kind of boundary is looked for only when the kinds before it are absent, the last of
+    its kind wins, and a space is found from the end: listing every kind's matches first was
+    a third of cutting a 58 MB line.
+    """
     window = text[low + 1 : high + 1]
-    sentence_cuts = [m.end() for m in _SENTENCE_END.finditer(window)]
-    for cuts in (
-        [m.start() for m in _PARAGRAPH_BREAK.finditer(window)],
-        sentence_cuts,
-        [m.start() for m in _LINE_BREAK.finditer(window)],
-        [m.start() for m in _SPACE.finditer(window)],
-    ):
-        usable = [cut for cut in cuts if cut >= 0]
-        if usable:
-            return low + 1 + usable[-1]
+    for pattern, at_end in ((_PARAGRAPH_BREAK, False), (_SENTENCE_END, True), (_LINE_BREAK, False)):
+        cuts = [match.end() if at_end else match.start() for match in pattern.finditer(window)]
+        if cuts:
+            return low + 1 + cuts[-1]
+    for offset in range(len(window) - 1, -1, -1):
+        if window[offset].isspace():  # what ``\s`` matches
+            return low + 1 + offset
     cut = high
     # A hard cut never separates a base character from its combining marks.
     while cut > low + 1 and unicodedata.combining(text[cut]):
@@ -259,6 +264,12 @@ def chunk_text(
     whitespace-only, or starts or ends with whitespace.
     """
     ChunkingOptions(size=size, overlap=overlap)  # validates: size >= 1, 0 <= overlap < size
+    return _cut(text, size, overlap)
+
+
+def _cut(text: str, size: int, overlap: int) -> list[TextSpan]:
+    """``chunk_text`` with ``size`` and ``overlap`` already checked (a model per call cost a
+    tiny document as much as cutting it)."""
     start, limit = _strip_bounds(text)
     spans: list[TextSpan] = []
     # A cut is searched in the back half of the window, and always beyond the overlap, so every
@@ -292,7 +303,7 @@ def split_document(text: str, options: ChunkingOptions) -> list[TextSpan]:
     if options.whole_documents:
         start, end = _strip_bounds(text)
         return [TextSpan(start, end, text[start:end])] if end > start else []
-    return chunk_text(text, options.size, options.overlap)
+    return _cut(text, options.size, options.overlap)
 
 
 class PassageMention(NamedTuple):
@@ -350,17 +361,22 @@ def build_chunks(
         # ints and those strings, and the id is the one just derived. Validating each passage
         # re-ran those checks and hashed the text a second time (a tenth of a load's Python
         # time); every store still re-checks a batch before writing (``checked_for_write``).
+        # ``built``, not ``model_construct``: 15-20 us a passage, a third of preparing a tiny
+        # document (~20 s of a million-record JSONL).
         chunks.append(
-            StoredChunk.model_construct(
-                tenant_id=tenant_id,
-                source_id=document.source_id,
-                text=span.text,
-                chunk_index=len(chunks),
-                start_char=span.start,
-                end_char=span.end,
-                entity_ids=entity_ids,
-                metadata=metadata,
-                id=identity,
+            built(
+                StoredChunk,
+                {
+                    "tenant_id": tenant_id,
+                    "source_id": document.source_id,
+                    "text": span.text,
+                    "chunk_index": len(chunks),
+                    "start_char": span.start,
+                    "end_char": span.end,
+                    "entity_ids": entity_ids,
+                    "metadata": metadata,
+                    "id": identity,
+                },
             )
         )
     return chunks

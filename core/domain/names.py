@@ -56,7 +56,11 @@ def format_problem(value: str) -> str | None:
     """Why ``value`` cannot name a workspace or a source: its first format character, or None.
 
     Said as the code point and its Unicode name, since the character itself is invisible.
+    ASCII holds no format character, so an ASCII value is answered without a look at each
+    character (three checks per JSONL record: a tenth of reading a million tiny records).
     """
+    if value.isascii():
+        return None
     for offset, char in enumerate(value):
         if _is_format(char):
             label = unicodedata.name(char, "a format character")

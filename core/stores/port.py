@@ -579,7 +579,8 @@ def checked_for_write(
         for name, value in (("source_id", chunk.source_id), ("text", chunk.text)):
             if not isinstance(value, str) or not value or not is_storable(value):
                 raise ValueError(f"chunk {position} has an unstorable {name}")
-        problem = source_id_problem(chunk.source_id)
+        # The batch's own source id was checked above (once, not once per passage).
+        problem = None if chunk.source_id == source_id else source_id_problem(chunk.source_id)
         if problem is not None:
             raise ValueError(f"chunk {position}: {problem}")
         for name, number in (

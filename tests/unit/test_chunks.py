@@ -78,3 +78,24 @@ def test_a_source_id_with_an_invisible_character_is_refused_naming_it(invisible:
     with pytest.raises(ValidationError, match=f"U\\+{ord(invisible):04X}"):
         make(source_id=f"doc{invisible}-1")
     assert source_id_problem("doc-1") is None
+
+
+def test_the_passages_a_load_builds_unchecked_equal_validated_ones() -> None:
+    """``build_chunks`` skips validation for speed; what it makes is what validation makes."""
+    from core.domain.chunks import (
+        ChunkingOptions,
+        PassageMention,
+        SourceDocument,
+        build_chunks,
+        split_document,
+    )
+
+    text = " ".join(f"Wing {n} flutters." for n in range(60))
+    document = SourceDocument(source_id="s", text=text, title="T")
+    spans = split_document(document.text, ChunkingOptions(size=200, overlap=20))
+    mention = PassageMention(0, 7, UUID(int=7))
+    chunks = build_chunks(document, UUID(int=1), spans, [mention])
+    assert len(chunks) > 3 and chunks[0].entity_ids == [UUID(int=7)]
+    for chunk in chunks:
+        assert chunk == StoredChunk.model_validate(chunk.model_dump())
+        assert chunk.model_fields_set == set(StoredChunk.model_fields)
