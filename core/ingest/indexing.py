@@ -53,7 +53,7 @@ from core.domain.chunks import (
     split_document,
 )
 from core.domain.entities import Entity, EntityExtractor, RuleBasedExtractor
-from core.ingest.limits import DEFAULT_MAX_BYTES
+from core.ingest.limits import DEFAULT_MAX_BYTES, too_many_words
 from core.ingest.names import printable_name
 from core.ingest.readers import read_file, read_parts
 from core.ingest.report import (
@@ -91,14 +91,6 @@ BATCH_DOCUMENTS = 5_000
 #: Passages in groups being written at once at most; a group over it is written alone and
 #: nothing more is read meanwhile (four ordinary groups fit, so ordinary loads keep their pace).
 IN_FLIGHT_PASSAGES = WRITE_CONCURRENCY * BATCH_PASSAGES
-#: Most distinct words one document may hold; one with more is refused before it is cut (a
-#: 56 MB file of 7 M distinct words took 2.5 GB and three minutes to index in memory). A long
-#: book has a few hundred thousand; a document over this is a word list or generated data.
-MAX_DOCUMENT_WORDS = 1_000_000
-#: Characters of a document counted at a time for that bound (``str.split`` on slices runs at
-#: C speed without a list of every word; a word cut by a slice edge counts twice, at most one
-#: per slice). Rejected: the tokenizer's pattern (34 s on a 57 MB file, loaded machine).
-_COUNT_SLICE = 1 << 20
 #: The extractor used when the caller names none (rules only; see EXTRACTOR_LIMITS).
 DEFAULT_EXTRACTOR: EntityExtractor = RuleBasedExtractor()
 
@@ -422,7 +414,7 @@ def _prepare(
         earlier = first_file[source_id] or "an earlier document"
         return rejected(f"same source id as {earlier} in this batch — the first one was kept")
     first_file[source_id] = file or source_id
-    too_varied = _too_many_words(document.text)
+    too_varied = too_many_words(document.text)
     if too_varied is not None:
         return rejected(too_varied)
     try:
@@ -436,22 +428,6 @@ def _prepare(
     used = {entity_id for chunk in chunks for entity_id in chunk.entity_ids}
     wanted = [entity for entity_id, entity in entities.items() if entity_id in used]
     return _Prepared(item, chunks, wanted, len(spans) - len(chunks))
-
-
-def _too_many_words(text: str) -> str | None:
-    """Why ``text`` holds too many distinct words (runs of non-space) to index, or None; stops
-    counting at the bound, so the count holds little more than ``MAX_DOCUMENT_WORDS`` words."""
-    if len(text) <= 2 * MAX_DOCUMENT_WORDS:  # words need a separator: it cannot have more
-        return None
-    seen: set[str] = set()
-    for start in range(0, len(text), _COUNT_SLICE):
-        seen.update(text[start : start + _COUNT_SLICE].split())
-        if len(seen) > MAX_DOCUMENT_WORDS:
-            return (
-                f"the document holds more than {MAX_DOCUMENT_WORDS:,} distinct words (the limit"
-                " per document; a word list or generated data?) — nothing stored"
-            )
-    return None
 
 
 class _Stored(NamedTuple):

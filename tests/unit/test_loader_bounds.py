@@ -218,9 +218,9 @@ def test_load_owner_that_is_not_an_address_exits_2_before_reading(tmp_path: Path
 async def test_a_document_of_too_many_distinct_words_is_refused_before_it_is_cut(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from core.ingest import indexing
+    from core.ingest import limits
 
-    monkeypatch.setattr(indexing, "MAX_DOCUMENT_WORDS", 100)
+    monkeypatch.setattr(limits, "MAX_DOCUMENT_WORDS", 100)
     (tmp_path / "words.txt").write_text(" ".join(f"w{n}" for n in range(150)))
     (tmp_path / "fine.txt").write_text("wing " * 100)
     store = InMemoryChunkStore()
