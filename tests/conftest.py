@@ -24,13 +24,16 @@ import os
 import shutil
 import tempfile
 import uuid
+import weakref
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import asyncpg
 import pytest
 from hypothesis import HealthCheck, settings
 
+from core.service.runner import StoreRunner
 from core.stores import embedded
 from core.stores.postgres import PostgresChunkStore
 
@@ -80,6 +83,32 @@ def private_data_dir() -> Iterator[Path]:
         patch.setenv("LEXPLAIN_DATA_DIR", str(data_dir))
         yield data_dir
         patch.undo()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def services_close_before_their_servers(private_data_dir: Path) -> Iterator[None]:
+    """Every service a test left open is closed at the end of the session, before the
+    embedded servers stop (this fixture's teardown runs before ``private_data_dir``'s).
+
+    A service closes itself at interpreter exit (``StoreRunner`` registers ``close`` with
+    atexit), but the session's servers stop earlier, in fixture teardown: a service still open
+    then (one Streamlit's ``get_service`` cache or a CLI call kept) holds a pool whose server
+    is gone, and asyncpg printed "Failed to restore the pool connection floor" tracebacks after
+    the summary. Rejected: closing in each test that opens one (a new test forgets it again).
+    """
+    opened: weakref.WeakSet[StoreRunner] = weakref.WeakSet()
+    original = StoreRunner.__init__
+
+    def tracked(self: StoreRunner, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        opened.add(self)
+
+    patch = pytest.MonkeyPatch()
+    patch.setattr(StoreRunner, "__init__", tracked)
+    yield
+    patch.undo()
+    for runner in list(opened):
+        runner.close()  # idempotent: a closed one returns at once
 
 
 @pytest.fixture(scope="session")
