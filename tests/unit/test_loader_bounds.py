@@ -385,3 +385,20 @@ def test_an_upload_reports_every_document_of_a_file_beyond_the_rows_kept(
     assert report.notes == [
         "1 document rejected: line 51: duplicate _id 'r0' (first on line 1) — line skipped"
     ]
+
+
+def test_load_lists_the_rejections_kept_and_says_how_many_more_there_were(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from core.ingest import report as reporting
+
+    monkeypatch.setattr(reporting, "REPORT_ROWS", 2)
+    monkeypatch.setattr(reporting, "REPORT_REMARKS", 5)
+    lines = [b'{"_id": "d%d", "text": "wing"}\n' % n for n in range(3)]
+    lines += [b'{"_id": "d0", "text": "again"}\n'] * 8
+    (tmp_path / "r.jsonl").write_bytes(b"".join(lines))
+    status, said = run_load(str(tmp_path / "r.jsonl"), "--workspace", "w")
+    assert status == 1
+    # The rows kept are the first five (the rejections read come first), the rest counted.
+    assert "8 rejected:" in said and said.count("duplicate _id 'd0'") == 5
+    assert "… and 3 more (not listed)" in said
