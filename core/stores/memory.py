@@ -1,35 +1,39 @@
 """The in-memory chunk store: the reference every other adapter is held to.
 
-It keeps, per tenant, an inverted index (term -> {chunk id: tf}), each passage's
-token length and running totals, all updated at write time, so a query touches
-only the postings of its terms and n_docs / avg_doc_length are O(1). The
-alternative, re-tokenising every passage per query, is simpler but makes a query
-cost the whole corpus. One ``threading.Lock`` guards everything: no method awaits
-while holding it, so it serves several tasks on one loop and several threads alike;
-a per-tenant lock would allow more parallelism for a cost in deadlock reasoning
-that a single-machine exploration store does not need.
+Per tenant it holds one immutable ``Image`` (``memory_image``): segments of CSR posting
+arrays, one per write batch, merged by size, with tombstones for deletes; the arrays are the
+only index. A query touches only the postings of its terms, and n_docs / avg_doc_length are
+O(1). The alternative, re-tokenising every passage per query, is simpler but makes a query
+cost the whole corpus.
+
+Every write builds the next image aside — outside the lock, tokenising with a checkpoint per
+passage, the numpy work in a thread once the image is big — and swaps it in under one
+``threading.Lock`` if no other write replaced the image meanwhile (else it builds again,
+reusing its tokens). Readers take the current image under the lock and then read it without
+it, so they see the old version or the new one, never a mix, and an upload into a full
+workspace holds the lock only for the swap. No method awaits while holding the lock, so it
+serves several tasks on one loop and several threads alike; a per-tenant lock would allow
+more parallelism for a cost in deadlock reasoning that a single-machine store does not need.
 
 Every chunk is deep-copied on the way in and on the way out: callers own what
 they pass and what they get back.
 
 A big corpus is millions of long-lived objects, and Python's cyclic collector walks all of
 them in every full collection: at a million passages a page run then paused ~2 s every other
-time (bench_browser). So once a store holds ``freeze_above`` passages, each new columnar image
-is followed by one full collection and ``gc.freeze()``: what is alive then — the corpus — is
-left out of later collections; garbage cycles are still collected first, so nothing leaks.
-Rejected: objects the collector does not track (a rewrite of every chunk), and raising the
-collector's thresholds (process-wide, and it only spaces the pauses out).
+time (bench_browser). So once a store holds ``freeze_above`` passages, the first read of each
+new image is preceded by one full collection and ``gc.freeze()``: what is alive then — the
+corpus — is left out of later collections; garbage cycles are still collected first, so
+nothing leaks. Rejected: objects the collector does not track (a rewrite of every chunk), and
+raising the collector's thresholds (process-wide, and it only spaces the pauses out).
 
-A tenant is tokenised with its workspace's profile. ``reindex`` builds a whole new
-``_Tenant`` outside the lock (yielding to the loop between batches, so searches
-keep running on the old one) and swaps it in under the lock if no write touched
-the tenant meanwhile, else starts again: readers see the old index or the new
-one, never a mix. Patching the postings in place would need no second copy of
-the index but would show readers a half-stemmed corpus.
+A tenant is tokenised with its workspace's profile. ``reindex`` builds a whole new image
+aside the same way and swaps it in if no write touched the tenant meanwhile, else starts
+again: readers never see a half-stemmed corpus.
 """
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import gc
 import heapq
@@ -40,16 +44,16 @@ from dataclasses import dataclass, field
 from uuid import UUID
 
 import numpy as np
-import numpy.typing as npt
 
-from core.checkpoint import Steps, checkpoint, stepped
+from core.checkpoint import checkpoint, stepped
 from core.domain.bm25 import CorpusStats
 from core.domain.chunks import StoredChunk
 from core.domain.entities import Entity
 from core.domain.names import name_key
-from core.domain.postings import CsrPostings, Posting, postings_candidate_steps
+from core.domain.postings import postings_candidate_steps
 from core.domain.ranking import LexicalCandidates
 from core.domain.tokenize import DEFAULT_PROFILE, Profile
+from core.stores.memory_image import Image, TermCounts, image_of
 from core.stores.memory_judging import InMemoryJudging
 from core.stores.port import (
     CorpusSummary,
@@ -70,66 +74,33 @@ from core.stores.port import (
 
 #: Tenant versions: one counter for the process, so no two versions are ever equal.
 _VERSIONS = itertools.count(1)
+#: Passages re-tokenised between two progress reports of a re-index.
+_REINDEX_BATCH = 500
+#: Rows (stored plus written) from which a write builds its image in a thread: the loop then
+#: serves searches meanwhile (numpy's sorts and copies let go of the GIL).
+_THREAD_ROWS = 50_000
+#: Passages in a store from which a new image freezes the collector (see the docstring);
+#: below it a full collection is short and freezing would not pay.
+FREEZE_ABOVE = 100_000
 
 
 @dataclass
 class _Tenant:
-    """One tenant's passages and the indexes derived from them at write time."""
+    """One tenant: its current image and the entity maps, swapped and updated under the lock."""
 
-    chunks: dict[str, StoredChunk] = field(default_factory=dict)
-    lengths: dict[str, int] = field(default_factory=dict)
-    #: term -> chunk id -> tf; len() of a posting dict is the term's df.
-    postings: dict[str, dict[str, int]] = field(default_factory=dict)
-    sources: dict[str, set[str]] = field(default_factory=dict)
-    mentions: dict[UUID, set[str]] = field(default_factory=dict)
+    image: Image
     entities: dict[UUID, Entity] = field(default_factory=dict)
-    tokens: int = 0
-    #: The tokenizer profile every passage of this index was tokenised with.
-    profile: Profile = DEFAULT_PROFILE
-    #: A new number (store-wide, never reused) at every passage write, so a re-index can tell
-    #: whether it raced one and a recreated tenant never repeats a deleted one's generation.
-    version: int = field(default_factory=lambda: next(_VERSIONS))
-    #: The columnar image queries read, rebuilt on the first read after a write.
-    image: _Columns | None = None
+    #: entity -> ids of the live passages naming it.
+    mentions: dict[UUID, set[str]] = field(default_factory=dict)
+    #: The image the collector was last settled for, and the image ``frequencies`` is of.
+    settled: Image | None = None
+    frequencies: tuple[Image, dict[str, int]] | None = None
 
-    def add(self, chunk: StoredChunk, terms: tuple[int, dict[str, int]] | None = None) -> None:
-        """Index ``chunk``; ``terms`` is its ``passage_terms`` under this profile, if known."""
-        self.version = next(_VERSIONS)
-        previous = self.chunks.get(chunk.id)
-        if previous is not None:
-            # Same key means same source and text, so the terms are unchanged.
-            self._unlink_entities(previous)
-        else:
-            length, tfs = terms or passage_terms(chunk.text, self.profile)
-            self.lengths[chunk.id] = length
-            self.tokens += length
-            for term, tf in tfs.items():
-                self.postings.setdefault(term, {})[chunk.id] = tf
-            self.sources.setdefault(chunk.source_id, set()).add(chunk.id)
-        self.chunks[chunk.id] = chunk
+    def link(self, chunk: StoredChunk) -> None:
         for entity in set(chunk.entity_ids):
             self.mentions.setdefault(entity, set()).add(chunk.id)
 
-    def remove(self, chunk_id: str) -> None:
-        self.version = next(_VERSIONS)
-        chunk = self.chunks.pop(chunk_id)
-        self._unlink_entities(chunk)
-        self.tokens -= self.lengths.pop(chunk_id)
-        # The passage's terms are its text tokenised again with this index's profile, not a
-        # stored forward index: that held one dict entry per (passage, term), about as much
-        # memory as the postings themselves, for deletes that are rare next to reads.
-        _, tfs = passage_terms(chunk.text, self.profile)
-        for term in tfs:
-            posting = self.postings[term]
-            del posting[chunk_id]
-            if not posting:
-                del self.postings[term]
-        ids = self.sources[chunk.source_id]
-        ids.discard(chunk_id)
-        if not ids:
-            del self.sources[chunk.source_id]
-
-    def _unlink_entities(self, chunk: StoredChunk) -> None:
+    def unlink(self, chunk: StoredChunk) -> None:
         for entity in set(chunk.entity_ids):
             ids = self.mentions.get(entity)
             if ids is None:
@@ -138,72 +109,31 @@ class _Tenant:
             if not ids:
                 del self.mentions[entity]
 
-    def copy_of(self, chunk_id: str) -> StoredChunk:
-        return _copy(self.chunks[chunk_id])
+    def copy_of(self, row: int) -> StoredChunk:
+        return _copy(self.image.chunks[row])
 
-    def columns(self) -> _Columns:
-        """The columnar image of this version (call under the store's lock)."""
-        if self.image is None or self.image.version != self.version:
-            self.image = _Columns.of(self)
-        return self.image
+    def doc_frequencies(self, image: Image) -> dict[str, int]:
+        """Every live term of ``image`` (this tenant's, now or lately) and its df, computed
+        once per image. Called without the lock: an image never changes, and two readers
+        racing only compute it twice."""
+        known = self.frequencies
+        if known is None or known[0] is not image:
+            known = self.frequencies = (image, image.doc_frequencies())
+        return known[1]
 
 
 @dataclass
-class _Columns:
-    """A read-only columnar image of one tenant version: rows are chunk ids in ascending order.
+class _Write:
+    """One tenant's part of a write: the image it was built on and the image that follows."""
 
-    Built on the first read after a write and kept until the next write, so the row of a
-    passage is its rank in chunk-id order and ties between scores are integer compares.
-    Every posting list becomes two int32 arrays (rows ascending, tf) in one pass, CSR-style
-    (``core.domain.postings``, the kernel the PostgreSQL store shares). Building them lazily per
-    term was tried first: the first query to touch a common word then paid for its whole
-    posting list in Python (tens of ms at 100k passages), which dominated p50.
-    """
-
-    version: int
-    ids: npt.NDArray[np.object_]
-    lengths: npt.NDArray[np.int64]
-    chunks: list[StoredChunk]
-    postings: CsrPostings
-
-    @classmethod
-    def of(cls, tenant: _Tenant) -> _Columns:
-        order = sorted(tenant.chunks)
-        ids = np.empty(len(order), dtype=object)
-        ids[:] = order
-        rows = {chunk_id: row for row, chunk_id in enumerate(order)}
-        return cls(
-            version=tenant.version,
-            ids=ids,
-            lengths=np.fromiter((tenant.lengths[i] for i in order), np.int64, len(order)),
-            chunks=[tenant.chunks[i] for i in order],
-            postings=CsrPostings.build(tenant.postings, rows),
-        )
-
-    def candidate_steps(
-        self, stats: CorpusStats, wanted: list[str], postings: list[Posting], limit: int
-    ) -> Steps[LexicalCandidates]:
-        """Rows matching a term, by distinct terms matched desc then id asc, first ``limit``."""
-        chunks = self.chunks
-
-        def lookup(rows: npt.NDArray[np.int64]) -> list[StoredChunk]:
-            return [_copy(chunks[row]) for row in rows.tolist()]
-
-        return postings_candidate_steps(
-            stats, wanted, postings, self.lengths, self.ids, limit, lookup
-        )
-
-
-#: Passages re-tokenised between two progress reports (and two yields to the loop).
-_REINDEX_BATCH = 500
-
-
-def _rebuilt(tenant: _Tenant, profile: Profile) -> _Tenant:
-    """The same passages and entities, indexed under ``profile``."""
-    fresh = _Tenant(profile=profile, entities=tenant.entities)
-    for chunk in tenant.chunks.values():
-        fresh.add(chunk)
-    return fresh
+    tenant: _Tenant
+    before: Image
+    after: Image
+    #: Chunk objects that leave the image (removed, or replaced by a new object) and arrive.
+    leaving: list[StoredChunk]
+    arriving: list[StoredChunk]
+    #: Passages removed per source replaced.
+    removed: list[int]
 
 
 def _copy(chunk: StoredChunk) -> StoredChunk:
@@ -216,16 +146,15 @@ def _copy(chunk: StoredChunk) -> StoredChunk:
     )
 
 
-#: Passages in a store from which a new columnar image freezes the collector (see the docstring);
-#: below it a full collection is short and freezing would not pay.
-FREEZE_ABOVE = 100_000
-
-
 def _settle_collector() -> None:
     """Collect garbage cycles, then leave every object alive out of later collections."""
     gc.unfreeze()
     gc.collect()
     gc.freeze()
+
+
+def _live_chunks(image: Image) -> list[StoredChunk]:
+    return [image.chunks[row] for row in image.id_rows.tolist()]
 
 
 class InMemoryChunkStore(InMemoryJudging):
@@ -247,7 +176,8 @@ class InMemoryChunkStore(InMemoryJudging):
             raise WorkspaceGone(tenant_id)
         tenant = self._tenants.get(tenant_id)
         if tenant is None:
-            tenant = self._tenants[tenant_id] = _Tenant(profile=self._profile(tenant_id))
+            image = Image.empty(self._profile(tenant_id), next(_VERSIONS))
+            tenant = self._tenants[tenant_id] = _Tenant(image)
         return tenant
 
     def _profile(self, tenant_id: UUID) -> Profile:
@@ -256,14 +186,116 @@ class InMemoryChunkStore(InMemoryJudging):
 
     def _peek(self, tenant_id: UUID) -> _Tenant:
         """The tenant for reading: an unknown tenant reads as empty, and is not created."""
-        return self._tenants.get(tenant_id) or _Tenant()
+        return self._tenants.get(tenant_id) or _Tenant(Image.empty(DEFAULT_PROFILE, 0))
+
+    # -- writing --------------------------------------------------------------------------
+
+    async def _planned(
+        self,
+        tenant: _Tenant,
+        batch: Sequence[StoredChunk],
+        sources: Sequence[tuple[str, set[str]]],
+        tokens: dict[str, TermCounts],
+        give_way: bool,
+    ) -> _Write:
+        """The write of ``batch`` (one chunk per id) into ``tenant``'s current image, built
+        aside; ``sources``' other passages are removed. ``tokens`` caches term counts by chunk
+        id across attempts (cleared by the caller when the profile changes); ``give_way``
+        reaches a checkpoint per passage tokenised (an event-loop turn: ~15 us, 15 s at 1M)."""
+        before = tenant.image
+        removed_rows: list[int] = []
+        removed: list[int] = []
+        for source_id, keep in sources:
+            rows = before.rows_of_source(source_id).tolist()
+            orphans = [row for row in rows if before.ids[row] not in keep]
+            removed_rows += orphans
+            removed.append(len(orphans))
+            await checkpoint()
+        ids = np.empty(len(batch), dtype=object)
+        ids[:] = [chunk.id for chunk in batch]
+        at = np.searchsorted(before.id_keys, ids)
+        found = np.zeros(len(batch), dtype=np.bool_)
+        inside = at < len(before.id_keys)
+        found[inside] = before.id_keys[at[inside]] == ids[inside]
+        replaced: list[tuple[int, StoredChunk]] = []
+        added: list[StoredChunk] = []
+        for chunk, hit, position in zip(batch, found.tolist(), at.tolist(), strict=True):
+            if hit:
+                # Same key means same source and text, so the terms are unchanged.
+                replaced.append((int(before.id_rows[position]), chunk))
+            else:
+                added.append(chunk)
+        for chunk in added:
+            if chunk.id not in tokens:
+                tokens[chunk.id] = passage_terms(chunk.text, before.profile)
+                if give_way:
+                    await checkpoint()
+        terms = [tokens[chunk.id] for chunk in added]
+        leaving = [before.chunks[row] for row in removed_rows]
+        leaving += [before.chunks[row] for row, _ in replaced]
+        arriving = [chunk for _, chunk in replaced] + added
+        if not (removed_rows or replaced or added):
+            return _Write(tenant, before, before, [], [], removed)
+
+        def build() -> Image:
+            rows = np.asarray(removed_rows, dtype=np.int64)
+            return before.written(next(_VERSIONS), rows, replaced, added, terms)
+
+        if len(before.ids) + len(added) >= _THREAD_ROWS:
+            after = await asyncio.to_thread(build)
+        else:
+            after = build()
+        return _Write(tenant, before, after, leaving, arriving, removed)
+
+    async def _write(
+        self,
+        groups: dict[UUID, tuple[list[StoredChunk], list[tuple[str, set[str]]]]],
+        entities: dict[UUID, Entity],
+        give_way: bool = True,
+    ) -> dict[UUID, list[int]]:
+        """Write each tenant's (chunks, sources replaced) aside, then swap every image in at
+        once under the lock; start again if another write swapped one meanwhile."""
+        tokens: dict[UUID, dict[str, TermCounts]] = {t: {} for t in groups}
+        profiles: dict[UUID, Profile] = {}
+        while True:
+            with self._lock:
+                tenants = {t: self._tenant(t) for t in groups}
+            writes: dict[UUID, _Write] = {}
+            for tenant_id, (batch, sources) in groups.items():
+                tenant = tenants[tenant_id]
+                if profiles.get(tenant_id) != tenant.image.profile:
+                    profiles[tenant_id] = tenant.image.profile
+                    tokens[tenant_id].clear()
+                writes[tenant_id] = await self._planned(
+                    tenant, batch, sources, tokens[tenant_id], give_way
+                )
+            with self._lock:
+                current = {t: self._tenant(t) for t in groups}
+                if any(
+                    current[t] is not w.tenant or w.tenant.image is not w.before
+                    for t, w in writes.items()
+                ):
+                    continue
+                for write in writes.values():
+                    tenant = write.tenant
+                    tenant.image = write.after
+                    for chunk in write.leaving:
+                        tenant.unlink(chunk)
+                    for chunk in write.arriving:
+                        tenant.link(chunk)
+                    tenant.entities.update(entities)
+                return {t: w.removed for t, w in writes.items()}
 
     async def upsert_many(self, chunks: Sequence[StoredChunk]) -> int:
         batch = [_copy(chunk) for chunk in checked_for_write(chunks)]
-        with self._lock:
-            tenants = {t: self._tenant(t) for t in dict.fromkeys(c.tenant_id for c in batch)}
-            for chunk in batch:
-                tenants[chunk.tenant_id].add(chunk)
+        groups: dict[UUID, dict[str, StoredChunk]] = {}
+        for chunk in batch:
+            groups.setdefault(chunk.tenant_id, {})[chunk.id] = chunk
+        # A bulk write (bench, parity, the CLI's batches) tokenises without giving way per
+        # passage, as it did under the lock; uploads come through ``replace_sources``.
+        await self._write(
+            {t: (list(byid.values()), []) for t, byid in groups.items()}, {}, give_way=False
+        )
         return len(batch)
 
     async def replace_source(
@@ -285,87 +317,30 @@ class InMemoryChunkStore(InMemoryJudging):
         for entity in entities:
             check_name(entity.name, "entity")
         latest = {entity.entity_id: entity.model_copy() for entity in entities}
-        # Tokenising is most of a write's time: done before the lock, giving way to searches
-        # between passages (one group is up to thousands of passages; inside the lock it held
-        # the service's loop for a third of a second). Used only if the profile still holds.
-        # Passages already stored keep their terms (same id, same text): a re-upload of an
-        # unchanged file tokenises nothing. The membership test runs without the lock; a
-        # stale answer only moves a tokenisation into ``add``, under the lock.
-        profile = self._profile(tenant_id)
-        if await self._staged(tenant_id, profile, checked, latest):
-            return [0] * len(checked)
-        stored = self._peek(tenant_id).chunks
-        terms: dict[str, tuple[int, dict[str, int]]] = {}
-        for _, batch in checked:
-            for chunk in batch:
-                if chunk.id not in stored:
-                    terms[chunk.id] = passage_terms(chunk.text, profile)
-                    await checkpoint()
-        removed = []
-        with self._lock:
-            tenant = self._tenant(tenant_id)
-            known = tenant.profile == profile
-            tenant.entities.update(latest)
-            for source_id, batch in checked:
-                keep = {chunk.id for chunk in batch}
-                orphans = sorted(tenant.sources.get(source_id, set()) - keep)
-                for orphan in orphans:
-                    tenant.remove(orphan)
-                for chunk in batch:
-                    tenant.add(chunk, terms.pop(chunk.id, None) if known else None)
-                removed.append(len(orphans))
-        return removed
-
-    async def _staged(
-        self,
-        tenant_id: UUID,
-        profile: Profile,
-        checked: list[tuple[str, list[StoredChunk]]],
-        latest: dict[UUID, Entity],
-    ) -> bool:
-        """Write a group into an EMPTY tenant by indexing it aside, giving way per source, and
-        swapping it in at once under the lock; False (nothing written) otherwise.
-
-        Inserting a 1,398-passage group under the lock held the loop ~0.23 s (bench_stall
-        upload). Into a tenant with passages this would need copy-on-write of every posting
-        dict the group touches (a common word's is the corpus's size), so those groups still
-        insert under the lock. A write that changed the tenant meanwhile voids the staging.
-        Each passage is tokenised as it is added (no list of every passage's terms first: for
-        one 58 MB document that forward index was as large as the postings themselves).
-        """
-        with self._lock:
-            tenant = self._tenant(tenant_id)
-            if tenant.chunks or tenant.profile != profile:
-                return False
-            version = tenant.version
-        staged = _Tenant(profile=profile, entities=tenant.entities)
-        for _, batch in checked:
-            for chunk in batch:
-                staged.add(chunk)  # tokenised here, giving way per passage as before
-                await checkpoint()
-            await checkpoint()
-        with self._lock:
-            current = self._tenants.get(tenant_id)
-            if current is not tenant or tenant.chunks or tenant.version != version:
-                return False
-            tenant.entities.update(latest)
-            self._tenants[tenant_id] = staged
-        return True
+        byid = {chunk.id: chunk for _, batch in checked for chunk in batch}
+        kept = [(source_id, {chunk.id for chunk in batch}) for source_id, batch in checked]
+        written = await self._write({tenant_id: (list(byid.values()), kept)}, latest)
+        return written[tenant_id]
 
     async def delete_by_source(self, source_id: str, tenant_id: UUID) -> int:
         with self._lock:
             tenant = self._tenants.get(tenant_id)
             if tenant is None:
                 return 0
-            ids = sorted(tenant.sources.get(source_id, set()))
-            for chunk_id in ids:
-                tenant.remove(chunk_id)
-            return len(ids)
+            image = tenant.image
+            rows = image.rows_of_source(source_id)
+            if not len(rows):
+                return 0
+            # Tombstones only: merging is left to the next write, which builds aside.
+            tenant.image = image.written(next(_VERSIONS), rows, (), (), (), merge=False)
+            for row in rows.tolist():
+                tenant.unlink(image.chunks[row])
+            return len(rows)
 
     async def delete_by_tenant(self, tenant_id: UUID) -> int:
         with self._lock:
             tenant = self._tenants.pop(tenant_id, None)
-            return 0 if tenant is None else len(tenant.chunks)
+            return 0 if tenant is None else tenant.image.passages
 
     async def delete_workspace(self, tenant_id: UUID) -> int:
         with self._lock:
@@ -373,23 +348,29 @@ class InMemoryChunkStore(InMemoryJudging):
             self._drop_judging(tenant_id)
             self._deleted.add(tenant_id)
             tenant = self._tenants.pop(tenant_id, None)
-            return 0 if tenant is None else len(tenant.chunks)
+            return 0 if tenant is None else tenant.image.passages
+
+    # -- reading --------------------------------------------------------------------------
 
     async def get(self, chunk_id: str, tenant_id: UUID) -> StoredChunk | None:
         with self._lock:
             tenant = self._peek(tenant_id)
-            return tenant.copy_of(chunk_id) if chunk_id in tenant.chunks else None
+            row = tenant.image.row_of(chunk_id)
+            return None if row is None else tenant.copy_of(row)
 
     async def get_by_source(self, source_id: str, tenant_id: UUID) -> list[StoredChunk]:
         with self._lock:
             tenant = self._peek(tenant_id)
-            chunks = [tenant.copy_of(i) for i in tenant.sources.get(source_id, ())]
+            rows = tenant.image.rows_of_source(source_id).tolist()
+            chunks = [tenant.copy_of(row) for row in rows]
         return sorted(chunks, key=lambda chunk: (chunk.chunk_index, chunk.id))
 
     async def get_by_entity(self, entity_id: UUID, tenant_id: UUID) -> list[StoredChunk]:
         with self._lock:
             tenant = self._peek(tenant_id)
-            chunks = [tenant.copy_of(i) for i in tenant.mentions.get(entity_id, ())]
+            image = tenant.image
+            rows = [image.row_of(i) for i in tenant.mentions.get(entity_id, ())]
+            chunks = [tenant.copy_of(row) for row in rows if row is not None]
         return sorted(chunks, key=lambda chunk: (chunk.source_id, chunk.chunk_index, chunk.id))
 
     async def lexical_candidates(
@@ -402,26 +383,36 @@ class InMemoryChunkStore(InMemoryJudging):
             return LexicalCandidates(stats=CorpusStats(n_docs=0, avg_doc_length=0.0))
         with self._lock:
             tenant = self._peek(tenant_id)
-            n_docs = len(tenant.chunks)
-            stats = CorpusStats(
-                n_docs=n_docs,
-                avg_doc_length=tenant.tokens / n_docs if n_docs else 0.0,
-                doc_frequencies={t: len(tenant.postings.get(t, ())) for t in wanted},
-            )
-            before = tenant.image
-            columns = tenant.columns()
-            if columns is not before and self._passages() >= self._freeze_above:
+            image = tenant.image
+            if tenant.settled is not image and self._passages() >= self._freeze_above:
                 _settle_collector()
-            postings = [columns.postings.posting(term) for term in wanted]
-        return await stepped(columns.candidate_steps(stats, wanted, postings, limit))
+                tenant.settled = image
+        # The image never changes: the rest reads it without the lock.
+        postings = [image.posting(term) for term in wanted]
+        n_docs = image.passages
+        stats = CorpusStats(
+            n_docs=n_docs,
+            avg_doc_length=image.tokens / n_docs if n_docs else 0.0,
+            doc_frequencies={t: len(p[0]) for t, p in zip(wanted, postings, strict=True)},
+        )
+        chunks = image.chunks
+
+        def lookup(rows: np.typing.NDArray[np.int64]) -> list[StoredChunk]:
+            return [_copy(chunks[row]) for row in rows.tolist()]
+
+        steps = postings_candidate_steps(
+            stats, wanted, postings, image.lengths, image.ids, limit, lookup, image.id_rank
+        )
+        return await stepped(steps)
 
     def _passages(self) -> int:
-        return sum(len(tenant.chunks) for tenant in self._tenants.values())
+        return sum(tenant.image.passages for tenant in self._tenants.values())
 
     async def list_sources(self, tenant_id: UUID) -> list[SourceSummary]:
         with self._lock:
-            sources = self._peek(tenant_id).sources
-            return [SourceSummary(source_id=s, passages=len(sources[s])) for s in sorted(sources)]
+            image = self._peek(tenant_id).image
+        keys, counts = image.source_counts()
+        return [SourceSummary(source_id=s, passages=n) for s, n in zip(keys, counts, strict=True)]
 
     async def list_entities(self, tenant_id: UUID) -> list[EntitySummary]:
         with self._lock:
@@ -436,27 +427,31 @@ class InMemoryChunkStore(InMemoryJudging):
     async def corpus_summary(self, tenant_id: UUID) -> CorpusSummary:
         with self._lock:
             tenant = self._peek(tenant_id)
-            passages = len(tenant.chunks)
-            return CorpusSummary(
-                sources=len(tenant.sources),
-                passages=passages,
-                tokens=tenant.tokens,
-                avg_doc_length=tenant.tokens / passages if passages else 0.0,
-                vocabulary=len(tenant.postings),
-            )
+            image = tenant.image
+        vocabulary = len(tenant.doc_frequencies(image))
+        passages = image.passages
+        return CorpusSummary(
+            sources=len(image.source_counts()[0]),
+            passages=passages,
+            tokens=image.tokens,
+            avg_doc_length=image.tokens / passages if passages else 0.0,
+            vocabulary=vocabulary,
+        )
 
     async def passage_count(self, tenant_id: UUID) -> int:
         with self._lock:
-            return len(self._peek(tenant_id).chunks)
+            return self._peek(tenant_id).image.passages
 
     async def generation(self, tenant_id: UUID) -> int:
         with self._lock:
             tenant = self._tenants.get(tenant_id)
-            return 0 if tenant is None else tenant.version
+            return 0 if tenant is None else tenant.image.version
 
     async def doc_lengths(self, tenant_id: UUID) -> list[int]:
         with self._lock:
-            return sorted(self._peek(tenant_id).lengths.values())
+            image = self._peek(tenant_id).image
+        lengths: list[int] = np.sort(image.lengths[image.id_rows]).tolist()
+        return lengths
 
     async def terms_with_prefix(
         self, prefix: str, tenant_id: UUID, limit: int
@@ -464,9 +459,11 @@ class InMemoryChunkStore(InMemoryJudging):
         if limit < 0:
             raise ValueError(f"limit must be >= 0, got {limit}")
         with self._lock:
-            postings = self._peek(tenant_id).postings
-            found = [(-len(p), t) for t, p in postings.items() if t.startswith(prefix)]
-        return [TermFrequency(term=t, df=-df) for df, t in heapq.nsmallest(limit, found)]
+            tenant = self._peek(tenant_id)
+            image = tenant.image
+        df = tenant.doc_frequencies(image)
+        found = [(-n, t) for t, n in df.items() if t.startswith(prefix)]
+        return [TermFrequency(term=t, df=-n) for n, t in heapq.nsmallest(limit, found)]
 
     async def upsert_entities(self, entities: Sequence[Entity], tenant_id: UUID) -> int:
         for entity in entities:
@@ -501,9 +498,11 @@ class InMemoryChunkStore(InMemoryJudging):
                 )
             self._workspaces[workspace.tenant_id] = workspace.model_copy()
             tenant = self._tenants.get(workspace.tenant_id)
-            if tenant is not None and tenant.profile != workspace.profile:
+            if tenant is not None and tenant.image.profile != workspace.profile:
                 # Passages written before their workspace existed were tokenised as plain.
-                self._tenants[workspace.tenant_id] = _rebuilt(tenant, workspace.profile)
+                chunks = _live_chunks(tenant.image)
+                terms = [passage_terms(chunk.text, workspace.profile) for chunk in chunks]
+                tenant.image = image_of(workspace.profile, next(_VERSIONS), chunks, terms)
 
     async def reindex(
         self, tenant_id: UUID, profile: Profile, on_progress: ReindexProgress | None = None
@@ -515,24 +514,28 @@ class InMemoryChunkStore(InMemoryJudging):
                 if workspace is None:
                     raise KeyError(f"no workspace with tenant id {tenant_id}")
                 old = self._tenants.get(tenant_id)
-                chunks = list(old.chunks.values()) if old is not None else []
-                version = old.version if old is not None else 0
-            fresh = _Tenant(profile=profile)
+                image = old.image if old is not None else None
+            chunks = _live_chunks(image) if image is not None else []
+            terms: list[TermCounts] = []
             for done, chunk in enumerate(chunks, start=1):
-                fresh.add(chunk)
-                # Searches (any session's) go first, on the old index: a checkpoint per chunk
+                terms.append(passage_terms(chunk.text, profile))
+                # Searches (any session's) go first, on the old image: a checkpoint per chunk
                 # (cheap: it yields only when a call waits or every GIVE_WAY_EVERY_S).
                 await checkpoint()
                 if done % _REINDEX_BATCH == 0 and on_progress is not None:
                     on_progress(done, len(chunks))
+            if len(chunks) >= _THREAD_ROWS:
+                fresh = await asyncio.to_thread(image_of, profile, next(_VERSIONS), chunks, terms)
+            else:
+                fresh = image_of(profile, next(_VERSIONS), chunks, terms)
             with self._lock:
                 current = self._tenants.get(tenant_id)
-                if current is not old or (old is not None and old.version != version):
+                if current is not old or (old is not None and old.image is not image):
                     continue  # a write changed the tenant while we built: build again
-                if old is not None:
-                    fresh.entities = old.entities
-                    fresh.version = next(_VERSIONS)
-                self._tenants[tenant_id] = fresh
+                if old is None:
+                    self._tenants[tenant_id] = _Tenant(fresh)
+                else:
+                    old.image = fresh
                 self._workspaces[tenant_id] = workspace.model_copy(update={"profile": profile})
             if on_progress is not None:
                 on_progress(len(chunks), len(chunks))

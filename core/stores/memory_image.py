@@ -1,0 +1,379 @@
+"""The in-memory store's index: immutable images made of segments of CSR arrays.
+
+Each write batch becomes a ``Segment``: its postings as three numpy arrays (term slot
+offsets, rows, tfs) built straight from the passages' term counts, rows local to the
+segment. An ``Image`` is one tenant version: its segments, one row per passage ever written
+to them (ids, chunks, token lengths, a live mask), and two sorted indexes (chunk id -> row,
+source id -> row). A delete is a tombstone (the row goes dead in a new live mask); segments
+merge by size as Lucene's log merge policy does (``MERGE_FACTOR`` trailing segments of one
+size level become one, dropping their dead rows), so a workspace holds O(log n) segments.
+
+Nothing here is mutated once built: a write makes a new ``Image`` beside the old one and the
+store swaps it in under its lock, so a reader holds the old version or the new one, never a
+mix, and the build itself needs no lock. The alternative it replaces kept a dict index (term
+-> {chunk id: tf}) updated per passage beside a CSR image rebuilt on the first read after a
+write: a dict entry per posting cost a third of a 100k build (and the rebuild another
+sixth), and a write into a full workspace had to mutate it under the lock.
+
+Rows are not in chunk-id order (a batch appends), so queries pass ``id_rank`` (each row's rank
+in chunk-id order) to the shared kernel, as the PostgreSQL store does.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Final
+
+import numpy as np
+import numpy.typing as npt
+
+from core.domain.chunks import StoredChunk
+from core.domain.postings import EMPTY_POSTING, Posting
+from core.domain.tokenize import Profile
+
+#: A passage's token count and tf per term (``port.passage_terms``).
+TermCounts = tuple[int, Mapping[str, int]]
+#: Segments of one size level (powers of this factor) that are merged into one.
+MERGE_FACTOR: Final = 10
+#: A segment with more than this share of dead rows is rewritten without them.
+DEAD_SHARE: Final = 0.5
+
+Ints = npt.NDArray[np.int64]
+Objects = npt.NDArray[np.object_]
+
+
+@dataclass(frozen=True)
+class Segment:
+    """The postings of one batch of rows: term ``t`` has rows ``rows[offsets[i]:offsets[i+1]]``
+    (ascending, local to the segment) with tf in the same slice of ``tfs``, ``i = terms[t]``."""
+
+    terms: dict[str, int]
+    offsets: Ints
+    rows: npt.NDArray[np.int32]
+    tfs: npt.NDArray[np.int32]
+    size: int
+
+    @classmethod
+    def build(cls, passages: Sequence[Mapping[str, int]]) -> Segment:
+        """From each row's tf per term, in row order: a few C-level passes and one sort."""
+        sizes = np.fromiter(map(len, passages), np.int64, len(passages))
+        total = int(sizes.sum())
+        keys = list(itertools.chain.from_iterable(passages))
+        slots = dict(zip(dict.fromkeys(keys), itertools.count(), strict=False))
+        term = np.fromiter(map(slots.__getitem__, keys), np.int32, total)
+        del keys
+        tfs = np.fromiter(
+            itertools.chain.from_iterable(p.values() for p in passages), np.int32, total
+        )
+        rows = np.repeat(np.arange(len(passages), dtype=np.int32), sizes)
+        return cls._sorted(slots, term, rows, tfs, len(passages))
+
+    @classmethod
+    def _sorted(
+        cls,
+        slots: dict[str, int],
+        term: npt.NDArray[np.int32],
+        rows: npt.NDArray[np.int32],
+        tfs: npt.NDArray[np.int32],
+        size: int,
+    ) -> Segment:
+        # Stable: postings arrive in row order, so each term's rows stay ascending.
+        order = np.argsort(term, kind="stable")
+        offsets = np.zeros(len(slots) + 1, dtype=np.int64)
+        np.cumsum(np.bincount(term, minlength=len(slots)), out=offsets[1:])
+        return cls(slots, offsets, rows[order], tfs[order], size)
+
+    @classmethod
+    def merged(cls, segments: Sequence[Segment], lives: Sequence[npt.NDArray[np.bool_]]) -> Segment:
+        """One segment of ``segments``' live rows, in order (``lives[k]``: segment k's mask)."""
+        slots = dict(
+            zip(
+                dict.fromkeys(itertools.chain.from_iterable(s.terms for s in segments)),
+                itertools.count(),
+                strict=False,
+            )
+        )
+        terms, rows, tfs = [], [], []
+        base = 0
+        for segment, live in zip(segments, lives, strict=True):
+            mapped = np.fromiter(
+                map(slots.__getitem__, segment.terms), np.int32, len(segment.terms)
+            )
+            term = np.repeat(mapped, np.diff(segment.offsets))
+            renumber = (np.cumsum(live, dtype=np.int32) - 1).astype(np.int32)
+            alive = live[segment.rows]
+            terms.append(term[alive])
+            rows.append(renumber[segment.rows[alive]] + np.int32(base))
+            tfs.append(segment.tfs[alive])
+            base += int(np.count_nonzero(live))
+        return cls._sorted(
+            slots,
+            np.concatenate(terms) if terms else np.empty(0, np.int32),
+            np.concatenate(rows) if rows else np.empty(0, np.int32),
+            np.concatenate(tfs) if tfs else np.empty(0, np.int32),
+            base,
+        )
+
+    def posting(self, term: str) -> Posting:
+        i = self.terms.get(term)
+        if i is None:
+            return EMPTY_POSTING
+        start, end = int(self.offsets[i]), int(self.offsets[i + 1])
+        return self.rows[start:end], self.tfs[start:end]
+
+
+def _level(rows: int) -> int:
+    return int(math.log(max(rows, 1), MERGE_FACTOR))
+
+
+def _sorted_insert(
+    keys: Objects, rows: Ints, new_keys: Objects, new_rows: Ints
+) -> tuple[Objects, Ints]:
+    """``keys`` (sorted) and their rows with ``new_keys`` put in place: m log n compares."""
+    if not len(new_keys):
+        return keys, rows
+    order = np.argsort(new_keys, kind="stable")
+    new_keys, new_rows = new_keys[order], new_rows[order]
+    at = np.searchsorted(keys, new_keys)
+    return np.insert(keys, at, new_keys), np.insert(rows, at, new_rows)
+
+
+def _objects(values: Iterable[object], size: int) -> Objects:
+    out = np.empty(size, dtype=object)
+    out[:] = list(values)
+    return out
+
+
+@dataclass(frozen=True)
+class Image:
+    """One tenant version, never mutated: readers keep using it while a write builds the next."""
+
+    profile: Profile
+    version: int
+    segments: tuple[Segment, ...]
+    #: The first row of each segment.
+    bases: tuple[int, ...]
+    #: Dead rows per segment.
+    dead: tuple[int, ...]
+    ids: Objects
+    chunks: list[StoredChunk]
+    lengths: Ints
+    live: npt.NDArray[np.bool_]
+    passages: int
+    tokens: int
+    #: Live chunk ids ascending and the row of each.
+    id_keys: Objects
+    id_rows: Ints
+    #: Live source ids ascending (one per passage) and the row of each.
+    source_keys: Objects
+    source_rows: Ints
+    #: Each row's rank in chunk-id order (dead rows: any value; they match no term).
+    id_rank: Ints
+
+    @classmethod
+    def empty(cls, profile: Profile, version: int) -> Image:
+        none = np.empty(0, dtype=object)
+        ints = np.empty(0, dtype=np.int64)
+        return cls(
+            profile, version, (), (), (), none, [], ints, np.empty(0, np.bool_), 0, 0,
+            none, ints, none, ints, ints,
+        )  # fmt: skip
+
+    # -- reading ------------------------------------------------------------------------
+
+    def row_of(self, chunk_id: str) -> int | None:
+        at = int(np.searchsorted(self.id_keys, chunk_id))
+        if at < len(self.id_keys) and self.id_keys[at] == chunk_id:
+            return int(self.id_rows[at])
+        return None
+
+    def rows_of_source(self, source_id: str) -> Ints:
+        lo = int(np.searchsorted(self.source_keys, source_id, side="left"))
+        hi = int(np.searchsorted(self.source_keys, source_id, side="right"))
+        return self.source_rows[lo:hi]
+
+    def source_counts(self) -> tuple[list[str], list[int]]:
+        """Each live source id ascending and its passages."""
+        keys = self.source_keys
+        if not len(keys):
+            return [], []
+        starts = np.concatenate(([0], np.flatnonzero(keys[1:] != keys[:-1]) + 1))
+        counts = np.diff(np.append(starts, len(keys)))
+        return keys[starts].tolist(), counts.tolist()
+
+    def posting(self, term: str) -> Posting:
+        """The term's live rows (image-wide, ascending) and tfs."""
+        parts = []
+        for segment, base, dead in zip(self.segments, self.bases, self.dead, strict=True):
+            rows, tfs = segment.posting(term)
+            if not len(rows):
+                continue
+            if dead:
+                alive = self.live[base:][rows]
+                rows, tfs = rows[alive], tfs[alive]
+            parts.append((rows + np.int32(base) if base else rows, tfs))
+        if not parts:
+            return EMPTY_POSTING
+        if len(parts) == 1:
+            return parts[0]
+        return np.concatenate([r for r, _ in parts]), np.concatenate([t for _, t in parts])
+
+    def doc_frequencies(self) -> dict[str, int]:
+        """Every term with a live posting and its df (walks the whole vocabulary)."""
+        df: dict[str, int] = {}
+        for segment, base, dead in zip(self.segments, self.bases, self.dead, strict=True):
+            if dead:
+                alive = np.zeros(len(segment.rows) + 1, dtype=np.int64)
+                np.cumsum(self.live[base:][segment.rows], out=alive[1:])
+                sizes = (alive[segment.offsets[1:]] - alive[segment.offsets[:-1]]).tolist()
+            else:
+                sizes = np.diff(segment.offsets).tolist()
+            for term, size in zip(segment.terms, sizes, strict=True):
+                if size:
+                    df[term] = df.get(term, 0) + size
+        return df
+
+    def live_rows(self) -> Ints:
+        return self.id_rows
+
+    # -- writing ------------------------------------------------------------------------
+
+    def written(
+        self,
+        version: int,
+        removed: Ints,
+        replaced: Sequence[tuple[int, StoredChunk]],
+        added: Sequence[StoredChunk],
+        terms: Sequence[TermCounts],
+        merge: bool = True,
+    ) -> Image:
+        """The next version: rows ``removed`` dead, ``replaced`` rows holding new chunk objects
+        (same id, same text), ``added`` appended as a new segment (``terms[k]`` for
+        ``added[k]``); then, if ``merge``, segments merged by size."""
+        live = self.live
+        chunks = self.chunks
+        tokens, passages = self.tokens, self.passages
+        dead = list(self.dead)
+        id_keys, id_rows = self.id_keys, self.id_rows
+        source_keys, source_rows = self.source_keys, self.source_rows
+        if len(removed):
+            live = live.copy()
+            live[removed] = False
+            tokens -= int(self.lengths[removed].sum())
+            passages -= len(removed)
+            for k, base in enumerate(self.bases):
+                end = base + self.segments[k].size
+                dead[k] += int(np.count_nonzero((removed >= base) & (removed < end)))
+            keep = live[id_rows]
+            id_keys, id_rows = id_keys[keep], id_rows[keep]
+            keep = live[source_rows]
+            source_keys, source_rows = source_keys[keep], source_rows[keep]
+        if replaced:
+            chunks = list(chunks)
+            for row, chunk in replaced:
+                chunks[row] = chunk
+        segments, bases = self.segments, self.bases
+        ids, lengths = self.ids, self.lengths
+        if added:
+            start = len(ids)
+            fresh = np.arange(start, start + len(added), dtype=np.int64)
+            new_ids = _objects((c.id for c in added), len(added))
+            new_lengths = np.fromiter((n for n, _ in terms), np.int64, len(added))
+            segments = (*segments, Segment.build([tf for _, tf in terms]))
+            bases = (*bases, start)
+            dead.append(0)
+            ids = np.concatenate((ids, new_ids))
+            lengths = np.concatenate((lengths, new_lengths))
+            live = np.concatenate((live, np.ones(len(added), np.bool_)))
+            chunks = [*chunks, *added]
+            tokens += int(new_lengths.sum())
+            passages += len(added)
+            id_keys, id_rows = _sorted_insert(id_keys, id_rows, new_ids, fresh)
+            source_keys, source_rows = _sorted_insert(
+                source_keys, source_rows, _objects((c.source_id for c in added), len(added)), fresh
+            )
+        image = replace(
+            self, version=version, segments=segments, bases=bases, dead=tuple(dead), ids=ids,
+            chunks=chunks, lengths=lengths, live=live, passages=passages, tokens=tokens,
+            id_keys=id_keys, id_rows=id_rows, source_keys=source_keys, source_rows=source_rows,
+        )  # fmt: skip
+        if merge:
+            image = image._merged()
+        return image._ranked()
+
+    def _ranked(self) -> Image:
+        rank = np.zeros(len(self.ids), dtype=np.int64)
+        rank[self.id_rows] = np.arange(len(self.id_rows), dtype=np.int64)
+        return replace(self, id_rank=rank)
+
+    def _merged(self) -> Image:
+        """Merge trailing segments of one size level, and rewrite mostly dead ones, until
+        neither applies."""
+        image = self
+        while True:
+            span = image._merge_span()
+            if span is None:
+                return image
+            image = image._merge(*span)
+
+    def _merge_span(self) -> tuple[int, int] | None:
+        sizes = [s.size - d for s, d in zip(self.segments, self.dead, strict=True)]
+        for k, (segment, dead) in enumerate(zip(self.segments, self.dead, strict=True)):
+            if dead and dead > DEAD_SHARE * segment.size:
+                return k, k + 1
+        if len(sizes) >= MERGE_FACTOR:
+            tail = sizes[-MERGE_FACTOR:]
+            if len({_level(size) for size in tail}) == 1:
+                return len(sizes) - MERGE_FACTOR, len(sizes)
+        return None
+
+    def _merge(self, first: int, last: int) -> Image:
+        """Segments ``first..last-1`` as one, their dead rows dropped and later rows renumbered."""
+        start = self.bases[first]
+        end = self.bases[last - 1] + self.segments[last - 1].size
+        lives = [
+            self.live[self.bases[k] : self.bases[k] + self.segments[k].size]
+            for k in range(first, last)
+        ]
+        segment = Segment.merged(self.segments[first:last], lives)
+        kept = self.live[start:end]
+        dropped = (end - start) - segment.size
+        remap = np.arange(len(self.ids), dtype=np.int64)
+        remap[start:end] = start + np.cumsum(kept) - 1
+        remap[end:] -= dropped
+        keep = np.ones(len(self.ids), dtype=np.bool_)
+        keep[start:end] = kept
+        where = np.flatnonzero(kept).tolist()
+        chunks = [*self.chunks[:start], *(self.chunks[start + i] for i in where),
+                  *self.chunks[end:]]  # fmt: skip
+        # A segment left with no row is dropped rather than kept as an empty level.
+        middle = (segment,) if segment.size else ()
+        return replace(
+            self,
+            segments=(*self.segments[:first], *middle, *self.segments[last:]),
+            bases=(
+                *self.bases[:first],
+                *((start,) if segment.size else ()),
+                *(b - dropped for b in self.bases[last:]),
+            ),
+            dead=(*self.dead[:first], *((0,) if segment.size else ()), *self.dead[last:]),
+            ids=self.ids[keep],
+            chunks=chunks,
+            lengths=self.lengths[keep],
+            live=self.live[keep],
+            id_rows=remap[self.id_rows],
+            source_rows=remap[self.source_rows],
+        )
+
+
+def image_of(
+    profile: Profile, version: int, chunks: Sequence[StoredChunk], terms: Sequence[TermCounts]
+) -> Image:
+    """A new image of ``chunks`` (tokenised as ``terms``), one segment."""
+    return Image.empty(profile, version).written(version, np.empty(0, np.int64), (), chunks, terms)
+
+
+__all__ = ["DEAD_SHARE", "MERGE_FACTOR", "Image", "Segment", "TermCounts", "image_of"]

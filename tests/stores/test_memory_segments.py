@@ -1,0 +1,165 @@
+"""The in-memory store's segments: tombstones, merges and whole swaps, against a fresh store.
+
+A store written in many batches, with deletes and re-uploads between them (so that it holds
+several segments, tombstones and merged segments), must answer every query exactly as a store
+that was written its live passages in one batch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import uuid
+
+import pytest
+
+from core.checkpoint import install
+from core.domain.tokenize import DEFAULT_PROFILE
+from core.stores import memory as memory_module
+from core.stores.memory import InMemoryChunkStore
+from core.stores.memory_image import MERGE_FACTOR, image_of
+from core.stores.port import passage_terms
+from tests.stores.compliance import make_chunk
+
+WORDS = [f"w{i}" for i in range(40)]
+QUERIES = [["w0"], ["w1", "w7"], ["w3", "w9", "w30"], ["w39", "w2", "w5", "w11"], WORDS[:12]]
+
+
+def _text(rng: random.Random) -> str:
+    # Zipf-like: low words are common, so ties and long postings both occur.
+    return " ".join(WORDS[min(int(rng.expovariate(0.15)), 39)] for _ in range(rng.randint(1, 12)))
+
+
+async def _same_answers(store: InMemoryChunkStore, tenant: uuid.UUID) -> None:
+    """``store`` answers as a fresh store holding only its live passages, written at once."""
+    live = [c for s in await store.list_sources(tenant)
+            for c in await store.get_by_source(s.source_id, tenant)]  # fmt: skip
+    fresh = InMemoryChunkStore()
+    await fresh.upsert_many(live)
+    for query in QUERIES:
+        for limit in (3, 1000):
+            got = await store.lexical_candidates(query, tenant, limit)
+            want = await fresh.lexical_candidates(query, tenant, limit)
+            assert got == want, f"{query} @ {limit}"
+    assert await store.corpus_summary(tenant) == await fresh.corpus_summary(tenant)
+    assert await store.doc_lengths(tenant) == await fresh.doc_lengths(tenant)
+    assert await store.terms_with_prefix("w", tenant, 100) == await fresh.terms_with_prefix(
+        "w", tenant, 100
+    )
+
+
+async def test_a_store_written_in_many_batches_with_deletes_answers_as_one_written_at_once() -> (
+    None
+):
+    rng = random.Random(7)
+    store = InMemoryChunkStore()
+    tenant = uuid.uuid4()
+    for batch in range(3 * MERGE_FACTOR):
+        await store.upsert_many(
+            [make_chunk(tenant, f"s{batch}-{i}", _text(rng), 0) for i in range(1 + batch % 4)]
+        )
+        if batch % 3 == 2:
+            await store.delete_by_source(f"s{batch - 1}-0", tenant)
+        if batch % 5 == 4:
+            # A re-upload of unchanged passages keeps their rows (same id, same terms).
+            kept = await store.get_by_source(f"s{batch - 2}-0", tenant)
+            await store.upsert_many(kept)
+        await _same_answers(store, tenant)
+
+
+async def test_a_tombstoned_passage_is_never_a_candidate_nor_counted() -> None:
+    store = InMemoryChunkStore()
+    tenant = uuid.uuid4()
+    await store.upsert_many([make_chunk(tenant, f"a{i}", "wing flutter", 0) for i in range(5)])
+    await store.upsert_many([make_chunk(tenant, f"b{i}", "wing heat", 0) for i in range(5)])
+    assert await store.delete_by_source("a0", tenant) == 1
+    assert await store.delete_by_source("b4", tenant) == 1
+    found = await store.lexical_candidates(["wing", "flutter"], tenant, 100)
+    assert sorted(c.chunk.source_id for c in found.candidates) == [
+        *(f"a{i}" for i in range(1, 5)),
+        *(f"b{i}" for i in range(4)),
+    ]
+    assert found.stats.n_docs == 8
+    assert found.stats.doc_frequencies == {"wing": 8, "flutter": 4}
+    await _same_answers(store, tenant)
+
+
+async def test_replacing_sources_in_many_rounds_merges_segments_and_keeps_every_live_posting() -> (
+    None
+):
+    rng = random.Random(3)
+    store = InMemoryChunkStore()
+    tenant = uuid.uuid4()
+    for round_ in range(4 * MERGE_FACTOR):
+        sources = [
+            (f"doc{(round_ * 3 + k) % 17}",
+             [make_chunk(tenant, f"doc{(round_ * 3 + k) % 17}", _text(rng), i) for i in range(3)])
+            for k in range(3)
+        ]  # fmt: skip
+        await store.replace_sources(tenant, sources)
+    segments = store._tenants[tenant].image.segments
+    assert len(segments) < 2 * MERGE_FACTOR, "segments are never merged"
+    await _same_answers(store, tenant)
+
+
+async def test_a_write_built_in_a_thread_lands_as_one_built_inline(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(memory_module, "_THREAD_ROWS", 0)
+    rng = random.Random(11)
+    store = InMemoryChunkStore()
+    tenant = uuid.uuid4()
+    for batch in range(2 * MERGE_FACTOR):
+        await store.upsert_many([make_chunk(tenant, f"t{batch}-{i}", _text(rng)) for i in range(3)])
+    await store.delete_by_source("t3-1", tenant)
+    await _same_answers(store, tenant)
+
+
+async def test_readers_see_none_of_a_group_into_a_full_workspace_until_all_of_it() -> None:
+    """A group that replaces stored sources and adds new ones is built aside: a search at any
+    of its checkpoints answers as before the group, and after it as after the whole group."""
+    rng = random.Random(5)
+    store = InMemoryChunkStore()
+    tenant = uuid.uuid4()
+    await store.replace_sources(
+        tenant, [(f"old{i}", [make_chunk(tenant, f"old{i}", _text(rng))]) for i in range(20)]
+    )
+    before = [await store.lexical_candidates(q, tenant, 1000) for q in QUERIES]
+    summary = await store.corpus_summary(tenant)
+    seen: list[bool] = []
+    reading: list[bool] = []
+
+    async def pause() -> None:
+        if reading:  # the reader's own checkpoints
+            return
+        reading.append(True)
+        now = [await store.lexical_candidates(q, tenant, 1000) for q in QUERIES]
+        seen.append(now == before and await store.corpus_summary(tenant) == summary)
+        reading.clear()
+
+    group = [
+        (f"old{i}", [make_chunk(tenant, f"old{i}", _text(rng), k) for k in range(2)])
+        for i in range(0, 20, 2)
+    ] + [(f"new{i}", [make_chunk(tenant, f"new{i}", _text(rng))]) for i in range(10)]
+
+    async def write() -> list[int]:
+        install(pause)
+        return await store.replace_sources(tenant, group)
+
+    assert await asyncio.create_task(write()) == [1] * 10 + [0] * 10
+    assert len(seen) >= 20 and all(seen), "a reader saw part of the group"
+    assert (await store.corpus_summary(tenant)).passages == 20 + 10 + 10
+    await _same_answers(store, tenant)
+
+
+def test_an_image_keeps_the_number_of_segments_logarithmic() -> None:
+    image = image_of(DEFAULT_PROFILE, 1, [], [])
+    tenant = uuid.uuid4()
+    for batch in range(MERGE_FACTOR**2 + 3):
+        chunk = make_chunk(tenant, f"s{batch}", f"w{batch % 7} w1")
+        image = image.written(
+            batch + 2, image.id_rows[:0], (), [chunk], [passage_terms(chunk.text)]
+        )
+    assert image.passages == MERGE_FACTOR**2 + 3
+    assert len(image.segments) <= 2 * MERGE_FACTOR
+    assert image.segments[0].size == MERGE_FACTOR**2
