@@ -21,8 +21,7 @@ passes ``id_rank``, each row's rank in chunk-id order.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from typing import Final
 
 import numpy as np
@@ -47,51 +46,6 @@ CALL_COST: Final = 2_500
 LEVEL_SCANS: Final = 16
 #: The posting of a term no passage has.
 EMPTY_POSTING: Final[Posting] = (np.empty(0, dtype=np.int32), np.empty(0, dtype=np.int32))
-
-
-@dataclass(frozen=True)
-class CsrPostings:
-    """Posting lists of a whole vocabulary in CSR form: two arrays and per-term offsets.
-
-    Term ``t``'s rows are ``rows[offsets[i]:offsets[i + 1]]`` (ascending) with tf in the
-    same slice of ``tfs``, ``i = index[t]``; a term's posting is two views, no copy.
-    """
-
-    #: term -> its position in ``offsets``.
-    index: Mapping[str, int]
-    #: int64, len(index) + 1 entries: where each term's slice starts (and the last ends).
-    offsets: npt.NDArray[np.int64]
-    rows: npt.NDArray[np.int32]
-    tfs: npt.NDArray[np.int32]
-
-    @classmethod
-    def build(
-        cls, postings: Mapping[str, Mapping[str, int]], row_of: Mapping[str, int]
-    ) -> CsrPostings:
-        """From ``term -> {chunk id: tf}`` and each chunk id's row, in one pass."""
-        sizes = np.fromiter((len(p) for p in postings.values()), np.int64, len(postings))
-        offsets = np.zeros(len(postings) + 1, dtype=np.int64)
-        np.cumsum(sizes, out=offsets[1:])
-        total = int(offsets[-1])
-        rows = np.fromiter((row_of[c] for p in postings.values() for c in p), np.int32, total)
-        tfs = np.fromiter((tf for p in postings.values() for tf in p.values()), np.int32, total)
-        # Each slice sorted on its own: one global sort by (term, row) would need an int64
-        # key per posting (800 MB at 1M passages) for no gain in time.
-        for start, end in zip(offsets[:-1].tolist(), offsets[1:].tolist(), strict=True):
-            if end - start > 1:
-                part = np.argsort(rows[start:end], kind="stable")
-                rows[start:end] = rows[start:end][part]
-                tfs[start:end] = tfs[start:end][part]
-        return cls(
-            index={term: i for i, term in enumerate(postings)}, offsets=offsets, rows=rows, tfs=tfs
-        )
-
-    def posting(self, term: str) -> Posting:
-        i = self.index.get(term)
-        if i is None:
-            return EMPTY_POSTING
-        start, end = int(self.offsets[i]), int(self.offsets[i + 1])
-        return self.rows[start:end], self.tfs[start:end]
 
 
 def matched_counts(postings: Sequence[Posting], n_rows: int) -> npt.NDArray[np.int64]:
@@ -241,7 +195,6 @@ def postings_candidate_steps(
 
 __all__ = [
     "EMPTY_POSTING",
-    "CsrPostings",
     "Posting",
     "RowChunks",
     "matched_counts",

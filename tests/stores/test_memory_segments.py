@@ -14,10 +14,11 @@ import uuid
 import pytest
 
 from core.checkpoint import install
+from core.domain.postings import EMPTY_POSTING
 from core.domain.tokenize import DEFAULT_PROFILE
 from core.stores import memory as memory_module
 from core.stores.memory import InMemoryChunkStore
-from core.stores.memory_image import MERGE_FACTOR, image_of
+from core.stores.memory_image import MERGE_FACTOR, Segment, image_of
 from core.stores.port import passage_terms
 from tests.stores.compliance import make_chunk
 
@@ -163,3 +164,10 @@ def test_an_image_keeps_the_number_of_segments_logarithmic() -> None:
     assert image.passages == MERGE_FACTOR**2 + 3
     assert len(image.segments) <= 2 * MERGE_FACTOR
     assert image.segments[0].size == MERGE_FACTOR**2
+
+
+def test_a_segments_postings_are_rows_ascending_and_unknown_terms_are_empty() -> None:
+    segment = Segment.build([{"t": 1, "u": 3}, {"t": 2}, {"u": 7, "t": 5}])
+    assert [a.tolist() for a in segment.posting("t")] == [[0, 1, 2], [1, 2, 5]]
+    assert [a.tolist() for a in segment.posting("u")] == [[0, 2], [3, 7]]
+    assert segment.posting("nope") is EMPTY_POSTING

@@ -13,7 +13,6 @@ from core.domain.bm25 import CorpusStats
 from core.domain.chunks import StoredChunk
 from core.domain.postings import (
     EMPTY_POSTING,
-    CsrPostings,
     Posting,
     postings_candidates,
     tf_columns,
@@ -107,15 +106,6 @@ def test_a_limit_inside_a_level_keeps_its_smallest_ids() -> None:
     assert truncation_order(counts, 2, 4).tolist() == [1, 3, 4, 0]
     rank = np.array([6, 5, 4, 3, 2, 1, 0], dtype=np.int64)
     assert truncation_order(counts, 2, 4, rank).tolist() == [4, 3, 1, 6]
-
-
-def test_csr_postings_are_views_in_row_order_and_unknown_terms_are_empty() -> None:
-    rows = {"x": 2, "y": 0, "z": 1}
-    csr = CsrPostings.build({"t": {"x": 5, "y": 1, "z": 2}, "u": {"z": 7}}, rows)
-    t_rows, t_tfs = csr.posting("t")
-    assert t_rows.tolist() == [0, 1, 2] and t_tfs.tolist() == [1, 2, 5]
-    assert [a.tolist() for a in csr.posting("u")] == [[1], [7]]
-    assert csr.posting("nope") is EMPTY_POSTING
 
 
 def test_terms_and_postings_must_pair_up() -> None:
