@@ -15,8 +15,8 @@ array. The alternatives measured on 100k passages were slower: an N-sized fancy-
 scatter per term (``counts[rows] += 1``) cost about five times the ``bincount``, and a
 sort of the concatenated postings by (level, row) costs O(P log P) where the level scan
 is O(N) with a tiny constant. The chunk-id tie-break is an integer compare: either the
-rows are numbered in chunk-id order (``id_rank=None``, the in-memory store) or the store
-passes ``id_rank``, each row's rank in chunk-id order.
+rows are numbered in chunk-id order (``id_rank=None``) or the store passes ``id_rank``,
+each row's rank in chunk-id order (both stores do: their rows are in write order).
 """
 
 from __future__ import annotations
