@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from uuid import UUID
 
 import numpy as np
+import numpy.typing as npt
 
 from core.checkpoint import checkpoint, stepped
 from core.domain.bm25 import CorpusStats
@@ -53,7 +54,7 @@ from core.domain.names import name_key
 from core.domain.postings import postings_candidate_steps
 from core.domain.ranking import LexicalCandidates
 from core.domain.tokenize import DEFAULT_PROFILE, Profile
-from core.stores.memory_image import Image, TermCounts, image_of
+from core.stores.memory_image import Image, Segment, SegmentWriter, image_of
 from core.stores.memory_judging import InMemoryJudging
 from core.stores.port import (
     CorpusSummary,
@@ -72,6 +73,7 @@ from core.stores.port import (
     passage_terms,
 )
 
+Ints = npt.NDArray[np.int64]
 #: Tenant versions: one counter for the process, so no two versions are ever equal.
 _VERSIONS = itertools.count(1)
 #: Passages re-tokenised between two progress reports of a re-index.
@@ -195,12 +197,12 @@ class InMemoryChunkStore(InMemoryJudging):
         tenant: _Tenant,
         batch: Sequence[StoredChunk],
         sources: Sequence[tuple[str, set[str]]],
-        tokens: dict[str, TermCounts],
+        built: dict[tuple[Profile, tuple[str, ...]], tuple[Segment, Ints]],
         give_way: bool,
     ) -> _Write:
         """The write of ``batch`` (one chunk per id) into ``tenant``'s current image, built
-        aside; ``sources``' other passages are removed. ``tokens`` caches term counts by chunk
-        id across attempts (cleared by the caller when the profile changes); ``give_way``
+        aside; ``sources``' other passages are removed. ``built`` keeps the new passages' segment
+        across attempts (by profile and ids: what it was built from); ``give_way``
         reaches a checkpoint per passage tokenised (an event-loop turn: ~15 us, 15 s at 1M)."""
         before = tenant.image
         removed_rows: list[int] = []
@@ -225,12 +227,16 @@ class InMemoryChunkStore(InMemoryJudging):
                 replaced.append((int(before.id_rows[position]), chunk))
             else:
                 added.append(chunk)
-        for chunk in added:
-            if chunk.id not in tokens:
-                tokens[chunk.id] = passage_terms(chunk.text, before.profile)
+        key = (before.profile, tuple(chunk.id for chunk in added))
+        if added and key not in built:
+            writer = SegmentWriter()
+            for chunk in added:
+                writer.add(passage_terms(chunk.text, before.profile))
                 if give_way:
                     await checkpoint()
-        terms = [tokens[chunk.id] for chunk in added]
+            built.clear()
+            built[key] = writer.finish()
+        segment, lengths = built[key] if added else (None, None)
         leaving = [before.chunks[row] for row in removed_rows]
         leaving += [before.chunks[row] for row, _ in replaced]
         arriving = [chunk for _, chunk in replaced] + added
@@ -239,7 +245,7 @@ class InMemoryChunkStore(InMemoryJudging):
 
         def build() -> Image:
             rows = np.asarray(removed_rows, dtype=np.int64)
-            return before.written(next(_VERSIONS), rows, replaced, added, terms)
+            return before.written(next(_VERSIONS), rows, replaced, added, segment, lengths)
 
         if len(before.ids) + len(added) >= _THREAD_ROWS:
             after = await asyncio.to_thread(build)
@@ -255,19 +261,16 @@ class InMemoryChunkStore(InMemoryJudging):
     ) -> dict[UUID, list[int]]:
         """Write each tenant's (chunks, sources replaced) aside, then swap every image in at
         once under the lock; start again if another write swapped one meanwhile."""
-        tokens: dict[UUID, dict[str, TermCounts]] = {t: {} for t in groups}
-        profiles: dict[UUID, Profile] = {}
+        built: dict[UUID, dict[tuple[Profile, tuple[str, ...]], tuple[Segment, Ints]]] = {
+            t: {} for t in groups
+        }
         while True:
             with self._lock:
                 tenants = {t: self._tenant(t) for t in groups}
             writes: dict[UUID, _Write] = {}
             for tenant_id, (batch, sources) in groups.items():
-                tenant = tenants[tenant_id]
-                if profiles.get(tenant_id) != tenant.image.profile:
-                    profiles[tenant_id] = tenant.image.profile
-                    tokens[tenant_id].clear()
                 writes[tenant_id] = await self._planned(
-                    tenant, batch, sources, tokens[tenant_id], give_way
+                    tenants[tenant_id], batch, sources, built[tenant_id], give_way
                 )
             with self._lock:
                 current = {t: self._tenant(t) for t in groups}
@@ -332,7 +335,7 @@ class InMemoryChunkStore(InMemoryJudging):
             if not len(rows):
                 return 0
             # Tombstones only: merging is left to the next write, which builds aside.
-            tenant.image = image.written(next(_VERSIONS), rows, (), (), (), merge=False)
+            tenant.image = image.written(next(_VERSIONS), rows, (), (), merge=False)
             for row in rows.tolist():
                 tenant.unlink(image.chunks[row])
             return len(rows)
@@ -397,7 +400,7 @@ class InMemoryChunkStore(InMemoryJudging):
         )
         chunks = image.chunks
 
-        def lookup(rows: np.typing.NDArray[np.int64]) -> list[StoredChunk]:
+        def lookup(rows: Ints) -> list[StoredChunk]:
             return [_copy(chunks[row]) for row in rows.tolist()]
 
         steps = postings_candidate_steps(
@@ -501,8 +504,10 @@ class InMemoryChunkStore(InMemoryJudging):
             if tenant is not None and tenant.image.profile != workspace.profile:
                 # Passages written before their workspace existed were tokenised as plain.
                 chunks = _live_chunks(tenant.image)
-                terms = [passage_terms(chunk.text, workspace.profile) for chunk in chunks]
-                tenant.image = image_of(workspace.profile, next(_VERSIONS), chunks, terms)
+                writer = SegmentWriter()
+                for chunk in chunks:
+                    writer.add(passage_terms(chunk.text, workspace.profile))
+                tenant.image = image_of(workspace.profile, next(_VERSIONS), chunks, writer)
 
     async def reindex(
         self, tenant_id: UUID, profile: Profile, on_progress: ReindexProgress | None = None
@@ -516,18 +521,18 @@ class InMemoryChunkStore(InMemoryJudging):
                 old = self._tenants.get(tenant_id)
                 image = old.image if old is not None else None
             chunks = _live_chunks(image) if image is not None else []
-            terms: list[TermCounts] = []
+            writer = SegmentWriter()
             for done, chunk in enumerate(chunks, start=1):
-                terms.append(passage_terms(chunk.text, profile))
+                writer.add(passage_terms(chunk.text, profile))
                 # Searches (any session's) go first, on the old image: a checkpoint per chunk
                 # (cheap: it yields only when a call waits or every GIVE_WAY_EVERY_S).
                 await checkpoint()
                 if done % _REINDEX_BATCH == 0 and on_progress is not None:
                     on_progress(done, len(chunks))
             if len(chunks) >= _THREAD_ROWS:
-                fresh = await asyncio.to_thread(image_of, profile, next(_VERSIONS), chunks, terms)
+                fresh = await asyncio.to_thread(image_of, profile, next(_VERSIONS), chunks, writer)
             else:
-                fresh = image_of(profile, next(_VERSIONS), chunks, terms)
+                fresh = image_of(profile, next(_VERSIONS), chunks, writer)
             with self._lock:
                 current = self._tenants.get(tenant_id)
                 if current is not old or (old is not None and old.image is not image):

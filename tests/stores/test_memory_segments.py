@@ -18,7 +18,7 @@ from core.domain.postings import EMPTY_POSTING
 from core.domain.tokenize import DEFAULT_PROFILE
 from core.stores import memory as memory_module
 from core.stores.memory import InMemoryChunkStore
-from core.stores.memory_image import MERGE_FACTOR, Segment, image_of
+from core.stores.memory_image import MERGE_FACTOR, Segment, SegmentWriter, image_of
 from core.stores.port import passage_terms
 from tests.stores.compliance import make_chunk
 
@@ -154,16 +154,38 @@ async def test_readers_see_none_of_a_group_into_a_full_workspace_until_all_of_it
 
 
 def test_an_image_keeps_the_number_of_segments_logarithmic() -> None:
-    image = image_of(DEFAULT_PROFILE, 1, [], [])
+    image = image_of(DEFAULT_PROFILE, 1, [], SegmentWriter())
     tenant = uuid.uuid4()
     for batch in range(MERGE_FACTOR**2 + 3):
         chunk = make_chunk(tenant, f"s{batch}", f"w{batch % 7} w1")
-        image = image.written(
-            batch + 2, image.id_rows[:0], (), [chunk], [passage_terms(chunk.text)]
-        )
+        writer = SegmentWriter()
+        writer.add(passage_terms(chunk.text))
+        segment, lengths = writer.finish()
+        image = image.written(batch + 2, image.id_rows[:0], (), [chunk], segment, lengths)
     assert image.passages == MERGE_FACTOR**2 + 3
     assert len(image.segments) <= 2 * MERGE_FACTOR
     assert image.segments[0].size == MERGE_FACTOR**2
+
+
+def test_a_segment_written_in_pieces_equals_one_built_at_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from core.stores import memory_image
+
+    rng = random.Random(2)
+    counts = [passage_terms(_text(rng)) for _ in range(50)]
+    monkeypatch.setattr(memory_image, "PIECE_POSTINGS", 7)
+    writer = SegmentWriter()
+    for terms in counts:
+        writer.add(terms)
+    pieces, lengths = writer.finish()
+    whole = Segment.build([tfs for _, tfs in counts])
+    assert lengths.tolist() == [n for n, _ in counts]
+    assert set(pieces.terms) == set(whole.terms)
+    for term in whole.terms:
+        assert [a.tolist() for a in pieces.posting(term)] == [
+            a.tolist() for a in whole.posting(term)
+        ]
 
 
 def test_a_segments_postings_are_rows_ascending_and_unknown_terms_are_empty() -> None:
