@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from core.domain.chunks import StoredChunk
-from core.domain.tokenize import Profile
+from core.domain.tokenize import Profile, tokenize, tokenize_many
 from core.stores.postgres.blocks import (
     MAX_SEGMENTS,
     MERGE_FACTOR,
@@ -157,3 +157,16 @@ def test_a_driver_left_mid_protocol_is_broken() -> None:
         RuntimeError("copy"), asyncpg.InterfaceError("another operation is in progress")
     )
     assert broken(exc) and not broken(asyncpg.InterfaceError("a caller's mistake"))
+
+
+def test_blocks_of_a_batch_tokenised_at_once_equal_blocks_of_each_passages_counts() -> None:
+    texts = ["wing flow wing", "", "flow lift the", "drag", "wing wing wing drag"] * 3
+    for profile in Profile:
+        counted = Blocks(enumerate(Counter(tokenize(t, profile)) for t in texts))
+        batch = Blocks.of_texts(tokenize_many(texts, profile))
+        assert batch.terms == counted.terms
+        assert batch.df.tolist() == counted.df.tolist()
+        assert batch.records(TENANT, 3, 11) == counted.records(TENANT, 3, 11)
+        assert batch.only([1, 4, 9]).records(TENANT, 0) == counted.only([1, 4, 9]).records(
+            TENANT, 0
+        )

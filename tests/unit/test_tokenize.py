@@ -5,7 +5,14 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core.domain.tokenize import MAX_TERM_CHARS, STOPWORDS, raw_terms, tokenize
+from core.domain.tokenize import (
+    MAX_TERM_CHARS,
+    STOPWORDS,
+    Profile,
+    raw_terms,
+    tokenize,
+    tokenize_many,
+)
 
 
 def test_stopwords_are_exactly_the_design_set() -> None:
@@ -70,3 +77,46 @@ def test_a_run_longer_than_255_characters_is_split_into_255_character_terms_like
     assert [len(term) for term in tokenize("x" * 600 + " wing")] == [255, 255, 90, 4]
     assert tokenize("é" * 256) == ["é" * 255, "é"]
     assert max(len(term) for term in tokenize("字" * 1000)) == MAX_TERM_CHARS == 255
+
+
+#: Texts that stress what ``tokenize_many`` must not change: empty texts, stopword-only texts,
+#: compatibility forms, casefolding, a 600-letter run, scripts without case, stemming pairs.
+TRICKY = [
+    "",
+    "the of a",
+    "ﬁre Ｗing １２ STRASSE Straße",
+    "snake_case wing-body x1.5",
+    "Models modelled modelling the MODEL",
+    "a" * 600 + " b",
+    "超音速 σ-model Überschall",
+    "   \n\t ",
+    "wing wing wing flow",
+]
+
+
+def _each(texts: list[str], profile: Profile) -> list[list[str]]:
+    batch = tokenize_many(texts, profile)
+    found: list[list[str]] = [[] for _ in texts]
+    for term, text in zip(batch.term_ids.tolist(), batch.text_ids.tolist(), strict=True):
+        found[text].append(batch.terms[term])
+    assert batch.lengths().tolist() == [len(tokens) for tokens in found]
+    assert batch.terms == sorted(set(batch.terms))
+    return found
+
+
+def test_tokenising_a_batch_at_once_gives_each_text_the_terms_tokenize_gives_it() -> None:
+    for profile in Profile:
+        assert _each(TRICKY, profile) == [tokenize(text, profile) for text in TRICKY]
+
+
+def test_a_batch_with_a_nul_in_a_text_is_still_tokenised_text_by_text() -> None:
+    texts = ["wing\x00flow", "lift"]
+    assert _each(texts, Profile.PLAIN) == [["wing", "flow"], ["lift"]]
+    assert _each([], Profile.PLAIN) == []
+
+
+@given(st.lists(st.text(), max_size=8), st.sampled_from(list(Profile)))
+def test_any_batch_tokenised_at_once_equals_tokenising_each_text(
+    texts: list[str], profile: Profile
+) -> None:
+    assert _each(texts, profile) == [tokenize(text, profile) for text in texts]

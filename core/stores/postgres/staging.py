@@ -24,8 +24,7 @@ from uuid import UUID
 
 from core.domain.chunks import StoredChunk
 from core.domain.tokenize import DEFAULT_PROFILE, Profile
-from core.stores.port import passage_terms
-from core.stores.postgres.blocks import Blocks, Staged, Staging, stage, staged_row
+from core.stores.postgres.blocks import Staged, Staging, stage, staged_row, terms_and_blocks
 
 #: Passages a batch needs for its tokenising to go to the worker (below, the pickling and the
 #: hop cost more than they save; uploads of a few documents stay in this process).
@@ -51,14 +50,6 @@ def _discard(pool: ProcessPoolExecutor) -> None:
         if _pool is pool:
             _pool = None
     pool.shutdown(wait=False, cancel_futures=True)
-
-
-def terms_and_blocks(texts: Sequence[str], profile: Profile) -> tuple[list[int], Blocks]:
-    """Each text's length, and the batch's blocks with ordinals from 0 (what runs in the
-    worker; pure). The tf counters stay here: the blocks hold them, and sending a counter per
-    passage back by pickle cost the loop ~0.25 s per 5,000 passages (quiet machine)."""
-    terms = [passage_terms(text, profile) for text in texts]
-    return [length for length, _ in terms], Blocks(enumerate(tfs for _, tfs in terms))
 
 
 async def stage_batch(batch: Sequence[StoredChunk], profiles: dict[UUID, Profile]) -> Staging:
