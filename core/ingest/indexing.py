@@ -207,19 +207,24 @@ async def _index_items(
     early: list[DocumentRow],
     concurrency: int = WRITE_CONCURRENCY,
     before_first_write: Callable[[], Awaitable[None]] | None = None,
+    batch_passages: int | None = None,
 ) -> IndexReport:
-    """Prepare documents in order, in groups of up to ``BATCH_PASSAGES`` passages; write up to
-    ``concurrency`` groups at once (each one transaction); counted in input order as groups end.
-    ``before_first_write`` is awaited once, before the first group holding a document is
-    written (``load`` registers its workspace there, not before reading). ``early`` holds the
-    rows of what was refused while reading; they come first in the report."""
+    """Prepare documents in order, in groups of up to ``BATCH_PASSAGES`` passages (or
+    ``batch_passages``); write up to ``concurrency`` groups at once (each one transaction);
+    counted in input order as groups end. ``before_first_write`` is awaited once, before the
+    first group holding a document is written (``load`` registers its workspace there, not
+    before reading). ``early`` holds the rows of what was refused while reading; they come
+    first in the report."""
     if concurrency < 1:
         raise ValueError(f"concurrency must be >= 1, got {concurrency}")
     options = chunking or ChunkingOptions()
     first_file: dict[str, str] = {}
     # Documents arrive as files are read, so the total is what has arrived so far.
     total = len(items) if isinstance(items, Sized) else 0
-    gate = _InFlight(concurrency, IN_FLIGHT_PASSAGES)
+    batch, documents, bound = BATCH_PASSAGES, BATCH_DOCUMENTS, IN_FLIGHT_PASSAGES
+    if batch_passages is not None:  # two such groups in flight: one staged while one is written
+        batch, documents, bound = batch_passages, max(documents, batch_passages), 2 * batch_passages
+    gate = _InFlight(concurrency, bound)
     tally = Tally()
     counted = _Counted(tally, early, on_progress)
     stopped: list[StoreUnavailable] = []
@@ -284,7 +289,7 @@ async def _index_items(
             group.append(prepared)
             if isinstance(prepared, _Prepared):
                 passages += len(prepared.chunks)
-            if passages >= BATCH_PASSAGES or len(group) >= BATCH_DOCUMENTS:
+            if passages >= batch or len(group) >= documents:
                 await flush()
         await flush()
         await asyncio.gather(*tasks)
@@ -542,6 +547,7 @@ async def index_uploads(
     on_progress: ProgressCallback | None = None,
     concurrency: int = WRITE_CONCURRENCY,
     before_first_write: Callable[[], Awaitable[None]] | None = None,
+    batch_passages: int | None = None,
 ) -> IndexReport:
     """Index the documents of files already read; unreadable files and skipped records are rows.
 
@@ -580,5 +586,5 @@ async def index_uploads(
 
     return await _index_items(
         items(), store, tenant_id, chunking, extractor, on_progress, early, concurrency,
-        before_first_write,
+        before_first_write, batch_passages,
     )  # fmt: skip
