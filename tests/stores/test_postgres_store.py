@@ -500,3 +500,25 @@ async def test_a_database_that_kept_df_in_a_table_reads_the_same_df_from_its_blo
         await assert_derived_tables_agree(conn, tenant)
     finally:
         await conn.close()
+
+
+async def test_the_servers_processes_serving_a_store_run_at_the_niceness_it_asks_for(
+    pg_store: PostgresChunkStore,
+) -> None:
+    """``load`` asks it of the embedded server (on this machine, ours): every connection the
+    store uses from then on is served by a process at that niceness; earlier ones too."""
+    import os
+
+    tenant = uuid.uuid4()
+    await pg_store.upsert_many(corpus_chunks(tenant))
+    pg_store.lower_backend_priority(7)
+    served: set[int] = set()
+
+    async def call() -> None:
+        async with pg_store._pool.acquire() as conn:
+            served.add(conn.get_server_pid())
+            await pg_store.passage_count(tenant)
+
+    await asyncio.gather(*(call() for _ in range(3)))
+    assert served
+    assert {os.getpriority(os.PRIO_PROCESS, pid) for pid in served} == {7}

@@ -358,3 +358,33 @@ def test_the_entities_column_says_rows_count_per_document_and_the_total_distinct
     assert status == 0
     assert "entities (per document)" in out
     assert "2 distinct" in out  # 2 + 2 on the file rows, the same two entities in total
+
+
+def test_the_load_command_runs_at_lower_priority_unless_told_to_run_at_full(
+    tmp_path: Path,
+) -> None:
+    """``python -m core load`` is bulk background work: it adds ``LOAD_NICENESS`` to its own
+    niceness (its staging worker inherits it); ``--full-priority`` keeps it as it was, and a
+    caller of ``main`` in passing (this test process) is never reniced."""
+    from core.cli import LOAD_NICENESS
+
+    (tmp_path / "note.txt").write_text("Flutter of heated wings.")
+    program = (
+        "import atexit, os, runpy, sys;"
+        "atexit.register(lambda: print('niceness', os.nice(0)));"
+        "sys.argv = ['core', *sys.argv[1:]];"
+        "runpy.run_module('core', run_name='__main__')"
+    )
+    before = os.nice(0)
+    found = {}
+    for extra in ([], ["--full-priority"]):
+        argv = ["load", str(tmp_path / "note.txt"), "--workspace", "w", "--dry-run", *extra]
+        done = subprocess.run(
+            [sys.executable, "-c", program, *argv], cwd=ROOT, capture_output=True, text=True,
+            check=False,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        found[bool(extra)] = int(done.stdout.split()[-1])
+    assert found == {False: min(before + LOAD_NICENESS, 19), True: before}
+    assert main(["load", str(tmp_path / "note.txt"), "--workspace", "w", "--dry-run"]) == 0
+    assert os.nice(0) == before

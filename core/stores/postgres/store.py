@@ -5,6 +5,7 @@ Kept thin; the rejected alternative, one module doing all seven jobs, had 1,725 
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 from uuid import UUID
@@ -82,8 +83,26 @@ def _check_limit(limit: int) -> None:
         raise ValueError(f"limit must be >= 0, got {limit}")
 
 
+class _Backends:
+    """The pool's ``setup``: reniced server processes (``lower_backend_priority``)."""
+
+    def __init__(self) -> None:
+        self.niceness: int | None = None
+        self._reniced: set[int] = set()
+
+    async def acquired(self, conn: asyncpg.Connection) -> None:
+        pid = conn.get_server_pid()
+        if self.niceness is None or pid in self._reniced:
+            return
+        self._reniced.add(pid)
+        with contextlib.suppress(OSError):  # not ours to renice (or gone): left as it is
+            os.setpriority(os.PRIO_PROCESS, pid, self.niceness)
+
+
 class PostgresChunkStore(PostgresJudging):
     """``ChunkStore`` on PostgreSQL; create with ``await PostgresChunkStore.connect(dsn)``."""
+
+    _backends: _Backends
 
     def __init__(
         self,
@@ -100,6 +119,7 @@ class PostgresChunkStore(PostgresJudging):
         #: tenant -> its live passages by ordinal, as of one generation (see ``Image``).
         self._images = ImageCache(image_cache_passages)
         self._side = SideReader(dsn, settings or {})
+        self._backends = _Backends()
 
     @classmethod
     async def connect(
@@ -120,6 +140,7 @@ class PostgresChunkStore(PostgresJudging):
                 raise ValueError(f"schema must match {IDENTIFIER.pattern}, got {schema!r}")
             settings["search_path"] = schema
         settings = await connection_settings(dsn, settings, CONNECT_TIMEOUT_S)
+        backends = _Backends()
         pool = await asyncpg.create_pool(
             dsn,
             min_size=min_size,
@@ -127,6 +148,7 @@ class PostgresChunkStore(PostgresJudging):
             server_settings=settings,
             timeout=CONNECT_TIMEOUT_S,
             command_timeout=STATEMENT_TIMEOUT_S,
+            setup=backends.acquired,
         )
         store = cls(
             pool,
@@ -136,12 +158,20 @@ class PostgresChunkStore(PostgresJudging):
             settings=settings,
             image_cache_passages=image_cache_passages,
         )
+        store._backends = backends
         try:
             await store._run(lambda conn: create_schema(conn, schema))
         except BaseException:
             await pool.close()
             raise
         return store
+
+    def lower_backend_priority(self, niceness: int) -> None:
+        """Run the server processes serving this store's connections at ``niceness`` (as
+        ``nice``), from their next use on: for bulk work on a server that runs on this machine
+        for us alone (the embedded one), so it leaves the cores to interactive sessions. A
+        backend that may not be reniced (another user's) keeps its priority."""
+        self._backends.niceness = niceness
 
     async def close(self) -> None:
         try:
