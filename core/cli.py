@@ -24,13 +24,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
-import gc
 import os
 import shlex
 import subprocess
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
@@ -48,6 +46,7 @@ from core.domain.entities import (
     load_entity_list,
 )
 from core.domain.tokenize import DEFAULT_PROFILE, Profile
+from core.ingest import bulk
 from core.ingest.folders import read_paths, skipped_files
 from core.ingest.indexing import (
     NOT_WRITTEN,
@@ -137,7 +136,7 @@ def _parser() -> argparse.ArgumentParser:
         "--full-priority",
         action="store_true",
         help=(
-            f"run at normal CPU priority (by default a load runs at nice {LOAD_NICENESS}, and "
+            f"run at normal CPU priority (by default a load runs at nice {bulk.LOAD_NICENESS}, and "
             "so do the embedded server's processes serving it, so the app's searches go first)"
         ),
     )
@@ -251,7 +250,7 @@ async def load(args: argparse.Namespace, console: Console) -> int:
         return EXIT_UNUSABLE
     dry_run = bool(args.dry_run) or settings.store_kind == "memory"
     if args.background:
-        _run_in_background()  # before the store starts its staging worker, which inherits it
+        bulk.run_in_background()  # before the store starts its staging worker, which inherits it
     try:
         store = InMemoryChunkStore() if dry_run else await open_store(settings)
     except embedded.EmbeddedServerError as exc:
@@ -487,51 +486,6 @@ def db(args: argparse.Namespace, console: Console) -> int:
         embedded.release(data_dir)
 
 
-#: The niceness ``load`` adds to itself (and gives the embedded server's processes serving it)
-#: unless ``--full-priority``: a load is bulk background work, and run beside the app it took
-#: the cores the app's searches and their server needed (bench_stall, PostgreSQL: search p99
-#: 2.1-2.4x idle while another process loaded). On an idle machine it changes nothing.
-LOAD_NICENESS = 10
-
-
-def _run_in_background() -> None:
-    with contextlib.suppress(OSError):
-        os.nice(LOAD_NICENESS)
-
-
-#: Passages per write of ``load`` (an upload's are ``indexing.BATCH_PASSAGES``, 5,000): a
-#: PostgreSQL write is one segment of posting blocks, a row per distinct term, so fewer, larger
-#: segments send fewer rows (100k Zipf passages: 1.31 M rows in 5,000s, 0.67 M in 20,000s) and
-#: need no merge of ten 5,000s into a 50,000 (two merges, ~8 s of server time at 100k). Not for
-#: uploads: a bigger group is a longer piece of a write that other sessions' searches wait on.
-LOAD_BATCH_PASSAGES = 20_000
-
-#: Allocations between young-generation collections while a load runs (CPython's default is
-#: 700: at 100k passages that was thousands of collections, most of them rescanning the read
-#: documents that live until the load ends).
-BULK_GC_THRESHOLD = 100_000
-
-
-@contextlib.contextmanager
-def _bulk_collection() -> Iterator[None]:
-    """Fewer, cheaper garbage collections while a load runs, restored afterwards.
-
-    The documents read stay alive for the whole load, and every full collection walked them
-    again: cProfile of a 20k-passage load put the collector at a fifth of the Python time.
-    They are frozen (moved out of the collector's generations, ``gc.freeze``) and collections
-    are made rarer. Rejected: ``gc.disable()`` for the load: cycles asyncio makes per write
-    (tasks, exceptions with tracebacks) would never be freed on a long load.
-    """
-    thresholds = gc.get_threshold()
-    gc.freeze()
-    gc.set_threshold(BULK_GC_THRESHOLD, *thresholds[1:])
-    try:
-        yield
-    finally:
-        gc.set_threshold(*thresholds)
-        gc.unfreeze()
-
-
 async def load_into(
     store: ChunkStore,
     paths: Sequence[Path],
@@ -564,7 +518,7 @@ async def load_into(
         owner=owner,
     )
     with (
-        _bulk_collection(),
+        bulk.bulk_collection(),
         Progress(
             TextColumn("indexing"),
             BarColumn(),
@@ -587,7 +541,7 @@ async def load_into(
             extractor=extractor,
             on_progress=advance,
             before_first_write=lambda: store.upsert_workspace(entry),
-            batch_passages=LOAD_BATCH_PASSAGES,
+            batch_passages=bulk.LOAD_BATCH_PASSAGES,
         )
 
 

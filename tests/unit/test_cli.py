@@ -366,7 +366,7 @@ def test_the_load_command_runs_at_lower_priority_unless_told_to_run_at_full(
     """``python -m core load`` is bulk background work: it adds ``LOAD_NICENESS`` to its own
     niceness (its staging worker inherits it); ``--full-priority`` keeps it as it was, and a
     caller of ``main`` in passing (this test process) is never reniced."""
-    from core.cli import LOAD_NICENESS
+    from core.ingest.bulk import LOAD_NICENESS
 
     (tmp_path / "note.txt").write_text("Flutter of heated wings.")
     program = (

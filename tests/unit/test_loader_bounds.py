@@ -262,12 +262,11 @@ class Watching(InMemoryChunkStore):
 async def test_a_huge_document_is_written_alone_and_the_next_file_waits_unread(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from core import cli
-    from core.ingest import indexing
+    from core.ingest import bulk, indexing
 
     monkeypatch.setattr(indexing, "BATCH_PASSAGES", 10)
     monkeypatch.setattr(indexing, "IN_FLIGHT_PASSAGES", 40)
-    monkeypatch.setattr(cli, "LOAD_BATCH_PASSAGES", 10)  # load's groups, two in flight: 20
+    monkeypatch.setattr(bulk, "LOAD_BATCH_PASSAGES", 10)  # load's groups, two in flight: 20
     folder = tmp_path / "six"
     folder.mkdir()
     for number in range(6):  # six files of ~60 passages each, every one over the bound

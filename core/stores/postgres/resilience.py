@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Final, TypeVar
 
@@ -256,3 +257,20 @@ class Calls:
                     state["inside"] = False
                     with contextlib.suppress(asyncpg.InterfaceError):
                         conn.remove_termination_listener(on_terminated)
+
+
+class Backends:
+    """The pool's ``setup``: each server process serving the pool reniced once, when asked
+    (``PostgresChunkStore.lower_backend_priority``)."""
+
+    def __init__(self) -> None:
+        self.niceness: int | None = None
+        self._reniced: set[int] = set()
+
+    async def acquired(self, conn: asyncpg.Connection) -> None:
+        pid = conn.get_server_pid()
+        if self.niceness is None or pid in self._reniced:
+            return
+        self._reniced.add(pid)
+        with contextlib.suppress(OSError):  # not ours to renice (or gone): left as it is
+            os.setpriority(os.PRIO_PROCESS, pid, self.niceness)

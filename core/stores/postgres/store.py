@@ -5,7 +5,6 @@ Kept thin; the rejected alternative, one module doing all seven jobs, had 1,725 
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 from uuid import UUID
@@ -45,6 +44,7 @@ from core.stores.postgres.resilience import (
     DEFAULT_RETRIES,
     SESSION_SETTINGS,
     STATEMENT_TIMEOUT_S,
+    Backends,
     Calls,
 )
 from core.stores.postgres.schema import IDENTIFIER, connection_settings, create_schema
@@ -83,26 +83,10 @@ def _check_limit(limit: int) -> None:
         raise ValueError(f"limit must be >= 0, got {limit}")
 
 
-class _Backends:
-    """The pool's ``setup``: reniced server processes (``lower_backend_priority``)."""
-
-    def __init__(self) -> None:
-        self.niceness: int | None = None
-        self._reniced: set[int] = set()
-
-    async def acquired(self, conn: asyncpg.Connection) -> None:
-        pid = conn.get_server_pid()
-        if self.niceness is None or pid in self._reniced:
-            return
-        self._reniced.add(pid)
-        with contextlib.suppress(OSError):  # not ours to renice (or gone): left as it is
-            os.setpriority(os.PRIO_PROCESS, pid, self.niceness)
-
-
 class PostgresChunkStore(PostgresJudging):
     """``ChunkStore`` on PostgreSQL; create with ``await PostgresChunkStore.connect(dsn)``."""
 
-    _backends: _Backends
+    _backends: Backends
 
     def __init__(
         self,
@@ -119,7 +103,7 @@ class PostgresChunkStore(PostgresJudging):
         #: tenant -> its live passages by ordinal, as of one generation (see ``Image``).
         self._images = ImageCache(image_cache_passages)
         self._side = SideReader(dsn, settings or {})
-        self._backends = _Backends()
+        self._backends = Backends()
 
     @classmethod
     async def connect(
@@ -140,7 +124,7 @@ class PostgresChunkStore(PostgresJudging):
                 raise ValueError(f"schema must match {IDENTIFIER.pattern}, got {schema!r}")
             settings["search_path"] = schema
         settings = await connection_settings(dsn, settings, CONNECT_TIMEOUT_S)
-        backends = _Backends()
+        backends = Backends()
         pool = await asyncpg.create_pool(
             dsn,
             min_size=min_size,
