@@ -522,3 +522,68 @@ async def test_the_servers_processes_serving_a_store_run_at_the_niceness_it_asks
     await asyncio.gather(*(call() for _ in range(3)))
     assert served
     assert {os.getpriority(os.PRIO_PROCESS, pid) for pid in served} == {7}
+
+
+async def test_a_write_brings_the_cached_image_up_to_date_without_reading_it_again(
+    database_url: str, pg_schema: str, pg_store: PostgresChunkStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 20 item 6: after a write (insert, replace, delete) the next search reads no whole
+    image again; what it ranks with equals an image read afresh, and the ranking a store with
+    no cache gives."""
+    from core.domain.ranking import rank_chunks
+    from core.stores.postgres import image as image_module
+
+    reads: list[int] = []
+    real = image_module.Image.load.__func__  # type: ignore[attr-defined]
+
+    async def counted(cls: type, conn: asyncpg.Connection, *args: object) -> object:
+        reads.append(1)
+        return await real(cls, conn, *args)
+
+    monkeypatch.setattr(image_module.Image, "load", classmethod(counted))
+    tenant = uuid.uuid4()
+    terms = ["ocean", "coast", "tides", "rivers", "glaciers", "wing"]
+    fresh = await PostgresChunkStore.connect(database_url, schema=pg_schema, image_cache_passages=0)
+
+    async def same_as_fresh() -> None:
+        ours = rank_chunks(terms, await pg_store.lexical_candidates(terms, tenant, 1000), 50)
+        assert ours
+        reads_before = len(reads)
+        theirs = rank_chunks(terms, await fresh.lexical_candidates(terms, tenant, 1000), 50)
+        assert [(r.chunk.id, r.score) for r in ours] == [(r.chunk.id, r.score) for r in theirs]
+        del reads[reads_before:]  # the fresh store's own read is not ours
+        cached = pg_store._images.get(tenant)
+        assert cached is not None
+        async with pg_store._pool.acquire() as conn, conn.transaction():
+            totals = await conn.fetchrow(
+                "SELECT passages, tokens, next_ordinal, generation FROM tenant_counters "
+                "WHERE tenant_id = $1",
+                tenant,
+            )
+            whole = await real(image_module.Image, conn, tenant, totals)
+        assert cached.generation == whole.generation
+        assert cached.id_rank.tolist() == whole.id_rank.tolist()
+        assert cached.ids.tolist() == whole.ids.tolist()
+        assert cached.lengths.tolist() == whole.lengths.tolist()
+
+    try:
+        await pg_store.upsert_many(corpus_chunks(tenant))
+        await same_as_fresh()
+        assert len(reads) == 1  # the first search reads the image whole, once
+        more = [make_chunk(tenant, f"new-{i}", f"wing ocean {'coast ' * i}") for i in range(30)]
+        await pg_store.replace_sources(tenant, [(f"new-{i}", [more[i]]) for i in range(30)])
+        await same_as_fresh()
+        await pg_store.replace_source("doc-a", tenant, [make_chunk(tenant, "doc-a", "tides")])
+        await same_as_fresh()
+        assert await pg_store.delete_by_source("doc-c", tenant) == 2
+        await same_as_fresh()
+        found = rank_chunks(
+            ["rivers"], await pg_store.lexical_candidates(["rivers"], tenant, 99), 9
+        )
+        assert found and "doc-c" not in {r.chunk.source_id for r in found}
+        assert len(reads) == 1  # four writes, no whole image read again
+        await fresh.upsert_many([make_chunk(tenant, "elsewhere", "ocean wing")])  # another writer
+        await same_as_fresh()
+        assert len(reads) == 2  # not this store's write: its image is read again, whole
+    finally:
+        await fresh.close()

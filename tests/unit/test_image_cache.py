@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from core.settings import Settings
-from core.stores.postgres.image import Image, ImageCache
+from core.stores.postgres.image import Image, ImageCache, ImageChanges
 
 
 def image(slots: int) -> Image:
@@ -53,3 +53,18 @@ def test_an_image_larger_than_the_bound_is_kept_alone() -> None:
 def test_the_bound_is_a_setting(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LEXPLAIN_IMAGE_CACHE_PASSAGES", "1234")
     assert Settings().image_cache_passages == 1234
+
+
+def test_an_image_updated_by_a_write_stays_counted_and_within_the_bound() -> None:
+    a, b = uuid.uuid4(), uuid.uuid4()
+    cache = ImageCache(capacity=100)
+    cache[a] = image(40)
+    cache[b] = image(50)
+    grown = ImageChanges(generations={a: (1, 2, 60)}, added={a: [(55, "c55", 3)]})
+    cache.update(grown)  # a grows to 60 ordinals: 110 > 100, so b (least recently used) goes
+    updated = cache.get(a)
+    assert updated is not None and updated.generation == 2 and len(updated.ids) == 60
+    assert b not in cache and cache.held == 60
+    assert updated.id_rank[55] == 40 and updated.ids[55] == "c55" and updated.lengths[55] == 3
+    cache.update(ImageChanges(generations={a: (1, 3, 60)}))  # follows a generation it lacks
+    assert a not in cache and cache.held == 0

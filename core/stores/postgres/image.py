@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 from uuid import UUID
 
@@ -91,6 +91,55 @@ class Image:
         lengths[ordinals] = np.fromiter((r[2] for r in records), np.int64, n)
         return cls(int(totals["generation"]), id_rank, ids, lengths)
 
+    def changed(
+        self,
+        generation: int,
+        size: int,
+        added: Sequence[tuple[int, str, int]],
+        removed: Sequence[int],
+    ) -> Image:
+        """This image after one write: ``removed`` ordinals gone, ``added`` (ordinal, id,
+        length) in, ranks in chunk-id order kept (Python compares the hex ids as the "C"
+        collation orders them); equal to ``load`` after that write (tests/stores)."""
+        size = max(size, len(self.ids))
+        ids = np.empty(size, dtype=object)
+        ids[: len(self.ids)] = self.ids
+        lengths = np.zeros(size, dtype=np.int64)
+        lengths[: len(self.lengths)] = self.lengths
+        live = np.flatnonzero(self.id_rank >= 0)
+        order = live[np.argsort(self.id_rank[live])]  # ordinals in chunk-id order
+        if removed:
+            gone = np.asarray(removed, dtype=np.int64)
+            order = order[~np.isin(order, gone)]
+            ids[gone] = None
+            lengths[gone] = 0
+        if added:
+            ranked = sorted(added, key=lambda passage: passage[1])
+            ordinals = np.fromiter((p[0] for p in ranked), np.int64, len(ranked))
+            new_ids = np.empty(len(ranked), dtype=object)
+            new_ids[:] = [p[1] for p in ranked]
+            at = np.searchsorted(ids[order], new_ids)
+            ids[ordinals] = new_ids
+            lengths[ordinals] = np.fromiter((p[2] for p in ranked), np.int64, len(ranked))
+            order = np.insert(order, at, ordinals)
+        id_rank = np.full(size, -1, dtype=np.int64)
+        id_rank[order] = np.arange(len(order), dtype=np.int64)
+        return Image(generation, id_rank, ids, lengths)
+
+
+@dataclass
+class ImageChanges:
+    """What one write transaction did to its tenants' live passages: enough to bring a cached
+    image up to date (``ImageCache.update``) instead of reading it again whole after every
+    write (284 ms at 100k passages, on the next search after each upload)."""
+
+    #: tenant -> (the generation the write followed, the one it wrote, its next ordinal).
+    generations: dict[UUID, tuple[int, int, int]] = field(default_factory=dict)
+    #: tenant -> (ordinal, chunk id, length) of each passage written.
+    added: dict[UUID, list[tuple[int, str, int]]] = field(default_factory=dict)
+    #: tenant -> ordinals of the passages deleted.
+    removed: dict[UUID, list[int]] = field(default_factory=dict)
+
 
 class ImageCache:
     """The tenants' images, least recently used evicted first once their ordinals pass
@@ -126,6 +175,23 @@ class ImageCache:
 
     def __contains__(self, tenant_id: object) -> bool:
         return tenant_id in self._images
+
+    def update(self, changes: ImageChanges) -> None:
+        """Bring each cached image a committed write touched up to date from what it changed;
+        an image of another generation than the one the write followed (another process
+        wrote between, or a workspace emptied and begun again at 0) is dropped instead, to be
+        read again whole by the next query."""
+        for tenant_id, (before, after, size) in changes.generations.items():
+            image = self._images.get(tenant_id)
+            if image is None:
+                continue
+            if image.generation != before or not before:
+                del self._images[tenant_id]
+                self._held -= len(image.ids)
+                continue
+            self[tenant_id] = image.changed(
+                after, size, changes.added.get(tenant_id, []), changes.removed.get(tenant_id, [])
+            )
 
 
 #: Candidates whose text the read fetches in its own snapshot: all of them up to this many,

@@ -42,6 +42,18 @@ CHUNK_COLUMNS: Final = (
     "p.id, p.tenant_id, p.source_id, p.chunk_index, p.start_char, p.end_char, p.text, "
     "p.entity_ids, p.metadata::text AS metadata"
 )
+#: Each entity of a tenant with the passages mentioning it, most mentioned first.
+ENTITY_COUNTS: Final = """
+SELECT e.id, e.name, e.kind, m.n
+FROM (
+    SELECT u.entity_id, count(DISTINCT p.id) AS n
+    FROM passages p CROSS JOIN LATERAL unnest(p.entity_ids) AS u(entity_id)
+    WHERE p.tenant_id = $1
+    GROUP BY u.entity_id
+) m
+JOIN entities e ON e.tenant_id = $1 AND e.id = m.entity_id
+ORDER BY m.n DESC, e.name, e.id
+"""
 #: The k shown, by id (the lookup's only read of passage text).
 _SHOWN: Final = f"""
 SELECT {CHUNK_COLUMNS} FROM passages p WHERE p.tenant_id = $1 AND p.id = ANY($2::text[])

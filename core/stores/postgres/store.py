@@ -34,9 +34,9 @@ from core.stores.port import (
 )
 from core.stores.postgres.blocks import prefix_upper_bound, stage
 from core.stores.postgres.frequencies import top_terms, vocabulary
-from core.stores.postgres.image import ImageCache, read_candidates
+from core.stores.postgres.image import ImageCache, ImageChanges, read_candidates
 from core.stores.postgres.judging import PostgresJudging
-from core.stores.postgres.lookups import CHUNK_COLUMNS, SideReader, chunk_from_row
+from core.stores.postgres.lookups import CHUNK_COLUMNS, ENTITY_COUNTS, SideReader, chunk_from_row
 from core.stores.postgres.resilience import (
     CALL_TIMEOUT_S,
     CONNECT_TIMEOUT_S,
@@ -182,17 +182,34 @@ class PostgresChunkStore(PostgresJudging):
         profiles = await self._profiles(tenants)
         staging = await stage_batch(batch, profiles)
 
-        async def write(conn: asyncpg.Connection) -> bool:
+        async def write(conn: asyncpg.Connection, changes: ImageChanges) -> bool:
             nonlocal profiles, staging
-            async with conn.transaction():
-                now = await locked_profiles(conn, tenants)
-                if now != profiles:  # a re-index committed since we staged: stage again
-                    profiles, staging = now, stage(batch, now)
-                return await write_new(conn, staging, {})
+            now = await locked_profiles(conn, tenants)
+            if now != profiles:  # a re-index committed since we staged: stage again
+                profiles, staging = now, stage(batch, now)
+            return await write_new(conn, staging, {}, changes)
 
-        if await self._run(write, writing=_passages(len(batch))):
+        if await self._write(write, _passages(len(batch))):
             await self._refresh_statistics()
         return len(batch)
+
+    async def _write(
+        self, operation: Callable[[asyncpg.Connection, ImageChanges], Awaitable[T]], writing: str
+    ) -> T:
+        """``operation`` in one transaction; once committed, the cached images it touched are
+        updated from what it changed (``ImageCache.update``), not read again whole."""
+        done: list[ImageChanges] = []
+
+        async def attempt(conn: asyncpg.Connection) -> T:
+            changes = ImageChanges()  # a retried attempt starts afresh
+            async with conn.transaction():
+                result = await operation(conn, changes)
+            done[:] = [changes]
+            return result
+
+        result = await self._run(attempt, writing=writing)
+        self._images.update(done[0])
+        return result
 
     async def _profiles(self, tenants: Sequence[UUID]) -> dict[UUID, Profile]:
         async def read(conn: asyncpg.Connection) -> dict[UUID, Profile]:
@@ -235,18 +252,17 @@ class PostgresChunkStore(PostgresJudging):
         # A big batch in the worker process, not a thread (see core.stores.postgres.staging).
         staging = await stage_batch(batch, profiles)
 
-        async def write(conn: asyncpg.Connection) -> tuple[list[int], bool]:
+        async def write(conn: asyncpg.Connection, changes: ImageChanges) -> tuple[list[int], bool]:
             nonlocal profiles, staging
-            async with conn.transaction():
-                now = await locked_profiles(conn, [tenant_id])
-                if now != profiles:  # a re-index committed since we staged: stage again
-                    profiles, staging = now, stage(batch, now)
-                profile = profiles.get(tenant_id, DEFAULT_PROFILE)
-                return await replace_rows(
-                    conn, tenant_id, source_ids, keep, latest, staging, profile
-                )
+            now = await locked_profiles(conn, [tenant_id])
+            if now != profiles:  # a re-index committed since we staged: stage again
+                profiles, staging = now, stage(batch, now)
+            profile = profiles.get(tenant_id, DEFAULT_PROFILE)
+            return await replace_rows(
+                conn, tenant_id, source_ids, keep, latest, staging, profile, changes
+            )
 
-        removed, bulk = await self._run(write, writing=what)
+        removed, bulk = await self._write(write, what)
         if bulk:
             await self._refresh_statistics()
         return removed
@@ -270,11 +286,10 @@ class PostgresChunkStore(PostgresJudging):
         if not is_storable(source_id):
             return 0
 
-        async def write(conn: asyncpg.Connection) -> int:
-            async with conn.transaction():
-                return await delete_source_rows(conn, tenant_id, source_id)
+        async def write(conn: asyncpg.Connection, changes: ImageChanges) -> int:
+            return await delete_source_rows(conn, tenant_id, source_id, changes)
 
-        return await self._run(write, writing=f"the deletion of source {source_id!r}")
+        return await self._write(write, f"the deletion of source {source_id!r}")
 
     async def delete_by_tenant(self, tenant_id: UUID) -> int:
         async def write(conn: asyncpg.Connection) -> int:
@@ -420,20 +435,7 @@ class PostgresChunkStore(PostgresJudging):
 
     async def list_entities(self, tenant_id: UUID) -> list[EntitySummary]:
         async def read(conn: asyncpg.Connection) -> list[EntitySummary]:
-            rows = await conn.fetch(
-                """
-                SELECT e.id, e.name, e.kind, m.n
-                FROM (
-                    SELECT u.entity_id, count(DISTINCT p.id) AS n
-                    FROM passages p CROSS JOIN LATERAL unnest(p.entity_ids) AS u(entity_id)
-                    WHERE p.tenant_id = $1
-                    GROUP BY u.entity_id
-                ) m
-                JOIN entities e ON e.tenant_id = $1 AND e.id = m.entity_id
-                ORDER BY m.n DESC, e.name, e.id
-                """,
-                tenant_id,
-            )
+            rows = await conn.fetch(ENTITY_COUNTS, tenant_id)
             return [
                 EntitySummary(
                     entity=Entity(id=r["id"], name=r["name"], kind=r["kind"]), passages=r["n"]

@@ -22,6 +22,7 @@ from core.domain.tokenize import DEFAULT_PROFILE, Profile
 from core.stores.port import ReindexProgress, WorkspaceGone, passage_terms
 from core.stores.postgres.blocks import Blocks, Staged, Staging
 from core.stores.postgres.frequencies import add_dead
+from core.stores.postgres.image import ImageChanges
 from core.stores.postgres.merges import merge_segments
 from core.stores.postgres.resilience import Calls
 
@@ -90,7 +91,12 @@ _ADD_COUNTERS: Final = """
 UPDATE tenant_counters SET passages = passages + $2, tokens = tokens + $3,
     generation = txid_current()
 WHERE tenant_id = $1
-RETURNING passages
+RETURNING passages, generation, next_ordinal
+"""
+#: The generation this write follows (the row locked: every generation is set under its lock,
+#: so this is the last committed writer's).
+_GENERATION_BEFORE: Final = """
+SELECT generation FROM tenant_counters WHERE tenant_id = $1 FOR UPDATE
 """
 #: The batch's entities in one statement (ids are distinct: ON CONFLICT touches a row once).
 _UPSERT_ENTITIES: Final = """
@@ -104,7 +110,7 @@ SELECT id, text, doc_length FROM passages WHERE tenant_id = $1 AND id = ANY($2::
 """
 #: The passage rows themselves (their ordinals stay in the blocks as tombstones).
 _DELETE_PASSAGES: Final = """
-DELETE FROM passages WHERE tenant_id = $1 AND id = ANY($2::text[]) RETURNING doc_length
+DELETE FROM passages WHERE tenant_id = $1 AND id = ANY($2::text[]) RETURNING ordinal
 """
 
 
@@ -176,10 +182,12 @@ async def replace_rows(
     entities: Sequence[Entity],
     staging: Staging,
     profile: Profile,
+    changes: ImageChanges | None = None,
 ) -> tuple[list[int], bool]:
     """Inside the caller's transaction: lock the sources, upsert the entities, delete the
     sources' passages not in ``keep``, then write the staged ones. Returns the passages
-    removed per source and whether it was a bulk load (see ``write_new``)."""
+    removed per source and whether it was a bulk load (see ``write_new``); what changed in
+    the live passages goes into ``changes`` (for the store's cached images)."""
     await conn.execute(
         "SELECT pg_advisory_xact_lock(k) FROM unnest($1::bigint[]) AS k ORDER BY k",
         source_lock_keys(tenant_id, source_ids),
@@ -202,12 +210,17 @@ async def replace_rows(
     for r in existing:
         if r["id"] not in keep:
             per_source[r["source_id"]] += 1
-    removed_tokens = await delete_ids(conn, tenant_id, orphans, profile)
+    removed_tokens = await delete_ids(conn, tenant_id, orphans, profile, changes)
     delta = {tenant_id: (-len(orphans), -removed_tokens)}
-    return [per_source[s] for s in source_ids], await write_new(conn, staging, delta)
+    return [per_source[s] for s in source_ids], await write_new(conn, staging, delta, changes)
 
 
-async def delete_source_rows(conn: asyncpg.Connection, tenant_id: UUID, source_id: str) -> int:
+async def delete_source_rows(
+    conn: asyncpg.Connection,
+    tenant_id: UUID,
+    source_id: str,
+    changes: ImageChanges | None = None,
+) -> int:
     """Inside the caller's transaction: a source's passages, their df and counters."""
     # The workspace row first, then the source's lock: every write's order.
     profiles = await locked_profiles(conn, [tenant_id])
@@ -217,9 +230,10 @@ async def delete_source_rows(conn: asyncpg.Connection, tenant_id: UUID, source_i
         "SELECT id FROM passages WHERE tenant_id = $1 AND source_id = $2", tenant_id, source_id
     )
     ids = sorted(r["id"] for r in rows)
-    tokens = await delete_ids(conn, tenant_id, ids, profiles.get(tenant_id, DEFAULT_PROFILE))
+    profile = profiles.get(tenant_id, DEFAULT_PROFILE)
+    tokens = await delete_ids(conn, tenant_id, ids, profile, changes)
     if ids:
-        await add_counters(conn, tenant_id, -len(ids), -tokens)
+        await add_counters(conn, tenant_id, -len(ids), -tokens, changes)
     return len(ids)
 
 
@@ -239,6 +253,7 @@ async def write_new(
     conn: asyncpg.Connection,
     staging: Staging,
     deltas: dict[UUID, tuple[int, int]],
+    changes: ImageChanges | None = None,
 ) -> bool:
     """Insert new passages with their posting blocks, update known ones, then the counters.
 
@@ -291,6 +306,12 @@ async def write_new(
             else:
                 blocks = Blocks((ordinal, _counted(tfs)) for ordinal, _, tfs in kept)
                 await _write_blocks(conn, tenant_id, blocks, kept[0][0], len(kept))
+            if changes is not None:
+                changes.added.setdefault(tenant_id, []).extend(
+                    (first + i, row[1], row[9])
+                    for i, (row, _) in enumerate(by_tenant[tenant_id])
+                    if first + i in new
+                )
             passages, tokens = totals.get(tenant_id, (0, 0))
             added = sum(length for _, length, _ in kept)
             totals[tenant_id] = (passages + len(new), tokens + added)
@@ -298,7 +319,7 @@ async def write_new(
     for tenant_id in sorted(totals):
         passages, tokens = totals[tenant_id]
         if tenant_id in changed:
-            after = await add_counters(conn, tenant_id, passages, tokens)
+            after = await add_counters(conn, tenant_id, passages, tokens, changes)
             bulk = bulk or (passages >= _BULK_PASSAGES and passages * 2 >= after)
     return bulk
 
@@ -311,15 +332,32 @@ def _counted(tfs: Counter[str] | None) -> Counter[str]:
 
 
 async def add_counters(
-    conn: asyncpg.Connection, tenant_id: UUID, passages: int, tokens: int
+    conn: asyncpg.Connection,
+    tenant_id: UUID,
+    passages: int,
+    tokens: int,
+    changes: ImageChanges | None = None,
 ) -> int:
-    """Apply a delta to the tenant's counters row (a new generation); returns its passages."""
+    """Apply a delta to the tenant's counters row (a new generation, noted in ``changes``
+    with the one it follows); returns its passages."""
     await conn.execute(_ENSURE_COUNTERS, tenant_id)
-    return int(await conn.fetchval(_ADD_COUNTERS, tenant_id, passages, tokens))
+    before = await conn.fetchval(_GENERATION_BEFORE, tenant_id)
+    row = await conn.fetchrow(_ADD_COUNTERS, tenant_id, passages, tokens)
+    if changes is not None:
+        changes.generations[tenant_id] = (
+            int(before),
+            int(row["generation"]),
+            int(row["next_ordinal"]),
+        )
+    return int(row["passages"])
 
 
 async def delete_ids(
-    conn: asyncpg.Connection, tenant_id: UUID, ids: list[str], profile: Profile
+    conn: asyncpg.Connection,
+    tenant_id: UUID,
+    ids: list[str],
+    profile: Profile,
+    changes: ImageChanges | None = None,
 ) -> int:
     """Delete passages and count their postings as dead; returns tokens removed.
 
@@ -339,7 +377,9 @@ async def delete_ids(
     terms = sorted(removed)
     counts = [removed[t] for t in terms]
     await add_dead(conn, tenant_id, terms, counts)
-    await conn.execute(_DELETE_PASSAGES, tenant_id, ids)
+    gone = await conn.fetch(_DELETE_PASSAGES, tenant_id, ids)
+    if changes is not None:
+        changes.removed.setdefault(tenant_id, []).extend(int(row[0]) for row in gone)
     return tokens
 
 
