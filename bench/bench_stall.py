@@ -118,9 +118,12 @@ def timed_searches(service: LexplainService, queries: list[str]) -> list[float]:
     return timings
 
 
-def load_command(store: str) -> list[str]:
-    """The CLI's ``load`` of the sample into ``OTHER`` (``--dry-run`` for the memory store)."""
+def load_command(store: str, full_priority: bool = False) -> list[str]:
+    """The CLI's ``load`` of the sample into ``OTHER`` (``--dry-run`` for the memory store);
+    at the command's own lower priority unless ``full_priority``."""
     command = [sys.executable, "-m", "core", "load", "--workspace", OTHER, "--whole-documents"]
+    if full_priority:
+        command.append("--full-priority")
     if store == "memory":
         command.append("--dry-run")
     else:
@@ -128,7 +131,9 @@ def load_command(store: str) -> list[str]:
     return [*command, str(SAMPLE_CORPUS)]
 
 
-def run(store: str, work: str, holds: bool = False) -> dict[str, object]:
+def run(
+    store: str, work: str, holds: bool = False, full_priority: bool = False
+) -> dict[str, object]:
     service = open_service(store)
     try:
         for name in (WORKSPACE, OTHER):
@@ -162,7 +167,7 @@ def run(store: str, work: str, holds: bool = False) -> dict[str, object]:
                 a, b = Ranker.of(RankerKind.WORKSPACE), Ranker.of(RankerKind.CLASSIC)
                 service.compare(heavy, a, b, K, LIMIT, workspace=WORKSPACE)
             elif work == "load":  # another process loads the sample
-                subprocess.run(load_command(store), check=True, capture_output=True)
+                subprocess.run(load_command(store, full_priority), check=True, capture_output=True)
             elif work == "upload":  # another session loads the sample into its own workspace
                 service.delete_workspace(OTHER)
                 service.create_workspace(OTHER)
@@ -201,7 +206,7 @@ def run(store: str, work: str, holds: bool = False) -> dict[str, object]:
         service.close()
     result: dict[str, object] = {
         "store": store,
-        "work": work,
+        "work": work + (" (--full-priority)" if full_priority else ""),
         "idle": summary(idle),
         "during": summary(during),
         "work_s": round(statistics.median(work_s), 2),
@@ -219,8 +224,11 @@ def main() -> None:
     parser.add_argument("--store", choices=("memory", "postgres"), required=True)
     parser.add_argument("--work", choices=WORKS, default="evaluate")
     parser.add_argument("--holds", action="store_true", help="print what held the loop")
+    parser.add_argument(
+        "--full-priority", action="store_true", help="--work load: the load at normal priority"
+    )
     args = parser.parse_args()
-    print(json.dumps(run(args.store, args.work, args.holds), indent=2))
+    print(json.dumps(run(args.store, args.work, args.holds, args.full_priority), indent=2))
 
 
 if __name__ == "__main__":
