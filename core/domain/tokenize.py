@@ -161,16 +161,16 @@ def tokenize_many(texts: Sequence[str], profile: Profile = DEFAULT_PROFILE) -> T
 
 def _coded(tokens: list[AnyStr], join: AnyStr, count: int, profile: Profile) -> TokenizedTexts:
     """The split tokens (terms and joins, as str or ASCII bytes) as term and text indexes."""
-    surfaces = sorted(set(tokens) - {join})
-    words = [_text(surface) for surface in surfaces]
+    surfaces = list(set(tokens) - {join})
+    words = _texts(surfaces)
     kept = [word not in STOPWORDS for word in words]
     indexed = index_terms([word for word, k in zip(words, kept, strict=True) if k], profile)
     terms = sorted(set(indexed))
     rank = {term: i for i, term in enumerate(terms)}
     ranks = iter(rank[term] for term in indexed)
-    code: dict[AnyStr, int] = {
-        surface: next(ranks) if k else -1 for surface, k in zip(surfaces, kept, strict=True)
-    }
+    code: dict[AnyStr, int] = dict(
+        zip(surfaces, [next(ranks) if k else -1 for k in kept], strict=True)
+    )
     code[join] = -2
     ids = np.fromiter(map(code.__getitem__, tokens), np.int64, len(tokens))
     # A token's text is the number of joins before it.
@@ -179,8 +179,11 @@ def _coded(tokens: list[AnyStr], join: AnyStr, count: int, profile: Profile) -> 
     return TokenizedTexts(terms, ids[held], text_ids[held].astype(np.int64), count)
 
 
-def _text(surface: str | bytes) -> str:
-    return surface.decode("ascii") if isinstance(surface, bytes) else surface
+def _texts(surfaces: list[str] | list[bytes]) -> list[str]:
+    """The surfaces as text: ASCII bytes decoded in one call (they hold no space)."""
+    if surfaces and isinstance(surfaces[0], bytes):
+        return b" ".join(surfaces).decode("ascii").split(" ")
+    return list(surfaces)  # type: ignore[arg-type]
 
 
 def _tokenized_one_by_one(texts: Sequence[str], profile: Profile) -> TokenizedTexts:
