@@ -44,11 +44,14 @@ settings.register_profile(
 )
 settings.load_profile("lexplain")
 
-#: Every table the PostgreSQL store creates, emptied between tests of one module.
+#: Every table the PostgreSQL store creates, emptied between tests of one module; those that
+#: reference ``workspaces`` come before it, so deleting in this order needs no cascade.
 STORE_TABLES = (
-    "postings, segments, passages, term_dead, tenant_counters, entities, workspaces, "
-    "workspace_names, workspace_members, query_sets, judgments, saved_runs"
+    "postings, segments, passages, term_dead, tenant_counters, entities, workspace_members, "
+    "query_sets, judgments, saved_runs, workspaces, workspace_names"
 )
+#: The statements that empty them, in one round trip (see ``pg_store`` for why not TRUNCATE).
+EMPTY_STORE_TABLES = "; ".join(f"DELETE FROM {t}" for t in STORE_TABLES.split(", "))  # noqa: S608
 
 
 @contextlib.contextmanager
@@ -206,11 +209,16 @@ def pg_schema(database_url: str) -> Iterator[str]:
 
 @pytest.fixture
 async def pg_store(database_url: str, pg_schema: str) -> AsyncIterator[PostgresChunkStore]:
-    """A store on the module's schema, with every table empty."""
+    """A store on the module's schema, with every table empty.
+
+    Emptied by DELETE, not TRUNCATE: on the Citus cluster a TRUNCATE of the twelve distributed
+    tables took 0.55 s per test (most of each compliance test's setup, ~50 s a run), a DELETE
+    of the few rows a test leaves 0.12 s; on PostgreSQL 15, 0.08 s against 0.004 s.
+    """
     store = await PostgresChunkStore.connect(database_url, schema=pg_schema)
     conn = await asyncpg.connect(database_url, server_settings={"search_path": pg_schema})
     try:
-        await conn.execute(f"TRUNCATE {STORE_TABLES}")
+        await conn.execute(EMPTY_STORE_TABLES)
     finally:
         await conn.close()
     yield store
