@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Final
 
@@ -35,11 +36,11 @@ from core.domain.postings import EMPTY_POSTING, Posting
 from core.domain.tokenize import Profile
 
 #: A passage's token count and tf per term (``port.passage_terms``).
-TermCounts = tuple[int, Mapping[str, int]]
+TermCounts = tuple[int, dict[str, int]]
 #: Segments of one size level (powers of this factor) that are merged into one.
 MERGE_FACTOR: Final = 10
 #: Postings a ``SegmentWriter`` holds as term counts before it turns them into arrays.
-PIECE_POSTINGS: Final = 20000
+PIECE_POSTINGS: Final = 100_000
 #: A segment with more than this share of dead rows is rewritten without them.
 DEAD_SHARE: Final = 0.5
 
@@ -59,19 +60,25 @@ class Segment:
     size: int
 
     @classmethod
-    def build(cls, passages: Sequence[Mapping[str, int]]) -> Segment:
-        """From each row's tf per term, in row order: a few C-level passes and one sort."""
+    def build(
+        cls, passages: Sequence[dict[str, int]], slots: defaultdict[str, int] | None = None
+    ) -> Segment:
+        """From each row's tf per term, in row order: a few C-level passes and one sort.
+        ``slots`` (a ``SegmentWriter``'s vocabulary, shared by its pieces) gains the new terms;
+        a new term takes the next number in the same C-level lookup that numbers a known one."""
         sizes = np.fromiter(map(len, passages), np.int64, len(passages))
         total = int(sizes.sum())
-        keys = list(itertools.chain.from_iterable(passages))
-        slots = dict(zip(dict.fromkeys(keys), itertools.count(), strict=False))
-        term = np.fromiter(map(slots.__getitem__, keys), np.int32, total)
-        del keys
+        shared = slots is not None
+        vocabulary = slots if slots is not None else _vocabulary()
+        keys = itertools.chain.from_iterable(passages)
+        term = np.fromiter(map(vocabulary.__getitem__, keys), np.int32, total)
         tfs = np.fromiter(
-            itertools.chain.from_iterable(p.values() for p in passages), np.int32, total
+            itertools.chain.from_iterable(map(dict.values, passages)), np.int32, total
         )
         rows = np.repeat(np.arange(len(passages), dtype=np.int32), sizes)
-        return cls._sorted(slots, term, rows, tfs, len(passages))
+        return cls._sorted(
+            vocabulary if shared else dict(vocabulary), term, rows, tfs, len(passages)
+        )
 
     @classmethod
     def _sorted(
@@ -102,7 +109,7 @@ class Segment:
         # copy does not rehash) and keeps its slots; the others add the terms it lacks.
         slots = dict(segments[0].terms) if segments else {}
         for segment in segments[1:]:
-            new = [term for term in segment.terms if term not in slots]
+            new = segment.terms.keys() - slots.keys()  # C-level; slot order is immaterial
             slots.update(zip(new, itertools.count(len(slots)), strict=False))
         counts = np.zeros(len(slots), dtype=np.int64)
         plans = []
@@ -140,12 +147,42 @@ class Segment:
             base += int(np.count_nonzero(live))
         return cls(slots, offsets, rows, tfs, base)
 
+    @classmethod
+    def joined(cls, pieces: Sequence[Segment], slots: dict[str, int]) -> Segment:
+        """One segment of ``pieces`` (all rows live, in order) that share the vocabulary
+        ``slots``, each numbering the terms it knew when built: nothing to map, so each posting
+        is scattered to its place at once."""
+        counts = np.zeros(len(slots), dtype=np.int64)
+        for piece in pieces:
+            counts[: len(piece.offsets) - 1] += np.diff(piece.offsets)
+        offsets = np.zeros(len(slots) + 1, dtype=np.int64)
+        np.cumsum(counts, out=offsets[1:])
+        cursor = offsets[:-1].copy()
+        rows = np.empty(int(offsets[-1]), dtype=np.int32)
+        tfs = np.empty(int(offsets[-1]), dtype=np.int32)
+        base = 0
+        for piece in pieces:
+            width = len(piece.offsets) - 1
+            sizes = np.diff(piece.offsets)
+            shift = cursor[:width] - piece.offsets[:-1]
+            cursor[:width] += sizes
+            dest = np.repeat(shift, sizes) + np.arange(len(piece.rows), dtype=np.int64)
+            rows[dest] = piece.rows + np.int32(base)
+            tfs[dest] = piece.tfs
+            base += piece.size
+        return cls(slots, offsets, rows, tfs, base)
+
     def posting(self, term: str) -> Posting:
         i = self.terms.get(term)
         if i is None:
             return EMPTY_POSTING
         start, end = int(self.offsets[i]), int(self.offsets[i + 1])
         return self.rows[start:end], self.tfs[start:end]
+
+
+def _vocabulary() -> defaultdict[str, int]:
+    """Term -> slot, a new term numbered next as it is first looked up."""
+    return defaultdict(itertools.count().__next__)
 
 
 def _level(rows: int) -> int:
@@ -404,9 +441,10 @@ class SegmentWriter:
 
     def __init__(self) -> None:
         self._pieces: list[Segment] = []
-        self._piece: list[Mapping[str, int]] = []
+        self._piece: list[dict[str, int]] = []
         self._postings = 0
         self._lengths: list[int] = []
+        self._slots = _vocabulary()
 
     def add(self, terms: TermCounts) -> None:
         length, tfs = terms
@@ -414,19 +452,20 @@ class SegmentWriter:
         self._piece.append(tfs)
         self._postings += len(tfs)
         if self._postings >= PIECE_POSTINGS:
-            self._pieces.append(Segment.build(self._piece))
+            self._pieces.append(Segment.build(self._piece, self._slots))
             self._piece, self._postings = [], 0
 
     def finish(self) -> tuple[Segment, Ints]:
         """The segment of every passage added, in order, and their token counts."""
         if self._piece or not self._pieces:
-            self._pieces.append(Segment.build(self._piece))
+            self._pieces.append(Segment.build(self._piece, self._slots))
             self._piece = []
         pieces = self._pieces
+        slots = dict(self._slots)  # published: a lookup of an unknown term adds nothing
         if len(pieces) == 1:
-            segment = pieces[0]
+            segment = replace(pieces[0], terms=slots)
         else:
-            segment = Segment.merged(pieces, [np.ones(p.size, dtype=np.bool_) for p in pieces])
+            segment = Segment.joined(pieces, slots)
         return segment, np.asarray(self._lengths, dtype=np.int64)
 
 
