@@ -87,7 +87,14 @@ async def traced_connect(
         conn.add_log_listener(trace.listen)
 
     def create_pool(*args: Any, **kwargs: Any) -> Any:
-        return real_create_pool(*args, setup=setup, **kwargs)
+        own = kwargs.pop("setup", None)  # the store's own (it renices a load's backends)
+
+        async def both(conn: asyncpg.Connection) -> None:
+            if own is not None:
+                await own(conn)
+            await setup(conn)
+
+        return real_create_pool(*args, setup=both, **kwargs)
 
     with monkeypatch.context() as patch:
         patch.setattr(asyncpg, "create_pool", create_pool)
