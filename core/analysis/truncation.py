@@ -32,8 +32,8 @@ from pydantic import BaseModel, ConfigDict
 
 from core.analysis.evaluation import documents_in_rank_order
 from core.checkpoint import Steps, finish
-from core.domain.bm25 import built
 from core.domain.metrics import ndcg_at_k
+from core.domain.models import built
 from core.domain.ranking import (
     LexicalCandidates,
     RankedChunk,

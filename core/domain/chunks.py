@@ -34,7 +34,7 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from core.domain.bm25 import built
+from core.domain.models import built
 from core.domain.names import format_problem
 
 

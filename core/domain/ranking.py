@@ -26,8 +26,9 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from core.domain.bm25 import CorpusStats, QueryScorer, ScoreExplanation, built
+from core.domain.bm25 import CorpusStats, QueryScorer, ScoreExplanation
 from core.domain.chunks import StoredChunk
+from core.domain.models import built
 from core.domain.steps import Steps, finish
 
 #: Rows (positions in the truncation order) -> the caller's own copies of those passages.

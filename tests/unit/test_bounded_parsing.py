@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import signal
+import subprocess
+import sys
 import time
 import zipfile
 from io import BytesIO
@@ -185,3 +187,21 @@ def test_a_docx_with_a_text_run_over_the_xml_readers_bound_is_refused_in_plain_w
     reason = refused("run.docx", docx_bytes(["wing " * 2_100_000]))  # 10.5 M characters
     assert reason.startswith("the DOCX holds one piece of text over 10,000,000 characters long")
     assert "damaged" not in reason and "XML_PARSE_HUGE" not in reason
+
+
+def test_the_parse_sandbox_starts_without_numpy_so_its_memory_cap_holds_the_parse() -> None:
+    # numpy (and its BLAS threads) in the sandbox took address space of its cap before any
+    # request: a worker with a small cap died before reading (a passage builder moved into
+    # a module that imports numpy, 1a19cc6).
+    probe = (
+        "import sys, core.ingest.worker_entry; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'numpy')[:3])"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).parents[2],
+    )
+    assert out.stdout.strip() == "[]", out.stdout
