@@ -21,6 +21,7 @@ in chunk-id order) to the shared kernel, as the PostgreSQL store does.
 
 from __future__ import annotations
 
+import copy
 import itertools
 import math
 from collections import defaultdict
@@ -299,6 +300,10 @@ class Image:
     def live_rows(self) -> Ints:
         return self.id_rows
 
+    def live_chunks(self) -> list[StoredChunk]:
+        """The live passages (the kept objects themselves) in chunk-id order."""
+        return [self.chunks[row] for row in self.id_rows.tolist()]
+
     # -- writing ------------------------------------------------------------------------
 
     def written(
@@ -487,4 +492,32 @@ __all__ = [
     "SegmentWriter",
     "TermCounts",
     "image_of",
+    "kept_passage",
+    "passage_copy",
 ]
+
+
+#: The fields sets kept passages share, by their members: pydantic keeps a set per model, ~1 KB
+#: after ``model_copy``'s update, which was half of a tiny passage's memory in the store.
+_FIELD_SETS: dict[frozenset[str], set[str]] = {}
+
+
+def passage_copy(chunk: StoredChunk) -> StoredChunk:
+    """A copy sharing nothing mutable; ~10x faster than ``model_copy(deep=True)``."""
+    return chunk.model_copy(
+        update={
+            "entity_ids": list(chunk.entity_ids),
+            "metadata": copy.deepcopy(chunk.metadata) if chunk.metadata else {},
+        }
+    )
+
+
+def kept_passage(chunk: StoredChunk) -> StoredChunk:
+    """The copy the store keeps: ``passage_copy`` whose pydantic fields set is shared with
+    every kept passage that set the same fields (``_FIELD_SETS``). Nothing mutates it: the
+    model is frozen, and a copy of it (``passage_copy`` on the way out) copies the set first."""
+    kept = passage_copy(chunk)
+    fields = kept.__pydantic_fields_set__
+    shared = _FIELD_SETS.setdefault(frozenset(fields), fields)
+    object.__setattr__(kept, "__pydantic_fields_set__", shared)
+    return kept

@@ -193,3 +193,22 @@ def test_a_segments_postings_are_rows_ascending_and_unknown_terms_are_empty() ->
     assert [a.tolist() for a in segment.posting("t")] == [[0, 1, 2], [1, 2, 5]]
     assert [a.tolist() for a in segment.posting("u")] == [[0, 2], [3, 7]]
     assert segment.posting("nope") is EMPTY_POSTING
+
+
+async def test_passages_the_store_keeps_share_one_fields_set_and_a_copy_out_leaves_it_alone() -> (
+    None
+):
+    # pydantic's per-model fields set (~1 KB after model_copy) was half of a tiny passage's
+    # memory; the kept passages share one, and nothing done to a copy may reach it.
+    store = InMemoryChunkStore()
+    tenant = uuid.uuid4()
+    await store.upsert_many([make_chunk(tenant, f"s{i}", f"w{i} w1", 0) for i in range(3)])
+    image = store._tenants[tenant].image  # what the store keeps
+    kept = [image.chunks[row] for row in range(3)]
+    assert kept[0].__pydantic_fields_set__ is kept[1].__pydantic_fields_set__
+    assert kept[1].__pydantic_fields_set__ is kept[2].__pydantic_fields_set__
+    before = set(kept[0].__pydantic_fields_set__)
+    (out,) = await store.get_by_source("s0", tenant)
+    assert out.__pydantic_fields_set__ is not kept[0].__pydantic_fields_set__
+    out.model_copy(update={"metadata": {"k": "v"}}).__pydantic_fields_set__.add("extra")
+    assert kept[0].__pydantic_fields_set__ == before
