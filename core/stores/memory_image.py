@@ -128,11 +128,7 @@ class Segment:
             sizes = before[segment.offsets[1:]] - firsts
             counts[mapped] += sizes  # a segment names each term once: no repeated index
             plans.append((mapped, alive, firsts, sizes))
-        offsets = np.zeros(len(slots) + 1, dtype=np.int64)
-        np.cumsum(counts, out=offsets[1:])
-        cursor = offsets[:-1].copy()
-        rows = np.empty(int(offsets[-1]), dtype=np.int32)
-        tfs = np.empty(int(offsets[-1]), dtype=np.int32)
+        offsets, cursor, rows, tfs = _output(counts)
         base = 0
         for segment, live, (mapped, alive, firsts, sizes) in zip(
             segments, lives, plans, strict=True
@@ -156,11 +152,7 @@ class Segment:
         counts = np.zeros(len(slots), dtype=np.int64)
         for piece in pieces:
             counts[: len(piece.offsets) - 1] += np.diff(piece.offsets)
-        offsets = np.zeros(len(slots) + 1, dtype=np.int64)
-        np.cumsum(counts, out=offsets[1:])
-        cursor = offsets[:-1].copy()
-        rows = np.empty(int(offsets[-1]), dtype=np.int32)
-        tfs = np.empty(int(offsets[-1]), dtype=np.int32)
+        offsets, cursor, rows, tfs = _output(counts)
         base = 0
         for piece in pieces:
             width = len(piece.offsets) - 1
@@ -200,6 +192,15 @@ def _sorted_insert(
     new_keys, new_rows = new_keys[order], new_rows[order]
     at = np.searchsorted(keys, new_keys)
     return np.insert(keys, at, new_keys), np.insert(rows, at, new_rows)
+
+
+def _output(counts: Ints) -> tuple[Ints, Ints, npt.NDArray[np.int32], npt.NDArray[np.int32]]:
+    """A segment's arrays to scatter into, for ``counts`` postings per term: the offsets, a
+    write cursor per term (its block's start) and the empty rows and tfs."""
+    offsets = np.zeros(len(counts) + 1, dtype=np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    total = int(offsets[-1])
+    return offsets, offsets[:-1].copy(), np.empty(total, np.int32), np.empty(total, np.int32)
 
 
 def _objects(values: Iterable[object], size: int) -> Objects:
