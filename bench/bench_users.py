@@ -21,8 +21,17 @@ the server's own process (Cranfield, or the synthetic Zipf corpus of ``bench_sca
 served by Streamlit's bootstrap. ``--processes 2`` starts two such servers and gives analyst i to
 server i mod 2, as a sticky proxy would (docs/scaling.md); each process holds its own copy.
 
+``--truncation`` adds a third action: after the explanation, the Truncation page opened on the
+query (the sidebar's link; the page takes the query from the URL the Search page wrote), and the
+next query is then a link back to Search carrying it. ``--embedded DATA_DIR`` is issue 20's run
+(``users_embedded``): ``app.py`` served by ``streamlit run`` on the embedded default holding the
+Zipf workspace (loaded there by ``load`` once), Truncation on, and a colleague's ``load`` of
+``--load-passages`` into another workspace of the same server during each row, with CPU by
+process group to say what saturates first.
+
     .venv/bin/python -m bench.bench_users --passages 0                 # Cranfield: 1, 10 and 20
     flock /tmp/lexplain-big.lock .venv/bin/python -m bench.bench_users --passages 1000000 --browser
+    .venv/bin/python -m bench.bench_users --passages 20000 --analysts 3 --embedded /tmp/users-20k
 """
 
 from __future__ import annotations
@@ -34,15 +43,16 @@ import json
 import os
 import random
 import statistics
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import parse_qsl, urlencode
 
 import psutil  # type: ignore[import-untyped]
 
-from bench import bench_browser, bench_scale
+from bench import bench_browser, bench_load, bench_scale, users_embedded
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -62,8 +72,15 @@ K, LIMIT = 10, 1000
 PAGE_TIMEOUT_S = 120.0
 #: Labels of the widgets an analyst changes (the Search page's own).
 QUERY_LABEL, WHY_LABEL = "Query", "why this score"
-#: Evidence in a finished page that it answered: the query's Terms line, an explanation's total.
-TERMS_MARK, TOTAL_MARK = "**Terms:**", "**total ="
+#: Evidence in a finished page that it answered: the query's Terms line, an explanation's total,
+#: Truncation's candidate line.
+TERMS_MARK, TOTAL_MARK, CANDIDATES_MARK = "**Terms:**", "**total =", "**Candidate order:**"
+#: The pages an analyst visits, by their titles in app.py's navigation.
+SEARCH, TRUNCATION = "Search", "Truncation"
+#: Passages a colleague loads into another workspace during each embedded row (issue 20: 100k).
+LOAD_PASSAGES = 100_000
+#: The actions timed, in the order reported.
+ACTIONS = ("query", "explanation", "truncation")
 
 
 @dataclass
@@ -87,6 +104,8 @@ class Session:
         self.ids: dict[str, str] = {}  # widget label -> id (the first one of that label)
         self.fragments: dict[str, str] = {}  # widget label -> the fragment drawing it
         self.states: dict[str, Any] = {}  # widget id -> WidgetState sent so far
+        self.pages: dict[str, str] = {}  # page title -> script hash (the server's navigation)
+        self.page = ""  # script hash of the page shown ("": the default, Search)
         self.ws: Any = None
 
     async def connect(self) -> Page:
@@ -104,6 +123,22 @@ class Session:
     async def close(self) -> None:
         if self.ws is not None:
             await self.ws.close()
+
+    def showing(self, query: str) -> bool:
+        """Whether the page's URL (which the Search and Truncation pages write) names ``query``."""
+        return dict(parse_qsl(self.query_string)).get("q") == query
+
+    async def switch(self, title: str, params: dict[str, str] | None = None) -> Page:
+        """Open another page (as the sidebar's link does), the URL's parameters updated.
+
+        The browser forgets the widgets of the page it leaves; so does this session.
+        """
+        self.page = self.pages[title]
+        self.ids, self.fragments, self.states = {}, {}, {}
+        if params:
+            query = dict(parse_qsl(self.query_string, keep_blank_values=True))
+            self.query_string = urlencode(query | params)
+        return await self.rerun({})
 
     async def rerun(self, changes: dict[str, str | bool]) -> Page:
         """Send the widgets changed (by label) and wait for the run's script_finished."""
@@ -123,6 +158,7 @@ class Session:
         if len(fragments) == 1:
             msg.rerun_script.fragment_id = fragments.pop()
         msg.rerun_script.query_string = self.query_string
+        msg.rerun_script.page_script_hash = self.page
         msg.rerun_script.widget_states.widgets.extend(self.states.values())
         await self.ws.send(msg.SerializeToString())
         return await asyncio.wait_for(self._read_run(), PAGE_TIMEOUT_S)
@@ -144,6 +180,9 @@ class Session:
                 return page
             if kind == "page_info_changed":
                 self.query_string = msg.page_info_changed.query_string
+            elif kind == "navigation":
+                for app_page in msg.navigation.app_pages:
+                    self.pages[app_page.page_name] = app_page.page_script_hash
             elif kind == "delta":
                 self._read_delta(msg.delta, page, seen)
 
@@ -172,19 +211,38 @@ class Session:
 
 @dataclass
 class Tally:
-    """Seconds from the action sent to script_finished, and the runs that went wrong."""
+    """Per action, when it was sent and the seconds to its script_finished; what went wrong."""
 
-    query: list[float] = field(default_factory=list)
-    explanation: list[float] = field(default_factory=list)
+    times: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
+
+    def add(self, action: str, sent: float) -> None:
+        self.times.setdefault(action, []).append((sent, time.perf_counter() - sent))
+
+    def seconds(self, action: str, within: tuple[float, float] | None = None) -> list[float]:
+        """The action's seconds; with ``within``, only those sent inside that window."""
+        return [
+            s
+            for sent, s in self.times.get(action, [])
+            if within is None or within[0] <= sent <= within[1]
+        ]
 
 
 async def analyst(
-    url: str, workspace: str, queries: list[str], until: float, tally: Tally, seed: int
+    url: str,
+    workspace: str,
+    queries: list[str],
+    until: float,
+    tally: Tally,
+    seed: int,
+    truncation: bool = False,
 ) -> None:
-    """One analyst: a query every INTERVAL_S (jittered), an explanation opened after each."""
+    """One analyst: a query every INTERVAL_S (jittered), an explanation opened after each, and
+    with ``truncation`` the Truncation page opened on the query after that (the next query is
+    then a link back to Search carrying it, as the page's URL does)."""
     rng = random.Random(seed)
     session = Session(url, workspace)
+    on_truncation = False
     try:
         first = await session.connect()
         if not first.finished or QUERY_LABEL not in session.ids:
@@ -199,18 +257,35 @@ async def analyst(
             if WHY_LABEL in session.ids:
                 changes[WHY_LABEL] = False
             try:
-                page = await session.rerun(changes)
-                tally.query.append(time.perf_counter() - sent)
+                if on_truncation:
+                    page = await session.switch(SEARCH, {"q": query})
+                    on_truncation = False
+                else:
+                    page = await session.rerun(changes)
+                tally.add("query", sent)
                 if not page.finished or page.exception or not page.shows(TERMS_MARK):
                     tally.errors.append(f"query {query!r}: no results page")
+                    continue
+                if truncation and not session.showing(query):  # a link back to Search
+                    tally.errors.append(f"query {query!r}: Search shows another query")
                     continue
                 await asyncio.sleep(THINK_S)
                 if WHY_LABEL in session.ids:  # a query with results has one
                     opened = time.perf_counter()
                     page = await session.rerun({WHY_LABEL: True})
-                    tally.explanation.append(time.perf_counter() - opened)
+                    tally.add("explanation", opened)
                     if not page.finished or page.exception or not page.shows(TOTAL_MARK):
                         tally.errors.append(f"query {query!r}: no explanation")
+                if truncation:
+                    await asyncio.sleep(THINK_S)
+                    opened = time.perf_counter()
+                    page = await session.switch(TRUNCATION)
+                    on_truncation = True
+                    tally.add("truncation", opened)
+                    if not page.finished or page.exception or not page.shows(CANDIDATES_MARK):
+                        tally.errors.append(f"query {query!r}: no truncation")
+                    elif not session.showing(query):
+                        tally.errors.append(f"query {query!r}: Truncation shows another query")
             except TimeoutError:
                 tally.errors.append(f"query {query!r}: no page in {PAGE_TIMEOUT_S:.0f} s")
                 return
@@ -220,6 +295,23 @@ async def analyst(
         tally.errors.append(f"{type(exc).__name__}: {exc}")
     finally:
         await session.close()
+
+
+async def warm_up(url: str, query: str) -> float:
+    """One session's query and its Truncation before the rows, as an analyst opening the app
+    first: it starts the embedded server (so no load started it, at the load's low priority)
+    and reads the workspace's image, which every later search reuses. Its seconds."""
+    started = time.perf_counter()
+    session = Session(url, bench_scale.WORKSPACE)
+    try:
+        await session.connect()
+        await session.rerun({QUERY_LABEL: query})
+        page = await session.switch(TRUNCATION)
+        if not page.finished or page.exception or not page.shows(CANDIDATES_MARK):
+            raise SystemExit("the first session's Truncation page did not answer")
+    finally:
+        await session.close()
+    return time.perf_counter() - started
 
 
 def tree_cpu(pids: list[int]) -> float:
@@ -242,10 +334,36 @@ def own_cpu() -> float:
     return float(times.user + times.system)
 
 
+def pct(values: list[float], q: int) -> float:
+    if not values:
+        return float("nan")
+    return (
+        statistics.quantiles(values, n=100, method="inclusive")[q - 1]
+        if len(values) > 1
+        else values[0]
+    )
+
+
+@dataclass
+class Embedded:
+    """The embedded mode's extras: the data folder (for PostgreSQL's processes) and the
+    corpus file a colleague loads during each measurement (None: no load)."""
+
+    data_dir: Path
+    load_path: Path | None
+
+
 def measure(
-    urls: list[str], workspace: str, queries: list[str], analysts: int, servers: list[int]
+    urls: list[str],
+    workspace: str,
+    queries: list[str],
+    analysts: int,
+    servers: list[int],
+    truncation: bool = False,
+    embedded: Embedded | None = None,
 ) -> dict[str, Any]:
-    """One measurement: ``analysts`` sessions for DURATION_S; latencies, errors and CPU."""
+    """One measurement: ``analysts`` sessions for DURATION_S; latencies, errors and CPU (with
+    ``embedded``: while a colleague's load runs, CPU by group)."""
     tally = Tally()
     share = len(queries) // analysts
 
@@ -260,35 +378,37 @@ def measure(
                     until,
                     tally,
                     seed=i,
+                    truncation=truncation,
                 )
                 for i in range(analysts)
             )
         )
 
+    loader = sampler = None
+    if embedded is not None:
+        if embedded.load_path is not None:
+            name = f"{users_embedded.LOAD_WORKSPACE}-{analysts}-{int(time.time())}"
+            loader = users_embedded.Loader(embedded.data_dir, embedded.load_path, name)
+        sampler = users_embedded.Sampler(servers[0], embedded.data_dir, loader)
     server_before, client_before = tree_cpu(servers), own_cpu()
-    started = time.perf_counter()
-    asyncio.run(everyone())
-    wall = time.perf_counter() - started
+    with sampler or contextlib.nullcontext():
+        started = time.perf_counter()
+        if loader is not None:
+            loader.start()
+        asyncio.run(everyone())
+        wall = time.perf_counter() - started
     server_cpu, client_cpu = tree_cpu(servers) - server_before, own_cpu() - client_before
-
-    def pct(values: list[float], q: int) -> float:
-        if not values:
-            return float("nan")
-        return (
-            statistics.quantiles(values, n=100, method="inclusive")[q - 1]
-            if len(values) > 1
-            else values[0]
-        )
-
-    return {
+    load = loader.wait() if loader is not None else None
+    query = tally.seconds("query")
+    result: dict[str, Any] = {
         "analysts": analysts,
         "processes": len(urls),
-        "queries": len(tally.query),
-        "query_p50_s": pct(tally.query, 50),
-        "query_p95_s": pct(tally.query, 95),
-        "query_max_s": max(tally.query, default=float("nan")),
-        "explanation_p50_s": pct(tally.explanation, 50),
-        "explanation_p95_s": pct(tally.explanation, 95),
+        "queries": len(query),
+        "query_p50_s": pct(query, 50),
+        "query_p95_s": pct(query, 95),
+        "query_max_s": max(query, default=float("nan")),
+        "explanation_p50_s": pct(tally.seconds("explanation"), 50),
+        "explanation_p95_s": pct(tally.seconds("explanation"), 95),
         "errors": len(tally.errors),
         "error_examples": tally.errors[:3],
         "wall_s": wall,
@@ -296,6 +416,28 @@ def measure(
         "client_cores": client_cpu / wall,
         "load_average": os.getloadavg()[0],
     }
+    if truncation or embedded is not None:
+        window = None
+        if loader is not None and loader.ended is not None:
+            window = (loader.started, loader.ended)
+        result["actions"] = {
+            action: {
+                "n": len(tally.seconds(action)),
+                "p50_s": pct(tally.seconds(action), 50),
+                "p95_s": pct(tally.seconds(action), 95),
+                "max_s": max(tally.seconds(action), default=float("nan")),
+                "during_load_n": len(tally.seconds(action, window)) if window else 0,
+                "during_load_p50_s": pct(tally.seconds(action, window), 50) if window else None,
+                "during_load_p95_s": pct(tally.seconds(action, window), 95) if window else None,
+            }
+            for action in ACTIONS
+            if action in tally.times
+        }
+    if sampler is not None:
+        result["cpu"] = sampler.summary()
+        result["postmaster_nice"] = sampler.postmaster_nice
+        result["load"] = load
+    return result
 
 
 def query_texts(passages: int) -> list[str]:
@@ -345,7 +487,24 @@ def main() -> None:
     parser.add_argument("--analysts", default=",".join(map(str, ANALYSTS)))
     parser.add_argument("--processes", type=int, default=1, help="servers, analysts spread")
     parser.add_argument("--browser", action="store_true", help="then one analyst in Chromium")
+    parser.add_argument("--truncation", action="store_true", help="each query on Truncation too")
+    parser.add_argument(
+        "--embedded",
+        type=Path,
+        metavar="DATA_DIR",
+        help="serve the embedded default on DATA_DIR (the Zipf workspace loaded there first "
+        "unless it holds it already), with Truncation and a colleague's load",
+    )
+    parser.add_argument(
+        "--load-passages",
+        type=int,
+        default=LOAD_PASSAGES,
+        help="with --embedded: passages a colleague loads during each row (0: none)",
+    )
     args = parser.parse_args()
+    if args.embedded is not None:
+        embedded_main(args)
+        return
     servers = [bench_browser.start_server(args.passages) for _ in range(args.processes)]
     results: list[dict[str, Any]] = []
     browser: dict[str, Any] | None = None
@@ -356,7 +515,7 @@ def main() -> None:
         pids = [server.pid for server, _ in servers]
         queries = query_texts(args.passages)
         for n in (int(x) for x in args.analysts.split(",")):
-            results.append(measure(urls, bench_scale.WORKSPACE, queries, n, pids))
+            results.append(measure(urls, bench_scale.WORKSPACE, queries, n, pids, args.truncation))
             print(json.dumps(results[-1]), flush=True)
         if args.browser:
             browser = browser_single(urls[0], args.passages, pids)
@@ -366,6 +525,52 @@ def main() -> None:
             server.terminate()
             server.wait(60)
     report(args.passages, results, browser)
+    if args.truncation:
+        users_embedded.report_actions(results)
+
+
+def embedded_main(args: argparse.Namespace) -> None:
+    """The embedded default on ``args.embedded``: build it if needed, serve, measure."""
+    if args.passages <= 0:
+        raise SystemExit("--embedded needs --passages N (the Zipf corpus loaded there)")
+    data_dir = args.embedded.resolve()
+    built = users_embedded.build(data_dir, args.passages)
+    print(json.dumps({"workspace": built}), flush=True)
+    results: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory() as folder:
+        load_path = None
+        if args.load_passages > 0:
+            load_path = Path(folder) / "corpus.jsonl"
+            ids, texts, _ = bench_scale.zipf_corpus(args.load_passages)
+            bench_load.write_corpus(load_path, ids, texts)
+            del ids, texts
+        server, url = users_embedded.start_server(data_dir)
+        try:
+            bench_browser.wait_healthy(server, url)
+            queries = query_texts(args.passages)
+            first = asyncio.run(warm_up(url, queries[-1]))
+            print(json.dumps({"first_session_s": first}), flush=True)
+            for n in (int(x) for x in args.analysts.split(",")):
+                row = measure(
+                    [url],
+                    bench_scale.WORKSPACE,
+                    queries,
+                    n,
+                    [server.pid],
+                    truncation=True,
+                    embedded=Embedded(data_dir, load_path),
+                )
+                results.append(row)
+                print(json.dumps(row), flush=True)
+        finally:
+            server.terminate()
+            server.wait(60)
+    how = f"loaded in {built['seconds']:.0f} s" if built.get("built") else "reused"
+    print(
+        f"\nZipf {args.passages:,} passages on the embedded default ({how}); k = {K}, "
+        f"limit = {LIMIT:,}; {DURATION_S:.0f} s per row; {os.cpu_count()} cores"
+    )
+    users_embedded.report(results)
 
 
 def report(passages: int, results: list[dict[str, Any]], browser: dict[str, Any] | None) -> None:
