@@ -93,7 +93,7 @@ def errors_in(log: Path) -> list[str]:
     return [line for line in lines if " ERROR: " in line or " FATAL: " in line]
 
 
-def stored(url: str | None, data_dir: Path | None) -> int:
+def stored(url: str | None, data_dir: Path | None, workspace: str = WORKSPACE) -> int:
     """Passages the workspace holds, read back through the store (not assumed)."""
     from core.domain.chunks import workspace_tenant_id
     from core.stores.postgres import PostgresChunkStore
@@ -106,7 +106,7 @@ def stored(url: str | None, data_dir: Path | None) -> int:
             assert data_dir is not None
             store = await open_embedded(data_dir)
         try:
-            return (await store.corpus_summary(workspace_tenant_id(WORKSPACE))).passages
+            return (await store.corpus_summary(workspace_tenant_id(workspace))).passages
         finally:
             await store.close()
 

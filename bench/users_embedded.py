@@ -64,19 +64,7 @@ def load_command(path: Path, workspace: str) -> list[str]:
 
 def stored(data_dir: Path, workspace: str) -> int:
     """Passages ``workspace`` holds on ``data_dir`` (0 when it does not exist yet)."""
-    import asyncio
-
-    from core.domain.chunks import workspace_tenant_id
-    from core.stores.select import open_embedded
-
-    async def count() -> int:
-        store = await open_embedded(data_dir)
-        try:
-            return (await store.corpus_summary(workspace_tenant_id(workspace))).passages
-        finally:
-            await store.close()
-
-    return asyncio.run(count())
+    return bench_load.stored(None, data_dir, workspace)
 
 
 def build(data_dir: Path, passages: int) -> dict[str, Any]:
