@@ -15,8 +15,9 @@ workspace holds the lock only for the swap. No method awaits while holding the l
 serves several tasks on one loop and several threads alike; a per-tenant lock would allow
 more parallelism for a cost in deadlock reasoning that a single-machine store does not need.
 
-Every chunk is deep-copied on the way in and on the way out: callers own what
-they pass and what they get back.
+Every chunk is copied on the way in and on the way out: callers own what they pass and what
+they get back. The store keeps a passage as a tuple (``memory_image.Kept``, ~1/8 of the
+pydantic model's memory) and builds a ``StoredChunk`` only for a read.
 
 A big corpus is millions of long-lived objects, and Python's cyclic collector walks all of
 them in every full collection: at a million passages a page run then paused ~2 s every other
@@ -55,6 +56,7 @@ from core.domain.ranking import LexicalCandidates
 from core.domain.tokenize import DEFAULT_PROFILE, Profile
 from core.stores.memory_image import (
     Image,
+    Kept,
     Segment,
     SegmentWriter,
     image_of,
@@ -104,11 +106,11 @@ class _Tenant:
     settled: Image | None = None
     frequencies: tuple[Image, dict[str, int]] | None = None
 
-    def link(self, chunk: StoredChunk) -> None:
+    def link(self, chunk: Kept) -> None:
         for entity in set(chunk.entity_ids):
             self.mentions.setdefault(entity, set()).add(chunk.id)
 
-    def unlink(self, chunk: StoredChunk) -> None:
+    def unlink(self, chunk: Kept) -> None:
         for entity in set(chunk.entity_ids):
             ids = self.mentions.get(entity)
             if ids is None:
@@ -138,8 +140,8 @@ class _Write:
     before: Image
     after: Image
     #: Chunk objects that leave the image (removed, or replaced by a new object) and arrive.
-    leaving: list[StoredChunk]
-    arriving: list[StoredChunk]
+    leaving: list[Kept]
+    arriving: list[Kept]
     #: Passages removed per source replaced.
     removed: list[int]
 
@@ -187,7 +189,7 @@ class InMemoryChunkStore(InMemoryJudging):
     async def _planned(
         self,
         tenant: _Tenant,
-        batch: Sequence[StoredChunk],
+        batch: Sequence[Kept],
         sources: Sequence[tuple[str, set[str]]],
         built: dict[tuple[Profile, tuple[str, ...]], tuple[Segment, Ints]],
         give_way: bool,
@@ -211,8 +213,8 @@ class InMemoryChunkStore(InMemoryJudging):
         found = np.zeros(len(batch), dtype=np.bool_)
         inside = at < len(before.id_keys)
         found[inside] = before.id_keys[at[inside]] == ids[inside]
-        replaced: list[tuple[int, StoredChunk]] = []
-        added: list[StoredChunk] = []
+        replaced: list[tuple[int, Kept]] = []
+        added: list[Kept] = []
         for chunk, hit, position in zip(batch, found.tolist(), at.tolist(), strict=True):
             if hit:
                 # Same key means same source and text, so the terms are unchanged.
@@ -247,7 +249,7 @@ class InMemoryChunkStore(InMemoryJudging):
 
     async def _write(
         self,
-        groups: dict[UUID, tuple[list[StoredChunk], list[tuple[str, set[str]]]]],
+        groups: dict[UUID, tuple[list[Kept], list[tuple[str, set[str]]]]],
         entities: dict[UUID, Entity],
         give_way: bool = True,
     ) -> dict[UUID, list[int]]:
@@ -282,16 +284,18 @@ class InMemoryChunkStore(InMemoryJudging):
                 return {t: w.removed for t, w in writes.items()}
 
     async def upsert_many(self, chunks: Sequence[StoredChunk]) -> int:
-        batch = [kept_passage(chunk) for chunk in checked_for_write(chunks)]
-        groups: dict[UUID, dict[str, StoredChunk]] = {}
-        for chunk in batch:
-            groups.setdefault(chunk.tenant_id, {})[chunk.id] = chunk
+        checked = checked_for_write(chunks)
+        groups: dict[UUID, dict[str, Kept]] = {}
+        tenants: dict[UUID, UUID] = {}  # one tenant id object for the tenant's passages
+        for chunk in checked:
+            tenant_id = tenants.setdefault(chunk.tenant_id, chunk.tenant_id)
+            groups.setdefault(tenant_id, {})[chunk.id] = kept_passage(chunk, tenant_id)
         # A bulk write (bench, parity, the CLI's batches) tokenises without giving way per
         # passage, as it did under the lock; uploads come through ``replace_sources``.
         await self._write(
             {t: (list(byid.values()), []) for t, byid in groups.items()}, {}, give_way=False
         )
-        return len(batch)
+        return len(checked)
 
     async def replace_source(
         self, source_id: str, tenant_id: UUID, chunks: Sequence[StoredChunk]
@@ -304,10 +308,10 @@ class InMemoryChunkStore(InMemoryJudging):
         sources: Sequence[tuple[str, Sequence[StoredChunk]]],
         entities: Sequence[Entity] = (),
     ) -> list[int]:
-        checked: list[tuple[str, list[StoredChunk]]] = []
+        checked: list[tuple[str, list[Kept]]] = []
         for source_id, batch in each_checked_source(tenant_id, sources):
             # A group's checks and copies (~0.25 s for 1,398 passages) gave way to no search.
-            checked.append((source_id, [kept_passage(chunk) for chunk in batch]))
+            checked.append((source_id, [kept_passage(chunk, tenant_id) for chunk in batch]))
             await checkpoint()
         for entity in entities:
             check_name(entity.name, "entity")

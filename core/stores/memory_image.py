@@ -27,12 +27,14 @@ import math
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import Final
+from typing import Any, Final, NamedTuple
+from uuid import UUID
 
 import numpy as np
 import numpy.typing as npt
 
 from core.domain.chunks import StoredChunk
+from core.domain.models import built
 from core.domain.postings import EMPTY_POSTING, Posting
 from core.domain.tokenize import Profile
 
@@ -221,7 +223,8 @@ class Image:
     #: Dead rows per segment.
     dead: tuple[int, ...]
     ids: Objects
-    chunks: list[StoredChunk]
+    #: Each row's passage (dead rows' too, until a merge drops them).
+    chunks: list[Kept]
     lengths: Ints
     live: npt.NDArray[np.bool_]
     passages: int
@@ -301,8 +304,8 @@ class Image:
     def live_rows(self) -> Ints:
         return self.id_rows
 
-    def live_chunks(self) -> list[StoredChunk]:
-        """The live passages (the kept objects themselves) in chunk-id order."""
+    def live_chunks(self) -> list[Kept]:
+        """The live passages (the kept tuples themselves) in chunk-id order."""
         return [self.chunks[row] for row in self.id_rows.tolist()]
 
     # -- writing ------------------------------------------------------------------------
@@ -311,8 +314,8 @@ class Image:
         self,
         version: int,
         removed: Ints,
-        replaced: Sequence[tuple[int, StoredChunk]],
-        added: Sequence[StoredChunk],
+        replaced: Sequence[tuple[int, Kept]],
+        added: Sequence[Kept],
         written: Segment | None = None,
         written_lengths: Ints | None = None,
         merge: bool = True,
@@ -476,7 +479,7 @@ class SegmentWriter:
 
 
 def image_of(
-    profile: Profile, version: int, chunks: Sequence[StoredChunk], writer: SegmentWriter
+    profile: Profile, version: int, chunks: Sequence[Kept], writer: SegmentWriter
 ) -> Image:
     """A new image of ``chunks``, whose term counts went into ``writer`` in order."""
     segment, lengths = writer.finish()
@@ -489,6 +492,7 @@ __all__ = [
     "MERGE_FACTOR",
     "PIECE_POSTINGS",
     "Image",
+    "Kept",
     "Segment",
     "SegmentWriter",
     "TermCounts",
@@ -498,27 +502,55 @@ __all__ = [
 ]
 
 
-#: The fields sets kept passages share, by their members: pydantic keeps a set per model, ~1 KB
-#: after ``model_copy``'s update, which was half of a tiny passage's memory in the store.
-_FIELD_SETS: dict[frozenset[str], set[str]] = {}
+class Kept(NamedTuple):
+    """A passage as the in-memory store keeps it: a tuple of the ``StoredChunk``'s fields
+    (~112 bytes beside its strings), its tenant id the store's one object, no entity ids as the
+    shared empty tuple, no metadata as None, so nothing kept is mutable or shared with a
+    caller. A ``StoredChunk`` is built only on the way out (``passage_copy``). Rejected: the
+    pydantic model itself, ~1 KB a passage even with a shared fields set (its ``__dict__``),
+    1 GB of a million tiny passages before any index."""
+
+    tenant_id: UUID
+    source_id: str
+    text: str
+    chunk_index: int
+    start_char: int
+    end_char: int
+    entity_ids: tuple[UUID, ...]
+    metadata: dict[str, Any] | None
+    id: str
 
 
-def passage_copy(chunk: StoredChunk) -> StoredChunk:
-    """A copy sharing nothing mutable; ~10x faster than ``model_copy(deep=True)``."""
-    return chunk.model_copy(
-        update={
-            "entity_ids": list(chunk.entity_ids),
-            "metadata": copy.deepcopy(chunk.metadata) if chunk.metadata else {},
-        }
+def kept_passage(chunk: StoredChunk, tenant_id: UUID) -> Kept:
+    """What the store keeps of ``chunk`` (of tenant ``tenant_id``: equal to ``chunk``'s, and
+    the one object every passage of the tenant keeps); nothing shared with the caller."""
+    return Kept(
+        tenant_id,
+        chunk.source_id,
+        chunk.text,
+        chunk.chunk_index,
+        chunk.start_char,
+        chunk.end_char,
+        tuple(chunk.entity_ids) if chunk.entity_ids else (),
+        copy.deepcopy(chunk.metadata) if chunk.metadata else None,
+        chunk.id,
     )
 
 
-def kept_passage(chunk: StoredChunk) -> StoredChunk:
-    """The copy the store keeps: ``passage_copy`` whose pydantic fields set is shared with
-    every kept passage that set the same fields (``_FIELD_SETS``). Nothing mutates it: the
-    model is frozen, and a copy of it (``passage_copy`` on the way out) copies the set first."""
-    kept = passage_copy(chunk)
-    fields = kept.__pydantic_fields_set__
-    shared = _FIELD_SETS.setdefault(frozenset(fields), fields)
-    object.__setattr__(kept, "__pydantic_fields_set__", shared)
-    return kept
+def passage_copy(kept: Kept) -> StoredChunk:
+    """A ``StoredChunk`` of ``kept`` for a caller to own: nothing mutable shared with the store.
+    Not validated again: it was checked on the way in (``port.checked_for_write``)."""
+    return built(
+        StoredChunk,
+        {
+            "tenant_id": kept.tenant_id,
+            "source_id": kept.source_id,
+            "text": kept.text,
+            "chunk_index": kept.chunk_index,
+            "start_char": kept.start_char,
+            "end_char": kept.end_char,
+            "entity_ids": list(kept.entity_ids),
+            "metadata": copy.deepcopy(kept.metadata) if kept.metadata is not None else {},
+            "id": kept.id,
+        },
+    )

@@ -8,7 +8,9 @@ that was written its live passages in one batch.
 from __future__ import annotations
 
 import asyncio
+import gc
 import random
+import tracemalloc
 import uuid
 
 import pytest
@@ -18,7 +20,7 @@ from core.domain.postings import EMPTY_POSTING
 from core.domain.tokenize import DEFAULT_PROFILE
 from core.stores import memory as memory_module
 from core.stores.memory import InMemoryChunkStore
-from core.stores.memory_image import MERGE_FACTOR, Segment, SegmentWriter, image_of
+from core.stores.memory_image import MERGE_FACTOR, Kept, Segment, SegmentWriter, image_of
 from core.stores.port import passage_terms
 from tests.stores.compliance import make_chunk
 
@@ -195,20 +197,47 @@ def test_a_segments_postings_are_rows_ascending_and_unknown_terms_are_empty() ->
     assert segment.posting("nope") is EMPTY_POSTING
 
 
-async def test_passages_the_store_keeps_share_one_fields_set_and_a_copy_out_leaves_it_alone() -> (
-    None
-):
-    # pydantic's per-model fields set (~1 KB after model_copy) was half of a tiny passage's
-    # memory; the kept passages share one, and nothing done to a copy may reach it.
-    store = InMemoryChunkStore()
+#: Traced bytes the store may add per tiny passage it keeps (its strings are the caller's):
+#: the tuple, its slots in the row lists and the index arrays. A kept pydantic model was ~1 KB.
+TINY_PASSAGE_BYTES = 300
+
+
+async def test_a_kept_tiny_passage_costs_a_tuple_and_index_slots_not_a_model() -> None:
+    # A StoredChunk kept per passage (~1 KB: its __dict__, fields set and lists) was 1 GB of a
+    # million tiny records before any index: issue 21's 1 GiB bound could not hold.
     tenant = uuid.uuid4()
-    await store.upsert_many([make_chunk(tenant, f"s{i}", f"w{i} w1", 0) for i in range(3)])
-    image = store._tenants[tenant].image  # what the store keeps
-    kept = [image.chunks[row] for row in range(3)]
-    assert kept[0].__pydantic_fields_set__ is kept[1].__pydantic_fields_set__
-    assert kept[1].__pydantic_fields_set__ is kept[2].__pydantic_fields_set__
-    before = set(kept[0].__pydantic_fields_set__)
-    (out,) = await store.get_by_source("s0", tenant)
-    assert out.__pydantic_fields_set__ is not kept[0].__pydantic_fields_set__
-    out.model_copy(update={"metadata": {"k": "v"}}).__pydantic_fields_set__.add("extra")
-    assert kept[0].__pydantic_fields_set__ == before
+    chunks = [make_chunk(tenant, f"s{i}", f"w{i % 40} w{i % 7}", 0) for i in range(20_000)]
+    store = InMemoryChunkStore()
+    gc.collect()
+    tracemalloc.start()
+    try:
+        await store.upsert_many(chunks)
+        gc.collect()
+        held, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert held / len(chunks) < TINY_PASSAGE_BYTES
+    kept = store._tenants[tenant].image.chunks  # what the store keeps
+    assert all(type(k) is Kept for k in kept)
+    assert len({id(k.tenant_id) for k in kept}) == 1
+
+
+async def test_a_passage_read_out_shares_nothing_mutable_with_what_the_store_keeps() -> None:
+    store = InMemoryChunkStore()
+    tenant, entity = uuid.uuid4(), uuid.uuid4()
+    given = make_chunk(tenant, "s", "w1 w2", 0, entity_ids=[entity], metadata={"m": [1]})
+    await store.upsert_many([given])
+    given.entity_ids.append(uuid.uuid4())
+    given.metadata["m"].append(2)
+    (out,) = await store.get_by_source("s", tenant)
+    assert out.entity_ids == [entity] and out.metadata == {"m": [1]}
+    out.entity_ids.clear()
+    out.metadata["m"].append(3)
+    (again,) = await store.get_by_source("s", tenant)
+    assert again.entity_ids == [entity] and again.metadata == {"m": [1]}
+    (plain,) = [make_chunk(tenant, "p", "w3", 0)]
+    await store.upsert_many([plain])
+    (read,) = await store.get_by_source("p", tenant)
+    assert read == plain and read.metadata == {} and read.entity_ids == []
+    read.metadata["k"] = "v"
+    assert (await store.get_by_source("p", tenant))[0].metadata == {}
