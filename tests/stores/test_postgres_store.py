@@ -8,7 +8,6 @@ import uuid
 import asyncpg
 import pytest
 
-from core.checkpoint import install
 from core.domain.tokenize import Profile
 from core.stores.memory import InMemoryChunkStore
 from core.stores.port import (
@@ -427,37 +426,6 @@ async def test_repair_removes_what_a_deleted_workspace_left_behind(
         )
     finally:
         await conn.close()
-
-
-async def test_a_write_group_and_a_reindex_give_way_before_each_piece_they_send(
-    pg_store: PostgresChunkStore,
-) -> None:
-    """The Python work of a write (the staged rows, each segment's block rows) and of a
-    re-index (each passage tokenised, each batch's blocks) ends at a checkpoint before it
-    goes to the server, so the service lets other sessions' searches run in between
-    (bench_stall upload and re-index)."""
-    tenant = uuid.uuid4()
-    await pg_store.upsert_workspace(Workspace(tenant_id=tenant, name="give-way"))
-    chunks = [make_chunk(tenant, f"s{i}", f"ocean passage number {i}", 0) for i in range(30)]
-    seen: list[str] = []
-
-    async def pause() -> None:
-        seen.append("pause")
-
-    async def write() -> list[int]:
-        install(pause)
-        return await pg_store.replace_sources(tenant, [(c.source_id, [c]) for c in chunks])
-
-    assert await asyncio.create_task(write()) == [0] * 30
-    assert len(seen) >= 2, f"{len(seen)} checkpoints: the staged rows or blocks went in one piece"
-    seen.clear()
-
-    async def reindex() -> int:
-        install(pause)
-        return await pg_store.reindex(tenant, Profile.ENGLISH, None)
-
-    assert await asyncio.create_task(reindex()) == 30
-    assert len(seen) >= 30 + 2, f"{len(seen)} checkpoints for 30 passages re-indexed"
 
 
 async def test_a_database_that_kept_df_in_a_table_reads_the_same_df_from_its_blocks(

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from itertools import chain
 from typing import Any, Final, NamedTuple
 from uuid import UUID
@@ -171,18 +171,30 @@ class Blocks:
         subset._hold(counts[held], self._ordinals[keep], tfs)
         return subset
 
+    def renumbered(self, ordinals: Sequence[int]) -> Blocks:
+        """These blocks with ordinal i made ``ordinals[i]`` (ascending, so each block stays
+        ascending): a batch tokenised as texts 0..n-1 whose passages already have ordinals."""
+        numbers = np.asarray(ordinals, dtype=np.int64)
+        if len(numbers) and int(numbers.max()) > _MAX_ORDINAL:
+            raise ValueError(f"a workspace holds at most {_MAX_ORDINAL} passage ordinals")
+        moved = Blocks(())
+        moved.terms = self.terms
+        moved._hold(self.df, numbers[self._ordinals], self._tfs)
+        return moved
+
     def records(
         self, tenant_id: UUID, segment: int, offset: int = 0
-    ) -> list[tuple[UUID, str, int, bytes, bytes]]:
-        """The COPY rows, every ordinal moved by ``offset`` (blocks built before the batch's
-        ordinals were reserved count from 0)."""
+    ) -> Iterator[tuple[UUID, str, int, bytes, bytes]]:
+        """The COPY rows, built as they are taken (a row per term: a big batch's are tens of
+        thousands, sent in pieces), every ordinal moved by ``offset`` (blocks built before the
+        batch's ordinals were reserved count from 0)."""
         if self._last + offset > _MAX_ORDINAL:
             raise ValueError(f"a workspace holds at most {_MAX_ORDINAL} passage ordinals")
         ordinals, tfs = (self._ordinals + offset).astype(">i4").tobytes(), self._tfs
-        return [
+        return (
             (tenant_id, term, segment, ordinals[start:end], tfs[start:end])
             for term, start, end in zip(self.terms, self._starts, self._ends, strict=True)
-        ]
+        )
 
 
 def _tier(passages: int) -> int:

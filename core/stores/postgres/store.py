@@ -27,7 +27,6 @@ from core.stores.port import (
     Workspace,
     check_name,
     checked_for_write,
-    checked_sources,
     distinct_terms,
     is_storable,
     member_email,
@@ -37,6 +36,7 @@ from core.stores.postgres.frequencies import top_terms, vocabulary
 from core.stores.postgres.image import ImageCache, ImageChanges, read_candidates
 from core.stores.postgres.judging import PostgresJudging
 from core.stores.postgres.lookups import CHUNK_COLUMNS, ENTITY_COUNTS, SideReader, chunk_from_row
+from core.stores.postgres.pieces import checked_in_pieces
 from core.stores.postgres.resilience import (
     CALL_TIMEOUT_S,
     CONNECT_TIMEOUT_S,
@@ -241,7 +241,7 @@ class PostgresChunkStore(PostgresJudging):
     ) -> list[int]:
         """One transaction: lock the sources, upsert the entities, delete the orphans, then
         stage every passage and term row with COPY and move them in set-based statements."""
-        checked = checked_sources(tenant_id, sources)
+        checked = await checked_in_pieces(tenant_id, sources)  # giving way between sources
         for entity in entities:
             check_name(entity.name, "entity")
         latest = list({entity.entity_id: entity for entity in entities}.values())

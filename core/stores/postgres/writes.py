@@ -11,12 +11,11 @@ from __future__ import annotations
 import hashlib
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any, Final
+from typing import Final
 from uuid import UUID
 
 import asyncpg
 
-from core.checkpoint import checkpoint
 from core.domain.entities import Entity
 from core.domain.tokenize import DEFAULT_PROFILE, Profile
 from core.stores.port import ReindexProgress, WorkspaceGone, passage_terms
@@ -24,7 +23,9 @@ from core.stores.postgres.blocks import Blocks, Staged, Staging
 from core.stores.postgres.frequencies import add_dead
 from core.stores.postgres.image import ImageChanges
 from core.stores.postgres.merges import merge_segments
+from core.stores.postgres.pieces import copy_in_pieces
 from core.stores.postgres.resilience import Calls
+from core.stores.postgres.staging import terms_and_blocks_aside
 
 #: New passages in one write (and at least a tenth of the tenant) that trigger ANALYZE after it.
 _BULK_PASSAGES: Final = 500
@@ -152,12 +153,11 @@ async def _write_blocks(
     """One new segment: its blocks by COPY (they are its df), then merges if a tier filled up."""
     if not blocks.terms:
         return
-    records = blocks.records(tenant_id, segment, offset)
-    await checkpoint()  # a row per term built in Python: other sessions' searches go first
-    await conn.copy_records_to_table(
+    await copy_in_pieces(  # a row per term built in Python: other sessions' searches go first
+        conn,
         "postings",
-        records=records,
-        columns=("tenant_id", "term", "segment", "ordinals", "tfs"),
+        blocks.records(tenant_id, segment, offset),
+        ("tenant_id", "term", "segment", "ordinals", "tfs"),
     )
     await conn.execute(
         "INSERT INTO segments (tenant_id, segment, passages) VALUES ($1, $2, $3)",
@@ -271,14 +271,18 @@ async def write_new(
         for item in staged:
             by_tenant.setdefault(item[0][0], []).append(item)
         ordinals: dict[UUID, int] = {}
-        records: list[tuple[Any, ...]] = []
         for tenant_id in sorted(by_tenant):
-            first = ordinals[tenant_id] = await _reserve(conn, tenant_id, len(by_tenant[tenant_id]))
-            records.extend((*row, first + i) for i, (row, _) in enumerate(by_tenant[tenant_id]))
-        await checkpoint()
+            ordinals[tenant_id] = await _reserve(conn, tenant_id, len(by_tenant[tenant_id]))
         await conn.execute(_STAGE)
-        await conn.copy_records_to_table(
-            "stage_passages", records=records, columns=_STAGE_PASSAGE_COLUMNS
+        await copy_in_pieces(
+            conn,
+            "stage_passages",
+            (
+                (*row, ordinals[tenant_id] + i)
+                for tenant_id in sorted(by_tenant)
+                for i, (row, _) in enumerate(by_tenant[tenant_id])
+            ),
+            _STAGE_PASSAGE_COLUMNS,
         )
         await conn.execute(_WRITE_WORK_MEM)
         inserted = await conn.fetch(_INSERT_NEW)
@@ -457,18 +461,18 @@ async def reindex_rows(
             tenant_id,
             ids[start : start + _REINDEX_BATCH],
         )
-        lengths: list[tuple[str, int]] = []
-        written: list[tuple[int, Counter[str]]] = []
-        for row in rows:
-            await checkpoint()  # other sessions' searches go first (core.checkpoint)
-            length, tfs = passage_terms(row["text"], profile)
-            lengths.append((row["id"], length))
-            written.append((int(row["ordinal"]), tfs))
-        await conn.copy_records_to_table("reindex_lengths", records=lengths)
-        if written:
-            blocks = Blocks(written)
-            await checkpoint()
-            await _write_blocks(conn, tenant_id, blocks, written[0][0], len(written))
+        # Tokenised in the staging worker, off the loop other sessions' searches share.
+        counts, blocks = await terms_and_blocks_aside([row["text"] for row in rows], profile)
+        await copy_in_pieces(
+            conn,
+            "reindex_lengths",
+            ((row["id"], length) for row, length in zip(rows, counts, strict=True)),
+        )
+        if rows:
+            ordinals = [int(row["ordinal"]) for row in rows]
+            await _write_blocks(
+                conn, tenant_id, blocks.renumbered(ordinals), ordinals[0], len(ordinals)
+            )
         if on_progress is not None:
             on_progress(min(start + _REINDEX_BATCH, len(ids)), len(ids))
     await conn.execute(

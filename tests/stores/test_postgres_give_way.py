@@ -1,0 +1,118 @@
+"""A PostgreSQL write's Python work gives way in pieces: other sessions' searches never wait
+for a whole write group (bench_stall upload and re-index; core.stores.postgres.pieces).
+
+Each test installs a pause that notes every checkpoint and an instrument on the connection's
+COPY (the real driver and server do the work) that notes each statement's rows, then checks
+the order of the two: a COPY never follows another without a checkpoint between, and none
+sends more than ``PIECE_ROWS`` rows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import uuid
+from collections.abc import Iterable
+from typing import Any
+
+import asyncpg
+import pytest
+
+from core.checkpoint import install
+from core.domain.tokenize import Profile
+from core.stores.memory import InMemoryChunkStore
+from core.stores.port import Workspace
+from core.stores.postgres import PostgresChunkStore, pieces
+from core.stores.postgres.staging import WORKER_PASSAGES
+from tests.stores.compliance import make_chunk
+
+#: Rows per piece in these tests: a group of a few hundred passages makes many pieces.
+PIECE = 16
+#: Passages of the group (one source each, a term of its own each): over the staging worker's
+#: threshold, so the group is tokenised there as a real upload's is.
+PASSAGES = max(WORKER_PASSAGES, 100)
+
+
+@pytest.fixture
+def events(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """ "pause" per checkpoint and each COPY's row count, in the order they happened."""
+    seen: list[Any] = []
+    monkeypatch.setattr(pieces, "PIECE_ROWS", PIECE)
+    real = asyncpg.Connection.copy_records_to_table
+
+    async def copy(
+        self: asyncpg.Connection, table: str, *, records: Iterable[Any], **kw: Any
+    ) -> str:
+        rows = list(records)
+        seen.append((table, len(rows)))
+        return str(await real(self, table, records=rows, **kw))
+
+    monkeypatch.setattr(asyncpg.Connection, "copy_records_to_table", copy)
+    return seen
+
+
+def assert_copies_in_pieces(events: list[Any]) -> None:
+    copies = [event for event in events if event != "pause"]
+    assert copies, "no COPY seen"
+    too_big = [event for event in copies if event[1] > PIECE]
+    assert not too_big, f"COPYs of more than {PIECE} rows: {too_big}"
+    for before, after in itertools.pairwise(events):
+        assert before == "pause" or after == "pause", f"{before} then {after} with no checkpoint"
+
+
+async def run_long(work: Any, events: list[Any]) -> Any:
+    async def pause() -> None:
+        events.append("pause")
+
+    async def long() -> Any:
+        install(pause)
+        return await work
+
+    return await asyncio.create_task(long())
+
+
+def group(tenant: uuid.UUID, word: str) -> list[tuple[str, list[Any]]]:
+    return [
+        (f"s{i}", [make_chunk(tenant, f"s{i}", f"{word} passage t{i} w{i % 7}")])
+        for i in range(PASSAGES)
+    ]
+
+
+async def test_a_write_group_gives_way_per_source_checked_and_per_piece_of_rows_it_sends(
+    pg_store: PostgresChunkStore, events: list[Any]
+) -> None:
+    tenant = uuid.uuid4()
+    await pg_store.upsert_workspace(Workspace(tenant_id=tenant, name="give-way"))
+    removed = await run_long(pg_store.replace_sources(tenant, group(tenant, "ocean")), events)
+    assert removed == [0] * PASSAGES
+    first_copy = next(i for i, event in enumerate(events) if event != "pause")
+    assert first_copy >= PASSAGES, f"{first_copy} checkpoints for {PASSAGES} sources checked"
+    tables = {event[0] for event in events if event != "pause"}
+    assert tables == {"stage_passages", "postings"}
+    assert_copies_in_pieces(events)
+
+
+async def test_a_reindex_gives_way_per_piece_and_ranks_as_the_in_memory_store_does(
+    pg_store: PostgresChunkStore, events: list[Any]
+) -> None:
+    """Its batches are tokenised in the staging worker and renumbered to the passages'
+    ordinals (with gaps: some passages were deleted), then sent in pieces."""
+    tenant = uuid.uuid4()
+    memory = InMemoryChunkStore()
+    for store in (pg_store, memory):
+        await store.upsert_workspace(Workspace(tenant_id=tenant, name="give-way"))
+        await store.replace_sources(tenant, group(tenant, "oceans"))
+        for i in range(0, PASSAGES, 3):
+            await store.delete_by_source(f"s{i}", tenant)
+    events.clear()
+    assert await run_long(pg_store.reindex(tenant, Profile.ENGLISH, None), events) == len(
+        [i for i in range(PASSAGES) if i % 3]
+    )
+    assert {event[0] for event in events if event != "pause"} == {"reindex_lengths", "postings"}
+    assert_copies_in_pieces(events)
+    await memory.reindex(tenant, Profile.ENGLISH, None)
+    terms = ["ocean", "passag", "t1", "t2", "t4", "w3", "w0"]
+    for limit in (0, 5, 1_000):
+        assert await pg_store.lexical_candidates(
+            terms, tenant, limit
+        ) == await memory.lexical_candidates(terms, tenant, limit)
