@@ -7,7 +7,10 @@ runs the Search screen's call (``service.search``, k = 10, limit = 1000) over Cr
 queries one after another with a short pause (a person typing, not a load test), first
 alone (idle), then while another thread does long work again and again: ``--work evaluate``
 (default) the sample's Evaluate (225 queries, limits 100 and 1000); ``upload`` the sample
-loaded into another workspace; ``reindex`` another workspace re-indexed under the other
+loaded into another workspace (empty: deleted and created again each time); ``upload-more``
+the sample under new source ids into another workspace that already holds ``MERGE_FACTOR - 1``
+copies of it (the first upload measured merges ten segments into one, as a growing workspace
+does); ``reindex`` another workspace re-indexed under the other
 tokenizer profile; ``load`` the CLI's ``load`` of the sample into another workspace, in its own
 process (into the same PostgreSQL server; with ``--store memory``, ``load --dry-run``: an
 in-memory store lives in one process, so another process's load shares only the cores);
@@ -15,9 +18,11 @@ in-memory store lives in one process, so another process's load shares only the 
 ``HEAVY_TERMS`` (1,000) distinct words, the corpus's most frequent, on the same workspace
 (issue 21: a heavy query must not hold up a light one). The long work restarts at once, so
 every measured search overlaps it. ``--holds`` samples the loop's thread and prints what held
-it (``bench.loop_holds``). One run, ratios only: the machine is shared.
+it (``bench.loop_holds``); ``--steps`` times each step the loop runs in CPU time, by coroutine
+(``bench.loop_steps``: a step's size whatever the machine's load). One run, ratios only: the
+machine is shared.
 
-    .venv/bin/python -m bench.bench_stall --store memory [--work evaluate|upload|...] [--holds]
+    .venv/bin/python -m bench.bench_stall --store memory [--work upload|...] [--holds] [--steps]
     source .ci/pg.sh && pg_start && .venv/bin/python -m bench.bench_stall --store postgres
 """
 
@@ -37,13 +42,16 @@ from pathlib import Path
 from pydantic import SecretStr
 
 from bench.loop_holds import LoopHolds
+from bench.loop_steps import LoopSteps
 from core.analysis.evaluation import parse_queries
 from core.analysis.rankers import Ranker, RankerKind
+from core.domain.chunks import ChunkingOptions
 from core.domain.tokenize import tokenize
 from core.service import SAMPLE_CORPUS
 from core.service.facade import LexplainService
 from core.service.runner import ResultCache
 from core.settings import Settings
+from core.stores.memory_image import MERGE_FACTOR
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -62,7 +70,10 @@ EVALUATE_LIMITS = (100, 1000)
 #: Distinct terms of the heavy query (``--work truncation|search|why-not|compare``).
 HEAVY_TERMS = 1_000
 #: Every kind of other work, in the README's order.
-WORKS = ("truncation", "search", "why-not", "compare", "upload", "load", "reindex", "evaluate")
+WORKS = (
+    "truncation", "search", "why-not", "compare", "upload", "upload-more", "load", "reindex",
+    "evaluate",
+)  # fmt: skip
 #: Works that ask the heavy query.
 HEAVY_WORKS = ("truncation", "search", "why-not", "compare")
 
@@ -131,8 +142,18 @@ def load_command(store: str, full_priority: bool = False) -> list[str]:
     return [*command, str(SAMPLE_CORPUS)]
 
 
+def renamed_sample(copy: int) -> tuple[str, bytes]:
+    """The sample as an upload whose documents' ids (its source ids) carry ``copy``."""
+    lines = []
+    for line in SAMPLE_CORPUS.read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        record["_id"] = f"copy{copy}-{record['_id']}"
+        lines.append(json.dumps(record))
+    return f"copy{copy}-{SAMPLE_CORPUS.name}", "\n".join(lines).encode()
+
+
 def run(
-    store: str, work: str, holds: bool = False, full_priority: bool = False
+    store: str, work: str, holds: bool = False, full_priority: bool = False, steps: bool = False
 ) -> dict[str, object]:
     service = open_service(store)
     try:
@@ -141,9 +162,13 @@ def run(
                 service.delete_workspace(name)
         service.create_workspace(WORKSPACE)
         service.load_sample(workspace=WORKSPACE)
-        if work == "reindex":
+        whole = ChunkingOptions(whole_documents=True)
+        if work in ("reindex", "upload-more"):
             service.create_workspace(OTHER)
             service.load_sample(workspace=OTHER)
+        if work == "upload-more":
+            for copy in range(1, MERGE_FACTOR - 1):
+                service.upload_files([renamed_sample(copy)], workspace=OTHER, chunking=whole)
         queries_data, qrels_data = service.sample_judgments()
         queries = list(parse_queries(queries_data.decode()).values())
         for query in queries[:20]:  # warm caches
@@ -172,6 +197,9 @@ def run(
                 service.delete_workspace(OTHER)
                 service.create_workspace(OTHER)
                 service.load_sample(workspace=OTHER)
+            elif work == "upload-more":  # the same, into a workspace that holds passages
+                upload = renamed_sample(MERGE_FACTOR + i)
+                service.upload_files([upload], workspace=OTHER, chunking=whole)
             else:  # another session re-indexes its workspace under the other profile
                 service.change_profile(OTHER, profiles[i % 2])
 
@@ -189,15 +217,20 @@ def run(
                 work_s.append(time.perf_counter() - started)
 
         sampler = LoopHolds(service._loop, service._thread) if holds else None
+        timer = LoopSteps(service._thread) if steps else None
         thread = threading.Thread(target=worker, daemon=True)
         thread.start()
         running.wait()
         if sampler is not None:
             sampler.start()
+        if timer is not None:
+            timer.start()
         during = timed_searches(service, queries)
         done.set()
         if sampler is not None:
             sampler.stop()
+        if timer is not None:
+            timer.stop()
         thread.join()
         for name in (WORKSPACE, OTHER):
             if name in service.list_workspaces():
@@ -216,6 +249,8 @@ def run(
     result["load_average"] = round(os.getloadavg()[0], 1)
     if sampler is not None:
         result["loop"] = sampler.report()
+    if timer is not None:
+        result["steps"] = timer.report()
     return result
 
 
@@ -224,11 +259,13 @@ def main() -> None:
     parser.add_argument("--store", choices=("memory", "postgres"), required=True)
     parser.add_argument("--work", choices=WORKS, default="evaluate")
     parser.add_argument("--holds", action="store_true", help="print what held the loop")
+    parser.add_argument("--steps", action="store_true", help="print the loop's steps' CPU time")
     parser.add_argument(
         "--full-priority", action="store_true", help="--work load: the load at normal priority"
     )
     args = parser.parse_args()
-    print(json.dumps(run(args.store, args.work, args.holds, args.full_priority), indent=2))
+    result = run(args.store, args.work, args.holds, args.full_priority, args.steps)
+    print(json.dumps(result, indent=2))
 
 
 if __name__ == "__main__":

@@ -91,6 +91,8 @@ BATCH_DOCUMENTS = 5_000
 #: Passages in groups being written at once at most; a group over it is written alone and
 #: nothing more is read meanwhile (four ordinary groups fit, so ordinary loads keep their pace).
 IN_FLIGHT_PASSAGES = WRITE_CONCURRENCY * BATCH_PASSAGES
+#: Outcomes counted into the report between two checkpoints (Cranfield's 1,398 held the loop 11 ms).
+COUNT_STEP = 64
 #: The extractor used when the caller names none (rules only; see EXTRACTOR_LIMITS).
 DEFAULT_EXTRACTOR: EntityExtractor = RuleBasedExtractor()
 
@@ -237,7 +239,7 @@ async def _index_items(
         if failure is not None and not stopped:
             stopped.append(failure)
         slot.outcomes = outcomes
-        counted.drain(total)
+        await counted.drain(total)
 
     group: list[_Prepared | DocumentRow] = []
     passages = 0
@@ -247,7 +249,7 @@ async def _index_items(
         """Count what a stopped load does not write, after every group in flight."""
         await asyncio.gather(*tasks, return_exceptions=True)
         counted.queue.append(_Slot(outcomes))
-        counted.drain(total)
+        await counted.drain(total)
 
     first_write = [before_first_write] if before_first_write is not None else []
 
@@ -297,7 +299,7 @@ async def _index_items(
         for task in tasks:
             if not task.done():
                 task.cancel()
-    counted.drain(total)
+    await counted.drain(total)
     return tally.report(
         entity_total=len(counted.entity_ids), stopped=str(stopped[0]) if stopped else None
     )
@@ -325,19 +327,24 @@ class _Counted:
         self.queue: deque[_Slot] = deque()
         self.entity_ids: set[UUID] = set()
         self.done = 0
+        #: One drain at a time: a second waits while one gives way, so the order is kept.
+        self.lock = asyncio.Lock()
 
-    def drain(self, total: int) -> None:
-        # Rows of files refused while reading come first (read before anything was written).
-        for row in self.early:
-            self.tally.add(row)
-        self.early.clear()
-        while self.queue and self.queue[0].outcomes is not None:
-            outcomes = self.queue.popleft().outcomes or []
-            for outcome in outcomes:
-                self._count(outcome)
-            self.done += len(outcomes)
-            if outcomes and self.on_progress is not None:
-                self.on_progress(self.done, max(total, self.done), _row(outcomes[-1]))
+    async def drain(self, total: int) -> None:
+        async with self.lock:
+            # Rows of files refused while reading come first (read before anything was written).
+            for row in self.early:
+                self.tally.add(row)
+            self.early.clear()
+            while self.queue and self.queue[0].outcomes is not None:
+                outcomes = self.queue.popleft().outcomes or []
+                for done, outcome in enumerate(outcomes, start=1):
+                    self._count(outcome)
+                    if done % COUNT_STEP == 0:
+                        await checkpoint()
+                self.done += len(outcomes)
+                if outcomes and self.on_progress is not None:
+                    self.on_progress(self.done, max(total, self.done), _row(outcomes[-1]))
 
     def _count(self, outcome: _Outcome) -> None:
         if isinstance(outcome, _Stored):

@@ -6,14 +6,13 @@ only index. A query touches only the postings of its terms, and n_docs / avg_doc
 O(1). The alternative, re-tokenising every passage per query, is simpler but makes a query
 cost the whole corpus.
 
-Every write builds the next image aside — outside the lock, tokenising with a checkpoint per
-passage, the numpy work in a thread once the image is big — and swaps it in under one
-``threading.Lock`` if no other write replaced the image meanwhile (else it builds again,
-reusing its tokens). Readers take the current image under the lock and then read it without
-it, so they see the old version or the new one, never a mix, and an upload into a full
-workspace holds the lock only for the swap. No method awaits while holding the lock, so it
-serves several tasks on one loop and several threads alike; a per-tenant lock would allow
-more parallelism for a cost in deadlock reasoning that a single-machine store does not need.
+Every write builds the next image aside — outside the lock, giving way per passage tokenised
+and per few thousand postings turned into arrays, the arrays in a thread once the image holds
+passages — and swaps it in under one ``threading.Lock`` if no other write replaced it meanwhile
+(else it builds again, reusing its tokens). Readers take the current image under the lock and
+read it without it: they see the old version or the new one, never a mix, and an upload into a
+full workspace holds the lock only for the swap. No method awaits holding the lock, so it serves
+tasks on one loop and threads alike (a per-tenant lock: more parallelism, harder deadlocks).
 
 Every chunk is copied on the way in and on the way out: callers own what they pass and what
 they get back. The store keeps a passage as a tuple (``memory_image.Kept``, ~1/8 of the
@@ -86,9 +85,9 @@ Ints = npt.NDArray[np.int64]
 _VERSIONS = itertools.count(1)
 #: Passages re-tokenised between two progress reports of a re-index.
 _REINDEX_BATCH = 500
-#: Rows (stored plus written) from which a write builds its image in a thread: the loop then
-#: serves searches meanwhile (numpy's sorts and copies let go of the GIL).
-_THREAD_ROWS = 50_000
+#: Rows (stored plus written) from which a write builds its image in a thread (a re-index always
+#: does; numpy's work on numbers lets go of the GIL): on the loop 14k rows held it 10-100 ms.
+_THREAD_ROWS = 2_000
 #: Passages in a store from which a new image freezes the collector (see the docstring);
 #: below it a full collection is short and freezing would not pay.
 FREEZE_ABOVE = 100_000
@@ -196,8 +195,8 @@ class InMemoryChunkStore(InMemoryJudging):
     ) -> _Write:
         """The write of ``batch`` (one chunk per id) into ``tenant``'s current image, built
         aside; ``sources``' other passages are removed. ``built`` keeps the new passages' segment
-        across attempts (by profile and ids: what it was built from); ``give_way``
-        reaches a checkpoint per passage tokenised (an event-loop turn: ~15 us, 15 s at 1M)."""
+        across attempts (by profile and ids: what it was built from); ``give_way`` reaches a
+        checkpoint per passage tokenised and per ``STEP_POSTINGS`` postings turned into arrays."""
         before = tenant.image
         removed_rows: list[int] = []
         removed: list[int] = []
@@ -223,13 +222,13 @@ class InMemoryChunkStore(InMemoryJudging):
                 added.append(chunk)
         key = (before.profile, tuple(chunk.id for chunk in added))
         if added and key not in built:
-            writer = SegmentWriter()
+            writer = SegmentWriter(give_way)
             for chunk in added:
                 writer.add(passage_terms(chunk.text, before.profile))
                 if give_way:
                     await checkpoint()
             built.clear()
-            built[key] = writer.finish()
+            built[key] = await stepped(writer.finish_steps()) if give_way else writer.finish()
         segment, lengths = built[key] if added else (None, None)
         leaving = [before.chunks[row] for row in removed_rows]
         leaving += [before.chunks[row] for row, _ in replaced]
@@ -503,7 +502,7 @@ class InMemoryChunkStore(InMemoryJudging):
                 writer = SegmentWriter()
                 for chunk in chunks:
                     writer.add(passage_terms(chunk.text, workspace.profile))
-                tenant.image = image_of(workspace.profile, next(_VERSIONS), chunks, writer)
+                tenant.image = image_of(workspace.profile, next(_VERSIONS), chunks, writer.finish())
 
     async def reindex(
         self, tenant_id: UUID, profile: Profile, on_progress: ReindexProgress | None = None
@@ -517,18 +516,14 @@ class InMemoryChunkStore(InMemoryJudging):
                 old = self._tenants.get(tenant_id)
                 image = old.image if old is not None else None
             chunks = image.live_chunks() if image is not None else []
-            writer = SegmentWriter()
+            writer = SegmentWriter(give_way=True)
             for done, chunk in enumerate(chunks, start=1):
                 writer.add(passage_terms(chunk.text, profile))
-                # Searches (any session's) go first, on the old image: a checkpoint per chunk
-                # (cheap: it yields only when a call waits or every GIVE_WAY_EVERY_S).
-                await checkpoint()
+                await checkpoint()  # searches (any session's) go first, on the old image
                 if done % _REINDEX_BATCH == 0 and on_progress is not None:
                     on_progress(done, len(chunks))
-            if len(chunks) >= _THREAD_ROWS:
-                fresh = await asyncio.to_thread(image_of, profile, next(_VERSIONS), chunks, writer)
-            else:
-                fresh = image_of(profile, next(_VERSIONS), chunks, writer)
+            made = await stepped(writer.finish_steps())
+            fresh = await asyncio.to_thread(image_of, profile, next(_VERSIONS), chunks, made)
             with self._lock:
                 current = self._tenants.get(tenant_id)
                 if current is not old or (old is not None and old.image is not image):

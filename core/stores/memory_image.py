@@ -36,6 +36,7 @@ import numpy.typing as npt
 from core.domain.chunks import StoredChunk
 from core.domain.models import built
 from core.domain.postings import EMPTY_POSTING, Posting
+from core.domain.steps import Steps, finish
 from core.domain.tokenize import Profile
 
 #: A passage's token count and tf per term (``port.passage_terms``).
@@ -44,6 +45,10 @@ TermCounts = tuple[int, dict[str, int]]
 MERGE_FACTOR: Final = 10
 #: Postings a ``SegmentWriter`` holds as term counts before it turns them into arrays.
 PIECE_POSTINGS: Final = 100_000
+#: ``PIECE_POSTINGS`` for a write that gives way (an upload's group, a re-index): a piece's
+#: arrays are C-level passes that hold the loop (and the GIL) in one go, ~1 ms for this many
+#: postings where 100,000 took 60-80 ms on the shared machine (bench_stall --holds).
+STEP_POSTINGS: Final = 4_096
 #: A segment with more than this share of dead rows is rewritten without them.
 DEAD_SHARE: Final = 0.5
 
@@ -63,40 +68,10 @@ class Segment:
     size: int
 
     @classmethod
-    def build(
-        cls, passages: Sequence[dict[str, int]], slots: defaultdict[str, int] | None = None
-    ) -> Segment:
-        """From each row's tf per term, in row order: a few C-level passes and one sort.
-        ``slots`` (a ``SegmentWriter``'s vocabulary, shared by its pieces) gains the new terms;
-        a new term takes the next number in the same C-level lookup that numbers a known one."""
-        sizes = np.fromiter(map(len, passages), np.int64, len(passages))
-        total = int(sizes.sum())
-        shared = slots is not None
-        vocabulary = slots if slots is not None else _vocabulary()
-        keys = itertools.chain.from_iterable(passages)
-        term = np.fromiter(map(vocabulary.__getitem__, keys), np.int32, total)
-        tfs = np.fromiter(
-            itertools.chain.from_iterable(map(dict.values, passages)), np.int32, total
-        )
-        rows = np.repeat(np.arange(len(passages), dtype=np.int32), sizes)
-        return cls._sorted(
-            vocabulary if shared else dict(vocabulary), term, rows, tfs, len(passages)
-        )
-
-    @classmethod
-    def _sorted(
-        cls,
-        slots: dict[str, int],
-        term: npt.NDArray[np.int32],
-        rows: npt.NDArray[np.int32],
-        tfs: npt.NDArray[np.int32],
-        size: int,
-    ) -> Segment:
-        # Stable: postings arrive in row order, so each term's rows stay ascending.
-        order = np.argsort(term, kind="stable")
-        offsets = np.zeros(len(slots) + 1, dtype=np.int64)
-        np.cumsum(np.bincount(term, minlength=len(slots)), out=offsets[1:])
-        return cls(slots, offsets, rows[order], tfs[order], size)
+    def build(cls, passages: Sequence[dict[str, int]]) -> Segment:
+        """From each row's tf per term, in row order (one ``_Piece``)."""
+        vocabulary = _vocabulary()
+        return finish(cls.joined([_piece(passages, vocabulary)], dict(vocabulary)))
 
     @classmethod
     def merged(cls, segments: Sequence[Segment], lives: Sequence[npt.NDArray[np.bool_]]) -> Segment:
@@ -146,26 +121,33 @@ class Segment:
             base += int(np.count_nonzero(live))
         return cls(slots, offsets, rows, tfs, base)
 
-    @classmethod
-    def joined(cls, pieces: Sequence[Segment], slots: dict[str, int]) -> Segment:
-        """One segment of ``pieces`` (all rows live, in order) that share the vocabulary
-        ``slots``, each numbering the terms it knew when built: nothing to map, so each posting
-        is scattered to its place at once."""
+    @staticmethod
+    def joined(pieces: Sequence[_Piece], slots: dict[str, int]) -> Steps[Segment]:
+        """One segment of ``pieces`` (consecutive rows, in order) numbered by ``slots``: each
+        posting is scattered to its place at once, a step per piece; the work is the pieces'
+        postings and terms (a piece's dense offsets cost the whole vocabulary per piece: a
+        million small pieces' worth at 1M passages)."""
         counts = np.zeros(len(slots), dtype=np.int64)
         for piece in pieces:
-            counts[: len(piece.offsets) - 1] += np.diff(piece.offsets)
+            counts[piece.terms] += piece.counts  # a piece names each term once
+        if len(pieces) == 1:
+            only = pieces[0]
+            offsets = np.zeros(len(slots) + 1, dtype=np.int64)
+            np.cumsum(counts, out=offsets[1:])
+            return Segment(slots, offsets, only.rows, only.tfs, only.size)
         offsets, cursor, rows, tfs = _output(counts)
         base = 0
         for piece in pieces:
-            width = len(piece.offsets) - 1
-            sizes = np.diff(piece.offsets)
-            shift = cursor[:width] - piece.offsets[:-1]
-            cursor[:width] += sizes
-            dest = np.repeat(shift, sizes) + np.arange(len(piece.rows), dtype=np.int64)
+            yield
+            firsts = np.zeros(len(piece.counts), dtype=np.int64)
+            np.cumsum(piece.counts[:-1], out=firsts[1:])
+            shift = cursor[piece.terms] - firsts  # block start in the output, less its own
+            cursor[piece.terms] += piece.counts
+            dest = np.repeat(shift, piece.counts) + np.arange(len(piece.rows), dtype=np.int64)
             rows[dest] = piece.rows + np.int32(base)
             tfs[dest] = piece.tfs
             base += piece.size
-        return cls(slots, offsets, rows, tfs, base)
+        return Segment(slots, offsets, rows, tfs, base)
 
     def posting(self, term: str) -> Posting:
         i = self.terms.get(term)
@@ -173,6 +155,35 @@ class Segment:
             return EMPTY_POSTING
         start, end = int(self.offsets[i]), int(self.offsets[i + 1])
         return self.rows[start:end], self.tfs[start:end]
+
+
+class _Piece(NamedTuple):
+    """The postings of consecutive rows sorted by term: the distinct term slots ascending and
+    how many postings each has, then the rows (local, ascending per term) and tfs."""
+
+    terms: Ints
+    counts: Ints
+    rows: npt.NDArray[np.int32]
+    tfs: npt.NDArray[np.int32]
+    size: int
+
+
+def _piece(passages: Sequence[dict[str, int]], vocabulary: defaultdict[str, int]) -> _Piece:
+    """``passages``' postings, a few C-level passes and one sort; ``vocabulary`` (shared by a
+    ``SegmentWriter``'s pieces) gains the new terms, each numbered next in the same C-level
+    lookup that numbers a known one."""
+    sizes = np.fromiter(map(len, passages), np.int64, len(passages))
+    total = int(sizes.sum())
+    keys = itertools.chain.from_iterable(passages)
+    term = np.fromiter(map(vocabulary.__getitem__, keys), np.int32, total)
+    tfs = np.fromiter(itertools.chain.from_iterable(map(dict.values, passages)), np.int32, total)
+    rows = np.repeat(np.arange(len(passages), dtype=np.int32), sizes)
+    # Stable: postings arrive in row order, so each term's rows stay ascending.
+    order = np.argsort(term, kind="stable")
+    term = term[order]
+    starts = np.flatnonzero(np.concatenate(([True], term[1:] != term[:-1]))) if total else sizes[:0]
+    counts = np.diff(np.append(starts, total))
+    return _Piece(term[starts].astype(np.int64), counts, rows[order], tfs[order], len(passages))
 
 
 def _vocabulary() -> defaultdict[str, int]:
@@ -444,14 +455,16 @@ class Image:
 
 class SegmentWriter:
     """Passages' term counts in, one ``Segment`` out, holding the counts of at most
-    ``PIECE_POSTINGS`` postings at a time: the rest is already arrays. Keeping every passage's
-    counts until the end is a forward index as large as the postings (a 3 MB one-line file
-    took 23x its size in memory that way; 58 MB, over a gigabyte)."""
+    ``PIECE_POSTINGS`` postings at a time (``STEP_POSTINGS`` for a write that ``give_way``-s,
+    its caller checkpointing between adds and running ``finish_steps``): the rest is arrays.
+    Keeping every passage's counts until the end is a forward index as large as the postings
+    (a 3 MB one-line file took 23x its size in memory that way; 58 MB, over a gigabyte)."""
 
-    def __init__(self) -> None:
-        self._pieces: list[Segment] = []
+    def __init__(self, give_way: bool = False) -> None:
+        self._pieces: list[_Piece] = []
         self._piece: list[dict[str, int]] = []
         self._postings = 0
+        self._limit = STEP_POSTINGS if give_way else PIECE_POSTINGS
         self._lengths: list[int] = []
         self._slots = _vocabulary()
 
@@ -460,29 +473,30 @@ class SegmentWriter:
         self._lengths.append(length)
         self._piece.append(tfs)
         self._postings += len(tfs)
-        if self._postings >= PIECE_POSTINGS:
-            self._pieces.append(Segment.build(self._piece, self._slots))
+        if self._postings >= self._limit:
+            self._pieces.append(_piece(self._piece, self._slots))
             self._piece, self._postings = [], 0
 
     def finish(self) -> tuple[Segment, Ints]:
         """The segment of every passage added, in order, and their token counts."""
+        return finish(self.finish_steps())
+
+    def finish_steps(self) -> Steps[tuple[Segment, Ints]]:
+        """``finish`` with a step after the last piece is built and per piece joined."""
         if self._piece or not self._pieces:
-            self._pieces.append(Segment.build(self._piece, self._slots))
+            self._pieces.append(_piece(self._piece, self._slots))
             self._piece = []
-        pieces = self._pieces
         slots = dict(self._slots)  # published: a lookup of an unknown term adds nothing
-        if len(pieces) == 1:
-            segment = replace(pieces[0], terms=slots)
-        else:
-            segment = Segment.joined(pieces, slots)
+        segment = yield from Segment.joined(self._pieces, slots)
         return segment, np.asarray(self._lengths, dtype=np.int64)
 
 
 def image_of(
-    profile: Profile, version: int, chunks: Sequence[Kept], writer: SegmentWriter
+    profile: Profile, version: int, chunks: Sequence[Kept], made: tuple[Segment, Ints]
 ) -> Image:
-    """A new image of ``chunks``, whose term counts went into ``writer`` in order."""
-    segment, lengths = writer.finish()
+    """A new image of ``chunks`` from ``made``, their segment and lengths in order
+    (``SegmentWriter.finish``)."""
+    segment, lengths = made
     none = np.empty(0, np.int64)
     return Image.empty(profile, version).written(version, none, (), chunks, segment, lengths)
 
@@ -491,6 +505,7 @@ __all__ = [
     "DEAD_SHARE",
     "MERGE_FACTOR",
     "PIECE_POSTINGS",
+    "STEP_POSTINGS",
     "Image",
     "Kept",
     "Segment",

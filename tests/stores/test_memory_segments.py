@@ -156,7 +156,7 @@ async def test_readers_see_none_of_a_group_into_a_full_workspace_until_all_of_it
 
 
 def test_an_image_keeps_the_number_of_segments_logarithmic() -> None:
-    image = image_of(DEFAULT_PROFILE, 1, [], SegmentWriter())
+    image = image_of(DEFAULT_PROFILE, 1, [], SegmentWriter().finish())
     tenant = uuid.uuid4()
     for batch in range(MERGE_FACTOR**2 + 3):
         chunk = make_chunk(tenant, f"s{batch}", f"w{batch % 7} w1")

@@ -1,0 +1,174 @@
+"""The in-memory store's writes give way in small pieces (issue 20 item 5: a write never stalls
+a reader).
+
+A light search waits for the piece of long work running when it arrives, so these tests count
+the work done between two checkpoints, never its time: postings turned into arrays, pieces
+joined, outcomes counted; and where the image is built. The p99 figures are in
+bench/bench_stall.py (``--steps``, ``--holds``) and bench/README.md ("No stall").
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+from uuid import UUID, uuid4
+
+import pytest
+
+from core.checkpoint import install
+from core.domain.chunks import SourceDocument, StoredChunk
+from core.domain.tokenize import Profile
+from core.ingest import indexing
+from core.ingest.report import Tally
+from core.stores import memory_image
+from core.stores.memory import InMemoryChunkStore
+from core.stores.memory_image import STEP_POSTINGS, Image
+from core.stores.port import Workspace
+
+#: Distinct words per passage: a group of 200 passages is ~5 pieces of ``STEP_POSTINGS``.
+WORDS = 100
+
+
+def _text(i: int) -> str:
+    return " ".join(f"w{(i * 7 + j) % 997}x" for j in range(WORDS))
+
+
+def _sources(
+    tenant: UUID, n: int, prefix: str = "s", text: Callable[[int], str] = _text
+) -> list[tuple[str, list[StoredChunk]]]:
+    out = []
+    for i in range(n):
+        words = text(i)
+        chunk = StoredChunk(tenant_id=tenant, source_id=f"{prefix}{i}", chunk_index=0,
+                            text=words, start_char=0, end_char=len(words))  # fmt: skip
+        out.append((f"{prefix}{i}", [chunk]))
+    return out
+
+
+@pytest.fixture
+def events(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[str, int]]]:
+    """("build", postings) per piece turned into arrays; ``_paused`` adds ("pause", 0) per
+    checkpoint."""
+    seen: list[tuple[str, int]] = []
+    piece = memory_image._piece
+
+    def counted_piece(passages: Any, vocabulary: Any) -> Any:
+        seen.append(("build", sum(map(len, passages))))
+        return piece(passages, vocabulary)
+
+    monkeypatch.setattr(memory_image, "_piece", counted_piece)
+    yield seen
+
+
+def _paused(seen: list[tuple[str, int]]) -> Callable[[], Any]:
+    async def pause() -> None:
+        seen.append(("pause", 0))
+
+    return pause
+
+
+def _check_pieces(seen: list[tuple[str, int]]) -> None:
+    builds = [n for kind, n in seen if kind == "build"]
+    assert len(builds) >= 4, f"{builds}: the group was built in too few pieces to tell"
+    assert max(builds) <= STEP_POSTINGS + WORDS, f"a piece of {max(builds)} postings at once"
+    kinds = [kind for kind, _ in seen]
+    for a, b in itertools.pairwise(kinds):
+        assert (a, b) != ("build", "build"), "two pieces built with no checkpoint between"
+    last = len(kinds) - 1 - kinds[::-1].index("build")
+    # Joining the pieces gives way per piece too (one step per piece after the last build).
+    assert kinds[last:].count("pause") >= len(builds) - 1, "the pieces were joined in one go"
+
+
+async def test_a_write_group_is_indexed_a_piece_of_postings_at_a_time(
+    events: list[tuple[str, int]],
+) -> None:
+    store = InMemoryChunkStore()
+    tenant = uuid4()
+    await store.upsert_workspace(Workspace(tenant_id=tenant, name="notes"))
+
+    async def write() -> list[int]:
+        install(_paused(events))
+        return await store.replace_sources(tenant, _sources(tenant, 200))
+
+    assert await asyncio.create_task(write()) == [0] * 200
+    _check_pieces(events)
+    found = await store.lexical_candidates(["w0x"], tenant, 1000)
+    assert found.stats.n_docs == 200 and len(found) == sum("w0x" in _text(i) for i in range(200))
+
+
+async def test_a_reindex_is_indexed_a_piece_of_postings_at_a_time(
+    events: list[tuple[str, int]],
+) -> None:
+    store = InMemoryChunkStore()
+    tenant = uuid4()
+    await store.upsert_workspace(Workspace(tenant_id=tenant, name="notes"))
+    await store.replace_sources(tenant, _sources(tenant, 200))
+    events.clear()
+
+    async def reindex() -> int:
+        install(_paused(events))
+        return await store.reindex(tenant, Profile.ENGLISH)
+
+    assert await asyncio.create_task(reindex()) == 200
+    _check_pieces(events)
+
+
+async def test_a_load_counts_its_report_a_few_documents_between_checkpoints(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A group's outcomes are counted into the report with a checkpoint every ``COUNT_STEP``
+    (Cranfield's 1,398 in one go held the loop 11 ms), and still in input order."""
+    seen: list[str] = []
+    stored = Tally.stored
+
+    def counted(self: Tally, *args: Any, **kwargs: Any) -> Any:
+        seen.append("stored")
+        return stored(self, *args, **kwargs)
+
+    monkeypatch.setattr(Tally, "stored", counted)
+    documents = [SourceDocument(source_id=f"d{i:03}", text=f"note {i}") for i in range(300)]
+
+    async def load() -> indexing.IndexReport:
+        install(lambda: _mark(seen))
+        return await indexing.index_documents(
+            documents, InMemoryChunkStore(), uuid4(), extractor=None
+        )
+
+    report = await asyncio.create_task(load())
+    assert report.documents_indexed == 300
+    run = longest = 0
+    for kind in seen:
+        run = run + 1 if kind == "stored" else 0
+        longest = max(longest, run)
+    assert seen.count("stored") == 300
+    assert longest <= indexing.COUNT_STEP, f"{longest} outcomes counted with no checkpoint"
+    assert [row.source_id for row in report.rows] == [d.source_id for d in documents]
+
+
+async def _mark(seen: list[str]) -> None:
+    seen.append("pause")
+
+
+async def test_a_write_into_a_workspace_with_passages_builds_its_image_off_the_loop(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """From ``_THREAD_ROWS`` rows the next image (the arrays copied, segments merged) is built
+    in a thread: on the loop, ten Cranfield-sized segments merging held it ~100 ms."""
+    store = InMemoryChunkStore()
+    tenant = uuid4()
+    await store.upsert_workspace(Workspace(tenant_id=tenant, name="notes"))
+    await store.replace_sources(tenant, _sources(tenant, 2_500, text=lambda i: f"note {i}"))
+    threads: list[int] = []
+    written = Image.written
+
+    def where(self: Image, *args: Any, **kwargs: Any) -> Image:
+        threads.append(threading.get_ident())
+        return written(self, *args, **kwargs)
+
+    monkeypatch.setattr(Image, "written", where)
+    await store.replace_sources(tenant, _sources(tenant, 3, prefix="more"))
+    assert threads and threading.get_ident() not in threads, "the image was built on the loop"
+    assert (await store.corpus_summary(tenant)).passages == 2_503
