@@ -22,7 +22,7 @@ from core.checkpoint import install
 from core.domain.tokenize import Profile
 from core.stores.memory import InMemoryChunkStore
 from core.stores.port import Workspace
-from core.stores.postgres import PostgresChunkStore, pieces
+from core.stores.postgres import PostgresChunkStore, blocks, pieces
 from core.stores.postgres.staging import WORKER_PASSAGES
 from tests.stores.compliance import make_chunk
 
@@ -116,3 +116,20 @@ async def test_a_reindex_gives_way_per_piece_and_ranks_as_the_in_memory_store_do
         assert await pg_store.lexical_candidates(
             terms, tenant, limit
         ) == await memory.lexical_candidates(terms, tenant, limit)
+
+
+async def test_a_query_of_many_terms_decodes_its_blocks_in_steps(
+    pg_store: PostgresChunkStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A 1,000-term query decodes ~1 M postings: the read gives way between steps of
+    ``STEP_POSTINGS`` (here one term a step) and ranks as in one piece."""
+    tenant = uuid.uuid4()
+    await pg_store.upsert_workspace(Workspace(tenant_id=tenant, name="many terms"))
+    await pg_store.replace_sources(tenant, group(tenant, "ocean"))
+    terms = [f"t{i}" for i in range(0, PASSAGES, 2)]
+    whole = await pg_store.lexical_candidates(terms, tenant, 1_000)
+    monkeypatch.setattr(blocks, "STEP_POSTINGS", 1)  # a term a step
+    seen: list[Any] = []
+    stepped = await run_long(pg_store.lexical_candidates(terms, tenant, 1_000), seen)
+    assert len(seen) >= len(terms), f"{len(seen)} checkpoints for {len(terms)} terms decoded"
+    assert stepped == whole

@@ -26,7 +26,7 @@ from core.domain.postings import postings_candidate_steps
 from core.domain.ranking import LexicalCandidates, candidate_score_steps, top_rows
 from core.settings import DEFAULT_IMAGE_CACHE_PASSAGES
 from core.stores.port import StoreInconsistent
-from core.stores.postgres.blocks import live_postings
+from core.stores.postgres.blocks import live_posting_steps
 from core.stores.postgres.frequencies import block_df
 from core.stores.postgres.lookups import SideReader, Texts
 
@@ -248,11 +248,12 @@ async def read_candidates(
         if image is None:
             return LexicalCandidates(stats=stats, terms=tuple(wanted))
         texts = Texts(side, tenant_id)
+        postings = await stepped(live_posting_steps(wanted, blocks, image.id_rank))
         columns = await stepped(
             postings_candidate_steps(
                 stats,
                 wanted,
-                live_postings(wanted, blocks, image.id_rank),
+                postings,
                 image.lengths,
                 image.ids,
                 limit,
