@@ -342,6 +342,7 @@ def truncation_steps(
         sources.extend(full.chunks(shown[start : start + LOOKUP_STEP]))
         yield
     shown_matched = _matched(full, shown)
+    yield
     shown_ranks = ranking.ranks(shown)
     yield
     rows: list[CandidateRow] = []
