@@ -200,12 +200,14 @@ class InMemoryChunkStore(InMemoryJudging):
         before = tenant.image
         removed_rows: list[int] = []
         removed: list[int] = []
-        for source_id, keep in sources:
-            rows = before.rows_of_source(source_id).tolist()
+        # One lookup for every source (a lookup per source was ~10 us of a tiny document's write).
+        each = before.rows_of_sources([source_id for source_id, _ in sources])
+        for (_, keep), rows in zip(sources, each, strict=True):
             orphans = [row for row in rows if before.ids[row] not in keep]
             removed_rows += orphans
             removed.append(len(orphans))
-            await checkpoint()
+            if rows:
+                await checkpoint()
         ids = np.empty(len(batch), dtype=object)
         ids[:] = [chunk.id for chunk in batch]
         at = np.searchsorted(before.id_keys, ids)

@@ -271,6 +271,16 @@ class Image:
         hi = int(np.searchsorted(self.source_keys, source_id, side="right"))
         return self.source_rows[lo:hi]
 
+    def rows_of_sources(self, source_ids: Sequence[str]) -> list[list[int]]:
+        """``rows_of_source`` of each of ``source_ids``, found in one pass."""
+        if not len(self.source_keys):
+            return [[] for _ in source_ids]
+        wanted = _objects(source_ids, len(source_ids))
+        lows = np.searchsorted(self.source_keys, wanted, side="left").tolist()
+        highs = np.searchsorted(self.source_keys, wanted, side="right").tolist()
+        rows = self.source_rows
+        return [rows[lo:hi].tolist() if hi > lo else [] for lo, hi in zip(lows, highs, strict=True)]
+
     def source_counts(self) -> tuple[list[str], list[int]]:
         """Each live source id ascending and its passages."""
         keys = self.source_keys

@@ -572,27 +572,28 @@ def checked_for_write(
             raise ValueError(
                 f"chunk {position} belongs to tenant {chunk.tenant_id}, not {tenant_id}"
             )
-        if source_id is not None and chunk.source_id != source_id:
-            raise ValueError(
-                f"chunk {position} belongs to source {chunk.source_id!r}, not {source_id!r}"
-            )
-        for name, value in (("source_id", chunk.source_id), ("text", chunk.text)):
-            if not isinstance(value, str) or not value or not is_storable(value):
-                raise ValueError(f"chunk {position} has an unstorable {name}")
+        source, text = chunk.source_id, chunk.text
+        if source_id is not None and source != source_id:
+            raise ValueError(f"chunk {position} belongs to source {source!r}, not {source_id!r}")
+        if not (isinstance(text, str) and text and is_storable(text)):
+            raise ValueError(f"chunk {position} has an unstorable text")
+        if not (
+            isinstance(source, str) and source and (source == source_id or is_storable(source))
+        ):
+            raise ValueError(f"chunk {position} has an unstorable source_id")
         # The batch's own source id was checked above (once, not once per passage).
-        problem = None if chunk.source_id == source_id else source_id_problem(chunk.source_id)
+        problem = None if source == source_id else source_id_problem(source)
         if problem is not None:
             raise ValueError(f"chunk {position}: {problem}")
-        for name, number in (
-            ("chunk_index", chunk.chunk_index),
-            ("start_char", chunk.start_char),
-            ("end_char", chunk.end_char),
-        ):
-            if not 0 <= number <= MAX_POSITION:
-                raise ValueError(f"chunk {position} has {name} {number} outside 0..{MAX_POSITION}")
-        if chunk.end_char < chunk.start_char:
+        index, start, end = chunk.chunk_index, chunk.start_char, chunk.end_char
+        if not (0 <= index <= MAX_POSITION and 0 <= start <= end <= MAX_POSITION):
+            for name, number in (("chunk_index", index), ("start_char", start), ("end_char", end)):
+                if not 0 <= number <= MAX_POSITION:
+                    raise ValueError(
+                        f"chunk {position} has {name} {number} outside 0..{MAX_POSITION}"
+                    )
             raise ValueError(f"chunk {position} ends before it starts")
-        if chunk.id != chunk_id(chunk.source_id, chunk.text):
+        if chunk.id != chunk_id(source, text):
             raise ValueError(f"chunk {position} has an id not derived from its source and text")
         latest[(chunk.tenant_id, chunk.id)] = chunk
     return list(latest.values())
