@@ -340,12 +340,14 @@ def build_chunks(
         if identity in seen:
             continue
         seen.add(identity)
-        first = bisect.bisect_left(starts, span.start)
-        last = bisect.bisect_left(starts, span.end)
-        inside = [m for m in ordered[first:last] if m.end <= span.end]
-        entity_ids = list(dict.fromkeys(m.entity_id for m in inside))
+        inside: list[PassageMention] = []
+        if ordered:  # most tiny documents name no entity: no search, no generator
+            first = bisect.bisect_left(starts, span.start)
+            last = bisect.bisect_left(starts, span.end)
+            inside = [m for m in ordered[first:last] if m.end <= span.end]
+        entity_ids = list(dict.fromkeys(m.entity_id for m in inside)) if inside else []
         metadata = dict(base_metadata)
-        if isinstance(page_starts, list) and page_starts:
+        if page_starts and isinstance(page_starts, list):
             metadata["page"] = sum(1 for p in page_starts if isinstance(p, int) and p <= span.start)
         if inside:
             metadata["mentions"] = [

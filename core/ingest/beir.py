@@ -16,6 +16,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from core.domain.chunks import SourceDocument, source_id_problem, storable_text_problem
+from core.domain.models import built
 from core.domain.names import format_problem
 from core.ingest.jsonlines import JsonLineError, parse_json_line
 from core.ingest.names import ID_UNSAFE
@@ -103,9 +104,15 @@ def jsonl_parts(lines: Iterable[bytes], *, prefix: str = "") -> Iterator[Collect
             empty += 1
             continue
         metadata: dict[str, Any] = {"corpus_id": doc_id} if source_id != doc_id else {}
-        result.documents.append(
-            SourceDocument(source_id=source_id, text=text, title=title.strip(), metadata=metadata)
-        )
+        # Not validated again: the id was checked above, the text and title cleaned (no NUL, no
+        # lone surrogate) and the metadata is that checked id; validating cost ~5 us a record.
+        fields = {
+            "source_id": source_id,
+            "text": text,
+            "title": title.strip(),
+            "metadata": metadata,
+        }
+        result.documents.append(built(SourceDocument, fields))
     if empty:
         result.notes.append(
             f"{empty} empty record{'s' if empty != 1 else ''} left out (no title, no text)"
