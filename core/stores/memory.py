@@ -411,8 +411,7 @@ class InMemoryChunkStore(InMemoryJudging):
     async def list_sources(self, tenant_id: UUID) -> list[SourceSummary]:
         with self._lock:
             image = self._peek(tenant_id).image
-        keys, counts = image.source_counts()
-        return [SourceSummary(source_id=s, passages=n) for s, n in zip(keys, counts, strict=True)]
+        return await stepped(image.source_summary_steps())
 
     async def list_entities(self, tenant_id: UUID) -> list[EntitySummary]:
         with self._lock:
