@@ -505,7 +505,15 @@ def why_not_steps(
 def top_documents(
     terms: Sequence[str], full: LexicalCandidates, k: int, limits: Sequence[int]
 ) -> list[list[str]]:
-    """Per limit, the first ``k`` distinct source ids in the ranking of the first ``limit``.
+    """Per limit, the first ``k`` distinct source ids in the ranking of the first ``limit``."""
+    return finish(top_document_steps(terms, full, k, limits))
+
+
+def top_document_steps(
+    terms: Sequence[str], full: LexicalCandidates, k: int, limits: Sequence[int]
+) -> Steps[list[list[str]]]:
+    """``top_documents`` in steps: the scoring's blocks, then a step per limit (an Evaluate's
+    query scored and ranked in one piece was its longest hold, 3-4 ms on the shared machine).
 
     Evaluate in bulk: the candidates are scored and sorted once per query, and each
     limit filters that one ranking (a prefix keeps the relative order); passages are
@@ -514,13 +522,14 @@ def top_documents(
     """
     if k < 0:
         raise ValueError(f"k must be >= 0, got {k}")
-    scores = candidate_scores(terms, full) if terms else np.zeros(len(full))
+    scores = (yield from candidate_score_steps(terms, full)) if terms else np.zeros(len(full))
     ranking = _Ranking(scores, full.id_order)
     sources: dict[int, str] = {}
     found: list[list[str]] = []
     for limit in limits:
         if limit < 0:
             raise ValueError(f"limit must be >= 0, got {limit}")
+        yield
         documents: list[str] = []
         want = 4 * k + 16
         while True:

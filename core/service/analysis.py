@@ -28,7 +28,7 @@ from core.analysis.rankers import Ranker, RankerKind, rank_with
 from core.analysis.truncation import (
     TruncationReport,
     WhyNot,
-    top_documents,
+    top_document_steps,
     truncation_steps,
     why_not_steps,
 )
@@ -516,9 +516,10 @@ class AnalysisActions(StoreRunner):
                         top = rank_with(specs[i].ranker, terms, full.head(specs[i].limit), k)
                         ranked[i][query_id] = [r.chunk.id for r in top]
                 else:
-                    # The workspace's own runs share one scoring of the query (top_documents).
+                    # The workspace's own runs share one scoring of the query (top_document_steps).
                     own = [i for i in mine if specs[i].ranker.kind is RankerKind.WORKSPACE]
-                    bulk = top_documents(terms, full, k, [specs[i].limit for i in own])
+                    limits = [specs[i].limit for i in own]
+                    bulk = await stepped(top_document_steps(terms, full, k, limits))
                     for i, documents in zip(own, bulk, strict=True):
                         ranked[i][query_id] = documents
                     for i in mine:

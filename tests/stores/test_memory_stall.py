@@ -20,6 +20,7 @@ from uuid import UUID, uuid4
 import numpy as np
 import pytest
 
+from core.analysis.truncation import top_document_steps, top_documents
 from core.checkpoint import install
 from core.domain import postings as postings_module
 from core.domain.chunks import SourceDocument, StoredChunk
@@ -247,3 +248,18 @@ async def test_listing_a_big_workspaces_sources_gives_way_every_few_hundred() ->
 
     assert await asyncio.create_task(listed()) == sorted(f"s{i}" for i in range(2_500))
     assert len(seen) >= 2_500 // memory_image.SUMMARY_STEP, f"{len(seen)} checkpoints"
+
+
+async def test_an_evaluates_query_is_ranked_a_step_per_limit() -> None:
+    """Evaluate scores a query once and ranks it per limit; in one piece that was its longest
+    hold of the loop. In steps, the documents per limit are those ``top_documents`` gives."""
+    store = InMemoryChunkStore()
+    tenant = uuid4()
+    await store.upsert_workspace(Workspace(tenant_id=tenant, name="notes"))
+    await store.replace_sources(tenant, _sources(tenant, 50))
+    terms = ["w0x", "w7x", "w14x"]
+    full = await store.lexical_candidates(terms, tenant, 1000)
+    limits = [5, 20, 1000]
+    taken, documents = _steps_of(top_document_steps(terms, full, 3, limits))
+    assert documents == top_documents(terms, full, 3, limits) and documents[2]
+    assert taken >= len(limits), f"{taken} steps for {len(limits)} limits"
