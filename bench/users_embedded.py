@@ -24,7 +24,6 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -69,6 +68,23 @@ def stored(data_dir: Path, workspace: str) -> int:
     return bench_load.stored(None, data_dir, workspace)
 
 
+def corpus_files(folder: Path, passages: int) -> list[Path]:
+    """The Zipf corpus as files of BUILD_FILE_PASSAGES (``load`` reads at most 64 MB a file;
+    100k passages are ~56 MB), written once into ``folder`` and reused (a marker says done)."""
+    count = -(-passages // BUILD_FILE_PASSAGES)
+    paths = [folder / f"corpus-{i:02d}.jsonl" for i in range(count)]
+    done = folder / f"done-{passages}"
+    if done.exists():
+        return paths
+    folder.mkdir(parents=True, exist_ok=True)
+    ids, texts, _ = bench_scale.zipf_corpus(passages)
+    for i, path in enumerate(paths):
+        part = slice(i * BUILD_FILE_PASSAGES, (i + 1) * BUILD_FILE_PASSAGES)
+        bench_load.write_corpus(path, ids[part], texts[part])
+    done.touch()
+    return paths
+
+
 def build(data_dir: Path, passages: int) -> dict[str, Any]:
     """The analysts' workspace on ``data_dir``, loaded with ``load`` unless it is there already."""
     data_dir.mkdir(parents=True, exist_ok=True)
@@ -80,24 +96,15 @@ def build(data_dir: Path, passages: int) -> dict[str, Any]:
             f"{data_dir} holds {have:,} passages in {bench_scale.WORKSPACE}, not {passages:,}: "
             "use another --data-dir"
         )
-    with tempfile.TemporaryDirectory() as folder:
-        ids, texts, _ = bench_scale.zipf_corpus(passages)
-        paths: list[
-            Path
-        ] = []  # files under load's per-file limit (64 MB): 100k passages are ~56 MB
-        for offset in range(0, passages, BUILD_FILE_PASSAGES):
-            paths.append(Path(folder) / f"corpus-{len(paths):02d}.jsonl")
-            end = offset + BUILD_FILE_PASSAGES
-            bench_load.write_corpus(paths[-1], ids[offset:end], texts[offset:end])
-        del ids, texts
-        started = time.perf_counter()
-        subprocess.run(  # setup, not measured: at normal priority on a shared machine
-            [*load_command(paths, bench_scale.WORKSPACE), "--full-priority"],
-            cwd=ROOT,
-            env=environment(data_dir),
-            check=True,
-        )
-        seconds = time.perf_counter() - started
+    paths = corpus_files(data_dir.with_name(f"{data_dir.name}-corpus"), passages)
+    started = time.perf_counter()
+    subprocess.run(  # setup, not measured: at normal priority on a shared machine
+        [*load_command(paths, bench_scale.WORKSPACE), "--full-priority"],
+        cwd=ROOT,
+        env=environment(data_dir),
+        check=True,
+    )
+    seconds = time.perf_counter() - started
     return {"built": True, "passages": stored(data_dir, bench_scale.WORKSPACE), "seconds": seconds}
 
 
