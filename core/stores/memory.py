@@ -63,6 +63,7 @@ from core.stores.memory_image import (
     passage_copy,
 )
 from core.stores.memory_judging import InMemoryJudging
+from core.stores.memory_reads import read_view
 from core.stores.port import (
     CorpusSummary,
     EntitySummary,
@@ -101,9 +102,9 @@ class _Tenant:
     entities: dict[UUID, Entity] = field(default_factory=dict)
     #: entity -> ids of the live passages naming it.
     mentions: dict[UUID, set[str]] = field(default_factory=dict)
-    #: The image the collector was last settled for, and the image ``frequencies`` is of.
+    #: The image the collector was last settled for; the version ``frequencies`` is of.
     settled: Image | None = None
-    frequencies: tuple[Image, dict[str, int]] | None = None
+    frequencies: tuple[int, dict[str, int]] | None = None
 
     def link(self, chunk: Kept) -> None:
         for entity in set(chunk.entity_ids):
@@ -126,8 +127,8 @@ class _Tenant:
         once per image. Called without the lock: an image never changes, and two readers
         racing only compute it twice."""
         known = self.frequencies
-        if known is None or known[0] is not image:
-            known = self.frequencies = (image, image.doc_frequencies())
+        if known is None or known[0] != image.version:
+            known = self.frequencies = (image.version, image.doc_frequencies())
         return known[1]
 
 
@@ -387,8 +388,9 @@ class InMemoryChunkStore(InMemoryJudging):
             if tenant.settled is not image and self._passages() >= self._freeze_above:
                 _settle_collector()
                 tenant.settled = image
-        # The image never changes: the rest reads it without the lock.
-        postings = [image.posting(term) for term in wanted]
+        # The image never changes: the rest reads it (its view) without the lock.
+        view = await read_view(image)
+        postings = [view.posting(term) for term in wanted]
         n_docs = image.passages
         stats = CorpusStats(
             n_docs=n_docs,
@@ -398,12 +400,11 @@ class InMemoryChunkStore(InMemoryJudging):
         chunks = image.chunks
 
         def lookup(rows: Ints) -> list[StoredChunk]:
-            return [passage_copy(chunks[row]) for row in rows.tolist()]
+            return [passage_copy(chunks[row]) for row in view.image_rows[rows].tolist()]
 
-        steps = postings_candidate_steps(
-            stats, wanted, postings, image.lengths, image.ids, limit, lookup, image.id_rank
+        return await stepped(
+            postings_candidate_steps(stats, wanted, postings, view.lengths, view.ids, limit, lookup)
         )
-        return await stepped(steps)
 
     def _passages(self) -> int:
         return sum(tenant.image.passages for tenant in self._tenants.values())

@@ -15,8 +15,8 @@ mix, and the build itself needs no lock. The alternative it replaces kept a dict
 write: a dict entry per posting cost a third of a 100k build (and the rebuild another
 sixth), and a write into a full workspace had to mutate it under the lock.
 
-Rows are not in chunk-id order (a batch appends), so queries pass ``id_rank`` (each row's rank
-in chunk-id order) to the shared kernel, as the PostgreSQL store does.
+Rows are not in chunk-id order (a batch appends): queries read a view of the image with its
+postings in chunk-id order, built once per version (``memory_reads``).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import itertools
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Final, NamedTuple
 from uuid import UUID
 
@@ -86,20 +86,10 @@ class Segment:
         time. Concatenating and sorting by term held ~36 bytes per posting of the whole merge
         (a 3 MB one-line file peaked at 15x its size, over the 12x bound).
         """
-        # The first (oldest, usually largest) segment's vocabulary is copied as it is (a dict
-        # copy does not rehash) and keeps its slots; the others add the terms it lacks.
-        slots = dict(segments[0].terms) if segments else {}
-        for segment in segments[1:]:
-            new = segment.terms.keys() - slots.keys()  # C-level; slot order is immaterial
-            slots.update(zip(new, itertools.count(len(slots)), strict=False))
+        slots, maps = shared_slots(segments)
         counts = np.zeros(len(slots), dtype=np.int64)
         plans = []
-        for k, (segment, live) in enumerate(zip(segments, lives, strict=True)):
-            width = len(segment.terms)
-            if k == 0:
-                mapped = np.arange(width, dtype=np.int64)
-            else:
-                mapped = np.fromiter(map(slots.__getitem__, segment.terms), np.int64, width)
+        for segment, live, mapped in zip(segments, lives, maps, strict=True):
             alive = live[segment.rows]
             before = np.zeros(len(alive) + 1, dtype=np.int64)
             np.cumsum(alive, out=before[1:])
@@ -189,6 +179,22 @@ def _piece(passages: Sequence[dict[str, int]], vocabulary: defaultdict[str, int]
     return _Piece(term[starts].astype(np.int64), counts, rows[order], tfs[order], len(passages))
 
 
+def shared_slots(segments: Sequence[Segment]) -> tuple[dict[str, int], list[Ints]]:
+    """One vocabulary for ``segments`` and, per segment, its terms' slots in it (by its own
+    slot). The first (oldest, usually largest) segment's vocabulary is copied as it is (a dict
+    copy does not rehash) and keeps its slots; the others add the terms it lacks."""
+    slots = dict(segments[0].terms) if segments else {}
+    for segment in segments[1:]:
+        new = segment.terms.keys() - slots.keys()  # C-level; slot order is immaterial
+        slots.update(zip(new, itertools.count(len(slots)), strict=False))
+    maps = [np.arange(len(segment.terms), dtype=np.int64) for segment in segments[:1]]
+    maps += [
+        np.fromiter(map(slots.__getitem__, segment.terms), np.int64, len(segment.terms))
+        for segment in segments[1:]
+    ]
+    return slots, maps
+
+
 def _vocabulary() -> defaultdict[str, int]:
     """Term -> slot, a new term numbered next as it is first looked up."""
     return defaultdict(itertools.count().__next__)
@@ -251,6 +257,10 @@ class Image:
     source_rows: Ints
     #: Each row's rank in chunk-id order (dead rows: any value; they match no term).
     id_rank: Ints
+    #: The read view of this version (a ``memory_reads.View``, which imports this module),
+    #: built on its first read; a new version starts without one (``replace`` does not carry
+    #: a field that is not in init).
+    views: list[object] = field(default_factory=list, init=False, repr=False, compare=False)
 
     @classmethod
     def empty(cls, profile: Profile, version: int) -> Image:
@@ -304,23 +314,6 @@ class Image:
             out += [built(SourceSummary, {"source_id": s, "passages": n}) for s, n in pairs]
             yield
         return out
-
-    def posting(self, term: str) -> Posting:
-        """The term's live rows (image-wide, ascending) and tfs."""
-        parts = []
-        for segment, base, dead in zip(self.segments, self.bases, self.dead, strict=True):
-            rows, tfs = segment.posting(term)
-            if not len(rows):
-                continue
-            if dead:
-                alive = self.live[base:][rows]
-                rows, tfs = rows[alive], tfs[alive]
-            parts.append((rows + np.int32(base) if base else rows, tfs))
-        if not parts:
-            return EMPTY_POSTING
-        if len(parts) == 1:
-            return parts[0]
-        return np.concatenate([r for r, _ in parts]), np.concatenate([t for _, t in parts])
 
     def doc_frequencies(self) -> dict[str, int]:
         """Every term with a live posting and its df (walks the whole vocabulary)."""
@@ -539,6 +532,7 @@ __all__ = [
     "image_of",
     "kept_passage",
     "passage_copy",
+    "shared_slots",
 ]
 
 

@@ -1,0 +1,125 @@
+"""The in-memory store's read view: each image's live postings in chunk-id order, built once.
+
+Searches read the view, not the segments, so the view must hold exactly the live postings of
+its image (tombstones and merges included), rows numbered by chunk id, whichever way it was
+sorted; and a write must never leave a reader on the view of an older image.
+"""
+
+from __future__ import annotations
+
+import random
+import uuid
+
+import numpy as np
+import pytest
+
+from core.stores import memory_reads
+from core.stores.memory import InMemoryChunkStore
+from core.stores.memory_image import MERGE_FACTOR, Image
+from core.stores.memory_reads import View, view_of
+from core.stores.port import passage_terms
+from tests.stores.compliance import make_chunk
+
+WORDS = [f"w{i}" for i in range(30)]
+
+
+def _text(rng: random.Random) -> str:
+    return " ".join(WORDS[min(int(rng.expovariate(0.2)), 29)] for _ in range(rng.randint(1, 10)))
+
+
+async def _written(seed: int) -> tuple[InMemoryChunkStore, uuid.UUID]:
+    """A store holding several segments, merged ones and tombstones, ids not in write order."""
+    rng = random.Random(seed)
+    store = InMemoryChunkStore()
+    tenant = uuid.uuid4()
+    for batch in range(2 * MERGE_FACTOR + 3):
+        chunks = [make_chunk(tenant, f"s{rng.randrange(1000)}-{batch}", _text(rng), i)
+                  for i in range(1 + batch % 3)]  # fmt: skip
+        await store.upsert_many(chunks)
+        if batch % 4 == 3:
+            await store.delete_by_source(chunks[0].source_id, tenant)
+        if batch == 0:
+            first = chunks[0].source_id
+    await store.delete_by_source(first, tenant)  # a tombstone in a merged segment
+    return store, tenant
+
+
+def _image(store: InMemoryChunkStore, tenant: uuid.UUID) -> Image:
+    return store._tenants[tenant].image
+
+
+def _arrays(view: View) -> list[list[object]]:
+    terms = sorted(view.postings.terms)
+    return [terms, *(a.tolist() for t in terms for a in view.posting(t)),
+            view.lengths.tolist(), view.ids.tolist(), view.image_rows.tolist()]  # fmt: skip
+
+
+async def test_a_views_postings_are_each_terms_live_passages_in_chunk_id_order() -> None:
+    store, tenant = await _written(1)
+    image = _image(store, tenant)
+    assert len(image.segments) > 1 and any(image.dead), "the store should hold tombstones"
+    live = [c for s in await store.list_sources(tenant)
+            for c in await store.get_by_source(s.source_id, tenant)]  # fmt: skip
+    live.sort(key=lambda c: c.id)
+    view = view_of(image)
+    assert view.ids.tolist() == [c.id for c in live]
+    counted = [passage_terms(c.text) for c in live]
+    assert view.lengths.tolist() == [n for n, _ in counted]
+    for term in WORDS:
+        rows, tfs = view.posting(term)
+        want = [(r, tf[term]) for r, (_, tf) in enumerate(counted) if term in tf]
+        assert list(zip(rows.tolist(), tfs.tolist(), strict=True)) == want, term
+    assert [len(a) for a in view.posting("absent")] == [0, 0]
+
+
+@pytest.mark.parametrize("bits", [memory_reads.KEY_BITS, 1])
+async def test_a_view_built_in_small_pieces_or_without_packed_keys_is_the_same_view(
+    monkeypatch: pytest.MonkeyPatch, bits: int
+) -> None:
+    store, tenant = await _written(2)
+    image = _image(store, tenant)
+    whole = View.of(image)
+    monkeypatch.setattr(memory_reads, "KEY_BITS", bits)
+    monkeypatch.setattr(memory_reads, "PIECE", 5)
+    assert _arrays(View.of(image)) == _arrays(whole)
+
+
+async def test_a_view_is_built_once_per_image_and_a_write_or_delete_starts_a_new_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    built: list[Image] = []
+    build = View.of.__func__  # type: ignore[attr-defined]
+
+    def counted(cls: type[View], image: Image) -> View:
+        built.append(image)
+        view: View = build(cls, image)
+        return view
+
+    monkeypatch.setattr(View, "of", classmethod(counted))
+    store = InMemoryChunkStore()
+    tenant = uuid.uuid4()
+    await store.upsert_many([make_chunk(tenant, f"a{i}", "wing flutter", 0) for i in range(4)])
+    for _ in range(3):
+        assert (await store.lexical_candidates(["wing"], tenant, 10)).matching == 4
+    assert len(built) == 1
+    await store.upsert_many([make_chunk(tenant, "b", "wing heat", 0)])
+    assert (await store.lexical_candidates(["wing"], tenant, 10)).matching == 5
+    assert await store.delete_by_source("a1", tenant) == 1
+    found = await store.lexical_candidates(["wing", "flutter"], tenant, 10)
+    assert sorted(c.chunk.source_id for c in found.candidates) == ["a0", "a2", "a3", "b"]
+    assert found.stats.doc_frequencies == {"flutter": 3, "wing": 4}
+    assert len(built) == 3 and built[-1] is _image(store, tenant)
+
+
+async def test_a_view_built_in_a_thread_answers_as_one_built_inline(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    store, tenant = await _written(3)
+    inline = [await store.lexical_candidates([w, "w1"], tenant, 7) for w in WORDS[:8]]
+    await store.upsert_many([make_chunk(tenant, "late", "w0 w1 w2", 0)])
+    await store.delete_by_source("late", tenant)
+    monkeypatch.setattr(memory_reads, "THREAD_POSTINGS", 0)
+    assert not _image(store, tenant).views
+    threaded = [await store.lexical_candidates([w, "w1"], tenant, 7) for w in WORDS[:8]]
+    assert threaded == inline
+    assert np.array_equal(view_of(_image(store, tenant)).ids, _image(store, tenant).id_keys)
