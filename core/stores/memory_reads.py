@@ -42,7 +42,7 @@ THREAD_POSTINGS: Final = 200_000
 PIECE: Final = 1 << 22
 
 Int32s = npt.NDArray[np.int32]
-#: One view built at a time: two readers of a new image wait for one build, not run two.
+#: One view built in a thread at a time: two readers of a new image wait for one build.
 _BUILDING = threading.Lock()
 
 
@@ -143,16 +143,21 @@ def _sorted(image: Image, maps: list[Ints], width: int) -> tuple[Int32s, Int32s,
 def view_of(image: Image) -> View:
     """``image``'s view, built once per image (kept in ``image.views``)."""
     if not image.views:
-        with _BUILDING:
-            if not image.views:
-                image.views.append(View.of(image))
+        image.views.append(View.of(image))
     return cast(View, image.views[0])  # the only kind ``views`` holds
 
 
+def _view_in_thread(image: Image) -> View:
+    with _BUILDING:
+        return view_of(image)
+
+
 async def read_view(image: Image) -> View:
-    """``view_of``, built in a thread when the image is big."""
+    """``view_of``, built in a thread when the image is big. Only those builds take
+    ``_BUILDING``: a small image's view is built on the loop, which must never wait for a big
+    one's (an image is small or big for good, so both never build one image)."""
     if not image.views and sum(len(s.rows) for s in image.segments) >= THREAD_POSTINGS:
-        return await asyncio.to_thread(view_of, image)
+        return await asyncio.to_thread(_view_in_thread, image)
     return view_of(image)
 
 

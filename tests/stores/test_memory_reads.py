@@ -8,6 +8,7 @@ sorted; and a write must never leave a reader on the view of an older image.
 from __future__ import annotations
 
 import random
+import threading
 import uuid
 
 import numpy as np
@@ -123,3 +124,26 @@ async def test_a_view_built_in_a_thread_answers_as_one_built_inline(
     threaded = [await store.lexical_candidates([w, "w1"], tenant, 7) for w in WORDS[:8]]
     assert threaded == inline
     assert np.array_equal(view_of(_image(store, tenant)).ids, _image(store, tenant).id_keys)
+
+
+async def test_a_small_workspaces_search_never_waits_for_a_big_ones_view_being_built(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    class Held:
+        """``_BUILDING`` held by a big image's build: taking it on the loop would block."""
+
+        def __enter__(self) -> None:
+            if threading.current_thread() is threading.main_thread():
+                raise AssertionError("the event loop waited for another image's view")
+
+        def __exit__(self, *_: object) -> None:
+            return None
+
+    monkeypatch.setattr(memory_reads, "_BUILDING", Held())
+    store = InMemoryChunkStore()
+    tenant = uuid.uuid4()
+    await store.upsert_many([make_chunk(tenant, "a", "wing flutter", 0)])
+    assert (await store.lexical_candidates(["wing"], tenant, 10)).matching == 1
+    monkeypatch.setattr(memory_reads, "THREAD_POSTINGS", 0)
+    await store.upsert_many([make_chunk(tenant, "b", "wing", 0)])
+    assert (await store.lexical_candidates(["wing"], tenant, 10)).matching == 2
