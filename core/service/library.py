@@ -283,7 +283,9 @@ class LibraryActions(StoreRunner):
         return _file_reports([printable_name(name) for name, _ in files], report, before)
 
     def _passage_counts(self, workspace: str) -> dict[str, int]:
-        return {s.source_id: s.passages for s in self.list_sources(workspace=workspace)}
+        # Unsorted: the natural sort of 12,600 ids held the GIL ~100-280 ms (loaded machine).
+        found = self._call(self._store.list_sources(self._tenant(workspace)))
+        return {s.source_id: s.passages for s in found}
 
     def load_sample(
         self, *, workspace: str, on_progress: ProgressCallback | None = None

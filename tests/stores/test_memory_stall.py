@@ -279,3 +279,32 @@ def test_a_truncations_sweep_is_measured_a_few_limits_per_step() -> None:
         len(top & set(np.argsort(-scores[:limit])[:10].tolist())) / 10 for limit in limits
     ]
     assert taken >= len(limits) // truncation.OVERLAP_STEP, f"{taken} steps, {len(limits)} limits"
+
+
+def test_an_upload_counts_the_passages_before_it_without_sorting_the_sources(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The report's 'unchanged' needs each source's passages before the upload, not their
+    order: the natural sort of 12,600 source ids held the GIL ~100-280 ms in the caller."""
+    from core.analysis import presentation
+    from core.service import library
+
+    sorted_ids: list[str] = []
+    natural = presentation.natural_key
+
+    def counted(value: str) -> Any:
+        sorted_ids.append(value)
+        return natural(value)
+
+    monkeypatch.setattr(library, "natural_key", counted)
+    service = LexplainService.from_settings(Settings(store="memory"))
+    try:
+        service.create_workspace("notes")
+        service.upload_files([("a.txt", b"Flutter of heated wings.")], workspace="notes")
+        (report,) = service.upload_files(
+            [("a.txt", b"Flutter of heated wings.")], workspace="notes"
+        )
+        assert report.passages_unchanged == 1
+        assert sorted_ids == [], "the upload sorted the workspace's sources"
+    finally:
+        service.close()
