@@ -52,6 +52,8 @@ def clean_text(text: str) -> tuple[str, list[str]]:
     if nuls:
         text = text.replace("\x00", "")
         notes.append(f"removed {nuls} NUL character{'s' if nuls != 1 else ''}")
+    if text.isascii():  # no surrogate to look for (a flag of the string: O(1))
+        return text, notes
     text, surrogates = SURROGATES.subn("\ufffd", text)
     if surrogates:
         notes.append("replaced unpaired UTF-16 surrogates with U+FFFD")

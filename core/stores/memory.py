@@ -107,11 +107,11 @@ class _Tenant:
     frequencies: tuple[int, dict[str, int]] | None = None
 
     def link(self, chunk: Kept) -> None:
-        for entity in set(chunk.entity_ids):
+        for entity in set(chunk.entity_ids) if chunk.entity_ids else ():
             self.mentions.setdefault(entity, set()).add(chunk.id)
 
     def unlink(self, chunk: Kept) -> None:
-        for entity in set(chunk.entity_ids):
+        for entity in set(chunk.entity_ids) if chunk.entity_ids else ():
             ids = self.mentions.get(entity)
             if ids is None:
                 continue
