@@ -5,13 +5,16 @@ points where that work suspends: a checkpoint, a thread's result). ``bench.loop_
 the waits in wall time, which on a machine shared by five developers is mostly the other
 developers' processes (a 1 ms step descheduled for 40 ms); this counts the loop thread's CPU
 time per callback the loop runs (``asyncio.Handle._run``: a task's step is one), by the
-coroutine whose step it is, so a step's size is measured whatever the load. Rejected:
+coroutine whose step it is, so a step's size is measured whatever the load; the collector's
+time inside a step (``gc.callbacks`` on the loop's thread) is counted apart, since a full
+collection lands in whichever step allocates when it is due. Rejected:
 asyncio's debug mode (``slow_callback_duration``), which logs wall time and slows every step.
 """
 
 from __future__ import annotations
 
 import asyncio
+import gc
 import threading
 import time
 from collections import defaultdict
@@ -36,33 +39,50 @@ class LoopSteps:
     def __init__(self, thread: threading.Thread) -> None:
         self._ident = thread.ident
         self._steps: dict[str, list[float]] = defaultdict(list)
+        #: Per owner, each kept step's CPU less the collector's time inside it.
+        self._without_gc: dict[str, list[float]] = defaultdict(list)
         self._original: Callable[[asyncio.Handle], None] | None = None
+        #: The collector's CPU seconds on the loop's thread so far, and when the current began.
+        self._gc = [0.0, 0.0]
+
+    def _collected(self, phase: str, info: dict[str, Any]) -> None:
+        if threading.get_ident() != self._ident:
+            return
+        if phase == "start":
+            self._gc[1] = time.thread_time()
+        else:
+            self._gc[0] += time.thread_time() - self._gc[1]
 
     def start(self) -> None:
         original = asyncio.Handle._run
         self._original = original
-        steps, ident = self._steps, self._ident
+        steps, without, ident, collector = self._steps, self._without_gc, self._ident, self._gc
 
         def timed(handle: asyncio.Handle) -> None:
             if threading.get_ident() != ident:
                 original(handle)
                 return
-            before = time.thread_time()
+            before, collected = time.thread_time(), collector[0]
             try:
                 original(handle)
             finally:
                 spent = time.thread_time() - before
                 if spent >= KEEP_S:
                     steps[_owner(handle)].append(spent)
+                    without[_owner(handle)].append(spent - (collector[0] - collected))
+
+        gc.callbacks.append(self._collected)
 
         asyncio.Handle._run = timed  # type: ignore[method-assign,assignment]
 
     def stop(self) -> None:
         if self._original is not None:
             asyncio.Handle._run = self._original  # type: ignore[method-assign,assignment]
+            gc.callbacks.remove(self._collected)
 
     def report(self) -> dict[str, dict[str, float]]:
-        """Per owner with a step of 2 ms or more: its steps, p99 and max CPU ms, steps over 5 ms."""
+        """Per owner with a step of 2 ms or more: its steps, p99 and max CPU ms, steps over
+        5 ms, and the max and count less the collector's time in them."""
         out: dict[str, dict[str, float]] = {}
         for owner, spent in sorted(self._steps.items(), key=lambda kv: -max(kv[1])):
             ordered = sorted(spent)
@@ -73,5 +93,8 @@ class LoopSteps:
                 "p99_cpu_ms": round(ordered[int(0.99 * len(ordered))] * 1000, 1),
                 "max_cpu_ms": round(ordered[-1] * 1000, 1),
                 "over_5_ms": sum(s > 0.005 for s in ordered),
+                "max_cpu_ms_less_gc": round(max(self._without_gc[owner]) * 1000, 1),
+                "over_5_ms_less_gc": sum(s > 0.005 for s in self._without_gc[owner]),
             }
+        out["collector (loop thread)"] = {"cpu_ms": round(self._gc[0] * 1000, 1)}
         return out

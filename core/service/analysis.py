@@ -529,15 +529,11 @@ class AnalysisActions(StoreRunner):
                 done += 1
                 report(done, total, query_id)
                 await checkpoint()
-        return [
-            evaluate_run(
-                queries,
-                qrels,
-                documents,
-                k,
-                spec.limit,
-                label=spec.label if labelled else "",
-                workspace=spec.workspace,
+        runs = []
+        for by_query, spec in zip(ranked, specs, strict=True):
+            await checkpoint()  # a run's metrics over 225 queries: 5-13 ms in one piece
+            label = spec.label if labelled else ""
+            runs.append(
+                evaluate_run(queries, qrels, by_query, k, spec.limit, label, spec.workspace)
             )
-            for documents, spec in zip(ranked, specs, strict=True)
-        ]
+        return runs
