@@ -4,9 +4,14 @@
 # pg_start_stock / pg_stop_stock: a second server on PostgreSQL's stock settings (only durability
 # off, max_connections 20: 1,280 lock slots), exporting LEXPLAIN_TEST_STOCK_URL and
 # LEXPLAIN_TEST_STOCK_LOG: the store must work on a server nobody tuned for it (issue 20).
+# pg_start_beside / pg_stop_beside: one more tuned server, exporting BESIDE_DATABASE_URL, for a
+# pytest run beside tests/stores (scripts/test), whose failure tests kill every 'lexplain'
+# backend on their server and restart it: on a shared server they would kill the other run's.
 
 # The newest Debian PostgreSQL's binaries.
 PGBIN=${PGBIN:-$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)}
+#: The CI server's settings: nothing in a test server must survive a crash, so no durability.
+PG_TUNED_SETTINGS="-c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
 # _pg_launch DIR SETTINGS: initdb DIR/data and start it on a free port; prints the port.
 _pg_launch() {
   local dir=$1 settings=$2 port as_pg=()
@@ -28,7 +33,7 @@ _pg_halt() {
 }
 pg_start() {
   PGTMP=$(mktemp -d /tmp/lexplain-pg.XXXXXX)
-  PGPORT=$(_pg_launch "$PGTMP" "-c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200") || return 1
+  PGPORT=$(_pg_launch "$PGTMP" "$PG_TUNED_SETTINGS") || return 1
   export PGBIN PGTMP PGPORT
   export DATABASE_URL="postgresql://postgres@127.0.0.1:$PGPORT/postgres"
   # The restart test in tests/stores needs to stop and start this very server.
@@ -51,4 +56,15 @@ pg_start_stock() {
 pg_stop_stock() {
   [ -n "${STOCK_PGTMP:-}" ] || return 0
   _pg_halt "$STOCK_PGTMP"; STOCK_PGTMP=
+}
+pg_start_beside() {
+  BESIDE_PGTMP=$(mktemp -d /tmp/lexplain-pg-beside.XXXXXX)
+  local port
+  port=$(_pg_launch "$BESIDE_PGTMP" "$PG_TUNED_SETTINGS") || return 1
+  export BESIDE_PGTMP PGBIN
+  export BESIDE_DATABASE_URL="postgresql://postgres@127.0.0.1:$port/postgres"
+}
+pg_stop_beside() {
+  [ -n "${BESIDE_PGTMP:-}" ] || return 0
+  _pg_halt "$BESIDE_PGTMP"; BESIDE_PGTMP=
 }
