@@ -200,6 +200,7 @@ class Sampler:
         self.server, self.data_dir, self.loader = server, data_dir, loader
         self.samples: list[dict[str, float]] = []
         self._seen: dict[int, float] = {}  # pid -> CPU seconds at the last sample
+        self._at = time.monotonic()  # when the last sample was taken (a busy machine wakes late)
         self.postmaster_nice: int | None = None  # inherited by every backend it starts
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -227,6 +228,8 @@ class Sampler:
         return []
 
     def _take(self) -> None:
+        now_at = time.monotonic()
+        elapsed, self._at = max(now_at - self._at, 1e-3), now_at
         pg_pid = postmaster(self.data_dir)
         pg = self._tree(pg_pid)
         if pg:
@@ -254,11 +257,11 @@ class Sampler:
                     now = times.user + times.system
                     seen[proc.pid] = now
                     total += now - self._seen.get(proc.pid, 0.0)
-            sample[name] = total / SAMPLE_S
+            sample[name] = total / elapsed
         machine = psutil.cpu_times()
         # guest time is inside user already; iowait and steal are not this machine working
         busy = machine.user + machine.nice + machine.system + machine.irq + machine.softirq
-        sample["machine"] = (busy - self._seen.get(-1, busy)) / SAMPLE_S
+        sample["machine"] = (busy - self._seen.get(-1, busy)) / elapsed
         seen[-1] = busy
         self._seen = seen
         self.samples.append(sample)
