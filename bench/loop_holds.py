@@ -28,13 +28,19 @@ FRAMES = 3
 
 
 def _signature(frame: FrameType | None) -> str:
+    """The innermost project frames, after the innermost frame outside the project if the
+    sample stopped there: ``selectors.select`` is the loop thread idle or waiting for a core
+    or the GIL, ``selector_events.write`` a socket send (asyncpg's), not project code."""
     names: list[str] = []
+    outside = ""
     while frame is not None and len(names) < FRAMES:
         path = Path(frame.f_code.co_filename)
         if ROOT in path.parents and not {"bench", ".venv"} & set(path.parts):
             names.append(f"{path.stem}.{frame.f_code.co_name}:{frame.f_lineno}")
+        elif not names and not outside:
+            outside = f"({path.stem}.{frame.f_code.co_name})"
         frame = frame.f_back
-    return " < ".join(names) or "(outside the project)"
+    return " < ".join([outside, *names] if outside else names) or "(outside the project)"
 
 
 class LoopHolds:
