@@ -7,16 +7,22 @@ file never stops the others. The PostgreSQL side is tests/stores/test_hostile_pr
 
 from __future__ import annotations
 
+import asyncio
 import io
 from pathlib import Path
+from typing import NamedTuple
+
+import pytest
 
 from core.cli import load_into, main
 from core.domain.chunks import ChunkingOptions, workspace_tenant_id
+from core.ingest.indexing import IndexReport
 from core.service.facade import LexplainService
 from core.settings import Settings
 from core.stores.memory import InMemoryChunkStore
 from tests.fixtures.probes import (
     STORED_SOURCES,
+    Probe,
     check_outcomes,
     outcomes_by_file,
     probes,
@@ -37,17 +43,31 @@ def test_every_probe_uploaded_in_the_app_ends_stored_or_refused_in_plain_words()
         service.close()
 
 
-async def test_every_probe_in_a_folder_given_to_load_ends_stored_or_refused(
-    tmp_path: Path,
-) -> None:
-    tried = write_probes(tmp_path / "probes")
+class Loaded(NamedTuple):
+    tried: list[Probe]
+    report: IndexReport
+    sources: set[str]
+
+
+async def _load(folder: Path) -> tuple[IndexReport, set[str]]:
     store = InMemoryChunkStore()
-    report = await load_into(
-        store, [tmp_path / "probes"], "probes", chunking=ChunkingOptions(), extractor=None
-    )
-    check_outcomes(outcomes_by_file(report), tried)
-    sources = {s.source_id for s in await store.list_sources(workspace_tenant_id("probes"))}
-    assert sources >= STORED_SOURCES
+    report = await load_into(store, [folder], "probes", chunking=ChunkingOptions(), extractor=None)
+    listed = await store.list_sources(workspace_tenant_id("probes"))
+    return report, {s.source_id for s in listed}
+
+
+@pytest.fixture(scope="module")
+def loaded(tmp_path_factory: pytest.TempPathFactory) -> Loaded:
+    """The probes' folder given to ``load`` into memory: what one test checks and another
+    compares the Upload path with, read once (the probes' parse workers, seconds each time)."""
+    folder = tmp_path_factory.mktemp("loaded") / "probes"
+    tried = write_probes(folder)
+    return Loaded(tried, *asyncio.run(_load(folder)))
+
+
+def test_every_probe_in_a_folder_given_to_load_ends_stored_or_refused(loaded: Loaded) -> None:
+    check_outcomes(outcomes_by_file(loaded.report), loaded.tried)
+    assert loaded.sources >= STORED_SOURCES
 
 
 def test_load_prints_names_that_are_not_utf8_and_exits_saying_what_it_refused(
@@ -62,22 +82,13 @@ def test_load_prints_names_that_are_not_utf8_and_exits_saying_what_it_refused(
     )
 
 
-def test_every_probe_uploaded_ends_in_the_words_load_gives_it(tmp_path: Path) -> None:
+def test_every_probe_uploaded_ends_in_the_words_load_gives_it(loaded: Loaded) -> None:
     """The Upload path and ``load`` read the same way (a file, or a JSONL part, at a time), so
     each probe's refusal is the same words in both (PostgreSQL: test_hostile_probes_pg.py)."""
-    import asyncio
-
-    tried = write_probes(tmp_path / "probes")
-    report = asyncio.run(
-        load_into(
-            InMemoryChunkStore(), [tmp_path / "probes"], "probes",
-            chunking=ChunkingOptions(), extractor=None,
-        )
-    )  # fmt: skip
-    loaded = {name: error for name, (error, _) in outcomes_by_file(report).items()}
+    by_load = {name: error for name, (error, _) in outcomes_by_file(loaded.report).items()}
     service = LexplainService.from_settings(Settings(store="memory"))
     try:
-        reports = service.upload_files([(p.name, p.data) for p in tried], workspace="probes")
+        reports = service.upload_files([(p.name, p.data) for p in loaded.tried], workspace="probes")
     finally:
         service.close()
-    assert {r.file_name: r.error for r in reports} == loaded
+    assert {r.file_name: r.error for r in reports} == by_load
