@@ -249,8 +249,6 @@ async def load(args: argparse.Namespace, console: Console) -> int:
         console.print(f"[red]error:[/red] settings: {problems}", markup=True, highlight=False)
         return EXIT_UNUSABLE
     dry_run = bool(args.dry_run) or settings.store_kind == "memory"
-    if args.background:
-        bulk.run_in_background()  # before the store starts its staging worker, which inherits it
     try:
         store = InMemoryChunkStore() if dry_run else await open_store(settings)
     except embedded.EmbeddedServerError as exc:
@@ -259,8 +257,13 @@ async def load(args: argparse.Namespace, console: Console) -> int:
     except Exception as exc:  # asyncpg/OS errors: the message is what the user needs
         console.print(f"[red]error:[/red] cannot open the database: {exc}")
         return EXIT_UNUSABLE
-    if isinstance(store, EmbeddedPostgresStore) and args.background:
-        store.lower_backend_priority(os.nice(0))  # our server, on this machine: it waits too
+    if args.background:
+        # After the store opened: an embedded server this load starts keeps the priority it
+        # starts with for its whole life, and the app's sessions it serves later are not bulk
+        # work. The staging worker lowers its own priority whenever it starts.
+        bulk.run_in_background()
+        if isinstance(store, EmbeddedPostgresStore):
+            store.lower_backend_priority(os.nice(0))  # our server, on this machine: it waits too
     if dry_run:
         console.print(
             "[yellow]dry run:[/yellow] files are read, cut and checked in memory; nothing is kept"

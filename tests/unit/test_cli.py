@@ -388,3 +388,29 @@ def test_the_load_command_runs_at_lower_priority_unless_told_to_run_at_full(
     assert found == {False: min(before + LOAD_NICENESS, 19), True: before}
     assert main(["load", str(tmp_path / "note.txt"), "--workspace", "w", "--dry-run"]) == 0
     assert os.nice(0) == before
+
+
+def test_an_embedded_server_a_load_starts_runs_at_the_priority_the_app_needs(
+    tmp_path: Path, no_default_database: Path
+) -> None:
+    """A load runs at ``LOAD_NICENESS``, but the embedded server it starts outlives it while
+    the app uses it: the server (and every backend it forks for the app) keeps the niceness it
+    started with, so it must start before the load lowers its own priority."""
+    (tmp_path / "note.txt").write_text("Flutter of heated wings.")
+    program = (
+        "import os, runpy, sys;"
+        "from core.stores import embedded;"
+        "real = embedded.acquire;"
+        "spy = lambda *a, **k: (s := real(*a, **k), print('server niceness',"
+        " os.getpriority(os.PRIO_PROCESS, s.pid)))[0];"
+        "embedded.acquire = spy;"
+        "sys.argv = ['core', *sys.argv[1:]];"
+        "runpy.run_module('core', run_name='__main__')"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", program, "load", str(tmp_path / "note.txt"), "--workspace", "w"],
+        cwd=ROOT, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    (line,) = [row for row in done.stdout.splitlines() if row.startswith("server niceness")]
+    assert int(line.split()[-1]) == os.nice(0), "the server started at the load's priority"
