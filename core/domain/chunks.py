@@ -314,6 +314,10 @@ class PassageMention(NamedTuple):
     entity_id: UUID
 
 
+#: The fields set every passage ``build_chunks`` makes shares (``built``).
+_PASSAGE_FIELDS: set[str] = set(StoredChunk.model_fields)
+
+
 def build_chunks(
     document: SourceDocument,
     tenant_id: UUID,
@@ -379,6 +383,7 @@ def build_chunks(
                     "metadata": metadata,
                     "id": identity,
                 },
+                _PASSAGE_FIELDS,
             )
         )
     return chunks

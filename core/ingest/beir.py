@@ -25,6 +25,8 @@ from core.ingest.results import LineProblem, ReadError
 
 #: Records handed on at once (the indexer writes while the rest of the file is read).
 RECORDS_PER_PART = 1_000
+#: The fields set every document read here shares (``built``).
+_DOCUMENT_FIELDS: set[str] = set(SourceDocument.model_fields)
 
 
 def jsonl_parts(lines: Iterable[bytes], *, prefix: str = "") -> Iterator[Collector]:
@@ -112,7 +114,7 @@ def jsonl_parts(lines: Iterable[bytes], *, prefix: str = "") -> Iterator[Collect
             "title": title.strip(),
             "metadata": metadata,
         }
-        result.documents.append(built(SourceDocument, fields))
+        result.documents.append(built(SourceDocument, fields, _DOCUMENT_FIELDS))
     if empty:
         result.notes.append(
             f"{empty} empty record{'s' if empty != 1 else ''} left out (no title, no text)"
