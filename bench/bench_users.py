@@ -8,8 +8,7 @@ websocket client speaking Streamlit's own protocol, as the browser's client does
 typed into the Search page's text input, or the first result's "why this score" expander
 opened) and the URL the server last gave it, and reads ``ForwardMsg`` deltas until
 ``script_finished``. Rejected: one Chromium with N contexts (its CPU would compete with the server
-for the same two cores and blur what saturates first); the single-analyst browser figures come
-from ``bench_browser`` against the same server (``--browser``).
+for the two cores); one analyst in a browser: ``bench_browser`` on the same server (``--browser``).
 
 Workload, per analyst: a Search query typed every ``INTERVAL_S`` seconds (uniform jitter of
 ``JITTER_S``; the next one at once if a page was slower than that), and ``THINK_S`` after each
@@ -24,10 +23,9 @@ server i mod 2, as a sticky proxy would (docs/scaling.md); each process holds it
 ``--truncation`` adds a third action: after the explanation, the Truncation page opened on the
 query (the sidebar's link; the page takes the query from the URL the Search page wrote), and the
 next query is then a link back to Search carrying it. ``--embedded DATA_DIR`` is issue 20's run
-(``users_embedded``): ``app.py`` served by ``streamlit run`` on the embedded default holding the
-Zipf workspace (loaded there by ``load`` once), Truncation on, and a colleague's ``load`` of
-``--load-passages`` into another workspace of the same server during each row, with CPU by
-process group to say what saturates first.
+(``users_embedded``): ``app.py`` by ``streamlit run`` on the embedded default holding the Zipf
+workspace (put there by ``load`` once), Truncation on, a colleague's ``load`` of ``--load-passages``
+into another workspace during each row, and CPU by process group: what saturates first.
 
     .venv/bin/python -m bench.bench_users --passages 0                 # Cranfield: 1, 10 and 20
     flock /tmp/lexplain-big.lock .venv/bin/python -m bench.bench_users --passages 1000000 --browser
