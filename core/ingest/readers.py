@@ -102,7 +102,8 @@ def size_problem(size: int, max_bytes: int) -> str | None:
     if size > max_bytes:
         return (
             f"file too large: {size / 1_048_576:.1f} MB, the limit is"
-            f" {max_bytes / 1_048_576:.1f} MB — nothing stored (split it or raise the limit)"
+            f" {max_bytes / 1_048_576:.1f} MB — nothing stored (split it, or raise the limit:"
+            " the LEXPLAIN_MAX_UPLOAD_MB setting, in MB)"
         )
     if not size:
         return "the file is empty — nothing stored"
