@@ -16,8 +16,8 @@ words is an interactive call that runs as long work (``_call_heavy``): its calle
 it, but it is not counted as pending and gives way at its checkpoints, so a 1,000-term
 Truncation (0.5-1.6 s) no longer holds up another session's 15 ms search.
 
-The collector is settled once the store is open (``_freeze_alive``): a full collection walks
-every object the process tracks, and most are the modules and framework loaded at start.
+The collector is settled once the store is open (``core.checkpoint.settle_collector``): a full
+collection walks every object the process tracks, most of them the modules loaded at start.
 
 Progress callbacks run in the CALLER's thread (Streamlit can only draw from the
 script thread): the loop thread queues progress events, the caller drains them.
@@ -67,20 +67,6 @@ _WORD = re.compile(r"\w+")
 
 #: A progress report: (done, total, label of the item just done).
 ProgressCallback = Callable[[int, int, str], None]
-
-
-def _freeze_alive() -> None:
-    """Collect once, then leave every object alive out of later collections (``gc.freeze``).
-
-    With Cranfield loaded, a full collection took 130-160 ms on the shared machine, in whatever
-    step of whatever session's call it fell (a light search's included); after this, 8-12 ms.
-    The cost: an object frozen is never collected, so a cycle among them that becomes garbage
-    later is kept (what is alive at start mostly lives as long as the process; the in-memory
-    store unfreezes and settles again once it is big). Rejected: higher thresholds (fewer
-    pauses, each as long) and ``gc.disable()`` (the cycles asyncio makes per call, never freed).
-    """
-    gc.collect()
-    gc.freeze()
 
 
 class _Pending:
@@ -153,7 +139,7 @@ class StoreRunner:
         except BaseException:
             self._stop_loop()
             raise
-        _freeze_alive()
+        checkpoint.settle_collector()
         # Close the store before the interpreter's own exit hooks stop the embedded server,
         # so a pool never watches its server shut down under it (atexit runs last-in first).
         atexit.register(self.close)

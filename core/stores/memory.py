@@ -34,7 +34,6 @@ again: readers never see a half-stemmed corpus.
 from __future__ import annotations
 
 import asyncio
-import gc
 import heapq
 import itertools
 import threading
@@ -45,7 +44,7 @@ from uuid import UUID
 import numpy as np
 import numpy.typing as npt
 
-from core.checkpoint import checkpoint, stepped
+from core.checkpoint import checkpoint, settle_collector, stepped
 from core.domain.bm25 import CorpusStats
 from core.domain.chunks import StoredChunk
 from core.domain.entities import Entity
@@ -144,13 +143,6 @@ class _Write:
     arriving: list[Kept]
     #: Passages removed per source replaced.
     removed: list[int]
-
-
-def _settle_collector() -> None:
-    """Collect garbage cycles, then leave every object alive out of later collections."""
-    gc.unfreeze()
-    gc.collect()
-    gc.freeze()
 
 
 class InMemoryChunkStore(InMemoryJudging):
@@ -386,7 +378,7 @@ class InMemoryChunkStore(InMemoryJudging):
             tenant = self._peek(tenant_id)
             image = tenant.image
             if tenant.settled is not image and self._passages() >= self._freeze_above:
-                _settle_collector()
+                settle_collector()
                 tenant.settled = image
         # The image never changes: the rest reads it (its view) without the lock.
         view = await read_view(image)
