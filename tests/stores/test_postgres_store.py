@@ -529,10 +529,7 @@ async def test_a_write_brings_the_cached_image_up_to_date_without_reading_it_aga
                 tenant,
             )
             whole = await real(image_module.Image, conn, tenant, totals)
-        assert cached.generation == whole.generation
-        assert cached.id_rank.tolist() == whole.id_rank.tolist()
-        assert cached.ids.tolist() == whole.ids.tolist()
-        assert cached.lengths.tolist() == whole.lengths.tolist()
+        assert cached.same_as(whole)  # generation, ranks, id order, live ids and lengths
 
     try:
         await pg_store.upsert_many(corpus_chunks(tenant))
