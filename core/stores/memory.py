@@ -15,8 +15,9 @@ full workspace holds the lock only for the swap. No method awaits holding the lo
 tasks on one loop and threads alike (a per-tenant lock: more parallelism, harder deadlocks).
 
 Every chunk is copied on the way in and on the way out: callers own what they pass and what
-they get back. The store keeps a passage as a tuple (``memory_image.Kept``, ~1/8 of the
-pydantic model's memory) and builds a ``StoredChunk`` only for a read.
+they get back. The store keeps a passage as a plain tuple (``memory_kept.Kept``: ~1/8 of the
+pydantic model's memory, and untracked by the cyclic collector) and builds a ``StoredChunk``
+only for a read.
 
 A big corpus is millions of long-lived objects, and Python's cyclic collector walks all of
 them in every full collection: at a million passages a page run then paused ~2 s every other
@@ -52,17 +53,11 @@ from core.domain.names import name_key
 from core.domain.postings import postings_candidate_steps
 from core.domain.ranking import LexicalCandidates
 from core.domain.tokenize import DEFAULT_PROFILE, Profile
-from core.stores.memory_image import (
-    Image,
-    Kept,
-    Segment,
-    SegmentWriter,
-    image_of,
-    kept_passage,
-    passage_copy,
-)
+from core.stores.memory_image import Image, Segment, SegmentWriter, image_of
 from core.stores.memory_judging import InMemoryJudging
+from core.stores.memory_kept import ENTITY_IDS, ID, TEXT, Kept, kept_passage, passage_copy
 from core.stores.memory_reads import read_view
+from core.stores.memory_workspaces import InMemoryWorkspaces
 from core.stores.port import (
     CorpusSummary,
     EntitySummary,
@@ -76,7 +71,6 @@ from core.stores.port import (
     checked_for_write,
     distinct_terms,
     each_checked_source,
-    member_email,
     passage_terms,
 )
 
@@ -106,20 +100,20 @@ class _Tenant:
     frequencies: tuple[int, dict[str, int]] | None = None
 
     def link(self, chunk: Kept) -> None:
-        for entity in set(chunk.entity_ids) if chunk.entity_ids else ():
-            self.mentions.setdefault(entity, set()).add(chunk.id)
+        for entity in set(chunk[ENTITY_IDS]) if chunk[ENTITY_IDS] else ():
+            self.mentions.setdefault(entity, set()).add(chunk[ID])
 
     def unlink(self, chunk: Kept) -> None:
-        for entity in set(chunk.entity_ids) if chunk.entity_ids else ():
+        for entity in set(chunk[ENTITY_IDS]) if chunk[ENTITY_IDS] else ():
             ids = self.mentions.get(entity)
             if ids is None:
                 continue
-            ids.discard(chunk.id)
+            ids.discard(chunk[ID])
             if not ids:
                 del self.mentions[entity]
 
-    def copy_of(self, row: int) -> StoredChunk:
-        return passage_copy(self.image.chunks[row])
+    def copy_of(self, row: int, tenant_id: UUID) -> StoredChunk:
+        return passage_copy(self.image.chunks[row], tenant_id)
 
     def doc_frequencies(self, image: Image) -> dict[str, int]:
         """Every live term of ``image`` (this tenant's, now or lately) and its df, computed
@@ -145,7 +139,7 @@ class _Write:
     removed: list[int]
 
 
-class InMemoryChunkStore(InMemoryJudging):
+class InMemoryChunkStore(InMemoryJudging, InMemoryWorkspaces):
     """``ChunkStore`` in process memory; nothing survives the process."""
 
     def __init__(self, *, freeze_above: int = FREEZE_ABOVE) -> None:
@@ -202,7 +196,7 @@ class InMemoryChunkStore(InMemoryJudging):
             if rows:
                 await checkpoint()
         ids = np.empty(len(batch), dtype=object)
-        ids[:] = [chunk.id for chunk in batch]
+        ids[:] = [chunk[ID] for chunk in batch]
         at = np.searchsorted(before.id_keys, ids)
         found = np.zeros(len(batch), dtype=np.bool_)
         inside = at < len(before.id_keys)
@@ -215,11 +209,11 @@ class InMemoryChunkStore(InMemoryJudging):
                 replaced.append((int(before.id_rows[position]), chunk))
             else:
                 added.append(chunk)
-        key = (before.profile, tuple(chunk.id for chunk in added))
+        key = (before.profile, tuple(chunk[ID] for chunk in added))
         if added and key not in built:
             writer = SegmentWriter(give_way)
             for chunk in added:
-                writer.add(passage_terms(chunk.text, before.profile))
+                writer.add(passage_terms(chunk[TEXT], before.profile))
                 if give_way:
                     await checkpoint()
             built.clear()
@@ -280,10 +274,8 @@ class InMemoryChunkStore(InMemoryJudging):
     async def upsert_many(self, chunks: Sequence[StoredChunk]) -> int:
         checked = checked_for_write(chunks)
         groups: dict[UUID, dict[str, Kept]] = {}
-        tenants: dict[UUID, UUID] = {}  # one tenant id object for the tenant's passages
         for chunk in checked:
-            tenant_id = tenants.setdefault(chunk.tenant_id, chunk.tenant_id)
-            groups.setdefault(tenant_id, {})[chunk.id] = kept_passage(chunk, tenant_id)
+            groups.setdefault(chunk.tenant_id, {})[chunk.id] = kept_passage(chunk)
         # A bulk write (bench, parity, the CLI's batches) tokenises without giving way per
         # passage, as it did under the lock; uploads come through ``replace_sources``.
         await self._write(
@@ -305,13 +297,13 @@ class InMemoryChunkStore(InMemoryJudging):
         checked: list[tuple[str, list[Kept]]] = []
         for source_id, batch in each_checked_source(tenant_id, sources):
             # A group's checks and copies (~0.25 s for 1,398 passages) gave way to no search.
-            checked.append((source_id, [kept_passage(chunk, tenant_id) for chunk in batch]))
+            checked.append((source_id, [kept_passage(chunk) for chunk in batch]))
             await checkpoint()
         for entity in entities:
             check_name(entity.name, "entity")
         latest = {entity.entity_id: entity.model_copy() for entity in entities}
-        byid = {chunk.id: chunk for _, batch in checked for chunk in batch}
-        kept = [(source_id, {chunk.id for chunk in batch}) for source_id, batch in checked]
+        byid = {chunk[ID]: chunk for _, batch in checked for chunk in batch}
+        kept = [(source_id, {chunk[ID] for chunk in batch}) for source_id, batch in checked]
         written = await self._write({tenant_id: (list(byid.values()), kept)}, latest)
         return written[tenant_id]
 
@@ -349,13 +341,13 @@ class InMemoryChunkStore(InMemoryJudging):
         with self._lock:
             tenant = self._peek(tenant_id)
             row = tenant.image.row_of(chunk_id)
-            return None if row is None else tenant.copy_of(row)
+            return None if row is None else tenant.copy_of(row, tenant_id)
 
     async def get_by_source(self, source_id: str, tenant_id: UUID) -> list[StoredChunk]:
         with self._lock:
             tenant = self._peek(tenant_id)
             rows = tenant.image.rows_of_source(source_id).tolist()
-            chunks = [tenant.copy_of(row) for row in rows]
+            chunks = [tenant.copy_of(row, tenant_id) for row in rows]
         return sorted(chunks, key=lambda chunk: (chunk.chunk_index, chunk.id))
 
     async def get_by_entity(self, entity_id: UUID, tenant_id: UUID) -> list[StoredChunk]:
@@ -363,7 +355,7 @@ class InMemoryChunkStore(InMemoryJudging):
             tenant = self._peek(tenant_id)
             image = tenant.image
             rows = [image.row_of(i) for i in tenant.mentions.get(entity_id, ())]
-            chunks = [tenant.copy_of(row) for row in rows if row is not None]
+            chunks = [tenant.copy_of(row, tenant_id) for row in rows if row is not None]
         return sorted(chunks, key=lambda chunk: (chunk.source_id, chunk.chunk_index, chunk.id))
 
     async def lexical_candidates(
@@ -392,7 +384,7 @@ class InMemoryChunkStore(InMemoryJudging):
         chunks = image.chunks
 
         def lookup(rows: Ints) -> list[StoredChunk]:
-            return [passage_copy(chunks[row]) for row in view.image_rows[rows].tolist()]
+            return [passage_copy(chunks[row], tenant_id) for row in view.image_rows[rows].tolist()]
 
         return await stepped(
             postings_candidate_steps(stats, wanted, postings, view.lengths, view.ids, limit, lookup)
@@ -495,7 +487,7 @@ class InMemoryChunkStore(InMemoryJudging):
                 chunks = tenant.image.live_chunks()
                 writer = SegmentWriter()
                 for chunk in chunks:
-                    writer.add(passage_terms(chunk.text, workspace.profile))
+                    writer.add(passage_terms(chunk[TEXT], workspace.profile))
                 tenant.image = image_of(workspace.profile, next(_VERSIONS), chunks, writer.finish())
 
     async def reindex(
@@ -512,7 +504,7 @@ class InMemoryChunkStore(InMemoryJudging):
             chunks = image.live_chunks() if image is not None else []
             writer = SegmentWriter(give_way=True)
             for done, chunk in enumerate(chunks, start=1):
-                writer.add(passage_terms(chunk.text, profile))
+                writer.add(passage_terms(chunk[TEXT], profile))
                 await checkpoint()  # searches (any session's) go first, on the old image
                 if done % _REINDEX_BATCH == 0 and on_progress is not None:
                     on_progress(done, len(chunks))
@@ -530,63 +522,6 @@ class InMemoryChunkStore(InMemoryJudging):
             if on_progress is not None:
                 on_progress(len(chunks), len(chunks))
             return len(chunks)
-
-    async def get_workspace(self, tenant_id: UUID) -> Workspace | None:
-        with self._lock:
-            known = self._workspaces.get(tenant_id)
-            return None if known is None else known.model_copy()
-
-    async def retired(self, tenant_id: UUID) -> bool:
-        with self._lock:
-            return tenant_id in self._deleted
-
-    async def find_workspace(self, name: str) -> Workspace | None:
-        key = name_key(name)
-        with self._lock:
-            found = next((w for w in self._workspaces.values() if name_key(w.name) == key), None)
-            return None if found is None else found.model_copy()
-
-    async def add_member(self, tenant_id: UUID, email: str) -> bool:
-        email = member_email(email)
-        with self._lock:
-            known = self._workspaces.get(tenant_id)
-            if known is None:
-                raise KeyError(f"no workspace with tenant id {tenant_id}")
-            if email == known.owner or email in known.members:
-                return False
-            members = tuple(sorted((*known.members, email)))
-            self._workspaces[tenant_id] = known.model_copy(update={"members": members})
-            return True
-
-    async def set_owner(self, tenant_id: UUID, email: str) -> None:
-        email = member_email(email)
-        with self._lock:
-            known = self._workspaces.get(tenant_id)
-            if known is None:
-                raise KeyError(f"no workspace with tenant id {tenant_id}")
-            members = tuple(m for m in known.members if m != email)
-            self._workspaces[tenant_id] = known.model_copy(
-                update={"owner": email, "members": members}
-            )
-
-    async def remove_member(self, tenant_id: UUID, email: str) -> bool:
-        email = member_email(email)
-        with self._lock:
-            known = self._workspaces.get(tenant_id)
-            if known is None:
-                raise KeyError(f"no workspace with tenant id {tenant_id}")
-            if email == known.owner:
-                raise ValueError("the owner of a workspace cannot be removed from it")
-            if email not in known.members:
-                return False
-            members = tuple(m for m in known.members if m != email)
-            self._workspaces[tenant_id] = known.model_copy(update={"members": members})
-            return True
-
-    async def list_workspaces(self) -> list[Workspace]:
-        with self._lock:
-            spaces = [w.model_copy() for w in self._workspaces.values()]
-        return sorted(spaces, key=lambda w: (w.name, w.tenant_id))
 
     async def close(self) -> None:
         """Nothing to release; the data stays readable until the store is dropped."""

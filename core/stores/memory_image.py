@@ -21,23 +21,21 @@ postings in chunk-id order, built once per version (``memory_reads``).
 
 from __future__ import annotations
 
-import copy
 import itertools
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Final, NamedTuple
-from uuid import UUID
+from typing import Final, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
-from core.domain.chunks import StoredChunk
 from core.domain.models import built
 from core.domain.postings import EMPTY_POSTING, Posting
 from core.domain.steps import Steps, finish
 from core.domain.tokenize import Profile
+from core.stores.memory_kept import ID, SOURCE_ID, Kept
 from core.stores.port import SourceSummary
 
 #: A passage's token count and tf per term (``port.passage_terms``).
@@ -380,7 +378,7 @@ class Image:
         if added:
             start = len(ids)
             fresh = np.arange(start, start + len(added), dtype=np.int64)
-            new_ids = _objects((c.id for c in added), len(added))
+            new_ids = _objects((c[ID] for c in added), len(added))
             if written is None or written_lengths is None or written.size != len(added):
                 raise ValueError("the added passages need their segment and lengths")
             new_lengths = written_lengths
@@ -395,7 +393,7 @@ class Image:
             passages += len(added)
             id_keys, id_rows = _sorted_insert(id_keys, id_rows, new_ids, fresh)
             source_keys, source_rows = _sorted_insert(
-                source_keys, source_rows, _objects((c.source_id for c in added), len(added)), fresh
+                source_keys, source_rows, _objects((c[SOURCE_ID] for c in added), len(added)), fresh
             )
         image = replace(
             self, version=version, segments=segments, bases=bases, dead=tuple(dead), ids=ids,
@@ -525,66 +523,9 @@ __all__ = [
     "PIECE_POSTINGS",
     "STEP_POSTINGS",
     "Image",
-    "Kept",
     "Segment",
     "SegmentWriter",
     "TermCounts",
     "image_of",
-    "kept_passage",
-    "passage_copy",
     "shared_slots",
 ]
-
-
-class Kept(NamedTuple):
-    """A passage as the in-memory store keeps it: a tuple of the ``StoredChunk``'s fields
-    (~112 bytes beside its strings), its tenant id the store's one object, no entity ids as the
-    shared empty tuple, no metadata as None, so nothing kept is mutable or shared with a
-    caller. A ``StoredChunk`` is built only on the way out (``passage_copy``). Rejected: the
-    pydantic model itself, ~1 KB a passage even with a shared fields set (its ``__dict__``),
-    1 GB of a million tiny passages before any index."""
-
-    tenant_id: UUID
-    source_id: str
-    text: str
-    chunk_index: int
-    start_char: int
-    end_char: int
-    entity_ids: tuple[UUID, ...]
-    metadata: dict[str, Any] | None
-    id: str
-
-
-def kept_passage(chunk: StoredChunk, tenant_id: UUID) -> Kept:
-    """What the store keeps of ``chunk`` (of tenant ``tenant_id``: equal to ``chunk``'s, and
-    the one object every passage of the tenant keeps); nothing shared with the caller."""
-    return Kept(
-        tenant_id,
-        chunk.source_id,
-        chunk.text,
-        chunk.chunk_index,
-        chunk.start_char,
-        chunk.end_char,
-        tuple(chunk.entity_ids) if chunk.entity_ids else (),
-        copy.deepcopy(chunk.metadata) if chunk.metadata else None,
-        chunk.id,
-    )
-
-
-def passage_copy(kept: Kept) -> StoredChunk:
-    """A ``StoredChunk`` of ``kept`` for a caller to own: nothing mutable shared with the store.
-    Not validated again: it was checked on the way in (``port.checked_for_write``)."""
-    return built(
-        StoredChunk,
-        {
-            "tenant_id": kept.tenant_id,
-            "source_id": kept.source_id,
-            "text": kept.text,
-            "chunk_index": kept.chunk_index,
-            "start_char": kept.start_char,
-            "end_char": kept.end_char,
-            "entity_ids": list(kept.entity_ids),
-            "metadata": copy.deepcopy(kept.metadata) if kept.metadata is not None else {},
-            "id": kept.id,
-        },
-    )

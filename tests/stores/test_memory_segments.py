@@ -20,7 +20,8 @@ from core.domain.postings import EMPTY_POSTING
 from core.domain.tokenize import DEFAULT_PROFILE
 from core.stores import memory as memory_module
 from core.stores.memory import InMemoryChunkStore
-from core.stores.memory_image import MERGE_FACTOR, Kept, Segment, SegmentWriter, image_of
+from core.stores.memory_image import MERGE_FACTOR, Segment, SegmentWriter, image_of
+from core.stores.memory_kept import kept_passage
 from core.stores.port import passage_terms
 from tests.stores.compliance import make_chunk
 
@@ -163,7 +164,8 @@ def test_an_image_keeps_the_number_of_segments_logarithmic() -> None:
         writer = SegmentWriter()
         writer.add(passage_terms(chunk.text))
         segment, lengths = writer.finish()
-        image = image.written(batch + 2, image.id_rows[:0], (), [chunk], segment, lengths)
+        kept = [kept_passage(chunk)]
+        image = image.written(batch + 2, image.id_rows[:0], (), kept, segment, lengths)
     assert image.passages == MERGE_FACTOR**2 + 3
     assert len(image.segments) <= 2 * MERGE_FACTOR
     assert image.segments[0].size == MERGE_FACTOR**2
@@ -218,8 +220,25 @@ async def test_a_kept_tiny_passage_costs_a_tuple_and_index_slots_not_a_model() -
         tracemalloc.stop()
     assert held / len(chunks) < TINY_PASSAGE_BYTES
     kept = store._tenants[tenant].image.chunks  # what the store keeps
-    assert all(type(k) is Kept for k in kept)
-    assert len({id(k.tenant_id) for k in kept}) == 1
+    assert all(type(k) is tuple for k in kept)
+
+
+async def test_a_kept_passage_naming_no_entity_is_left_out_of_every_collection() -> None:
+    # A kept NamedTuple holding the tenant's UUID and a metadata dict stayed tracked: every
+    # passage written since start was walked by every full collection (25-105 ms on the loop
+    # during an upload into a workspace of 12,600 passages).
+    tenant = uuid.uuid4()
+    chunks = [
+        make_chunk(tenant, f"s{i}", f"w{i % 40}", 0, metadata={"title": f"t{i}", "n": [i]})
+        for i in range(500)
+    ]
+    store = InMemoryChunkStore()
+    await store.upsert_many(chunks)
+    gc.collect()
+    kept = store._tenants[tenant].image.chunks
+    assert not [k for k in kept if gc.is_tracked(k)]
+    (out,) = await store.get_by_source("s7", tenant)
+    assert out == chunks[7] and out.metadata == {"title": "t7", "n": [7]}
 
 
 async def test_a_passage_read_out_shares_nothing_mutable_with_what_the_store_keeps() -> None:
