@@ -449,7 +449,7 @@ def limit_ceiling(
     else:
         scores = candidate_scores(terms, full) if terms else np.zeros(len(full))
         ranking = _Ranking(scores, full.id_order)
-        ranked = [full.ids[ranking.first_below(limit, k)].tolist() for limit in limits]
+        ranked = [full.ids_at(ranking.first_below(limit, k)).tolist() for limit in limits]
     relevant = sorted((g, i) for i, g in grades.items() if g > 0 and i in first)
     points = []
     for limit, top in zip(limits, ranked, strict=True):

@@ -158,6 +158,14 @@ class LexicalCandidates(BaseModel):
             return self.id_pool
         return _frozen(self.id_pool[self.id_rows])
 
+    def ids_at(self, rows: Sequence[int] | npt.NDArray[np.int64]) -> npt.NDArray[np.object_]:
+        """The chunk ids of ``rows`` alone: ``ids[rows]`` without building every row's id
+        (over a pool, the whole column of a million candidates is ~150 ms in one piece)."""
+        picked = np.asarray(rows, dtype=np.int64)
+        if "ids" in self.__dict__ or self.id_rows is None:
+            return self.ids[picked]
+        return self.id_pool[self.id_rows[picked]]
+
     def __eq__(self, other: object) -> bool:
         """Same statistics, same rows in the same order, same passages (ids equal, not approx)."""
         if not isinstance(other, LexicalCandidates):

@@ -472,5 +472,5 @@ async def read_candidates(
         )
         shown = await _likely_shown(terms, columns)
         if len(shown):
-            await texts.prefetch(conn, [str(i) for i in columns.ids[shown]])
+            await texts.prefetch(conn, [str(i) for i in columns.ids_at(shown)])
         return columns
