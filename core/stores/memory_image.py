@@ -48,8 +48,12 @@ PIECE_POSTINGS: Final = 100_000
 #: arrays are C-level passes that hold the loop (and the GIL) in one go, ~1 ms for this many
 #: postings where 100,000 took 60-80 ms on the shared machine (bench_stall --holds).
 STEP_POSTINGS: Final = 4_096
-#: Source summaries built between two steps of ``Image.source_summary_steps``.
-SUMMARY_STEP: Final = 1_024
+#: Source summaries built between two steps of ``Image.source_summary_steps`` (1,024 were a
+#: 4-6 ms CPU step of an upload into a 12,600-passage workspace, loaded machine).
+SUMMARY_STEP: Final = 256
+#: The fields set every source summary shares (``built``): a set per summary was a second
+#: tracked object each, 12,600 more for the collector while an upload lists its workspace.
+_SUMMARY_FIELDS: Final = set(SourceSummary.model_fields)
 #: A segment with more than this share of dead rows is rewritten without them.
 DEAD_SHARE: Final = 0.5
 
@@ -214,6 +218,16 @@ def _sorted_insert(
     return np.insert(keys, at, new_keys), np.insert(rows, at, new_rows)
 
 
+def _found(keys: Objects, wanted: Sequence[str]) -> tuple[Ints, npt.NDArray[np.bool_]]:
+    """Where each of ``wanted`` is or would go in ``keys`` (sorted), and whether it is there."""
+    needles = _objects(wanted, len(wanted))
+    at = np.searchsorted(keys, needles)
+    hits = np.zeros(len(at), dtype=np.bool_)
+    inside = at < len(keys)
+    hits[inside] = keys[at[inside]] == needles[inside]
+    return at, hits
+
+
 def _output(counts: Ints) -> tuple[Ints, Ints, npt.NDArray[np.int32], npt.NDArray[np.int32]]:
     """A segment's arrays to scatter into, for ``counts`` postings per term: the offsets, a
     write cursor per term (its block's start) and the empty rows and tfs."""
@@ -283,14 +297,25 @@ class Image:
         return self.source_rows[lo:hi]
 
     def rows_of_sources(self, source_ids: Sequence[str]) -> list[list[int]]:
-        """``rows_of_source`` of each of ``source_ids``, found in one pass."""
-        if not len(self.source_keys):
-            return [[] for _ in source_ids]
-        wanted = _objects(source_ids, len(source_ids))
-        lows = np.searchsorted(self.source_keys, wanted, side="left").tolist()
-        highs = np.searchsorted(self.source_keys, wanted, side="right").tolist()
+        """``rows_of_source`` of each of ``source_ids``, found in one pass (the end of a
+        source's rows searched only for a source the image holds: most an upload writes are
+        new, and each search is string compares)."""
+        lows, hits = _found(self.source_keys, source_ids)
+        highs = lows.copy()
+        highs[hits] = np.searchsorted(self.source_keys, self.source_keys[lows[hits]], "right")
         rows = self.source_rows
-        return [rows[lo:hi].tolist() if hi > lo else [] for lo, hi in zip(lows, highs, strict=True)]
+        return [
+            rows[lo:hi].tolist() if hi > lo else []
+            for lo, hi in zip(lows.tolist(), highs.tolist(), strict=True)
+        ]
+
+    def rows_of_ids(self, chunk_ids: Sequence[str]) -> list[int]:
+        """The live row of each of ``chunk_ids``, or -1 for an id the image has not, found in
+        one pass."""
+        at, hits = _found(self.id_keys, chunk_ids)
+        rows = np.full(len(at), -1, dtype=np.int64)
+        rows[hits] = self.id_rows[at[hits]]
+        return rows.tolist()
 
     def source_counts(self) -> tuple[list[str], list[int]]:
         """Each live source id ascending and its passages."""
@@ -309,7 +334,10 @@ class Image:
         for at in range(0, len(keys), SUMMARY_STEP):
             end = at + SUMMARY_STEP
             pairs = zip(keys[at:end], counts[at:end], strict=True)
-            out += [built(SourceSummary, {"source_id": s, "passages": n}) for s, n in pairs]
+            out += [
+                built(SourceSummary, {"source_id": s, "passages": n}, _SUMMARY_FIELDS)
+                for s, n in pairs
+            ]
             yield
         return out
 
