@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import inspect
 import time
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
@@ -61,12 +62,15 @@ def install(pause: Callable[[], Awaitable[None]]) -> None:
 
 
 async def stepped(steps: Steps[T]) -> T:
-    """Run ``steps`` with a checkpoint between two steps."""
+    """Run ``steps`` with a checkpoint between two steps, awaiting what a step yields when it
+    is awaitable (a store reading passages ahead of a lookup: ``chunks_ahead``)."""
     while True:
         try:
-            next(steps)
+            request = next(steps)
         except StopIteration as done:
             return done.value  # type: ignore[no-any-return]
+        if inspect.isawaitable(request):
+            await request
         await checkpoint()
 
 

@@ -324,7 +324,7 @@ def truncation_steps(
         zip(unlimited_rows.tolist(), _matched(full, unlimited_rows).tolist(), strict=True)
     )
     safe = int(unlimited_rows.max()) + 1 if len(unlimited_rows) else 0
-    yield
+    yield full.chunks_ahead(np.concatenate([unlimited_rows, limited_rows]))
     unlimited = yield from ranked_row_steps(terms, full, unlimited_rows, scores)
     limited = yield from ranked_row_steps(terms, full, limited_rows, scores)
     cut = [
@@ -345,6 +345,7 @@ def truncation_steps(
             np.concatenate([np.linspace(0, n - 1, SCATTER_ROWS).astype(np.int64), *named])
         )
         shown = shown[(shown >= 0) & (shown < n)]
+    yield full.chunks_ahead(shown)  # read in one awaited round trip, not a lookup per block
     sources = []
     matched_parts = [np.zeros(0, dtype=np.int64)]
     for start in range(0, len(shown), LOOKUP_STEP):
@@ -546,6 +547,7 @@ def top_document_steps(
         while True:
             rows = ranking.first_below(limit, want)
             missing = [int(r) for r in rows if int(r) not in sources]
+            yield full.chunks_ahead(missing)
             for row, chunk in zip(missing, full.chunks(missing), strict=True):
                 sources[row] = chunk.source_id
             documents = documents_in_rank_order(sources[int(r)] for r in rows)

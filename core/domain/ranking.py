@@ -33,6 +33,9 @@ from core.domain.steps import Steps, finish
 
 #: Rows (positions in the truncation order) -> the caller's own copies of those passages.
 ChunkLookup = Callable[[Sequence[int]], list[StoredChunk]]
+#: Rows about to be looked up -> what a runner of steps awaits first so that the lookup needs
+#: no round trip of its own (a store reading them ahead), or None: nothing to await.
+RowsAhead = Callable[[Sequence[int]], object]
 
 
 class LexicalCandidate(BaseModel):
@@ -58,6 +61,10 @@ def _no_chunks(rows: Sequence[int]) -> list[StoredChunk]:
     if len(rows):
         raise IndexError(f"no candidate rows to look up, asked for {len(rows)}")
     return []
+
+
+def _nothing_ahead(rows: Sequence[int]) -> object:
+    return None
 
 
 def id_order_of(ids: npt.NDArray[np.object_]) -> npt.NDArray[np.int64]:
@@ -99,6 +106,8 @@ class LexicalCandidates(BaseModel):
     matching: int = Field(default=0, ge=0)
     #: Rows -> copies of their passages, from the snapshot the columns were read from.
     lookup: ChunkLookup = _no_chunks
+    #: Rows about to be looked up -> what to await before (see ``RowsAhead``).
+    ahead: RowsAhead = _nothing_ahead
 
     @model_validator(mode="before")
     @classmethod
@@ -196,6 +205,12 @@ class LexicalCandidates(BaseModel):
     def chunks(self, rows: Sequence[int] | npt.NDArray[np.int64]) -> list[StoredChunk]:
         """The caller's own copies of the passages at ``rows``."""
         return self.lookup([int(r) for r in rows])
+
+    def chunks_ahead(self, rows: Sequence[int] | npt.NDArray[np.int64]) -> object:
+        """What a step yields before ``chunks(rows)``: a runner that can wait
+        (``core.checkpoint.stepped``) awaits it, so a store reads those passages without
+        holding the loop; ``finish`` drops it and the lookup reads them itself."""
+        return self.ahead([int(r) for r in rows])
 
     def term_frequencies(self, row: int) -> dict[str, int]:
         """Row ``row``'s tf of each requested term it contains."""

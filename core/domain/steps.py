@@ -11,12 +11,14 @@ about event loops.
 from __future__ import annotations
 
 from collections.abc import Generator
-from typing import TypeVar
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
-#: Work that yields between its steps and returns its result.
-Steps = Generator[None, None, T]
+#: Work that yields between its steps and returns its result. A step yields None, or something
+#: the runner may await before the next step (``LexicalCandidates.chunks_ahead``); ``finish``
+#: drops it.
+Steps = Generator[Any, None, T]
 
 
 def finish(steps: Steps[T]) -> T:

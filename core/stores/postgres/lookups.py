@@ -1,12 +1,14 @@
-"""Passage text for ranking's synchronous lookup: prefetched in the read, else a side connection.
+"""Passage text for ranking's synchronous lookup: prefetched in the read, read ahead, else a side
+connection.
 
 Ranking calls ``LexicalCandidates.lookup`` for the passages it shows after the read has
 returned, often on the very event loop the pool lives on, where no pooled call can be
-awaited; so passages the read did not prefetch are read on a connection of their own, on a
-thread of its own (``SideReader``). The rejected alternative, fetching the text of every
-candidate up front, costs a row of text per candidate. Ranking first and then awaiting one
-read of the shown passages would remove this thread, but needs an awaitable lookup through
-ranking and the analyses (core.domain, core.analysis): left for a change of its own.
+awaited. The read prefetches the likeliest shown; an analysis's steps yield
+``chunks_ahead(rows)`` before a lookup past them (Truncation's scatter, Evaluate's documents),
+which the steps' runner awaits: one read of those passages, in the read's held snapshot when
+it has one (``snapshots``). What is still missing is read on a connection of its own, on a
+thread of its own (``SideReader``), while the loop waits. The rejected alternative, fetching
+the text of every candidate up front, costs a row of text per candidate.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ import asyncio
 import contextlib
 import json
 import threading
-from typing import Final
+from collections.abc import Generator, Sequence
+from typing import Any, Final
 from uuid import UUID
 
 import asyncpg
@@ -24,6 +27,7 @@ import numpy.typing as npt
 
 from core.domain.chunks import StoredChunk
 from core.domain.postings import RowChunks
+from core.domain.ranking import LexicalCandidates, RowsAhead
 from core.stores.postgres.resilience import (
     CALL_TIMEOUT_S,
     CONNECT_TIMEOUT_S,
@@ -36,6 +40,7 @@ from core.stores.postgres.resilience import (
     retryable,
     timed_out,
 )
+from core.stores.postgres.snapshots import HeldSnapshot, Snapshots
 
 #: The columns of a passage row, as ``chunk_from_row`` reads them (``p`` is passages).
 CHUNK_COLUMNS: Final = (
@@ -76,24 +81,62 @@ def chunk_from_row(row: asyncpg.Record) -> StoredChunk:
 
 
 class Texts:
-    """Passages of one read: those prefetched in its snapshot, the rest from the side reader."""
+    """Passages of one read: those prefetched in its snapshot, those read ahead of a lookup
+    (in the read's held snapshot when there is one, awaited), the rest from the side reader."""
 
     def __init__(self, side: SideReader, tenant_id: UUID) -> None:
         self._side = side
         self._tenant_id = tenant_id
         self._known: dict[str, asyncpg.Record] = {}
+        #: The read's snapshot, held for lookups after it returned (see ``snapshots``).
+        self.held: HeldSnapshot | None = None
 
     async def prefetch(self, conn: asyncpg.Connection, ids: list[str]) -> None:
-        self._known = {r["id"]: r for r in await conn.fetch(_SHOWN, self._tenant_id, ids)}
+        self._known.update((r["id"], r) for r in await conn.fetch(_SHOWN, self._tenant_id, ids))
 
     def rows(self, ids: npt.NDArray[np.object_]) -> RowChunks:
         """Ordinals -> passages, for ``postings_candidates``."""
         return lambda ordinals: self.chunks([str(i) for i in ids[ordinals]])
 
+    def ahead(self, columns: LexicalCandidates) -> RowsAhead:
+        """Rows of ``columns`` -> an awaitable that reads their passages ahead (``_Ahead``)."""
+
+        def rows_ahead(rows: Sequence[int]) -> object:
+            return _Ahead(self, [str(i) for i in columns.ids_at(rows)])
+
+        return rows_ahead
+
+    async def read_ahead(self, ids: list[str]) -> None:
+        """Read the passages of ``ids`` not known yet, in one awaited round trip; one that is
+        gone is left for ``chunks`` to report."""
+        missing = [i for i in dict.fromkeys(ids) if i not in self._known]
+        if not missing:
+            return
+        rows = None
+        if self.held is not None:
+            rows = await self.held.fetch(_SHOWN, self._tenant_id, missing)
+        if rows is None:
+            rows = await self._side.fetch_rows(self._tenant_id, missing)
+        self._known.update((r["id"], r) for r in rows)
+
     def chunks(self, ids: list[str]) -> list[StoredChunk]:
         missing = [i for i in ids if i not in self._known]
         fetched = {c.id: c for c in self._side.fetch(self._tenant_id, missing)}
         return [fetched[i] if i in fetched else chunk_from_row(self._known[i]) for i in ids]
+
+
+class _Ahead:
+    """Passages to read before a lookup, awaited by the steps' runner; making one starts
+    nothing (``finish`` drops it unawaited, and the lookup reads them itself)."""
+
+    __slots__ = ("_ids", "_texts")
+
+    def __init__(self, texts: Texts, ids: list[str]) -> None:
+        self._texts = texts
+        self._ids = ids
+
+    def __await__(self) -> Generator[Any, None, None]:
+        return self._texts.read_ahead(self._ids).__await__()
 
 
 class SideReader:
@@ -118,22 +161,14 @@ class SideReader:
         self._thread: threading.Thread | None = None
         self._conn: asyncpg.Connection | None = None
         self._busy: asyncio.Lock | None = None
+        #: Reads' snapshots held for their later lookups (on the store's loop, not this thread).
+        self.snapshots = Snapshots(dsn, settings)
 
     def fetch(self, tenant_id: UUID, ids: list[str]) -> list[StoredChunk]:
+        """The passages of ``ids``, read on the side thread while this one waits."""
         if not ids:
             return []
-        if self._dsn is None:
-            raise RuntimeError("this store was opened without a DSN: it cannot look passages up")
-        with self._guard:
-            if self._loop is None:
-                loop = asyncio.new_event_loop()
-                thread = threading.Thread(
-                    target=loop.run_forever, name="lexplain-passage-lookup", daemon=True
-                )
-                thread.start()
-                self._loop, self._thread = loop, thread
-            loop = self._loop
-        future = asyncio.run_coroutine_threadsafe(self._fetch(tenant_id, ids), loop)
+        future = asyncio.run_coroutine_threadsafe(self._fetch(tenant_id, ids), self._side_loop())
         try:
             rows = future.result(timeout=CALL_TIMEOUT_S)
         except TimeoutError as exc:
@@ -146,6 +181,27 @@ class SideReader:
                 f"passage {missing[0]!r} was deleted after this search read it; search again"
             )
         return [chunk_from_row(by_id[i]) for i in ids]
+
+    async def fetch_rows(self, tenant_id: UUID, ids: list[str]) -> list[asyncpg.Record]:
+        """The rows of ``ids`` still stored, read on the side thread and awaited."""
+        future = asyncio.run_coroutine_threadsafe(self._fetch(tenant_id, ids), self._side_loop())
+        try:
+            return await asyncio.wait_for(asyncio.wrap_future(future), CALL_TIMEOUT_S)
+        except TimeoutError as exc:
+            raise timed_out(None, CALL_TIMEOUT_S) from exc
+
+    def _side_loop(self) -> asyncio.AbstractEventLoop:
+        if self._dsn is None:
+            raise RuntimeError("this store was opened without a DSN: it cannot look passages up")
+        with self._guard:
+            if self._loop is None:
+                loop = asyncio.new_event_loop()
+                thread = threading.Thread(
+                    target=loop.run_forever, name="lexplain-passage-lookup", daemon=True
+                )
+                thread.start()
+                self._loop, self._thread = loop, thread
+            return self._loop
 
     async def _fetch(self, tenant_id: UUID, ids: list[str]) -> list[asyncpg.Record]:
         if self._busy is None:
@@ -172,6 +228,13 @@ class SideReader:
                     self._conn = None
                     await asyncio.sleep(retry_pause(attempt))
             raise AssertionError("unreachable")
+
+    async def aclose(self) -> None:
+        """Give the held snapshots up, then ``close``."""
+        try:
+            await self.snapshots.close()
+        finally:
+            self.close()
 
     def close(self) -> None:
         with self._guard:

@@ -159,7 +159,7 @@ class PostgresChunkStore(PostgresJudging):
 
     async def close(self) -> None:
         try:
-            self._side.close()
+            await self._side.aclose()
         finally:
             await self._pool.close()
 
