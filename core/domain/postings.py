@@ -8,15 +8,21 @@ the store's own passage arrays (``doc_lengths``, ``ids``); this module computes 
 distinct terms each row matches, the truncation order (terms matched desc, then chunk id
 asc), the first ``limit`` rows of it, and their tf columns.
 
-Counting is one ``np.bincount`` over the concatenated postings and the order is built
-level by level from that count array (each level a ``flatnonzero``, already in row order),
-so a query costs the postings it touches plus a few passes over one small N-sized integer
-array. The alternatives measured on 100k passages were slower: an N-sized fancy-index
-scatter per term (``counts[rows] += 1``) cost about five times the ``bincount``, and a
-sort of the concatenated postings by (level, row) costs O(P log P) where the level scan
-is O(N) with a tiny constant. The chunk-id tie-break is an integer compare: either the
-rows are numbered in chunk-id order (``id_rank=None``) or the store passes ``id_rank``,
-each row's rank in chunk-id order (both stores do: their rows are in write order).
+When rows are numbered in chunk-id order (``id_rank=None``: the in-memory store's view) and
+the query has at most ``BIT_TERMS`` terms, rows are counted on bitsets: each term's rows as
+N/64 words (a store keeps the common terms' packed), a bit-sliced counter added a word at a
+time, a level's rows one AND per counter bit, and only the words holding the first ``limit``
+of them unpacked. Rejected for that case: the count array, one ``np.bincount`` over the
+concatenated postings and a ``flatnonzero`` per level, which costs every posting of the
+query's terms plus N-sized passes (the Zipf queries' postings are ~1.7 N: at 300k passages
+6.6 ms a query against 2.0 through the store's view, CPU on the shared machine).
+
+Otherwise (rows in write order, with ``id_rank`` each row's rank in chunk-id order: the
+PostgreSQL store; or a heavy query) counting is that ``np.bincount`` and the order is built
+level by level from the count array (sorted when it holds more than ``LEVEL_SCANS`` counts).
+Measured slower on 100k passages: an N-sized fancy-index scatter per term (``counts[rows]
++= 1``, about five times the ``bincount``) and a sort of the concatenated postings by
+(level, row), O(P log P) where the level scan is O(N) with a tiny constant.
 """
 
 from __future__ import annotations
@@ -48,6 +54,15 @@ COLUMN_STEP_POSTINGS: Final = 16_384
 LEVEL_SCANS: Final = 16
 #: The posting of a term no passage has.
 EMPTY_POSTING: Final[Posting] = (np.empty(0, dtype=np.int32), np.empty(0, dtype=np.int32))
+#: Query terms up to which rows numbered in chunk-id order are counted on bitsets (a
+#: bit-sliced counter: ~3 word operations per term and counter bit); more take ``bincount``.
+BIT_TERMS: Final = 16
+
+#: A set of corpus rows as a bitset: row r is bit r % 8 of byte r // 8 (uint64 words, so
+#: operations run a word at a time; only word-wise logic and popcounts read them as words).
+Bits = npt.NDArray[np.uint64]
+#: Query term j (its index in ``terms``) -> its posting's rows as ``Bits`` (a store's cache).
+TermBits = Callable[[int], Bits]
 
 
 def matched_counts(postings: Sequence[Posting], n_rows: int) -> npt.NDArray[np.int64]:
@@ -96,6 +111,82 @@ def truncation_order(
     return np.concatenate(parts)[:limit]
 
 
+def posting_bits(rows: npt.NDArray[np.int32], n_rows: int) -> Bits:
+    """``rows`` (each < ``n_rows``) as ``Bits`` of ``n_rows`` rounded up to whole words: a
+    scatter into an N-byte flag array (allocated zeroed, lazily) and one pack, which measured
+    faster than OR-reducing each byte's bits from the sorted rows at every density."""
+    flags = np.zeros(-(-n_rows // 64) * 64, dtype=np.bool_)
+    flags[rows] = True
+    out: Bits = np.packbits(flags, bitorder="little").view(np.uint64)
+    return out
+
+
+def _counters(bits: Sequence[Bits]) -> list[Bits]:
+    """Per row, how many of ``bits`` hold it, bit-sliced: ``out[i]`` is bit i of the count (a
+    ripple-carry add of each set into the counter, word by word)."""
+    out: list[Bits] = []
+    for k, term in enumerate(bits):
+        carry = term
+        for counter in out:
+            above = counter & carry
+            counter ^= carry  # every counter is this function's own array
+            carry = above
+        if (k + 1).bit_length() > len(out):
+            out.append(carry.copy() if carry is term else carry)
+    return out
+
+
+def _level(counters: Sequence[Bits], level: int) -> Bits:
+    """The rows whose count is ``level`` (> 0, so no padding bit past the last row)."""
+    out = counters[0].copy() if level & 1 else ~counters[0]
+    for i, counter in enumerate(counters[1:], 1):
+        out &= counter if level >> i & 1 else ~counter
+    return out
+
+
+def _first_rows(bits: Bits, most: int) -> npt.NDArray[np.int64]:
+    """The smallest ``most`` rows of ``bits``, ascending: only the words up to the one where
+    they are reached are unpacked, and of those only the non-zero ones."""
+    pops = np.cumsum(np.bitwise_count(bits), dtype=np.int64)
+    if not len(pops) or not pops[-1]:
+        return np.empty(0, dtype=np.int64)
+    end = int(np.searchsorted(pops, most)) + 1 if most < pops[-1] else len(bits)
+    words = np.flatnonzero(bits[:end])
+    flags = np.unpackbits(bits[words].view(np.uint8), bitorder="little").view(np.bool_)
+    at = np.flatnonzero(flags)[:most]
+    rows: npt.NDArray[np.int64] = words[at >> 6] * 64 + (at & 63)
+    return rows
+
+
+def bit_selection(
+    bits: Sequence[Bits], levels: int, limit: int
+) -> tuple[int, npt.NDArray[np.int64] | None]:
+    """``matched_counts`` and ``truncation_order`` over rows numbered in chunk-id order, on
+    bitsets: the rows matching any term, and the first ``limit`` of the order (None when
+    ``limit`` is 0). The work is a few word operations per term and counter bit (N/64 words)
+    and the words that hold the rows taken, where the count array costs every posting of the
+    query's terms and an N-sized pass per level (at 1M passages the Zipf queries' postings
+    are ~1.7 N: ~17 ms a query on the shared machine against ~2 ms here)."""
+    counters = _counters(bits)
+    if not counters:
+        return 0, np.empty(0, dtype=np.int64) if limit else None
+    union = counters[0].copy()
+    for counter in counters[1:]:
+        union |= counter
+    matching = int(np.bitwise_count(union).sum(dtype=np.int64))
+    if not limit or not matching:
+        return matching, None
+    parts: list[npt.NDArray[np.int64]] = []
+    taken = 0
+    for level in range(min(levels, (1 << len(counters)) - 1), 0, -1):
+        if taken >= min(limit, matching):
+            break
+        rows = _first_rows(_level(counters, level), limit - taken)
+        parts.append(rows)
+        taken += len(rows)
+    return matching, np.concatenate(parts)
+
+
 def tf_columns(
     postings: Sequence[Posting], selected: npt.NDArray[np.int64], n_rows: int
 ) -> npt.NDArray[np.int64]:
@@ -123,9 +214,12 @@ def tf_column_steps(
             for j, (rows, values) in enumerate(postings):
                 if not len(rows):
                     continue
-                at = np.searchsorted(rows, selected)
+                # Needles of the posting's own type: int64 ones made numpy copy the whole
+                # posting to int64 first (~1 ms per common term at 300k passages).
+                needles = selected.astype(rows.dtype, copy=False)
+                at = np.searchsorted(rows, needles)
                 at[at >= len(rows)] = 0
-                hit = rows[at] == selected
+                hit = rows[at] == needles
                 columns[j, hit] = values[at[hit]]
                 read += len(selected) * SEARCH_COST
                 if read >= COLUMN_STEP_POSTINGS:
@@ -174,6 +268,7 @@ def postings_candidates(
     limit: int,
     chunks: RowChunks,
     id_rank: npt.NDArray[np.int64] | None = None,
+    bits: TermBits | None = None,
 ) -> LexicalCandidates:
     """The candidates of one query, in the store's truncation order, first ``limit`` of them.
 
@@ -183,9 +278,13 @@ def postings_candidates(
     (optional) each row's rank in chunk-id order, when rows are not numbered in that order.
     ``chunks`` turns corpus rows into passages for the k a ranking shows; it is called only
     then. ``stats`` are passed through (the store computes them from the same snapshot).
+    ``bits`` (optional, rows in chunk-id order only) gives term j's rows as ``Bits`` (a store
+    keeps the common terms'); without it they are packed from the postings when needed.
     """
     return finish(
-        postings_candidate_steps(stats, terms, postings, doc_lengths, ids, limit, chunks, id_rank)
+        postings_candidate_steps(
+            stats, terms, postings, doc_lengths, ids, limit, chunks, id_rank, bits
+        )
     )
 
 
@@ -198,18 +297,31 @@ def postings_candidate_steps(
     limit: int,
     chunks: RowChunks,
     id_rank: npt.NDArray[np.int64] | None = None,
+    bits: TermBits | None = None,
 ) -> Steps[LexicalCandidates]:
     """``postings_candidates`` in three steps (count, order, tf columns): for a 1,000-term
     query each is a few milliseconds of numpy over every posting."""
     if len(terms) != len(postings):
         raise ValueError(f"{len(terms)} terms but {len(postings)} postings")
     n_rows = len(doc_lengths)
-    counts = matched_counts(postings, n_rows)
-    matching = n_rows - int(np.count_nonzero(counts == 0))
-    if limit == 0 or not matching:
-        return LexicalCandidates(stats=stats, terms=tuple(terms), matching=matching)
-    yield
-    selected = truncation_order(counts, len(terms), limit, id_rank)
+    if id_rank is None and len(terms) <= BIT_TERMS:
+        sets = [
+            posting_bits(rows, n_rows) if bits is None else bits(j)
+            for j, (rows, _) in enumerate(postings)
+            if len(rows)
+        ]
+        yield
+        matching, chosen = bit_selection(sets, len(terms), limit)
+        if chosen is None or not matching:
+            return LexicalCandidates(stats=stats, terms=tuple(terms), matching=matching)
+        selected = chosen
+    else:
+        counts = matched_counts(postings, n_rows)
+        matching = n_rows - int(np.count_nonzero(counts == 0))
+        if limit == 0 or not matching:
+            return LexicalCandidates(stats=stats, terms=tuple(terms), matching=matching)
+        yield
+        selected = truncation_order(counts, len(terms), limit, id_rank)
     yield
 
     def lookup(rows: Sequence[int]) -> list[StoredChunk]:
@@ -231,10 +343,15 @@ def postings_candidate_steps(
 
 
 __all__ = [
+    "BIT_TERMS",
     "EMPTY_POSTING",
+    "Bits",
     "Posting",
     "RowChunks",
+    "TermBits",
+    "bit_selection",
     "matched_counts",
+    "posting_bits",
     "postings_candidate_steps",
     "postings_candidates",
     "tf_column_steps",

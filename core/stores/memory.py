@@ -50,7 +50,6 @@ from core.domain.bm25 import CorpusStats
 from core.domain.chunks import StoredChunk
 from core.domain.entities import Entity
 from core.domain.names import name_key
-from core.domain.postings import postings_candidate_steps
 from core.domain.ranking import LexicalCandidates
 from core.domain.tokenize import DEFAULT_PROFILE, Profile
 from core.stores.memory_image import Image, Segment, SegmentWriter, image_of
@@ -394,9 +393,7 @@ class InMemoryChunkStore(InMemoryJudging, InMemoryWorkspaces):
         def lookup(rows: Ints) -> list[StoredChunk]:
             return [passage_copy(chunks[row], tenant_id) for row in view.image_rows[rows].tolist()]
 
-        return await stepped(
-            postings_candidate_steps(stats, wanted, postings, view.lengths, view.ids, limit, lookup)
-        )
+        return await stepped(view.candidate_steps(stats, wanted, postings, limit, lookup))
 
     def _passages(self) -> int:
         return sum(tenant.image.passages for tenant in self._tenants.values())

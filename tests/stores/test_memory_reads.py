@@ -14,6 +14,7 @@ import uuid
 import numpy as np
 import pytest
 
+from core.domain.postings import posting_bits
 from core.stores import memory_reads
 from core.stores.memory import InMemoryChunkStore
 from core.stores.memory_image import MERGE_FACTOR, Image
@@ -147,3 +148,19 @@ async def test_a_small_workspaces_search_never_waits_for_a_big_ones_view_being_b
     monkeypatch.setattr(memory_reads, "THREAD_POSTINGS", 0)
     await store.upsert_many([make_chunk(tenant, "b", "wing", 0)])
     assert (await store.lexical_candidates(["wing"], tenant, 10)).matching == 2
+
+
+async def test_a_view_keeps_the_bitsets_of_common_terms_only_and_they_are_their_rows(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(memory_reads, "KEEP_BITS", 4)  # a quarter of ~40 rows: some terms
+    store, tenant = await _written(4)
+    for word in WORDS:
+        await store.lexical_candidates([word, "absent"], tenant, 3)
+    view = view_of(_image(store, tenant))
+    n = len(view.lengths)
+    common = {w for w in WORDS if len(view.posting(w)[0]) * memory_reads.KEEP_BITS >= n}
+    rare = {w for w in WORDS if len(view.posting(w)[0])} - common
+    assert view.kept_bits.keys() == common and common and rare
+    for word, bits in view.kept_bits.items():
+        assert bits.tolist() == posting_bits(view.posting(word)[0], n).tolist(), word

@@ -12,8 +12,10 @@ from hypothesis import strategies as st
 from core.domain.bm25 import CorpusStats
 from core.domain.chunks import StoredChunk
 from core.domain.postings import (
+    BIT_TERMS,
     EMPTY_POSTING,
     Posting,
+    posting_bits,
     postings_candidates,
     tf_columns,
     truncation_order,
@@ -114,3 +116,39 @@ def test_terms_and_postings_must_pair_up() -> None:
             CorpusStats(n_docs=0, avg_doc_length=0.0), ("a", "b"), [EMPTY_POSTING],
             np.zeros(0, dtype=np.int64), np.empty(0, dtype=object), 5, lambda rows: [],
         )  # fmt: skip
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    st.integers(0, 2**32 - 1),
+    st.integers(0, 300),
+    st.integers(1, BIT_TERMS + 2),
+    st.sampled_from([0, 1, 5, 63, 64, 65, 200, 2**62]),
+    st.booleans(),
+)
+def test_rows_counted_on_bitsets_come_in_the_order_the_per_row_count_gives(
+    seed: int, n: int, terms: int, limit: int, kept: bool
+) -> None:
+    rng = np.random.default_rng(seed)
+    density = rng.random(terms) ** 3  # some terms in most rows, some in a few
+    present = rng.random((n, terms)) < density
+    corpus = [tuple(int(x) for x in row) for row in present * rng.integers(1, 4, (n, terms))]
+    names = tuple(f"t{j:02d}" for j in range(terms))
+    postings = [
+        (np.flatnonzero(present[:, j]).astype(np.int32), np.asarray([c[j] for c in corpus if c[j]],
+                                                                    dtype=np.int32))
+        for j in range(terms)
+    ]  # fmt: skip
+    bits = (lambda j: posting_bits(postings[j][0], n)) if kept else None
+    lengths = np.full(n, 7, dtype=np.int64)
+    ids = np.empty(n, dtype=object)
+    ids[:] = [f"id{r:04d}" for r in range(n)]
+    found = postings_candidates(
+        CorpusStats(n_docs=n, avg_doc_length=7.0), names, postings, lengths, ids, limit,
+        lambda rows: [chunk(r) for r in rows], bits=bits,
+    )  # fmt: skip
+    matching = [r for r in range(n) if any(corpus[r])]
+    expected = sorted(matching, key=lambda r: (-sum(1 for tf in corpus[r] if tf), r))[:limit]
+    assert found.matching == len(matching)
+    assert found.id_order.tolist() == expected
+    assert found.tfs.tolist() == [list(corpus[r]) for r in expected]
