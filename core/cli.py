@@ -55,6 +55,7 @@ from core.ingest.indexing import (
     UploadResult,
     index_uploads,
 )
+from core.ingest.limits import DEFAULT_MAX_BYTES
 from core.ingest.names import printable_name, terminal_safe
 from core.service.common import DEFAULT_LIMIT
 from core.service.parity import PARITY_QUERIES, ParityReport, check_parity
@@ -285,6 +286,7 @@ async def load(args: argparse.Namespace, console: Console) -> int:
             extractor=extractor,
             console=console,
             owner=args.owner,
+            max_bytes=settings.max_upload_bytes,
         )
     except OwnerMismatch as exc:
         console.print(f"error: {terminal_safe(str(exc))}", markup=False, highlight=False)
@@ -499,11 +501,13 @@ async def load_into(
     extractor: EntityExtractor | None,
     console: Console | None = None,
     owner: str | None = None,
+    max_bytes: int = DEFAULT_MAX_BYTES,
 ) -> IndexReport:
     """What ``load`` does once the store is open: read a file at a time, index, and register
     the workspace just before its first write (a load killed while reading leaves no empty
     workspace behind). ``owner`` is a new workspace's owner; raises ``OwnerMismatch`` when
-    the workspace exists with another owner (or none)."""
+    the workspace exists with another owner (or none). ``max_bytes``: the largest file read
+    (a JSONL corpus: the largest record), the ``LEXPLAIN_MAX_UPLOAD_MB`` setting."""
     console = console or Console(quiet=True)
     named = await store.find_workspace(workspace)
     if owner is not None and named is not None and named.owner != owner:
@@ -537,7 +541,7 @@ async def load_into(
             progress.update(task, completed=done, total=total)
 
         return await index_uploads(
-            read_paths(paths),
+            read_paths(paths, max_bytes=max_bytes),
             store,
             tenant_id,
             chunking=chunking,

@@ -154,8 +154,9 @@ def read_path(
     path: Path, source_id: str | None, *, max_bytes: int = DEFAULT_MAX_BYTES
 ) -> Iterator[UploadResult]:
     """One file on disk, opened safely, its size taken before reading (``read_parts`` refuses a
-    file too large from it); shown by its path, with bytes of the name that are not UTF-8 as
-    U+FFFD (a name the readers then refuse in plain words)."""
+    file too large from it; a JSONL corpus is bounded per record instead, as it is read a line
+    at a time); shown by its path, with bytes of the name that are not UTF-8 as U+FFFD (a name
+    the readers then refuse in plain words)."""
     shown = printable_name(str(path))
     target = path.resolve() if path.is_symlink() else path
     flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0)
@@ -171,5 +172,6 @@ def read_path(
             yield UploadResult(file_name=shown, error=f"not read: {special}")
             return
         yield from upload_parts(
-            path.name, stream, info.st_size, shown=shown, source_id=source_id, max_bytes=max_bytes
-        )
+            path.name, stream, info.st_size, shown=shown, source_id=source_id,
+            max_bytes=max_bytes, per_record=True,
+        )  # fmt: skip

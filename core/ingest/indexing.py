@@ -144,13 +144,16 @@ def upload_parts(
     shown: str | None = None,
     source_id: str | None = None,
     max_bytes: int = DEFAULT_MAX_BYTES,
+    per_record: bool = False,
 ) -> Iterator[UploadResult]:
-    """One file read a part at a time (``read_parts``), each part an ``UploadResult`` named
-    ``shown`` (default: the printable ``name``); a file that cannot be read, or stops being
-    readable part-way, ends in a part with ``error``."""
+    """One file read a part at a time (``read_parts``, ``per_record`` as there), each part an
+    ``UploadResult`` named ``shown`` (default: the printable ``name``); a file that cannot be
+    read, or stops being readable part-way, ends in a part with ``error``."""
     label = shown or printable_name(name)
     try:
-        for part in read_parts(name, stream, size, source_id=source_id, max_bytes=max_bytes):
+        for part in read_parts(
+            name, stream, size, source_id=source_id, max_bytes=max_bytes, per_record=per_record
+        ):
             yield UploadResult(
                 file_name=label, documents=part.documents, problems=part.problems,
                 notes=part.notes,

@@ -323,14 +323,14 @@ def test_an_upload_is_indexed_while_it_is_read(monkeypatch: pytest.MonkeyPatch) 
 
     monkeypatch.setattr(beir, "RECORDS_PER_PART", 100)
     monkeypatch.setattr(indexing, "BATCH_DOCUMENTS", 500)
-    parsed: list[int] = []
-    real = beir.parse_json_line
+    parsed: list[int] = []  # a document made per record read
+    real = beir.built
 
-    def parse(text: str) -> Any:
+    def parse(*args: Any) -> Any:
         parsed.append(1)
-        return real(text)
+        return real(*args)
 
-    monkeypatch.setattr(beir, "parse_json_line", parse)
+    monkeypatch.setattr(beir, "built", parse)
     store = Watching(parsed)
 
     async def factory() -> Watching:
@@ -403,3 +403,49 @@ def test_load_lists_the_rejections_kept_and_says_how_many_more_there_were(
     # The rows kept are the first five (the rejections read come first), the rest counted.
     assert "8 rejected:" in said and said.count("duplicate _id 'd0'") == 5
     assert "… and 3 more (not listed)" in said
+
+
+def test_load_reads_a_jsonl_over_the_file_limit_and_refuses_only_a_record_over_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A JSONL is read a line at a time, so ``load`` bounds each record, not the file (a 556 MB
+    BEIR corpus met the file limit); a record over the limit is skipped by its line, read past
+    in pieces, and the limit is the setting (``LEXPLAIN_MAX_UPLOAD_MB``), as for other files."""
+    from core.ingest import readers
+    from tests.fixtures.probes import tiny_records
+
+    monkeypatch.setenv("LEXPLAIN_MAX_UPLOAD_MB", "1")
+    monkeypatch.setattr(readers, "_SKIP_BYTES", 4096)
+    big = b'{"_id": "big", "text": "' + b"wing " * 300_000 + b'"}\n'  # 1.5 MB
+    corpus = tmp_path / "corpus.jsonl"
+    records = tiny_records(60_000).splitlines(keepends=True)
+    corpus.write_bytes(b"".join(records[:2]) + big + b"".join(records[2:]))  # over 3 MB in all
+    (tmp_path / "big.txt").write_bytes(b"wing " * 300_000)
+    longest = [0]
+    real_fdopen = os.fdopen
+
+    class Watched(io.BufferedReader):
+        def readline(self, size: int | None = -1) -> bytes:
+            line = super().readline(size)
+            longest[0] = max(longest[0], len(line))
+            return line
+
+    monkeypatch.setattr(
+        folders.os, "fdopen", lambda fd, mode="rb": Watched(real_fdopen(fd, mode, buffering=0))
+    )
+    status, said = run_load(str(corpus), str(tmp_path / "big.txt"), "--workspace", "w")
+    assert status == 1, said
+    assert re.search(r"line 3: the record is 1\.4 MB, over the limit of 1\.0 MB per record", said)
+    assert "big.txt: file too large: 1.4 MB, the limit is 1.0 MB" in said
+    assert "2 rejected:" in said and re.search(r"corpus\.jsonl\s+│\s+60,?000 ", said), said
+    assert longest[0] <= 1024 * 1024 + 1, "the record over the limit was held whole"
+
+
+def test_the_upload_path_keeps_the_limit_per_file_for_a_jsonl() -> None:
+    """The Upload page holds a file's bytes whole before reading: its limit stays per file."""
+    from core.ingest.indexing import upload_parts
+    from tests.fixtures.probes import tiny_records
+
+    data = tiny_records(40_000)  # 1.4 MB of records, each tiny
+    (part,) = list(upload_parts("c.jsonl", io.BytesIO(data), len(data), max_bytes=1024 * 1024))
+    assert part.error is not None and part.error.startswith("file too large: 1.4 MB")
