@@ -19,8 +19,8 @@ in-memory store lives in one process, so another process's load shares only the 
 (issue 21: a heavy query must not hold up a light one). The long work restarts at once, so
 every measured search overlaps it. ``--holds`` samples the loop's thread and prints what held
 it (``bench.loop_holds``); ``--steps`` times each step the loop runs in CPU time, by coroutine
-(``bench.loop_steps``: a step's size whatever the machine's load). One run, ratios only: the
-machine is shared.
+(``bench.loop_steps``: a step's size whatever the machine's load; steps over 5 ms named by
+where they resumed and suspended). One run, ratios only: the machine is shared.
 
     .venv/bin/python -m bench.bench_stall --store memory [--work upload|...] [--holds] [--steps]
     source .ci/pg.sh && pg_start && .venv/bin/python -m bench.bench_stall --store postgres

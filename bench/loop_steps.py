@@ -17,12 +17,32 @@ import asyncio
 import gc
 import threading
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 #: Steps shorter than this (CPU seconds) are counted but not kept: most are loop plumbing.
 KEEP_S = 0.0002
+#: Steps longer than this (CPU seconds) are named by where their task resumed and suspended.
+NAMED_S = 0.005
+#: Where a file must be to name a step (the project's own code).
+_PROJECT = str(Path(__file__).resolve().parents[1] / "core")
+
+
+def _suspended_at(task: asyncio.Task[Any]) -> str:
+    """The innermost project frame where ``task`` is suspended ("module.function:line")."""
+    where = "(start)"
+    awaited: Any = task.get_coro()
+    for _ in range(64):
+        frame = getattr(awaited, "cr_frame", None) or getattr(awaited, "gi_frame", None)
+        if frame is None:
+            break
+        if frame.f_code.co_filename.startswith(_PROJECT):
+            module = Path(frame.f_code.co_filename).stem
+            where = f"{module}.{frame.f_code.co_name}:{frame.f_lineno}"
+        awaited = getattr(awaited, "cr_await", None) or getattr(awaited, "gi_yieldfrom", None)
+    return where
 
 
 def _owner(handle: asyncio.Handle) -> str:
@@ -41,6 +61,10 @@ class LoopSteps:
         self._steps: dict[str, list[float]] = defaultdict(list)
         #: Per owner, each kept step's CPU less the collector's time inside it.
         self._without_gc: dict[str, list[float]] = defaultdict(list)
+        #: Per owner, "resumed at -> suspended at" of each step over ``NAMED_S``.
+        self._named: dict[str, Counter[str]] = defaultdict(Counter)
+        #: Where each task last suspended (by task id).
+        self._at: dict[int, str] = {}
         self._original: Callable[[asyncio.Handle], None] | None = None
         #: The collector's CPU seconds on the loop's thread so far, and when the current began.
         self._gc = [0.0, 0.0]
@@ -57,6 +81,7 @@ class LoopSteps:
         original = asyncio.Handle._run
         self._original = original
         steps, without, ident, collector = self._steps, self._without_gc, self._ident, self._gc
+        named, at = self._named, self._at
 
         def timed(handle: asyncio.Handle) -> None:
             if threading.get_ident() != ident:
@@ -70,6 +95,13 @@ class LoopSteps:
                 if spent >= KEEP_S:
                     steps[_owner(handle)].append(spent)
                     without[_owner(handle)].append(spent - (collector[0] - collected))
+                task = getattr(getattr(handle, "_callback", None), "__self__", None)
+                if isinstance(task, asyncio.Task):
+                    resumed = at.get(id(task), "(start)")
+                    suspended = "(done)" if task.done() else _suspended_at(task)
+                    at[id(task)] = suspended
+                    if spent >= NAMED_S:
+                        named[_owner(handle)][f"{resumed} -> {suspended}"] += 1
 
         gc.callbacks.append(self._collected)
 
@@ -96,5 +128,9 @@ class LoopSteps:
                 "max_cpu_ms_less_gc": round(max(self._without_gc[owner]) * 1000, 1),
                 "over_5_ms_less_gc": sum(s > 0.005 for s in self._without_gc[owner]),
             }
+            if self._named[owner]:
+                out[owner]["over_5_ms_at"] = [  # type: ignore[assignment]
+                    f"{count} x {where}" for where, count in self._named[owner].most_common(6)
+                ]
         out["collector (loop thread)"] = {"cpu_ms": round(self._gc[0] * 1000, 1)}
         return out

@@ -56,6 +56,12 @@ async def checkpoint() -> None:
         await pause()
 
 
+def giving_way() -> bool:
+    """Whether the current task's checkpoints wait for other sessions (a pause is installed):
+    its pieces of work are then worth cutting smaller than where nobody waits."""
+    return _PAUSE.get() is not None
+
+
 def install(pause: Callable[[], Awaitable[None]]) -> None:
     """Use ``pause`` at every checkpoint of the current task (and the tasks it starts)."""
     _PAUSE.set(pause)
@@ -74,7 +80,7 @@ async def stepped(steps: Steps[T]) -> T:
         await checkpoint()
 
 
-__all__ = ["Steps", "checkpoint", "finish", "install", "stepped"]
+__all__ = ["Steps", "checkpoint", "finish", "giving_way", "install", "stepped"]
 
 
 def settle_collector() -> None:

@@ -133,3 +133,16 @@ async def test_a_query_of_many_terms_decodes_its_blocks_in_steps(
     stepped = await run_long(pg_store.lexical_candidates(terms, tenant, 1_000), seen)
     assert len(seen) >= len(terms), f"{len(seen)} checkpoints for {len(terms)} terms decoded"
     assert stepped == whole
+
+
+async def test_pieces_are_smaller_where_other_sessions_wait_than_in_a_bulk_load() -> None:
+    """In the service (a pause installed) a piece of 1,024 rows was 9-12 ms of the loop's CPU
+    (bench_stall --steps): PIECE_ROWS there; a load, where nobody waits, keeps fewer COPYs."""
+    rows = range(3 * pieces.BULK_PIECE_ROWS)
+    assert {len(piece) for piece in pieces.pieces(rows)} == {pieces.BULK_PIECE_ROWS}
+    sizes = await run_long(_sizes(rows), [])
+    assert max(sizes) == pieces.PIECE_ROWS < pieces.BULK_PIECE_ROWS
+
+
+async def _sizes(rows: range) -> list[int]:
+    return [len(piece) for piece in pieces.pieces(rows)]

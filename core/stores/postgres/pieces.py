@@ -5,9 +5,10 @@ The service runs every session on one loop (``core.checkpoint``); a write group'
 COPY) ran in pieces of a whole group: 1,398 Cranfield passages held the loop for tens of
 milliseconds at a time, and another session's 15 ms search waited for it (bench_stall upload
 5.8x idle p99). Rows are built lazily and sent as one COPY per piece, with a checkpoint
-before each. Rejected: an async iterable of rows into one COPY (asyncpg supports it), at
-~1.6 us of ``__anext__`` per row: a 100k load sends ~0.8 M rows, a second more; a COPY
-statement per piece is one round trip (~0.3 ms) per ``PIECE_ROWS`` rows.
+before each; pieces are smaller where a checkpoint gives way to other sessions. Rejected: an
+async iterable of rows into one COPY (asyncpg supports it), at ~1.6 us of ``__anext__`` per
+row: a 100k load sends ~0.8 M rows, a second more; a COPY statement per piece is one round
+trip (~0.3 ms) per piece.
 """
 
 from __future__ import annotations
@@ -19,21 +20,25 @@ from uuid import UUID
 
 import asyncpg
 
-from core.checkpoint import checkpoint
+from core.checkpoint import checkpoint, giving_way
 from core.domain.chunks import StoredChunk
 from core.stores.port import each_checked_source
 
 T = TypeVar("T")
 
-#: Rows (a passage staged, a block row, a source checked) of Python work between two
-#: checkpoints: ~1-3 ms of building and encoding on this machine's cores.
-PIECE_ROWS: Final = 1_024
+#: Rows (a passage staged, a block row) of Python work between two checkpoints where other
+#: sessions wait on them (the service): 1,024 were 9-12 ms of the loop thread's CPU at load 8
+#: (bench_stall --steps: a piece of staged rows, and building + encoding a COPY's).
+PIECE_ROWS: Final = 256
+#: The same where nobody waits (``load``: no pause installed): fewer COPY round trips (~0.3 ms
+#: each; 256-row pieces would add ~1 s to a 100k-passage load).
+BULK_PIECE_ROWS: Final = 1_024
 
 
 def pieces(rows: Iterable[T], size: int | None = None) -> Iterator[list[T]]:
-    """``rows`` in lists of ``size`` (``PIECE_ROWS`` unless given; the last shorter), built
-    as they are asked for."""
-    size = size or PIECE_ROWS
+    """``rows`` in lists of ``size`` (unless given, ``PIECE_ROWS`` in the service and
+    ``BULK_PIECE_ROWS`` elsewhere; the last shorter), built as they are asked for."""
+    size = size or (PIECE_ROWS if giving_way() else BULK_PIECE_ROWS)
     items = iter(rows)
     while piece := list(islice(items, size)):
         yield piece
