@@ -20,11 +20,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from functools import cached_property
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from core.domain.bm25 import CorpusStats, QueryScorer, ScoreExplanation
 from core.domain.chunks import StoredChunk
@@ -75,6 +75,17 @@ def id_order_of(ids: npt.NDArray[np.object_]) -> npt.NDArray[np.int64]:
     return ranks
 
 
+class _Scored(NamedTuple):
+    """Scores kept with the exact inputs they were computed from (compared by identity: a
+    copy with other rows or statistics has other objects, so it never reuses them)."""
+
+    terms: tuple[str, ...]
+    stats: CorpusStats
+    tfs: npt.NDArray[np.int64]
+    doc_lengths: npt.NDArray[np.int64]
+    scores: npt.NDArray[np.float64]
+
+
 class LexicalCandidates(BaseModel):
     """Whole-corpus statistics plus the (possibly truncated) candidates, as columns.
 
@@ -108,6 +119,8 @@ class LexicalCandidates(BaseModel):
     lookup: ChunkLookup = _no_chunks
     #: Rows about to be looked up -> what to await before (see ``RowsAhead``).
     ahead: RowsAhead = _nothing_ahead
+    #: The last ``candidate_score_steps`` answer and what it was computed from (``_Scored``).
+    _scored: _Scored | None = PrivateAttr(default=None)
 
     @model_validator(mode="before")
     @classmethod
@@ -270,17 +283,38 @@ class RankedChunk(BaseModel):
 def candidate_scores(
     terms: Sequence[str], candidates: LexicalCandidates
 ) -> npt.NDArray[np.float64]:
-    """Every row's BM25 score for ``terms`` (0.0 for a row with none of them)."""
-    scorer = QueryScorer(terms, candidates.stats)
-    return scorer.score_columns(candidates.terms, candidates.tfs, candidates.doc_lengths)
+    """Every row's BM25 score for ``terms`` (0.0 for a row with none of them; read-only)."""
+    return finish(candidate_score_steps(terms, candidates))
 
 
 def candidate_score_steps(
     terms: Sequence[str], candidates: LexicalCandidates
 ) -> Steps[npt.NDArray[np.float64]]:
-    """``candidate_scores`` in steps (``core.domain.steps``)."""
+    """``candidate_scores`` in steps (``core.domain.steps``).
+
+    Kept with the candidates: a PostgreSQL read scores every candidate to choose what to
+    prefetch, and the analysis it hands them to scores them again (at 1M passages each pass
+    is ~0.1-0.3 s of the loop). Rejected: passing scores along beside the candidates, which
+    every analysis's signature would carry for one store's prefetch."""
+    key = tuple(terms)
+    kept = candidates._scored
+    if (
+        kept is not None
+        and kept.terms == key
+        and kept.stats is candidates.stats
+        and kept.tfs is candidates.tfs
+        and kept.doc_lengths is candidates.doc_lengths
+    ):
+        return kept.scores
     scorer = QueryScorer(terms, candidates.stats)
-    return scorer.score_column_steps(candidates.terms, candidates.tfs, candidates.doc_lengths)
+    scores = yield from scorer.score_column_steps(
+        candidates.terms, candidates.tfs, candidates.doc_lengths
+    )
+    scores.flags.writeable = False
+    candidates._scored = _Scored(
+        key, candidates.stats, candidates.tfs, candidates.doc_lengths, scores
+    )
+    return scores
 
 
 def top_rows(

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from core.domain.bm25 import CorpusStats, QueryScorer, bm25_score
 from core.domain.chunks import StoredChunk
-from core.domain.ranking import LexicalCandidate, LexicalCandidates, rank_chunks
+from core.domain.ranking import LexicalCandidate, LexicalCandidates, candidate_scores, rank_chunks
 
 TENANT = UUID("00000000-0000-0000-0000-000000000001")
 
@@ -123,3 +123,29 @@ def test_columns_built_from_rows_rank_as_the_rows_do_and_hand_back_copies() -> N
     assert pool.chunks([0])[0].entity_ids == []
     with pytest.raises(ValueError, match="read-only"):
         pool.tfs[0, 0] = 99
+
+
+def test_candidates_scored_twice_for_one_query_are_scored_once() -> None:
+    """A PostgreSQL read scores every candidate to choose its prefetch; the analysis it
+    hands them to reuses those scores instead of scoring a million rows again."""
+    cands = [candidate(f"p{tf}", {"wing": tf, "body": 1}, 10) for tf in range(1, 6)]
+    pool = LexicalCandidates(stats=STATS, candidates=cands)
+    first = candidate_scores(["body", "wing"], pool)
+    assert candidate_scores(["body", "wing"], pool) is first
+    assert candidate_scores(["wing"], pool) is not first  # another query, scored afresh
+    assert not first.flags.writeable
+
+
+def test_a_copy_with_other_rows_or_statistics_is_scored_afresh() -> None:
+    cands = [candidate(f"p{tf}", {"wing": tf}, 10 + tf) for tf in range(1, 6)]
+    pool = LexicalCandidates(stats=STATS, candidates=cands)
+    whole = candidate_scores(["wing"], pool)
+    head = pool.head(2)
+    assert candidate_scores(["wing"], head).tolist() == whole[:2].tolist()
+    other = CorpusStats(n_docs=1_000, avg_doc_length=10.0, doc_frequencies={"wing": 5})
+    restated = pool.model_copy(update={"stats": other})
+    fresh = LexicalCandidates(stats=other, candidates=cands)
+    assert candidate_scores(["wing"], restated).tolist() == (
+        candidate_scores(["wing"], fresh).tolist()
+    )
+    assert candidate_scores(["wing"], restated).tolist() != whole.tolist()
