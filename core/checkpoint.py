@@ -62,6 +62,13 @@ def giving_way() -> bool:
     return _PAUSE.get() is not None
 
 
+def turn_due() -> bool:
+    """Whether ``checkpoint()`` would do anything now: a pause is installed, or the loop is due
+    a turn. A loop over thousands of tiny units asks this before awaiting a checkpoint, so it
+    pays no coroutine per unit between turns (~1 us each, a tenth of preparing a tiny document)."""
+    return giving_way() or time.monotonic() - _last_turn[0] >= _TURN_S
+
+
 def install(pause: Callable[[], Awaitable[None]]) -> None:
     """Use ``pause`` at every checkpoint of the current task (and the tasks it starts)."""
     _PAUSE.set(pause)
@@ -80,7 +87,7 @@ async def stepped(steps: Steps[T]) -> T:
         await checkpoint()
 
 
-__all__ = ["Steps", "checkpoint", "finish", "giving_way", "install", "stepped"]
+__all__ = ["Steps", "checkpoint", "finish", "giving_way", "install", "stepped", "turn_due"]
 
 
 def settle_collector() -> None:

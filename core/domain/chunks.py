@@ -37,9 +37,15 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from core.domain.models import built
 from core.domain.names import format_problem
 
+#: Longest text whose id is hashed from one joined string (a copy of it); longer texts are fed
+#: to the hash in pieces. Joined, a tiny passage's id cost half as much (~1.5 against ~3 us).
+_JOINED_HASH_CHARS = 1 << 16
+
 
 def chunk_id(source_id: str, text: str) -> str:
     """SHA-256 hex of ``source_id`` (UTF-8), one NUL byte, then ``text`` (UTF-8)."""
+    if len(text) <= _JOINED_HASH_CHARS:  # one string, one encode, one hash call
+        return hashlib.sha256(f"{source_id}\x00{text}".encode()).hexdigest()
     digest = hashlib.sha256()
     digest.update(source_id.encode("utf-8"))
     digest.update(b"\x00")
@@ -299,8 +305,11 @@ def _cut(text: str, size: int, overlap: int) -> list[TextSpan]:
 
 
 def split_document(text: str, options: ChunkingOptions) -> list[TextSpan]:
-    """The passages of ``text`` under ``options``: windows, or the whole (stripped) text."""
-    if options.whole_documents:
+    """The passages of ``text`` under ``options``: windows, or the whole (stripped) text.
+
+    A text that fits in one window is that one passage, as ``_cut`` would give it, without
+    the window search (most records of a BEIR corpus are shorter than a window)."""
+    if options.whole_documents or len(text) <= options.size:
         start, end = _strip_bounds(text)
         return [TextSpan(start, end, text[start:end])] if end > start else []
     return _cut(text, options.size, options.overlap)
@@ -333,25 +342,26 @@ def build_chunks(
     """
     chunks: list[StoredChunk] = []
     seen: set[str] = set()
-    base_metadata: dict[str, Any] = {}
-    if document.title:
-        base_metadata["title"] = document.title
-    page_starts = document.metadata.get("page_starts")
-    ordered = sorted(mentions)
-    starts = [m.start for m in ordered]
+    source_id, title = document.source_id, document.title
+    page_starts = document.metadata.get("page_starts") if document.metadata else None
+    if not (page_starts and isinstance(page_starts, list)):
+        page_starts = None
+    # Most tiny documents name no entity: no sort, no search, no generator.
+    ordered = sorted(mentions) if mentions else None
+    starts = [m.start for m in ordered] if ordered else []
     for span in spans:
-        identity = chunk_id(document.source_id, span.text)
+        identity = chunk_id(source_id, span.text)
         if identity in seen:
             continue
         seen.add(identity)
         inside: list[PassageMention] = []
-        if ordered:  # most tiny documents name no entity: no search, no generator
+        if ordered:
             first = bisect.bisect_left(starts, span.start)
             last = bisect.bisect_left(starts, span.end)
             inside = [m for m in ordered[first:last] if m.end <= span.end]
         entity_ids = list(dict.fromkeys(m.entity_id for m in inside)) if inside else []
-        metadata = dict(base_metadata)
-        if page_starts and isinstance(page_starts, list):
+        metadata: dict[str, Any] = {"title": title} if title else {}
+        if page_starts is not None:
             metadata["page"] = sum(1 for p in page_starts if isinstance(p, int) and p <= span.start)
         if inside:
             metadata["mentions"] = [
@@ -374,7 +384,7 @@ def build_chunks(
                 StoredChunk,
                 {
                     "tenant_id": tenant_id,
-                    "source_id": document.source_id,
+                    "source_id": source_id,
                     "text": span.text,
                     "chunk_index": len(chunks),
                     "start_char": span.start,

@@ -302,6 +302,8 @@ class RuleBasedExtractor:
             self._list_pattern = re.compile(rf"(?<!\w)(?:{alternatives})(?!\w)", re.IGNORECASE)
 
     def extract(self, text: str) -> list[Mention]:
+        if self._list_pattern is None and text.islower():
+            return []  # no list to look up and no capital to start a name (see below)
         taken: list[Mention] = self._listed_mentions(text)
         covered = sorted((m.start, m.end) for m in taken)
         if text.islower():

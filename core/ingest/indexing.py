@@ -28,31 +28,21 @@ let four 42 MB documents be in flight with a fifth being cut (3.4 GB for six suc
 from __future__ import annotations
 
 import asyncio
-from collections import deque
-from collections.abc import (
-    AsyncIterator,
-    Awaitable,
-    Callable,
-    Iterable,
-    Iterator,
-    Sequence,
-    Sized,
-)
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Sequence
 from typing import IO, NamedTuple
 from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from core.checkpoint import checkpoint
+from core.checkpoint import checkpoint, turn_due
 from core.domain.chunks import (
     ChunkingOptions,
     PassageMention,
     SourceDocument,
-    StoredChunk,
     build_chunks,
     split_document,
 )
-from core.domain.entities import Entity, EntityExtractor, RuleBasedExtractor
+from core.domain.entities import EntityExtractor, RuleBasedExtractor
 from core.ingest.limits import DEFAULT_MAX_BYTES, too_many_words
 from core.ingest.names import printable_name
 from core.ingest.readers import read_file, read_parts
@@ -78,6 +68,18 @@ from core.ingest.report import (
     summarise as summarise,
 )
 from core.ingest.results import LineProblem, ReadError
+from core.ingest.writes import COUNT_STEP as COUNT_STEP
+from core.ingest.writes import (
+    Counted,
+    InFlight,
+    Outcome,
+    Prepared,
+    Slot,
+    Unwritten,
+    unwritten,
+    write_group,
+)
+from core.ingest.writes import ProgressCallback as ProgressCallback
 from core.stores.port import ChunkStore, StoreUnavailable
 
 #: Documents written at once (a PostgreSQL store writes each in its own transaction and
@@ -91,8 +93,6 @@ BATCH_DOCUMENTS = 5_000
 #: Passages in groups being written at once at most; a group over it is written alone and
 #: nothing more is read meanwhile (four ordinary groups fit, so ordinary loads keep their pace).
 IN_FLIGHT_PASSAGES = WRITE_CONCURRENCY * BATCH_PASSAGES
-#: Outcomes counted into the report between two checkpoints (Cranfield's 1,398 held the loop 11 ms).
-COUNT_STEP = 64
 #: The extractor used when the caller names none (rules only; see EXTRACTOR_LIMITS).
 DEFAULT_EXTRACTOR: EntityExtractor = RuleBasedExtractor()
 
@@ -113,11 +113,6 @@ class UploadResult(BaseModel):
     def message(self) -> str | None:
         """ "file X: <reason>" when the file could not be read."""
         return None if self.error is None else f"file {self.file_name}: {self.error}"
-
-
-#: Called after each group of documents is counted: (documents done, documents in total, the
-#: group's last row).
-ProgressCallback = Callable[[int, int, DocumentRow], None]
 
 
 def read_upload(
@@ -164,17 +159,6 @@ def upload_parts(
         yield UploadResult(file_name=label, error=f"cannot be read: {exc.strerror or exc}")
 
 
-def _mentioned_entities(
-    document: SourceDocument, extractor: EntityExtractor | None
-) -> tuple[list[PassageMention], dict[UUID, Entity]]:
-    if extractor is None:
-        return [], {}
-    mentions = extractor.extract(document.text)
-    entities = {m.entity.entity_id: m.entity for m in mentions}
-    located = [PassageMention(m.start, m.end, m.entity.entity_id) for m in mentions]
-    return located, entities
-
-
 async def index_documents(
     documents: Sequence[SourceDocument],
     store: ChunkStore,
@@ -190,20 +174,28 @@ async def index_documents(
     ``extractor=None`` stores passages without entities; ``concurrency`` is how many documents
     are written at once (1: strictly one after another).
     """
-    items = [_Item(file="", document=document, notes=[]) for document in documents]
     return await _index_items(
-        items, store, tenant_id, chunking, extractor, on_progress, [], concurrency
-    )
+        _each([_Part("", documents, [])]), store, tenant_id, chunking, extractor, on_progress,
+        [], concurrency, total=len(documents),
+    )  # fmt: skip
 
 
-class _Item(NamedTuple):
+async def _each(parts: Iterable[_Part]) -> AsyncIterator[_Part]:
+    for part in parts:
+        yield part
+
+
+class _Part(NamedTuple):
+    """Documents read together (a file, or a part of a JSONL corpus); ``notes`` go with the
+    first document's row (one row shows them once)."""
+
     file: str
-    document: SourceDocument
+    documents: Sequence[SourceDocument]
     notes: list[str]
 
 
 async def _index_items(
-    items: Sequence[_Item] | AsyncIterator[_Item],
+    parts: AsyncIterator[_Part],
     store: ChunkStore,
     tenant_id: UUID,
     chunking: ChunkingOptions | None,
@@ -213,30 +205,34 @@ async def _index_items(
     concurrency: int = WRITE_CONCURRENCY,
     before_first_write: Callable[[], Awaitable[None]] | None = None,
     batch_passages: int | None = None,
+    total: int = 0,
 ) -> IndexReport:
     """Prepare documents in order, in groups of up to ``BATCH_PASSAGES`` passages (or
     ``batch_passages``); write up to ``concurrency`` groups at once (each one transaction);
     counted in input order as groups end. ``before_first_write`` is awaited once, before the
     first group holding a document is written (``load`` registers its workspace there, not
     before reading). ``early`` holds the rows of what was refused while reading; they come
-    first in the report."""
+    first in the report. ``total``: the documents to come when known (else what has arrived).
+
+    Documents come a part at a time and are prepared in a plain loop: an async generator step,
+    two awaited coroutines and a tuple per document were ~10 us of a tiny document's ~80. The
+    loop still reaches a checkpoint before every document when one is due (``turn_due``)."""
     if concurrency < 1:
         raise ValueError(f"concurrency must be >= 1, got {concurrency}")
     options = chunking or ChunkingOptions()
     first_file: dict[str, str] = {}
-    # Documents arrive as files are read, so the total is what has arrived so far.
-    total = len(items) if isinstance(items, Sized) else 0
+    known = bool(total)
     batch, documents, bound = BATCH_PASSAGES, BATCH_DOCUMENTS, IN_FLIGHT_PASSAGES
     if batch_passages is not None:  # two such groups in flight: one staged while one is written
         batch, documents, bound = batch_passages, max(documents, batch_passages), 2 * batch_passages
-    gate = _InFlight(concurrency, bound)
+    gate = InFlight(concurrency, bound)
     tally = Tally()
-    counted = _Counted(tally, early, on_progress)
+    counted = Counted(tally, early, on_progress)
     stopped: list[StoreUnavailable] = []
 
-    async def write_group(group: list[_Prepared | DocumentRow], weight: int, slot: _Slot) -> None:
+    async def write(group: list[Prepared | DocumentRow], weight: int, slot: Slot) -> None:
         try:
-            outcomes, failure = await _write_group(group, store, tenant_id)
+            outcomes, failure = await write_group(group, store, tenant_id)
         finally:
             gate.release(weight)
         if failure is not None and not stopped:
@@ -244,58 +240,70 @@ async def _index_items(
         slot.outcomes = outcomes
         await counted.drain(total)
 
-    group: list[_Prepared | DocumentRow] = []
+    group: list[Prepared | DocumentRow] = []
     passages = 0
     tasks: list[asyncio.Task[None]] = []
 
-    async def hold(outcomes: list[_Outcome]) -> None:
+    async def hold(outcomes: list[Outcome]) -> None:
         """Count what a stopped load does not write, after every group in flight."""
         await asyncio.gather(*tasks, return_exceptions=True)
-        counted.queue.append(_Slot(outcomes))
+        counted.queue.append(Slot(outcomes))
         await counted.drain(total)
 
     first_write = [before_first_write] if before_first_write is not None else []
 
     async def flush() -> None:
         nonlocal group, passages
-        if first_write and any(isinstance(member, _Prepared) for member in group):
+        if first_write and any(isinstance(member, Prepared) for member in group):
             await first_write.pop()()
         if group:
             await gate.acquire(passages)
             if stopped:  # failed while this group waited for a slot
                 gate.release(passages)
-                await hold([_unwritten(member) for member in group])
+                await hold([unwritten(member) for member in group])
             else:
-                slot = _Slot(None)
+                slot = Slot(None)
                 counted.queue.append(slot)
                 tasks[:] = [task for task in tasks if not task.done()]
-                tasks.append(asyncio.ensure_future(write_group(group, passages, slot)))
+                tasks.append(asyncio.ensure_future(write(group, passages, slot)))
             group, passages = [], 0
 
-    pending = items if isinstance(items, AsyncIterator) else _each(items)
+    rest_counted = False
     try:
         while True:
             # Nothing more is read or cut while the groups in flight hold the bound.
-            await gate.room()
-            await checkpoint()
-            item = await anext(pending, None)
-            if item is None:
+            if gate.full:
+                await gate.room()
+            part = await anext(parts, None)
+            if part is None:
                 break
-            if not isinstance(items, Sized):
-                total += 1
-            if stopped:  # the store is unavailable: the rest is counted, not prepared
-                await hold([_unwritten(member) for member in group] + [_Unwritten(item)])
-                async for rest in pending:
-                    total += not isinstance(items, Sized)
-                    await hold([_Unwritten(rest)])
-                group = []
+            file, arrived, part_notes = part
+            total += 0 if known else len(arrived)
+            for position, document in enumerate(arrived):
+                notes = part_notes if position == 0 else []
+                if gate.full:
+                    await gate.room()
+                if turn_due():
+                    await checkpoint()
+                if stopped:  # the store is unavailable: the rest is counted, not prepared
+                    rest = [unwritten(member) for member in group]
+                    rest += _unwritten_part(file, arrived[position:], notes)
+                    await hold(rest)
+                    group, rest_counted = [], True
+                    async for file, more, part_notes in parts:
+                        total += 0 if known else len(more)
+                        await hold(_unwritten_part(file, more, part_notes))
+                    break
+                prepared = _prepare(
+                    file, document, notes, tenant_id, options, extractor, first_file
+                )
+                group.append(prepared)
+                if type(prepared) is Prepared:
+                    passages += len(prepared.chunks)
+                if passages >= batch or len(group) >= documents:
+                    await flush()
+            if rest_counted:
                 break
-            prepared = _prepare(item, tenant_id, options, extractor, first_file)
-            group.append(prepared)
-            if isinstance(prepared, _Prepared):
-                passages += len(prepared.chunks)
-            if passages >= batch or len(group) >= documents:
-                await flush()
         await flush()
         await asyncio.gather(*tasks)
     finally:
@@ -308,243 +316,54 @@ async def _index_items(
     )
 
 
-class _Slot:
-    """A group's place in input order; ``outcomes`` is set when its write ends."""
-
-    __slots__ = ("outcomes",)
-
-    def __init__(self, outcomes: list[_Outcome] | None) -> None:
-        self.outcomes = outcomes
+def _rejected(file: str, source_id: str, notes: list[str], reason: str) -> DocumentRow:
+    return DocumentRow(
+        file=file, source_id=source_id, status="rejected", reason=reason, notes=notes
+    )
 
 
-class _Counted:
-    """Outcomes counted into the report in input order, as the groups before them end, with
-    progress once per group (a call per document cost more than a tiny document's write)."""
-
-    def __init__(
-        self, tally: Tally, early: list[DocumentRow], on_progress: ProgressCallback | None
-    ) -> None:
-        self.tally = tally
-        self.early = early
-        self.on_progress = on_progress
-        self.queue: deque[_Slot] = deque()
-        self.entity_ids: set[UUID] = set()
-        self.done = 0
-        #: One drain at a time: a second waits while one gives way, so the order is kept.
-        self.lock = asyncio.Lock()
-
-    async def drain(self, total: int) -> None:
-        async with self.lock:
-            # Rows of files refused while reading come first (read before anything was written).
-            for row in self.early:
-                self.tally.add(row)
-            self.early.clear()
-            while self.queue and self.queue[0].outcomes is not None:
-                outcomes = self.queue.popleft().outcomes or []
-                for done, outcome in enumerate(outcomes, start=1):
-                    self._count(outcome)
-                    if done % COUNT_STEP == 0:
-                        await checkpoint()
-                self.done += len(outcomes)
-                if outcomes and self.on_progress is not None:
-                    self.on_progress(self.done, max(total, self.done), _row(outcomes[-1]))
-
-    def _count(self, outcome: _Outcome) -> None:
-        if isinstance(outcome, _Stored):
-            (file, document, notes), chunks, entities, duplicates = outcome.prepared
-            self.tally.stored(
-                file, document.source_id, passages=len(chunks), duplicates=duplicates,
-                entities=len(entities), orphans=outcome.orphans, notes=notes,
-            )  # fmt: skip
-            self.entity_ids.update(entity.entity_id for entity in entities)
-        else:
-            self.tally.add(_row(outcome))
-
-
-async def _each(items: Iterable[_Item]) -> AsyncIterator[_Item]:
-    for item in items:
-        yield item
-
-
-class _InFlight:
-    """Groups being written: at most ``groups`` at once, holding at most ``passages`` passages
-    together; a group over ``passages`` is admitted only when nothing else is in flight."""
-
-    def __init__(self, groups: int, passages: int) -> None:
-        self._limits = (groups, passages)
-        self._groups = 0
-        self._passages = 0
-        self._changed = asyncio.Event()
-
-    def _fits(self, weight: int) -> bool:
-        groups, passages = self._limits
-        if not self._groups:
-            return True
-        return self._groups < groups and self._passages + weight <= passages
-
-    async def room(self) -> None:
-        """Wait until the groups in flight hold no more than the passage bound."""
-        while self._groups and self._passages > self._limits[1]:
-            self._changed.clear()
-            await self._changed.wait()
-
-    async def acquire(self, weight: int) -> None:
-        """Wait until a group of ``weight`` passages may be written, and count it in."""
-        while not self._fits(weight):
-            self._changed.clear()
-            await self._changed.wait()
-        self._groups += 1
-        self._passages += weight
-
-    def release(self, weight: int) -> None:
-        self._groups -= 1
-        self._passages -= weight
-        self._changed.set()
-
-
-class _Prepared(NamedTuple):
-    item: _Item
-    chunks: list[StoredChunk]
-    entities: list[Entity]
-    duplicates: int
+def _unwritten_part(
+    file: str, documents: Sequence[SourceDocument], notes: list[str]
+) -> list[Outcome]:
+    """A part's documents as not written (its notes with the first)."""
+    return [Unwritten(file, d, notes if at == 0 else []) for at, d in enumerate(documents)]
 
 
 def _prepare(
-    item: _Item,
+    file: str,
+    document: SourceDocument,
+    notes: list[str],
     tenant_id: UUID,
     options: ChunkingOptions,
     extractor: EntityExtractor | None,
     first_file: dict[str, str],
-) -> _Prepared | DocumentRow:
+) -> Prepared | DocumentRow:
     """Everything before the store: the passages and entities, or the reason there are none."""
-    file, document, doc_notes = item
-    source_id = document.source_id
-
-    def rejected(reason: str) -> DocumentRow:
-        return DocumentRow(
-            file=file, source_id=source_id, status="rejected", reason=reason, notes=doc_notes
-        )
-
+    source_id, text = document.source_id, document.text
     if source_id in first_file:
         earlier = first_file[source_id] or "an earlier document"
-        return rejected(f"same source id as {earlier} in this batch — the first one was kept")
+        reason = f"same source id as {earlier} in this batch — the first one was kept"
+        return _rejected(file, source_id, notes, reason)
     first_file[source_id] = file or source_id
-    too_varied = too_many_words(document.text)
+    too_varied = too_many_words(text)
     if too_varied is not None:
-        return rejected(too_varied)
+        return _rejected(file, source_id, notes, too_varied)
     try:
-        spans = split_document(document.text, options)
+        spans = split_document(text, options)
         if not spans:
-            return rejected("no text — nothing stored")
-        mentions, entities = _mentioned_entities(document, extractor)
-        chunks = build_chunks(document, tenant_id, spans, mentions)
+            return _rejected(file, source_id, notes, "no text — nothing stored")
+        mentions = extractor.extract(text) if extractor is not None else None
+        if not mentions:  # most tiny documents name no entity
+            chunks = build_chunks(document, tenant_id, spans)
+            return Prepared(file, document, notes, chunks, [], len(spans) - len(chunks))
+        entities = {m.entity.entity_id: m.entity for m in mentions}
+        located = [PassageMention(m.start, m.end, m.entity.entity_id) for m in mentions]
+        chunks = build_chunks(document, tenant_id, spans, located)
     except ValueError as exc:
-        return rejected(f"cannot be cut into passages: {exc}")
+        return _rejected(file, source_id, notes, f"cannot be cut into passages: {exc}")
     used = {entity_id for chunk in chunks for entity_id in chunk.entity_ids}
     wanted = [entity for entity_id, entity in entities.items() if entity_id in used]
-    return _Prepared(item, chunks, wanted, len(spans) - len(chunks))
-
-
-class _Stored(NamedTuple):
-    """A document written, with the passages of its earlier version it removed."""
-
-    prepared: _Prepared
-    orphans: int
-
-
-class _Unwritten(NamedTuple):
-    """A document a stopped load did not write."""
-
-    item: _Item
-
-
-#: What became of one document: stored, not written, or a row saying why not.
-_Outcome = _Stored | _Unwritten | DocumentRow
-
-
-def _row(outcome: _Outcome) -> DocumentRow:
-    """The report row of ``outcome`` (made only when shown or kept: one is a model)."""
-    if isinstance(outcome, DocumentRow):
-        return outcome
-    if isinstance(outcome, _Unwritten):
-        file, document, notes = outcome.item
-        return DocumentRow(
-            file=file, source_id=document.source_id, status="rejected", reason=NOT_WRITTEN,
-            notes=notes,
-        )  # fmt: skip
-    (file, document, notes), chunks, entities, duplicates = outcome.prepared
-    return DocumentRow(
-        file=file, source_id=document.source_id, status="indexed", passages_written=len(chunks),
-        duplicate_passages=duplicates, entities_found=len(entities),
-        orphans_removed=outcome.orphans, notes=notes,
-    )  # fmt: skip
-
-
-async def _write_group(
-    group: Sequence[_Prepared | DocumentRow], store: ChunkStore, tenant_id: UUID
-) -> tuple[list[_Outcome], StoreUnavailable | None]:
-    """The group's documents in one ``replace_sources``; if that fails on its data, each on its
-    own, so the one bad document is named and the others are stored. An unavailable store
-    ends the group there: its unwritten documents are ``_Unwritten``, and the failure is
-    returned for the report."""
-    prepared = [p for p in group if isinstance(p, _Prepared)]
-    written: dict[int, _Outcome] = {}
-    if len(prepared) > 1:
-        entities = {e.entity_id: e for p in prepared for e in p.entities}
-        try:
-            removed = await store.replace_sources(
-                tenant_id,
-                [(p.item.document.source_id, p.chunks) for p in prepared],
-                list(entities.values()),
-            )
-        except StoreUnavailable as exc:  # no document is to blame: do not split the group
-            return [_unwritten(member) for member in group], exc
-        except Exception:  # the per-document writes below name the bad document and why
-            written = {}
-        else:
-            for p, orphans in zip(prepared, removed, strict=True):
-                written[id(p)] = _Stored(p, orphans)
-    outcomes: list[_Outcome] = []
-    failure: StoreUnavailable | None = None
-    for member in group:
-        if isinstance(member, DocumentRow):
-            outcomes.append(member)
-        elif id(member) in written:
-            outcomes.append(written[id(member)])
-        elif failure is not None:
-            outcomes.append(_unwritten(member))
-        else:
-            try:
-                outcomes.append(await _write(member, store, tenant_id))
-            except StoreUnavailable as exc:
-                failure = exc
-                outcomes.append(_unwritten(member))
-    return outcomes, failure
-
-
-def _unwritten(member: _Prepared | DocumentRow) -> _Outcome:
-    """A member of a group an unavailable store did not write (a rejection row stays as it is)."""
-    if isinstance(member, DocumentRow):
-        return member
-    return _Unwritten(member.item)
-
-
-async def _write(prepared: _Prepared, store: ChunkStore, tenant_id: UUID) -> _Outcome:
-    """One document's entities, then its passages in one ``replace_source``."""
-    (file, document, doc_notes), chunks, entities, _ = prepared
-    try:
-        if entities:
-            await store.upsert_entities(entities, tenant_id)
-        orphans = await store.replace_source(document.source_id, tenant_id, chunks)
-    except StoreUnavailable:
-        raise  # not this document's fault: the caller stops
-    except Exception as exc:  # the document's own data: it alone is rejected
-        reason = f"not stored ({type(exc).__name__}: {exc}); earlier passages kept"
-        return DocumentRow(
-            file=file, source_id=document.source_id, status="rejected", reason=reason,
-            notes=doc_notes,
-        )  # fmt: skip
-    return _Stored(prepared, orphans)
+    return Prepared(file, document, notes, chunks, wanted, len(spans) - len(chunks))
 
 
 async def index_uploads(
@@ -569,7 +388,7 @@ async def index_uploads(
     early: list[DocumentRow] = []
     files = iter(uploads)
 
-    async def items() -> AsyncIterator[_Item]:
+    async def parts() -> AsyncIterator[_Part]:
         while True:
             # Read off the event loop: parsing a file (a PDF waits for its sandbox) must not
             # hold the service's loop, where every session's search runs.
@@ -589,12 +408,10 @@ async def index_uploads(
                         reason=f"line {problem.line}: {problem.reason}",
                     )
                 )
-            for position, document in enumerate(upload.documents):
-                # A part's notes go with its first document (one row shows them once).
-                notes = list(upload.notes) if position == 0 else []
-                yield _Item(file=upload.file_name, document=document, notes=notes)
+            if upload.documents:
+                yield _Part(upload.file_name, upload.documents, list(upload.notes))
 
     return await _index_items(
-        items(), store, tenant_id, chunking, extractor, on_progress, early, concurrency,
+        parts(), store, tenant_id, chunking, extractor, on_progress, early, concurrency,
         before_first_write, batch_passages,
     )  # fmt: skip

@@ -397,3 +397,30 @@ async def test_a_stopped_load_with_writes_in_flight_reports_every_document_once(
     assert [row.source_id for row in report.rows] == [f"doc{i}" for i in range(40)]
     assert all(len(batch) == 2 for batch in store.batches)  # never one document alone
     assert report.documents_indexed == 6 and report.not_written == 34
+
+
+async def test_a_load_stopped_mid_file_counts_every_later_document_of_every_file_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Documents come a file (or a JSONL part) at a time: after the stop, the rest of the file
+    being cut and every later file are counted as not written, each document once, in order,
+    a file's notes on its first row."""
+    monkeypatch.setattr(indexing, "BATCH_PASSAGES", 4)
+    uploads = [
+        UploadResult(
+            file_name=f"f{k}.jsonl",
+            documents=[
+                SourceDocument(source_id=f"f{k}-{i}", text=f"Passage {i} about wings.")
+                for i in range(5)
+            ],
+            notes=[f"note of f{k}"],
+        )
+        for k in range(6)
+    ]
+    store = VanishingStore(writes=1)
+    report = await index_uploads(uploads, store, TENANT, concurrency=1)
+    expected = [f"f{k}-{i}" for k in range(6) for i in range(5)]
+    assert [row.source_id for row in report.rows] == expected
+    assert report.documents_indexed == 4 and report.not_written == 26
+    assert [row.notes for row in report.rows if row.notes] == [[f"note of f{k}"] for k in range(6)]
+    assert [f.documents_indexed + f.documents_rejected for f in report.by_file()] == [5] * 6

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Callable, Iterator
+from typing import Any
 from uuid import uuid4
 
 import pytest
@@ -96,6 +97,51 @@ async def test_indexing_gives_way_to_interactive_calls_before_every_document() -
 
     assert await asyncio.create_task(upload()) == 50
     assert len(paused) >= 50
+
+
+async def test_the_indexer_itself_gives_way_before_every_document_it_cuts() -> None:
+    """Documents come a part at a time and are cut in a plain loop; with a pause installed (the
+    service) it is still awaited before every document, whatever the store's writes do."""
+    paused: list[int] = []
+
+    class Silent(InMemoryChunkStore):
+        """Writes nothing and never gives way itself."""
+
+        async def replace_sources(self, *args: Any, **kwargs: Any) -> list[int]:
+            return [0] * len(args[1])
+
+    async def pause() -> None:
+        paused.append(1)
+
+    async def upload() -> int:
+        install(pause)
+        documents = [SourceDocument(source_id=f"n{i}", text=f"wings {i}") for i in range(300)]
+        report = await index_documents(documents, Silent(), uuid4(), extractor=None)
+        return report.documents_indexed
+
+    assert await asyncio.create_task(upload()) == 300
+    assert len(paused) >= 300
+
+
+def test_a_checkpoint_is_due_at_once_with_a_pause_and_after_a_turn_s_without(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from core import checkpoint as module
+
+    monkeypatch.setattr(module, "_TURN_S", 60.0)  # a slow machine must not reach the next turn
+    monkeypatch.setattr(module, "_last_turn", [0.0])
+
+    async def nothing() -> None:
+        return None
+
+    async def run() -> list[bool]:
+        first = module.turn_due()
+        await module.checkpoint()  # turns the loop: the next turn is _TURN_S away
+        without = module.turn_due()
+        module.install(nothing)
+        return [first, without, module.turn_due()]
+
+    assert asyncio.run(run()) == [True, False, True]
 
 
 def test_long_work_does_not_advance_while_an_interactive_call_is_pending(
