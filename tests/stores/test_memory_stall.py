@@ -223,6 +223,22 @@ def test_a_heavy_querys_tf_columns_are_read_a_few_thousand_postings_at_a_time(
     assert search[0] >= 9, f"{search[0]} steps searching 40 terms"
 
 
+def test_one_common_terms_tf_column_is_read_a_few_thousand_postings_at_a_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A term in half of a million passages was one 50-90 ms step (an unlimited read's
+    columns at 1M); its posting is cut into pieces like any other postings."""
+    rows = np.arange(0, 3_000, 2, dtype=np.int32)
+    postings = [(rows, (rows % 5 + 1).astype(np.int32)), (rows[:10], rows[:10] + 1)]
+    selected = np.arange(3_000)
+    whole = finish(postings_module.tf_column_steps(postings, selected, 3_000))
+    monkeypatch.setattr(postings_module, "COLUMN_STEP_POSTINGS", 100)
+    taken, stepped = _steps_of(postings_module.tf_column_steps(postings, selected, 3_000))
+    assert stepped.tolist() == whole.tolist()
+    assert whole[::2, 0].tolist() == (rows % 5 + 1).tolist()
+    assert taken >= len(rows) // 100 - 1, f"{taken} steps for one posting of {len(rows)}"
+
+
 def _steps_of(steps: Iterator[None]) -> tuple[int, Any]:
     """How many steps ``steps`` took, and its result."""
     taken = 0

@@ -14,7 +14,9 @@ from core.domain.chunks import StoredChunk
 from core.domain.postings import (
     BIT_TERMS,
     EMPTY_POSTING,
+    SCATTER_ORDER_ROWS,
     Posting,
+    in_key_order,
     posting_bits,
     postings_candidates,
     tf_columns,
@@ -108,6 +110,26 @@ def test_a_limit_inside_a_level_keeps_its_smallest_ids() -> None:
     assert truncation_order(counts, 2, 4).tolist() == [1, 3, 4, 0]
     rank = np.array([6, 5, 4, 3, 2, 1, 0], dtype=np.int64)
     assert truncation_order(counts, 2, 4, rank).tolist() == [4, 3, 1, 6]
+
+
+@settings(max_examples=40)
+@given(
+    n=st.integers(0, 3 * SCATTER_ORDER_ROWS),
+    spread=st.sampled_from([1, 2, 40]),
+    repeats=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
+def test_rows_come_in_key_order_however_their_keys_are_spread(
+    n: int, spread: int, repeats: bool, seed: int
+) -> None:
+    """Dense distinct keys are placed by a scatter; sparse or repeated ones are sorted:
+    either way the order is a stable sort's."""
+    rng = np.random.default_rng(seed)
+    keys = (
+        rng.integers(0, max(n, 1), size=n) if repeats else rng.permutation(n * spread)[:n]
+    ).astype(np.int64)
+    rows = rng.permutation(10 * n + 1)[:n].astype(np.int64)
+    assert in_key_order(rows, keys).tolist() == rows[np.argsort(keys, kind="stable")].tolist()
 
 
 def test_terms_and_postings_must_pair_up() -> None:
