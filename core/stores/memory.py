@@ -6,8 +6,9 @@ only index. A query touches only the postings of its terms, and n_docs / avg_doc
 O(1). The alternative, re-tokenising every passage per query, is simpler but makes a query
 cost the whole corpus.
 
-Every write builds the next image aside — outside the lock, giving way per passage tokenised
-and per few thousand postings turned into arrays, the arrays in a thread once the image holds
+Every write builds the next image aside — outside the lock, giving way per few thousand
+characters tokenised (``memory_writer``: a batch's texts at once), per few hundred lookups and
+per piece of arrays joined, the next image's arrays in a thread once the image holds
 passages — and swaps it in under one ``threading.Lock`` if no other write replaced it meanwhile
 (else it builds again, reusing its tokens). Readers take the current image under the lock and
 read it without it: they see the old version or the new one, never a mix, and an upload into a
@@ -38,7 +39,7 @@ import asyncio
 import heapq
 import itertools
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from uuid import UUID
 
@@ -52,11 +53,12 @@ from core.domain.entities import Entity
 from core.domain.names import name_key
 from core.domain.ranking import LexicalCandidates
 from core.domain.tokenize import DEFAULT_PROFILE, Profile
-from core.stores.memory_image import Image, Segment, SegmentWriter, image_of
+from core.stores.memory_image import Image, Segment, image_of
 from core.stores.memory_judging import InMemoryJudging
 from core.stores.memory_kept import ENTITY_IDS, ID, TEXT, Kept, kept_passage, passage_copy
 from core.stores.memory_reads import read_view
 from core.stores.memory_workspaces import InMemoryWorkspaces
+from core.stores.memory_writer import TEXT_PIECE_CHARS, TEXT_STEP_CHARS, SegmentWriter
 from core.stores.port import (
     CorpusSummary,
     EntitySummary,
@@ -87,6 +89,19 @@ LOOKUP_STEP = 256
 #: Passages in a store from which a new image freezes the collector (see the docstring);
 #: below it a full collection is short and freezing would not pay.
 FREEZE_ABOVE = 100_000
+
+
+def _runs(chunks: Sequence[Kept], chars: int) -> Iterator[Sequence[Kept]]:
+    """``chunks`` in consecutive runs of at most ``chars`` characters of text (a longer
+    passage is a run of its own)."""
+    start = size = 0
+    for end, chunk in enumerate(chunks):
+        if size and size + len(chunk[TEXT]) > chars:
+            yield chunks[start:end]
+            start, size = end, 0
+        size += len(chunk[TEXT])
+    if start < len(chunks):
+        yield chunks[start:]
 
 
 @dataclass
@@ -185,7 +200,8 @@ class InMemoryChunkStore(InMemoryJudging, InMemoryWorkspaces):
         """The write of ``batch`` (one chunk per id) into ``tenant``'s current image, built
         aside; ``sources``' other passages are removed. ``built`` keeps the new passages' segment
         across attempts (by profile and ids: what it was built from); ``give_way`` reaches a
-        checkpoint per passage tokenised and per ``STEP_POSTINGS`` postings turned into arrays."""
+        checkpoint per ``LOOKUP_STEP`` lookups, per ``TEXT_STEP_CHARS`` characters tokenised
+        and per piece joined."""
         before = tenant.image
         removed_rows: list[int] = []
         removed: list[int] = []
@@ -216,8 +232,8 @@ class InMemoryChunkStore(InMemoryJudging, InMemoryWorkspaces):
         key = (before.profile, tuple(chunk[ID] for chunk in added))
         if added and key not in built:
             writer = SegmentWriter(give_way)
-            for chunk in added:
-                writer.add(passage_terms(chunk[TEXT], before.profile))
+            for run in _runs(added, TEXT_STEP_CHARS if give_way else TEXT_PIECE_CHARS):
+                writer.add_texts([chunk[TEXT] for chunk in run], before.profile)
                 if give_way:
                     await checkpoint()
             built.clear()

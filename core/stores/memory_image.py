@@ -23,31 +23,22 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Final, NamedTuple
+from typing import Final
 
 import numpy as np
 import numpy.typing as npt
 
 from core.domain.models import built
 from core.domain.postings import EMPTY_POSTING, Posting
-from core.domain.steps import Steps, finish
+from core.domain.steps import Steps
 from core.domain.tokenize import Profile
 from core.stores.memory_kept import ID, SOURCE_ID, Kept
 from core.stores.port import SourceSummary
 
-#: A passage's token count and tf per term (``port.passage_terms``).
-TermCounts = tuple[int, dict[str, int]]
 #: Segments of one size level (powers of this factor) that are merged into one.
 MERGE_FACTOR: Final = 10
-#: Postings a ``SegmentWriter`` holds as term counts before it turns them into arrays.
-PIECE_POSTINGS: Final = 100_000
-#: ``PIECE_POSTINGS`` for a write that gives way (an upload's group, a re-index): a piece's
-#: arrays are C-level passes that hold the loop (and the GIL) in one go, ~1 ms for this many
-#: postings where 100,000 took 60-80 ms on the shared machine (bench_stall --holds).
-STEP_POSTINGS: Final = 4_096
 #: Source summaries built between two steps of ``Image.source_summary_steps`` (1,024 were a
 #: 4-6 ms CPU step of an upload into a 12,600-passage workspace, loaded machine).
 SUMMARY_STEP: Final = 256
@@ -73,12 +64,6 @@ class Segment:
     size: int
 
     @classmethod
-    def build(cls, passages: Sequence[dict[str, int]]) -> Segment:
-        """From each row's tf per term, in row order (one ``_Piece``)."""
-        vocabulary = _vocabulary()
-        return finish(cls.joined([_piece(passages, vocabulary)], dict(vocabulary)))
-
-    @classmethod
     def merged(cls, segments: Sequence[Segment], lives: Sequence[npt.NDArray[np.bool_]]) -> Segment:
         """One segment of ``segments``' live rows, in order (``lives[k]``: segment k's mask).
 
@@ -100,7 +85,7 @@ class Segment:
             sizes = before[segment.offsets[1:]] - firsts
             counts[mapped] += sizes  # a segment names each term once: no repeated index
             plans.append((mapped, alive, firsts, sizes))
-        offsets, cursor, rows, tfs = _output(counts)
+        offsets, cursor, rows, tfs = posting_arrays(counts)
         base = 0
         for segment, live, (mapped, alive, firsts, sizes) in zip(
             segments, lives, plans, strict=True
@@ -116,69 +101,12 @@ class Segment:
             base += int(np.count_nonzero(live))
         return cls(slots, offsets, rows, tfs, base)
 
-    @staticmethod
-    def joined(pieces: Sequence[_Piece], slots: dict[str, int]) -> Steps[Segment]:
-        """One segment of ``pieces`` (consecutive rows, in order) numbered by ``slots``: each
-        posting is scattered to its place at once, a step per piece; the work is the pieces'
-        postings and terms (a piece's dense offsets cost the whole vocabulary per piece: a
-        million small pieces' worth at 1M passages)."""
-        counts = np.zeros(len(slots), dtype=np.int64)
-        for piece in pieces:
-            counts[piece.terms] += piece.counts  # a piece names each term once
-        if len(pieces) == 1:
-            only = pieces[0]
-            offsets = np.zeros(len(slots) + 1, dtype=np.int64)
-            np.cumsum(counts, out=offsets[1:])
-            return Segment(slots, offsets, only.rows, only.tfs, only.size)
-        offsets, cursor, rows, tfs = _output(counts)
-        base = 0
-        for piece in pieces:
-            yield
-            firsts = np.zeros(len(piece.counts), dtype=np.int64)
-            np.cumsum(piece.counts[:-1], out=firsts[1:])
-            shift = cursor[piece.terms] - firsts  # block start in the output, less its own
-            cursor[piece.terms] += piece.counts
-            dest = np.repeat(shift, piece.counts) + np.arange(len(piece.rows), dtype=np.int64)
-            rows[dest] = piece.rows + np.int32(base)
-            tfs[dest] = piece.tfs
-            base += piece.size
-        return Segment(slots, offsets, rows, tfs, base)
-
     def posting(self, term: str) -> Posting:
         i = self.terms.get(term)
         if i is None:
             return EMPTY_POSTING
         start, end = int(self.offsets[i]), int(self.offsets[i + 1])
         return self.rows[start:end], self.tfs[start:end]
-
-
-class _Piece(NamedTuple):
-    """The postings of consecutive rows sorted by term: the distinct term slots ascending and
-    how many postings each has, then the rows (local, ascending per term) and tfs."""
-
-    terms: Ints
-    counts: Ints
-    rows: npt.NDArray[np.int32]
-    tfs: npt.NDArray[np.int32]
-    size: int
-
-
-def _piece(passages: Sequence[dict[str, int]], vocabulary: defaultdict[str, int]) -> _Piece:
-    """``passages``' postings, a few C-level passes and one sort; ``vocabulary`` (shared by a
-    ``SegmentWriter``'s pieces) gains the new terms, each numbered next in the same C-level
-    lookup that numbers a known one."""
-    sizes = np.fromiter(map(len, passages), np.int64, len(passages))
-    total = int(sizes.sum())
-    keys = itertools.chain.from_iterable(passages)
-    term = np.fromiter(map(vocabulary.__getitem__, keys), np.int32, total)
-    tfs = np.fromiter(itertools.chain.from_iterable(map(dict.values, passages)), np.int32, total)
-    rows = np.repeat(np.arange(len(passages), dtype=np.int32), sizes)
-    # Stable: postings arrive in row order, so each term's rows stay ascending.
-    order = np.argsort(term, kind="stable")
-    term = term[order]
-    starts = np.flatnonzero(np.concatenate(([True], term[1:] != term[:-1]))) if total else sizes[:0]
-    counts = np.diff(np.append(starts, total))
-    return _Piece(term[starts].astype(np.int64), counts, rows[order], tfs[order], len(passages))
 
 
 def shared_slots(segments: Sequence[Segment]) -> tuple[dict[str, int], list[Ints]]:
@@ -195,11 +123,6 @@ def shared_slots(segments: Sequence[Segment]) -> tuple[dict[str, int], list[Ints
         for segment in segments[1:]
     ]
     return slots, maps
-
-
-def _vocabulary() -> defaultdict[str, int]:
-    """Term -> slot, a new term numbered next as it is first looked up."""
-    return defaultdict(itertools.count().__next__)
 
 
 def _level(rows: int) -> int:
@@ -228,7 +151,7 @@ def _found(keys: Objects, wanted: Sequence[str]) -> tuple[Ints, npt.NDArray[np.b
     return at, hits
 
 
-def _output(counts: Ints) -> tuple[Ints, Ints, npt.NDArray[np.int32], npt.NDArray[np.int32]]:
+def posting_arrays(counts: Ints) -> tuple[Ints, Ints, npt.NDArray[np.int32], npt.NDArray[np.int32]]:
     """A segment's arrays to scatter into, for ``counts`` postings per term: the offsets, a
     write cursor per term (its block's start) and the empty rows and tfs."""
     offsets = np.zeros(len(counts) + 1, dtype=np.int64)
@@ -497,44 +420,6 @@ class Image:
         )
 
 
-class SegmentWriter:
-    """Passages' term counts in, one ``Segment`` out, holding the counts of at most
-    ``PIECE_POSTINGS`` postings at a time (``STEP_POSTINGS`` for a write that ``give_way``-s,
-    its caller checkpointing between adds and running ``finish_steps``): the rest is arrays.
-    Keeping every passage's counts until the end is a forward index as large as the postings
-    (a 3 MB one-line file took 23x its size in memory that way; 58 MB, over a gigabyte)."""
-
-    def __init__(self, give_way: bool = False) -> None:
-        self._pieces: list[_Piece] = []
-        self._piece: list[dict[str, int]] = []
-        self._postings = 0
-        self._limit = STEP_POSTINGS if give_way else PIECE_POSTINGS
-        self._lengths: list[int] = []
-        self._slots = _vocabulary()
-
-    def add(self, terms: TermCounts) -> None:
-        length, tfs = terms
-        self._lengths.append(length)
-        self._piece.append(tfs)
-        self._postings += len(tfs)
-        if self._postings >= self._limit:
-            self._pieces.append(_piece(self._piece, self._slots))
-            self._piece, self._postings = [], 0
-
-    def finish(self) -> tuple[Segment, Ints]:
-        """The segment of every passage added, in order, and their token counts."""
-        return finish(self.finish_steps())
-
-    def finish_steps(self) -> Steps[tuple[Segment, Ints]]:
-        """``finish`` with a step after the last piece is built and per piece joined."""
-        if self._piece or not self._pieces:
-            self._pieces.append(_piece(self._piece, self._slots))
-            self._piece = []
-        slots = dict(self._slots)  # published: a lookup of an unknown term adds nothing
-        segment = yield from Segment.joined(self._pieces, slots)
-        return segment, np.asarray(self._lengths, dtype=np.int64)
-
-
 def image_of(
     profile: Profile, version: int, chunks: Sequence[Kept], made: tuple[Segment, Ints]
 ) -> Image:
@@ -548,12 +433,12 @@ def image_of(
 __all__ = [
     "DEAD_SHARE",
     "MERGE_FACTOR",
-    "PIECE_POSTINGS",
-    "STEP_POSTINGS",
+    "SUMMARY_STEP",
     "Image",
+    "Ints",
+    "Objects",
     "Segment",
-    "SegmentWriter",
-    "TermCounts",
     "image_of",
+    "posting_arrays",
     "shared_slots",
 ]

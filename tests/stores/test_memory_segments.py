@@ -17,11 +17,12 @@ import pytest
 
 from core.checkpoint import install
 from core.domain.postings import EMPTY_POSTING
-from core.domain.tokenize import DEFAULT_PROFILE
+from core.domain.tokenize import DEFAULT_PROFILE, Profile
 from core.stores import memory as memory_module
 from core.stores.memory import InMemoryChunkStore
-from core.stores.memory_image import MERGE_FACTOR, Segment, SegmentWriter, image_of
+from core.stores.memory_image import MERGE_FACTOR, image_of
 from core.stores.memory_kept import kept_passage
+from core.stores.memory_writer import SegmentWriter, segment_of
 from core.stores.port import passage_terms
 from tests.stores.compliance import make_chunk
 
@@ -178,16 +179,16 @@ def test_an_image_keeps_the_number_of_segments_logarithmic() -> None:
 def test_a_segment_written_in_pieces_equals_one_built_at_once(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from core.stores import memory_image
+    from core.stores import memory_writer
 
     rng = random.Random(2)
     counts = [passage_terms(_text(rng)) for _ in range(50)]
-    monkeypatch.setattr(memory_image, "PIECE_POSTINGS", 7)
+    monkeypatch.setattr(memory_writer, "PIECE_POSTINGS", 7)
     writer = SegmentWriter()
     for terms in counts:
         writer.add(terms)
     pieces, lengths = writer.finish()
-    whole = Segment.build([tfs for _, tfs in counts])
+    whole = segment_of([tfs for _, tfs in counts])
     assert lengths.tolist() == [n for n, _ in counts]
     assert set(pieces.terms) == set(whole.terms)
     for term in whole.terms:
@@ -196,8 +197,29 @@ def test_a_segment_written_in_pieces_equals_one_built_at_once(
         ]
 
 
+@pytest.mark.parametrize("profile", list(Profile))
+def test_a_segment_built_from_texts_is_the_one_built_from_each_passages_term_counts(
+    profile: Profile,
+) -> None:
+    # Texts tokenised as one batch (add_texts) must give every term the same rows and tfs,
+    # and every passage the same length, as a counter per passage (add) did.
+    rng = random.Random(11)
+    texts = [_text(rng) + " Wings Ünïcode naïve w3" * (i % 3) for i in range(300)]
+    texts[7] = "the of and"  # stopwords only: a passage with no term
+    by_counts, by_texts = SegmentWriter(), SegmentWriter()
+    for text in texts:
+        by_counts.add(passage_terms(text, profile))
+    by_texts.add_texts(texts[:120], profile)
+    by_texts.add_texts(texts[120:], profile)
+    (a, a_lengths), (b, b_lengths) = by_counts.finish(), by_texts.finish()
+    assert a_lengths.tolist() == b_lengths.tolist() and a.size == b.size == 300
+    assert set(a.terms) == set(b.terms)
+    for term in a.terms:
+        assert [x.tolist() for x in a.posting(term)] == [x.tolist() for x in b.posting(term)]
+
+
 def test_a_segments_postings_are_rows_ascending_and_unknown_terms_are_empty() -> None:
-    segment = Segment.build([{"t": 1, "u": 3}, {"t": 2}, {"u": 7, "t": 5}])
+    segment = segment_of([{"t": 1, "u": 3}, {"t": 2}, {"u": 7, "t": 5}])
     assert [a.tolist() for a in segment.posting("t")] == [[0, 1, 2], [1, 2, 5]]
     assert [a.tolist() for a in segment.posting("u")] == [[0, 2], [3, 7]]
     assert segment.posting("nope") is EMPTY_POSTING

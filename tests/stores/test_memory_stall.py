@@ -31,9 +31,10 @@ from core.ingest import indexing
 from core.ingest.report import Tally
 from core.service.facade import LexplainService
 from core.settings import Settings
-from core.stores import memory, memory_image
+from core.stores import memory, memory_image, memory_writer
 from core.stores.memory import InMemoryChunkStore
-from core.stores.memory_image import STEP_POSTINGS, Image
+from core.stores.memory_image import Image
+from core.stores.memory_writer import STEP_POSTINGS, TEXT_STEP_CHARS
 from core.stores.port import Workspace
 
 #: Distinct words per passage: a group of 200 passages is ~5 pieces of ``STEP_POSTINGS``.
@@ -58,16 +59,22 @@ def _sources(
 
 @pytest.fixture
 def events(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[str, int]]]:
-    """("build", postings) per piece turned into arrays; ``_paused`` adds ("pause", 0) per
-    checkpoint."""
+    """("build", postings) per piece turned into arrays from term counts, ("build", -chars)
+    per piece tokenised from texts; ``_paused`` adds ("pause", 0) per checkpoint."""
     seen: list[tuple[str, int]] = []
-    piece = memory_image._piece
+    piece = memory_writer._piece
+    text_piece = memory_writer._text_piece
 
     def counted_piece(passages: Any, vocabulary: Any) -> Any:
         seen.append(("build", sum(map(len, passages))))
         return piece(passages, vocabulary)
 
-    monkeypatch.setattr(memory_image, "_piece", counted_piece)
+    def counted_text_piece(texts: Any, profile: Any, vocabulary: Any) -> Any:
+        seen.append(("build", -sum(map(len, texts))))
+        return text_piece(texts, profile, vocabulary)
+
+    monkeypatch.setattr(memory_writer, "_piece", counted_piece)
+    monkeypatch.setattr(memory_writer, "_text_piece", counted_text_piece)
     yield seen
 
 
@@ -81,7 +88,9 @@ def _paused(seen: list[tuple[str, int]]) -> Callable[[], Any]:
 def _check_pieces(seen: list[tuple[str, int]]) -> None:
     builds = [n for kind, n in seen if kind == "build"]
     assert len(builds) >= 4, f"{builds}: the group was built in too few pieces to tell"
-    assert max(builds) <= STEP_POSTINGS + WORDS, f"a piece of {max(builds)} postings at once"
+    postings, chars = [n for n in builds if n >= 0], [-n for n in builds if n < 0]
+    assert max(postings, default=0) <= STEP_POSTINGS + WORDS, f"a piece of {max(builds)} postings"
+    assert max(chars, default=0) <= TEXT_STEP_CHARS, f"{max(chars)} characters in one piece"
     kinds = [kind for kind, _ in seen]
     for a, b in itertools.pairwise(kinds):
         assert (a, b) != ("build", "build"), "two pieces built with no checkpoint between"

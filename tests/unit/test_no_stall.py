@@ -230,9 +230,10 @@ async def test_an_in_memory_write_gives_way_per_passage_and_still_lands_whole() 
 
 
 async def test_a_group_into_an_empty_workspace_is_indexed_aside_and_swapped_in_at_once() -> None:
-    """Into an empty workspace the group is indexed aside, giving way per passage tokenised and
-    per source copied (a source with no rows yet has nothing to look up, so no turn for it);
-    readers meanwhile see none of it, then all."""
+    """Into an empty workspace the group is indexed aside, giving way per source copied and
+    per few thousand characters tokenised (``TEXT_STEP_CHARS``, tests/stores/test_memory_stall;
+    a source with no rows yet has nothing to look up, so no turn for it); readers meanwhile
+    see none of it, then all."""
     store = InMemoryChunkStore()
     tenant = uuid4()
     await store.upsert_workspace(Workspace(tenant_id=tenant, name="notes"))
@@ -253,7 +254,7 @@ async def test_a_group_into_an_empty_workspace_is_indexed_aside_and_swapped_in_a
         return await store.replace_sources(tenant, sources)
 
     assert await asyncio.create_task(write()) == [0] * 40
-    assert len(seen) >= 2 * 40, f"{len(seen)} checkpoints: the insertion did not give way"
+    assert len(seen) > 40, f"{len(seen)} checkpoints: the insertion did not give way"
     assert set(seen) <= {0, 40} and seen == sorted(seen) and seen[0] == 0, seen
     summary = await store.corpus_summary(tenant)
     assert (summary.passages, summary.sources) == (40, 40)
