@@ -166,6 +166,17 @@ def _objects(values: Iterable[object], size: int) -> Objects:
     return out
 
 
+@dataclass
+class Since:
+    """How an image was written from the one before it, so the read view is updated from that
+    one's (``memory_reads``) rather than built: its ``views`` (let go once read), the live ranks
+    it removed in its chunk-id order, and how many rows it appended (the image's last rows)."""
+
+    views: list[object] | None
+    removed: Ints
+    added: int
+
+
 @dataclass(frozen=True)
 class Image:
     """One tenant version, never mutated: readers keep using it while a write builds the next."""
@@ -192,6 +203,8 @@ class Image:
     source_rows: Ints
     #: Each row's rank in chunk-id order (dead rows: any value; they match no term).
     id_rank: Ints
+    #: How this version was written from the one before (None: built whole).
+    since: Since | None = field(default=None, repr=False, compare=False)
     #: The read view of this version (a ``memory_reads.View``, which imports this module),
     #: built on its first read; a new version starts without one (``replace`` does not carry
     #: a field that is not in init).
@@ -350,6 +363,7 @@ class Image:
             self, version=version, segments=segments, bases=bases, dead=tuple(dead), ids=ids,
             chunks=chunks, lengths=lengths, live=live, passages=passages, tokens=tokens,
             id_keys=id_keys, id_rows=id_rows, source_keys=source_keys, source_rows=source_rows,
+            since=Since(self.views, self.id_rank[removed], len(added)),
         )  # fmt: skip
         if merge:
             image = image._merged()
@@ -438,6 +452,7 @@ __all__ = [
     "Ints",
     "Objects",
     "Segment",
+    "Since",
     "image_of",
     "posting_arrays",
     "shared_slots",

@@ -17,7 +17,7 @@ import pytest
 from core.domain.postings import posting_bits
 from core.stores import memory_reads
 from core.stores.memory import InMemoryChunkStore
-from core.stores.memory_image import MERGE_FACTOR, Image
+from core.stores.memory_image import MERGE_FACTOR, Image, Since
 from core.stores.memory_reads import View, view_of
 from core.stores.port import passage_terms
 from tests.stores.compliance import make_chunk
@@ -86,31 +86,30 @@ async def test_a_view_built_in_small_pieces_or_without_packed_keys_is_the_same_v
     assert _arrays(View.of(image)) == _arrays(whole)
 
 
-async def test_a_view_is_built_once_per_image_and_a_write_or_delete_starts_a_new_one(
+async def test_a_view_is_made_once_per_image_and_a_write_or_delete_starts_a_new_one(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     built: list[Image] = []
-    build = View.of.__func__  # type: ignore[attr-defined]
+    update = memory_reads._updated
 
-    def counted(cls: type[View], image: Image) -> View:
+    def counted(before: View, image: Image, since: Since) -> View:
         built.append(image)
-        view: View = build(cls, image)
-        return view
+        return update(before, image, since)
 
-    monkeypatch.setattr(View, "of", classmethod(counted))
+    monkeypatch.setattr(memory_reads, "_updated", counted)
     store = InMemoryChunkStore()
     tenant = uuid.uuid4()
     await store.upsert_many([make_chunk(tenant, f"a{i}", "wing flutter", 0) for i in range(4)])
     for _ in range(3):
         assert (await store.lexical_candidates(["wing"], tenant, 10)).matching == 4
-    assert len(built) == 1
+    assert not built  # the first view is built, not updated
     await store.upsert_many([make_chunk(tenant, "b", "wing heat", 0)])
     assert (await store.lexical_candidates(["wing"], tenant, 10)).matching == 5
     assert await store.delete_by_source("a1", tenant) == 1
     found = await store.lexical_candidates(["wing", "flutter"], tenant, 10)
     assert sorted(c.chunk.source_id for c in found.candidates) == ["a0", "a2", "a3", "b"]
     assert found.stats.doc_frequencies == {"flutter": 3, "wing": 4}
-    assert len(built) == 3 and built[-1] is _image(store, tenant)
+    assert len(built) == 2 and built[-1] is _image(store, tenant)  # the first one was built
 
 
 async def test_a_view_built_in_a_thread_answers_as_one_built_inline(
@@ -164,3 +163,54 @@ async def test_a_view_keeps_the_bitsets_of_common_terms_only_and_they_are_their_
     assert view.kept_bits.keys() == common and common and rare
     for word, bits in view.kept_bits.items():
         assert bits.tolist() == posting_bits(view.posting(word)[0], n).tolist(), word
+
+
+def _live_arrays(view: View) -> list[object]:
+    """``_arrays`` over the terms some live passage has (an updated view may keep a term
+    whose passages are all gone, with an empty posting)."""
+    terms = sorted(t for t in view.postings.terms if len(view.posting(t)[0]))
+    return [terms, *(a.tolist() for t in terms for a in view.posting(t)),
+            view.lengths.tolist(), view.ids.tolist(), view.image_rows.tolist()]  # fmt: skip
+
+
+@pytest.mark.parametrize("seed", [5, 6, 7])
+async def test_a_view_updated_after_writes_and_deletes_is_the_view_built_fresh(
+    monkeypatch: pytest.MonkeyPatch, seed: int
+) -> None:
+    built: list[Image] = []
+    build = View.of.__func__  # type: ignore[attr-defined]
+
+    def counted(cls: type[View], image: Image) -> View:
+        built.append(image)
+        view: View = build(cls, image)
+        return view
+
+    rng = random.Random(seed)
+    store = InMemoryChunkStore()
+    tenant = uuid.uuid4()
+    sources: list[str] = []
+    for step in range(4 * MERGE_FACTOR):
+        draw = rng.random()
+        if sources and draw < 0.3:
+            await store.delete_by_source(sources.pop(rng.randrange(len(sources))), tenant)
+        elif sources and draw < 0.5:  # a source rewritten: removed and added in one write
+            source = rng.choice(sources)
+            chunks = [make_chunk(tenant, source, _text(rng), i) for i in range(rng.randint(1, 4))]
+            await store.replace_sources(tenant, [(source, chunks)])
+        else:  # new sources, their ids among the others'
+            news = [f"s{rng.randrange(10_000)}-{step}" for _ in range(rng.randint(1, 3))]
+            sizes = [rng.randint(1, 4) for _ in news]
+            await store.upsert_many(
+                [
+                    make_chunk(tenant, s, _text(rng), i)
+                    for s, n in zip(news, sizes, strict=True)
+                    for i in range(n)
+                ]
+            )
+            sources += news
+        await store.lexical_candidates(["w0", "w3"], tenant, 5)
+        if step == 0:
+            monkeypatch.setattr(View, "of", classmethod(counted))
+        image = _image(store, tenant)
+        assert _live_arrays(view_of(image)) == _live_arrays(build(View, image)), step
+    assert not built, "every view after the first was updated, none built"
