@@ -220,14 +220,17 @@ class InMemoryChunkStore(InMemoryJudging, InMemoryWorkspaces):
             await checkpoint()
         replaced: list[tuple[int, Kept]] = []
         added: list[Kept] = []
+        places: list[int] = []  # each added id's place in the image's id order
         for at in range(0, len(batch), step):
             part = batch[at : at + step]
-            for chunk, row in zip(part, before.rows_of_ids([c[ID] for c in part]), strict=True):
+            rows, found = before.rows_of_ids([chunk[ID] for chunk in part])
+            for chunk, row, place in zip(part, rows, found, strict=True):
                 if row >= 0:
                     # Same key means same source and text, so the terms are unchanged.
                     replaced.append((row, chunk))
                 else:
                     added.append(chunk)
+                    places.append(place)
             await checkpoint()
         key = (before.profile, tuple(chunk[ID] for chunk in added))
         if added and key not in built:
@@ -247,7 +250,8 @@ class InMemoryChunkStore(InMemoryJudging, InMemoryWorkspaces):
 
         def build() -> Image:
             rows = np.asarray(removed_rows, dtype=np.int64)
-            return before.written(next(_VERSIONS), rows, replaced, added, segment, lengths)
+            version = next(_VERSIONS)
+            return before.written(version, rows, replaced, added, segment, lengths, True, places)
 
         if len(before.ids) + len(added) >= _THREAD_ROWS:
             after = await asyncio.to_thread(build)

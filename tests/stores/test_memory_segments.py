@@ -13,14 +13,16 @@ import random
 import tracemalloc
 import uuid
 
+import numpy as np
 import pytest
 
 from core.checkpoint import install
+from core.domain.chunks import StoredChunk
 from core.domain.postings import EMPTY_POSTING
 from core.domain.tokenize import DEFAULT_PROFILE, Profile
 from core.stores import memory as memory_module
 from core.stores.memory import InMemoryChunkStore
-from core.stores.memory_image import MERGE_FACTOR, image_of
+from core.stores.memory_image import MERGE_FACTOR, Ints, Segment, image_of
 from core.stores.memory_kept import kept_passage
 from core.stores.memory_writer import SegmentWriter, segment_of
 from core.stores.port import passage_terms
@@ -159,6 +161,30 @@ async def test_readers_see_none_of_a_group_into_a_full_workspace_until_all_of_it
     assert len(states) >= 20 and states == sorted(states) and states[0] == 0, states
     assert (await store.corpus_summary(tenant)).passages == 20 + 10 + 10
     await _same_answers(store, tenant)
+
+
+def _segment_of_texts(chunks: list[StoredChunk]) -> tuple[Segment, Ints]:
+    writer = SegmentWriter()
+    writer.add_texts([chunk.text for chunk in chunks], DEFAULT_PROFILE)
+    return writer.finish()
+
+
+def test_an_image_written_with_its_new_ids_places_known_is_the_one_that_searched_them() -> None:
+    # A write looks its ids up first; their places then spare the image's insert a second
+    # binary search of string keys, shifted by the ids the same write removes before them.
+    rng = random.Random(9)
+    tenant = uuid.uuid4()
+    old = [make_chunk(tenant, f"s{i}", _text(rng)) for i in range(300)]
+    image = image_of(DEFAULT_PROFILE, 1, [kept_passage(c) for c in old], _segment_of_texts(old))
+    removed = np.asarray(sorted(rng.sample(range(300), 60)), dtype=np.int64)
+    new = [make_chunk(tenant, f"n{i}", _text(rng)) for i in range(120)]
+    _, places = image.rows_of_ids([chunk.id for chunk in new])
+    added, made = [kept_passage(c) for c in new], _segment_of_texts(new)
+    known = image.written(2, removed, (), added, *made, True, places)
+    searched = image.written(2, removed, (), added, *made)
+    assert known.id_keys.tolist() == searched.id_keys.tolist() == sorted(searched.id_keys)
+    assert known.id_rows.tolist() == searched.id_rows.tolist()
+    assert known.id_rank.tolist() == searched.id_rank.tolist()
 
 
 def test_an_image_keeps_the_number_of_segments_logarithmic() -> None:
