@@ -36,8 +36,9 @@ STEP_POSTINGS: Final = 4_096
 #: Characters of passage text a write tokenises as one batch (``SegmentWriter.add_texts``):
 #: its tokens and keys are ~40 bytes a token while it is built (a passage longer is alone).
 TEXT_PIECE_CHARS: Final = 1 << 22
-#: ``TEXT_PIECE_CHARS`` for a write that gives way: a batch is one step on the loop.
-TEXT_STEP_CHARS: Final = 1 << 15
+#: ``TEXT_PIECE_CHARS`` for a write that gives way: a batch is one step on the loop (32 KB of
+#: Cranfield were 5-8 ms CPU steps of an upload on the loaded machine).
+TEXT_STEP_CHARS: Final = 1 << 13
 
 
 class _Piece(NamedTuple):
