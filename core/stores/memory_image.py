@@ -197,8 +197,10 @@ class Image:
     #: Dead rows per segment.
     dead: tuple[int, ...]
     ids: Objects
-    #: Each row's passage (dead rows' too, until a merge drops them).
-    chunks: list[Kept]
+    #: Each row's passage (dead rows' too, until a merge drops them). A tuple: the collector
+    #: untracks it once it has seen it (its passages are untracked tuples), where a list was
+    #: walked by every full collection (a million passages: 47 against 14 ms a collection).
+    chunks: tuple[Kept, ...]
     lengths: Ints
     live: npt.NDArray[np.bool_]
     passages: int
@@ -223,7 +225,7 @@ class Image:
         none = np.empty(0, dtype=object)
         ints = np.empty(0, dtype=np.int64)
         return cls(
-            profile, version, (), (), (), none, [], ints, np.empty(0, np.bool_), 0, 0,
+            profile, version, (), (), (), none, (), ints, np.empty(0, np.bool_), 0, 0,
             none, ints, none, ints, ints,
         )  # fmt: skip
 
@@ -350,9 +352,10 @@ class Image:
             keep = live[source_rows]
             source_keys, source_rows = source_keys[keep], source_rows[keep]
         if replaced:
-            chunks = list(chunks)
+            rewritten = list(chunks)
             for row, chunk in replaced:
-                chunks[row] = chunk
+                rewritten[row] = chunk
+            chunks = tuple(rewritten)
         segments, bases = self.segments, self.bases
         ids, lengths = self.ids, self.lengths
         if added:
@@ -368,7 +371,7 @@ class Image:
             ids = np.concatenate((ids, new_ids))
             lengths = np.concatenate((lengths, new_lengths))
             live = np.concatenate((live, np.ones(len(added), np.bool_)))
-            chunks = [*chunks, *added]
+            chunks = (*chunks, *added)
             tokens += int(new_lengths.sum())
             passages += len(added)
             id_keys, id_rows = _sorted_insert(id_keys, id_rows, new_ids, fresh, added_at)
@@ -428,8 +431,8 @@ class Image:
         keep = np.ones(len(self.ids), dtype=np.bool_)
         keep[start:end] = kept
         where = np.flatnonzero(kept).tolist()
-        chunks = [*self.chunks[:start], *(self.chunks[start + i] for i in where),
-                  *self.chunks[end:]]  # fmt: skip
+        chunks = (*self.chunks[:start], *(self.chunks[start + i] for i in where),
+                  *self.chunks[end:])  # fmt: skip
         # A segment left with no row is dropped rather than kept as an empty level.
         middle = (segment,) if segment.size else ()
         return replace(
