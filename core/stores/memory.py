@@ -20,12 +20,14 @@ they get back. The store keeps a passage as a plain tuple (``memory_kept.Kept``:
 pydantic model's memory, and untracked by the cyclic collector) and builds a ``StoredChunk``
 only for a read.
 
-A big corpus is millions of long-lived objects, and Python's cyclic collector walks all of
-them in every full collection: at a million passages a page run then paused ~2 s every other
-time (bench_browser). So once a store holds ``freeze_above`` passages, the first read of each
-new image is preceded by one full collection and ``gc.freeze()``: what is alive then — the
-corpus — is left out of later collections; garbage cycles are still collected first, so
-nothing leaks. Rejected: objects the collector does not track (a rewrite of every chunk), and
+A big corpus is millions of long-lived passages, and Python's cyclic collector walks every
+object it tracks in every full collection: at a million passages a page run then paused ~2 s
+every other time (bench_browser). So nothing the store keeps per passage is tracked: a passage
+is an untracked tuple (``memory_kept``), an image's rows of them a tuple (untracked in turn),
+ids and keys numpy arrays; a full collection of a process holding a million tiny passages is
+~14 ms, its own other objects. Rejected: one full collection and ``gc.freeze()`` at the first
+read of each new image above 100k passages (this store's answer before): ~30 ms on the loop
+per write into a 300k workspace, and a garbage cycle alive at that moment was kept for good;
 raising the collector's thresholds (process-wide, and it only spaces the pauses out).
 
 A tenant is tokenised with its workspace's profile. ``reindex`` builds a whole new image
@@ -46,7 +48,7 @@ from uuid import UUID
 import numpy as np
 import numpy.typing as npt
 
-from core.checkpoint import checkpoint, settle_collector, stepped
+from core.checkpoint import checkpoint, stepped
 from core.domain.bm25 import CorpusStats
 from core.domain.chunks import StoredChunk
 from core.domain.entities import Entity
@@ -86,9 +88,6 @@ _THREAD_ROWS = 2_000
 #: Sources, and passages, a write that gives way looks up in the image between two checkpoints:
 #: 1,398 of each among 12,600 string keys were ~8 ms in one piece on the loop.
 LOOKUP_STEP = 256
-#: Passages in a store from which a new image freezes the collector (see the docstring);
-#: below it a full collection is short and freezing would not pay.
-FREEZE_ABOVE = 100_000
 
 
 def _runs(chunks: Sequence[Kept], chars: int) -> Iterator[Sequence[Kept]]:
@@ -112,8 +111,7 @@ class _Tenant:
     entities: dict[UUID, Entity] = field(default_factory=dict)
     #: entity -> ids of the live passages naming it.
     mentions: dict[UUID, set[str]] = field(default_factory=dict)
-    #: The image the collector was last settled for; the version ``frequencies`` is of.
-    settled: Image | None = None
+    #: The image version ``frequencies`` is of, and its df per term.
     frequencies: tuple[int, dict[str, int]] | None = None
 
     def link(self, chunk: Kept) -> None:
@@ -159,9 +157,8 @@ class _Write:
 class InMemoryChunkStore(InMemoryJudging, InMemoryWorkspaces):
     """``ChunkStore`` in process memory; nothing survives the process."""
 
-    def __init__(self, *, freeze_above: int = FREEZE_ABOVE) -> None:
+    def __init__(self) -> None:
         super().__init__()
-        self._freeze_above = freeze_above
         self._lock = threading.Lock()
         self._tenants: dict[UUID, _Tenant] = {}
         self._workspaces: dict[UUID, Workspace] = {}
@@ -396,9 +393,6 @@ class InMemoryChunkStore(InMemoryJudging, InMemoryWorkspaces):
         with self._lock:
             tenant = self._peek(tenant_id)
             image = tenant.image
-            if tenant.settled is not image and self._passages() >= self._freeze_above:
-                settle_collector()
-                tenant.settled = image
         # The image never changes: the rest reads it (its view) without the lock.
         view = await read_view(image)
         postings = [view.posting(term) for term in wanted]
@@ -414,9 +408,6 @@ class InMemoryChunkStore(InMemoryJudging, InMemoryWorkspaces):
             return [passage_copy(chunks[row], tenant_id) for row in view.image_rows[rows].tolist()]
 
         return await stepped(view.candidate_steps(stats, wanted, postings, limit, lookup))
-
-    def _passages(self) -> int:
-        return sum(tenant.image.passages for tenant in self._tenants.values())
 
     async def list_sources(self, tenant_id: UUID) -> list[SourceSummary]:
         with self._lock:
