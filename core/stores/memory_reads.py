@@ -212,9 +212,9 @@ def _updated(before: View, image: Image, since: Since) -> View:
     rows, tfs, counts = remap[old.rows], old.tfs, np.diff(old.offsets)
     if len(since.removed):
         kept = rows >= 0
-        live = np.zeros(len(kept) + 1, dtype=np.int64)
-        np.cumsum(kept, out=live[1:])
-        counts = live[old.offsets[1:]] - live[old.offsets[:-1]]
+        gone = np.flatnonzero(~kept)  # a few: the removed passages' postings
+        terms = np.searchsorted(old.offsets, gone, side="right") - 1
+        counts = counts - np.bincount(terms, minlength=len(counts))
         rows, tfs = rows[kept], tfs[kept]
     slots = dict(old.terms)
     slot, rank, tf = _appended(image, first, slots)
