@@ -41,6 +41,9 @@ BM25_B: Final[float] = 0.75
 #: Candidate x term cells ``score_columns`` computes in one step (128 KB per temporary array):
 #: a step holds the service's loop ~1 ms idle, so a light search arriving waits no longer.
 SCORE_BLOCK_CELLS: Final = 1 << 14
+#: Query terms up to which ``score_columns`` adds a block's term columns one numpy call each
+#: (more: one ``cumsum`` along the rows, a call per block however many terms).
+COLUMN_ADDS: Final = 16
 
 
 class IdfForm(StrEnum):
@@ -287,7 +290,15 @@ class QueryScorer:
                 part = idfs * _tf_part(tf, norm[start : start + step, None], k1)
             # An absent term adds exactly nothing (0.0).
             part = np.where(tf > 0, part, 0.0)
-            scores[start : start + step] = np.cumsum(part, axis=1)[:, -1]
+            if len(used) <= COLUMN_ADDS:
+                # The same left-to-right sum a column at a time: ``cumsum`` along rows of a few
+                # terms loops per row (~18 ms of a 300k-candidate Truncation's ~100 ms).
+                total = scores[start : start + step]
+                total[:] = part[:, 0]
+                for j in range(1, len(used)):
+                    total += part[:, j]
+            else:
+                scores[start : start + step] = np.cumsum(part, axis=1)[:, -1]
             yield
         return scores
 
