@@ -258,8 +258,8 @@ def _appended(image: Image, first: int, slots: dict[str, int]) -> tuple[Ints, In
             continue
         keep = segment.rows >= first - base
         term = np.repeat(np.arange(len(segment.terms)), np.diff(segment.offsets))[keep]
-        used = np.unique(term)
         names = list(segment.terms)
+        used = np.flatnonzero(np.bincount(term, minlength=len(names)))  # np.unique: 3x slower
         mapped = np.zeros(len(names), dtype=np.int64)
         for i in used.tolist():
             mapped[i] = slots.setdefault(names[i], len(slots))
