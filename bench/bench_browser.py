@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
-from bench import bench_scale
+from bench import bench_scale, scale_setup
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -55,18 +55,18 @@ def serve(passages: int, port: int) -> None:
     from core.stores.memory import InMemoryChunkStore
     from core.stores.port import Workspace
 
-    ids, texts, _ = bench_scale.corpus(corpus_name(passages))
+    ids, texts, _ = scale_setup.corpus(corpus_name(passages))
     store = InMemoryChunkStore()
     started = time.perf_counter()
 
     async def fill(ids: list[str], texts: list[str]) -> None:
         await store.upsert_workspace(
-            Workspace(tenant_id=bench_scale.TENANT, name=bench_scale.WORKSPACE)
+            Workspace(tenant_id=scale_setup.TENANT, name=scale_setup.WORKSPACE)
         )
-        for offset in range(0, len(ids), bench_scale.BATCH):
-            end = offset + bench_scale.BATCH
+        for offset in range(0, len(ids), scale_setup.BATCH):
+            end = offset + scale_setup.BATCH
             await store.upsert_many(bench_scale._chunks(ids[offset:end], texts[offset:end]))
-        await store.lexical_candidates(["w0"], bench_scale.TENANT, 1)
+        await store.lexical_candidates(["w0"], scale_setup.TENANT, 1)
 
     asyncio.run(fill(ids, texts))
     del ids, texts
@@ -185,7 +185,7 @@ def drive(
             if name not in pages:
                 continue
             for query in queries:
-                params = {"ws": bench_scale.WORKSPACE, "q": query, "k": "10", "limit": str(LIMIT)}
+                params = {"ws": scale_setup.WORKSPACE, "q": query, "k": "10", "limit": str(LIMIT)}
                 started = time.perf_counter()
                 page.goto(f"{url}/{path}?{urlencode(params)}")
                 finished(query, "", done, charts, drawn)
@@ -267,7 +267,7 @@ def wait_healthy(server: subprocess.Popen[bytes], url: str) -> None:
 
 def typed_queries(passages: int) -> list[str]:
     """The queries timed: the corpus's first QUERIES, as tokens (the Terms line names each)."""
-    _, _, token_lists = bench_scale.corpus(corpus_name(min(passages, 10_000)))
+    _, _, token_lists = scale_setup.corpus(corpus_name(min(passages, 10_000)))
     return [" ".join(terms) for terms in token_lists[:QUERIES]]
 
 

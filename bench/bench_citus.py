@@ -36,8 +36,9 @@ from typing import Any
 import asyncpg
 
 from bench.bench_load import SERVERS, WORKSPACE, server, timed_load, write_corpus
-from bench.bench_scale import BATCH, _chunks, zipf_corpus
+from bench.bench_scale import _chunks
 from bench.bench_stores import LIMITS, latencies, p
+from bench.scale_setup import BATCH, zipf_corpus
 from core.stores.postgres import PostgresChunkStore, citus
 
 ROOT = Path(__file__).resolve().parents[1]

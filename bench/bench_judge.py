@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from bench import bench_scale
+from bench import bench_scale, scale_setup
 
 #: Queries in the evaluated set and in each saved run (the issue's figure).
 SET_QUERIES = 300
@@ -88,7 +88,7 @@ def runs(passages: int) -> dict[str, Any]:
     from core.service import LexplainService, RunSpec
     from core.stores.port import Workspace
 
-    ids, texts, _ = bench_scale.zipf_corpus(passages)
+    ids, texts, _ = scale_setup.zipf_corpus(passages)
     started = time.perf_counter()
     _, _, opener = bench_scale.build_memory(ids, texts)
     built = time.perf_counter() - started
@@ -98,15 +98,15 @@ def runs(passages: int) -> dict[str, Any]:
     async def factory() -> Any:
         store = await opener()
         await store.upsert_workspace(
-            Workspace(tenant_id=bench_scale.TENANT, name=bench_scale.WORKSPACE)
+            Workspace(tenant_id=scale_setup.TENANT, name=scale_setup.WORKSPACE)
         )
         return store
 
     service = LexplainService(factory)
-    ws = bench_scale.WORKSPACE
+    ws = scale_setup.WORKSPACE
     try:
-        rng = np.random.default_rng(bench_scale.SEED + 3)
-        cdf = np.cumsum(1.0 / np.arange(1, bench_scale.VOCABULARY + 1) ** bench_scale.ZIPF_S)
+        rng = np.random.default_rng(scale_setup.SEED + 3)
+        cdf = np.cumsum(1.0 / np.arange(1, scale_setup.VOCABULARY + 1) ** scale_setup.ZIPF_S)
         cdf /= cdf[-1]
         queries: list[str] = []
         while len(queries) < SET_QUERIES:

@@ -39,7 +39,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from bench.bench_scale import zipf_corpus
+from bench.scale_setup import zipf_corpus
 
 ROOT = Path(__file__).resolve().parents[1]
 #: The workspace each load writes.

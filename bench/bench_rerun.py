@@ -29,7 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
-from bench import bench_scale
+from bench import bench_scale, scale_setup
 
 ROOT = Path(__file__).resolve().parents[1]
 #: The workspace the Cranfield runs load the sample into.
@@ -89,17 +89,17 @@ def _prebuilt(passages: int) -> tuple[str, list[str]]:
     from core.stores.memory import InMemoryChunkStore
     from core.stores.port import Workspace
 
-    ids, texts, token_lists = bench_scale.zipf_corpus(passages)
+    ids, texts, token_lists = scale_setup.zipf_corpus(passages)
     store = InMemoryChunkStore()
 
     async def fill(ids: list[str], texts: list[str]) -> None:
         await store.upsert_workspace(
-            Workspace(tenant_id=bench_scale.TENANT, name=bench_scale.WORKSPACE)
+            Workspace(tenant_id=scale_setup.TENANT, name=scale_setup.WORKSPACE)
         )
-        for offset in range(0, len(ids), bench_scale.BATCH):
-            end = offset + bench_scale.BATCH
+        for offset in range(0, len(ids), scale_setup.BATCH):
+            end = offset + scale_setup.BATCH
             await store.upsert_many(bench_scale._chunks(ids[offset:end], texts[offset:end]))
-        await store.lexical_candidates(["w0"], bench_scale.TENANT, 1)
+        await store.lexical_candidates(["w0"], scale_setup.TENANT, 1)
 
     started = time.perf_counter()
     asyncio.run(fill(ids, texts))
@@ -113,7 +113,7 @@ def _prebuilt(passages: int) -> tuple[str, list[str]]:
         return cls(same_store, store_label="in-memory (prebuilt by bench_rerun)")
 
     LexplainService.from_settings = classmethod(from_settings)  # type: ignore[method-assign,assignment]
-    return bench_scale.WORKSPACE, [" ".join(t) for t in token_lists[: 2 * QUERIES + 1]]
+    return scale_setup.WORKSPACE, [" ".join(t) for t in token_lists[: 2 * QUERIES + 1]]
 
 
 def _cranfield(store: str) -> tuple[str, list[str]]:

@@ -38,110 +38,36 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from core.domain.chunks import workspace_tenant_id
+from bench.scale_report import RESULTS, load_table, plot, table, targets, write_readme
+from bench.scale_setup import (
+    ANALYSIS_QUERIES,
+    BATCH,
+    BUDGET_S,
+    CHILD_TIMEOUT,
+    ENGINES,
+    EVALUATE_LIMITS,
+    EVALUATE_MAX,
+    EVALUATE_QUERIES,
+    LIMITS,
+    LOAD_MAX,
+    LOADS,
+    MIN_QUERIES,
+    POSTGRES_MAX,
+    RANK_BM25_MAX,
+    SCHEMA,
+    SEED,
+    TENANT,
+    VOCABULARY,
+    WORKSPACE,
+    ZIPF_S,
+    K,
+    corpus,
+)
 from core.domain.tokenize import tokenize
-
-ROOT = Path(__file__).resolve().parents[1]
-
-DATA = ROOT / "data" / "cranfield"
-README = ROOT / "bench" / "README.md"
-RESULTS = ROOT / "bench" / "scale.json"
-PLOT = ROOT / "bench" / "scale.png"
-SECTION = "## Scale"
-#: Results per query.
-K = 10
-#: The two candidate limits measured.
-LIMITS = (100, 1000)
-#: Synthetic corpus: Zipf exponent, vocabulary, passage lengths [lo, hi), seed.
-ZIPF_S = 1.1
-VOCABULARY = 200_000
-LENGTHS = (80, 160)
-SEED = 20261201
-#: Synthetic queries per size (fewer at 1M, where one query costs most).
-QUERIES = {10_000: 200, 100_000: 200, 1_000_000: 100}
-#: Queries of the unlimited Truncation analysis (it reads every matching passage).
-ANALYSIS_QUERIES = 30
-#: Evaluate as issue 8 sets it: this many judged queries at these limits, on corpora up to
-#: EVALUATE_MAX passages per lexplain engine (the peers have no Evaluate). PostgreSQL reads
-#: each query's candidates unlimited: 92 s at 10k before its analyses moved into the database.
-EVALUATE_QUERIES = 300
-EVALUATE_LIMITS = (100, 1000, 2**62)
-EVALUATE_MAX = {"memory": 100_000, "postgres": 10_000}
-#: rank-bm25 scores every passage in Python per query: skipped above this size.
-RANK_BM25_MAX = 100_000
-#: Seconds one latency series may take; a slow engine is measured on fewer queries (at least
-#: MIN_QUERIES) rather than holding the run for an hour. The count is in the results.
-BUDGET_S = 40.0
-MIN_QUERIES = 3
-#: lexplain's PostgreSQL store is skipped above this size (it loaded ~150 passages/s before
-#: posting blocks and COPY; ~2,300/s since, so 1M runs).
-POSTGRES_MAX = 1_000_000
-#: The ``load`` command (end to end, from a JSONL file into PostgreSQL) is timed up to this size.
-LOAD_MAX = 100_000
-#: Passages per upsert_many batch.
-BATCH = 5_000
-#: A child that has not answered after this many seconds is recorded as unfinished.
-CHILD_TIMEOUT = 3_600
-#: The workspace every lexplain engine writes (its tenant id is the workspace's own).
-WORKSPACE = "bench-scale"
-TENANT = workspace_tenant_id(WORKSPACE)
-SCHEMA = "bench_scale"
-#: The ``load`` command's rows: engine -> bench_load's server (the embedded default, a stock
-#: PostgreSQL and the tuned one, each started fresh by bench_load).
-LOADS = {"load-embedded": "embedded", "load-stock": "stock", "load-tuned": "tuned"}
-ENGINES = ("memory", "postgres", "bm25s", "tantivy", "rank-bm25", "pg-fts", *LOADS)
-
-
-# -- corpora -------------------------------------------------------------------------------
-
-
-def zipf_corpus(passages: int) -> tuple[list[str], list[str], list[list[str]]]:
-    """Ids, texts and query token lists of the synthetic corpus (same seed, same corpus)."""
-    rng = np.random.default_rng(SEED)
-    cdf = np.cumsum(1.0 / np.arange(1, VOCABULARY + 1) ** ZIPF_S)
-    cdf /= cdf[-1]
-    vocab = [f"w{i}" for i in range(VOCABULARY)]
-    lengths = rng.integers(LENGTHS[0], LENGTHS[1], size=passages)
-    ends = np.cumsum(lengths)
-    texts: list[str] = []
-    step = 100_000  # draw words in slices: 1M passages are 120M words
-    for lo in range(0, passages, step):
-        hi = min(passages, lo + step)
-        start = int(ends[lo] - lengths[lo])
-        ranks = np.searchsorted(cdf, rng.random(int(ends[hi - 1]) - start)).tolist()
-        offset = start
-        for i in range(lo, hi):
-            end = int(ends[i])
-            texts.append(" ".join([vocab[r] for r in ranks[offset - start : end - start]]))
-            offset = end
-    qrng = np.random.default_rng(SEED + 1)
-    queries = [
-        [vocab[int(r)] for r in np.searchsorted(cdf, qrng.random(int(qrng.integers(3, 7))))]
-        for _ in range(QUERIES.get(passages, 200))
-    ]
-    return [f"z{i}" for i in range(passages)], texts, queries
-
-
-def cranfield_corpus() -> tuple[list[str], list[str], list[list[str]]]:
-    ids, texts = [], []
-    for line in (DATA / "corpus.jsonl").open(encoding="utf-8"):
-        doc = json.loads(line)
-        text = f"{doc['title']}\n{doc['text']}"
-        if text.strip():
-            ids.append(doc["_id"])
-            texts.append(text)
-    queries = [tokenize(json.loads(line)["text"]) for line in (DATA / "queries.jsonl").open()]
-    return ids, texts, queries
-
-
-def corpus(name: str) -> tuple[list[str], list[str], list[list[str]]]:
-    return cranfield_corpus() if name == "cranfield" else zipf_corpus(int(name))
-
 
 # -- engines: build() -> {limit: search(terms)}, analysis(terms) or None ---------------------
 
@@ -455,187 +381,6 @@ def run(engines: list[str], corpora: list[str]) -> list[dict[str, Any]]:
             results.append(json.loads(done.stdout.strip().splitlines()[-1]))
             print(f"  {results[-1]}", file=sys.stderr, flush=True)
     return results
-
-
-def _fmt(value: Any, digits: int = 1) -> str:
-    return "—" if value is None else f"{value:,.{digits}f}"
-
-
-def _get(row: dict[str, Any] | None, key: str) -> float | None:
-    return None if row is None or row.get(key) is None else float(row[key])
-
-
-def _ratio(value: Any, peer: dict[str, Any] | None, key: str) -> float | None:
-    return value / peer[key] if value is not None and peer and peer.get(key) else None
-
-
-def table(results: list[dict[str, Any]]) -> str:
-    """Every engine at every size: absolute figures (ms unless named) and the peer ratios."""
-    lines = [
-        "| corpus | passages | engine | build s | peak RSS MB | p50 @100 | p95 @100 "
-        "| p50 @1000 | p95 @1000 | unlimited analysis p50 | Evaluate s "
-        "| p50 ÷ bm25s @100 / @1000 | p50 ÷ pg-fts @100 / @1000 |",
-        "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-
-    def peers(engine: str) -> dict[str, dict[str, Any]]:
-        return {r["corpus"]: r for r in results if r["engine"] == engine and "skipped" not in r}
-
-    bm25s, fts = peers("bm25s"), peers("pg-fts")
-    for r in results:
-        if r["engine"] in LOADS:
-            continue
-        if "skipped" in r:
-            lines.append(f"| {r['corpus']} | | {r['engine']} | skipped: {r['skipped']} "
-                         "| | | | | | | | | |")  # fmt: skip
-            continue
-        cells = []
-        for peer in (bm25s.get(r["corpus"]), fts.get(r["corpus"])):
-            low, high = (_ratio(r[f"p50_{limit}"], peer, f"p50_{limit}") for limit in LIMITS)
-            cells.append("—" if low is None else f"{_fmt(low, 2)} / {_fmt(high, 2)}")
-        lines.append(
-            f"| {r['corpus']} | {r['passages']:,} | {r['engine']} | {_fmt(r['build_s'])} "
-            f"| {_fmt(r['rss_mb'], 0)} | {_fmt(r['p50_100'], 2)} | {_fmt(r['p95_100'], 2)} "
-            f"| {_fmt(r['p50_1000'], 2)} | {_fmt(r['p95_1000'], 2)} "
-            f"| {_fmt(r.get('analysis_p50'), 1)} | {_fmt(r.get('evaluate_s'), 1)} "
-            f"| {cells[0]} | {cells[1]} |"
-        )
-    return "\n".join(lines)
-
-
-def load_table(results: list[dict[str, Any]]) -> str:
-    """The ``load`` command, end to end, into each server of ``LOADS``."""
-    lines = [
-        "| server | corpus | passages in the file | passages stored | seconds | passages/s "
-        "| peak RSS MB | server errors |",
-        "|---|---|---:|---:|---:|---:|---:|---:|",
-    ]
-    for r in results:
-        if r["engine"] not in LOADS:
-            continue
-        server = LOADS[r["engine"]]
-        if "skipped" in r:
-            lines.append(f"| {server} | {r['corpus']} | | | skipped: {r['skipped']} | | | |")
-            continue
-        lines.append(
-            f"| {server} | {r['corpus']} | {r['passages']:,} | {r['passages_stored']:,} "
-            f"| {_fmt(r['seconds'])} | {_fmt(r['passages_per_s'], 0)} | {_fmt(r['rss_mb'], 0)} "
-            f"| {len(r['errors'])} |"
-        )
-    return "\n".join(lines)
-
-
-def targets(results: list[dict[str, Any]]) -> str:
-    """Each issue target, the figure measured in this run, and whether it was met."""
-    by = {(r["engine"], r["corpus"]): r for r in results if "skipped" not in r}
-    rows: list[tuple[str, str, str, float | None, float]] = []  # issue, what, corpus, value, bound
-    for size in ("100000", "1000000"):
-        memory, peer = by.get(("memory", size)), by.get(("bm25s", size))
-        pg, fts = by.get(("postgres", size)), by.get(("pg-fts", size))
-        for limit in LIMITS:
-            key = f"p50_{limit}"
-            rows.append(("8", f"memory search p50 @{limit} ÷ bm25s", size,
-                         _ratio(_get(memory, key), peer, key), 1.0))  # fmt: skip
-        for limit in LIMITS:
-            key = f"p50_{limit}"
-            bound = 0.15 if size == "100000" else 0.05
-            rows.append(("9", f"postgres search p50 @{limit} ÷ pg-fts", size,
-                         _ratio(_get(pg, key), fts, key), bound))  # fmt: skip
-    million = "1000000"
-    memory, peer, pg = (
-        by.get(("memory", million)),
-        by.get(("bm25s", million)),
-        by.get(("postgres", million)),
-    )
-    rows.append(("8", "memory unlimited analysis p50, ms", million,
-                 _get(memory, "analysis_p50"), 250.0))  # fmt: skip
-    rows.append(
-        (
-            "8",
-            "memory build ÷ bm25s",
-            million,
-            _ratio(_get(memory, "build_s"), peer, "build_s"),
-            1.0,
-        )
-    )
-    rows.append(
-        (
-            "8",
-            "memory peak RSS ÷ bm25s",
-            million,
-            _ratio(_get(memory, "rss_mb"), peer, "rss_mb"),
-            1.0,
-        )
-    )
-    rows.append(("9", "postgres unlimited analysis p50, ms", million,
-                 _get(pg, "analysis_p50"), 2000.0))  # fmt: skip
-    memory_100k = by.get(("memory", "100000"))
-    evaluate = f"Evaluate {EVALUATE_QUERIES} queries x {len(EVALUATE_LIMITS)} limits, memory, s"
-    rows.append(("8", evaluate,
-                 "100000", _get(memory_100k, "evaluate_s"), 10.0))  # fmt: skip
-    lines = ["| issue | target | corpus | measured | bound | met |", "|---|---|---:|---:|---:|---|"]
-    for issue, what, size, value, bound in rows:
-        met = "—" if value is None else ("yes" if value <= bound else "**no**")
-        lines.append(f"| {issue} | {what} | {int(size):,} | {_fmt(value, 2)} | {bound:g} | {met} |")
-    for engine, server in LOADS.items():
-        rate = _get(by.get((engine, "100000")), "passages_per_s")
-        met = "—" if rate is None else ("yes" if rate >= 5000 else "**no**")
-        lines.append(
-            f"| 20 | load command, {server}, passages/s (at least) | 100,000 "
-            f"| {_fmt(rate, 0)} | 5000 | {met} |"
-        )
-    return "\n".join(lines)
-
-
-def plot(results: list[dict[str, Any]]) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    figure, axis = plt.subplots(figsize=(8, 5))
-    for engine in ENGINES:
-        rows = sorted(
-            (r for r in results if r["engine"] == engine and "skipped" not in r
-             and r["corpus"] != "cranfield" and "p50_1000" in r),
-            key=lambda r: r["passages"],
-        )  # fmt: skip
-        if rows:
-            axis.plot([r["passages"] for r in rows], [r["p50_1000"] for r in rows], "o-",
-                      label=f"{engine} (limit 1000)" if engine in ("memory", "postgres")
-                      else engine)  # fmt: skip
-        if engine == "memory" and rows:
-            axis.plot([r["passages"] for r in rows], [r["analysis_p50"] for r in rows], "s--",
-                      label="memory, unlimited analysis")  # fmt: skip
-    axis.set_xscale("log")
-    axis.set_yscale("log")
-    axis.set_xlabel("passages (synthetic Zipf)")
-    axis.set_ylabel("search p50, ms (k = 10)")
-    axis.grid(True, which="both", alpha=0.3)
-    axis.legend(fontsize=8)
-    figure.tight_layout()
-    figure.savefig(PLOT, dpi=110)
-
-
-def write_readme(results: list[dict[str, Any]], note: str) -> None:
-    text = README.read_text(encoding="utf-8")
-    body = (
-        f"{SECTION}\n\n`bench/bench_scale.py` (one run; each engine and corpus in its own "
-        f"process; raw figures in `bench/scale.json`). {note}\n\n{table(results)}\n\n"
-        f"![search p50 against corpus size](scale.png)\n\n"
-        f"The `load` command, end to end (a new interpreter reading one JSONL file, whole "
-        f"documents, into the embedded default, a stock-settings PostgreSQL and the tuned one, "
-        f"each fresh; bench/bench_load.py):\n\n{load_table(results)}\n\n"
-        f"The issues' targets, from the figures above (ratios are engine ÷ peer, lower is "
-        f"better):\n\n{targets(results)}\n"
-    )
-    if SECTION in text:
-        head, _, rest = text.partition(SECTION)
-        tail = rest.split("\n## ", 1)
-        text = head + body + ("\n## " + tail[1] if len(tail) > 1 else "")
-    else:
-        text = text.rstrip("\n") + "\n\n" + body
-    README.write_text(text, encoding="utf-8")
 
 
 def main() -> None:

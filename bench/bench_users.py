@@ -50,7 +50,7 @@ from urllib.parse import parse_qsl, urlencode
 
 import psutil  # type: ignore[import-untyped]
 
-from bench import bench_browser, bench_load, bench_scale, users_embedded
+from bench import bench_browser, bench_load, scale_setup, users_embedded
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -300,7 +300,7 @@ async def warm_up(url: str, query: str) -> float:
     first: it starts the embedded server (so no load started it, at the load's low priority)
     and reads the workspace's image, which every later search reuses. Its seconds."""
     started = time.perf_counter()
-    session = Session(url, bench_scale.WORKSPACE)
+    session = Session(url, scale_setup.WORKSPACE)
     try:
         await session.connect()
         await session.rerun({QUERY_LABEL: query})
@@ -443,7 +443,7 @@ def query_texts(passages: int) -> list[str]:
     if passages == 0:
         lines = (ROOT / "data" / "cranfield" / "queries.jsonl").read_text().splitlines()
         return [json.loads(line)["text"] for line in lines]
-    _, _, token_lists = bench_scale.zipf_corpus(10_000)
+    _, _, token_lists = scale_setup.zipf_corpus(10_000)
     return [" ".join(tokens) for tokens in token_lists]
 
 
@@ -513,7 +513,7 @@ def main() -> None:
         pids = [server.pid for server, _ in servers]
         queries = query_texts(args.passages)
         for n in (int(x) for x in args.analysts.split(",")):
-            results.append(measure(urls, bench_scale.WORKSPACE, queries, n, pids, args.truncation))
+            results.append(measure(urls, scale_setup.WORKSPACE, queries, n, pids, args.truncation))
             print(json.dumps(results[-1]), flush=True)
         if args.browser:
             browser = browser_single(urls[0], args.passages, pids)
@@ -539,7 +539,7 @@ def embedded_main(args: argparse.Namespace) -> None:
         load_path = None
         if args.load_passages > 0:
             load_path = Path(folder) / "corpus.jsonl"
-            ids, texts, _ = bench_scale.zipf_corpus(args.load_passages)
+            ids, texts, _ = scale_setup.zipf_corpus(args.load_passages)
             bench_load.write_corpus(load_path, ids, texts)
             del ids, texts
         server, url = users_embedded.start_server(data_dir)
@@ -551,7 +551,7 @@ def embedded_main(args: argparse.Namespace) -> None:
             for n in (int(x) for x in args.analysts.split(",")):
                 row = measure(
                     [url],
-                    bench_scale.WORKSPACE,
+                    scale_setup.WORKSPACE,
                     queries,
                     n,
                     [server.pid],

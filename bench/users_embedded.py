@@ -32,7 +32,7 @@ from typing import Any
 
 import psutil  # type: ignore[import-untyped]
 
-from bench import bench_browser, bench_load, bench_scale
+from bench import bench_browser, bench_load, scale_setup
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -77,7 +77,7 @@ def corpus_files(folder: Path, passages: int) -> list[Path]:
     if done.exists():
         return paths
     folder.mkdir(parents=True, exist_ok=True)
-    ids, texts, _ = bench_scale.zipf_corpus(passages)
+    ids, texts, _ = scale_setup.zipf_corpus(passages)
     for i, path in enumerate(paths):
         part = slice(i * BUILD_FILE_PASSAGES, (i + 1) * BUILD_FILE_PASSAGES)
         bench_load.write_corpus(path, ids[part], texts[part])
@@ -88,24 +88,24 @@ def corpus_files(folder: Path, passages: int) -> list[Path]:
 def build(data_dir: Path, passages: int) -> dict[str, Any]:
     """The analysts' workspace on ``data_dir``, loaded with ``load`` unless it is there already."""
     data_dir.mkdir(parents=True, exist_ok=True)
-    have = stored(data_dir, bench_scale.WORKSPACE)
+    have = stored(data_dir, scale_setup.WORKSPACE)
     if have == passages:
         return {"built": False, "passages": have}
     if have:
         raise SystemExit(
-            f"{data_dir} holds {have:,} passages in {bench_scale.WORKSPACE}, not {passages:,}: "
+            f"{data_dir} holds {have:,} passages in {scale_setup.WORKSPACE}, not {passages:,}: "
             "use another --data-dir"
         )
     paths = corpus_files(data_dir.with_name(f"{data_dir.name}-corpus"), passages)
     started = time.perf_counter()
     subprocess.run(  # setup, not measured: at normal priority on a shared machine
-        [*load_command(paths, bench_scale.WORKSPACE), "--full-priority"],
+        [*load_command(paths, scale_setup.WORKSPACE), "--full-priority"],
         cwd=ROOT,
         env=environment(data_dir),
         check=True,
     )
     seconds = time.perf_counter() - started
-    return {"built": True, "passages": stored(data_dir, bench_scale.WORKSPACE), "seconds": seconds}
+    return {"built": True, "passages": stored(data_dir, scale_setup.WORKSPACE), "seconds": seconds}
 
 
 def start_server(data_dir: Path) -> tuple[subprocess.Popen[bytes], str]:
