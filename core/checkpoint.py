@@ -94,11 +94,12 @@ def settle_collector() -> None:
     """Collect garbage cycles once, then leave every object alive out of later collections
     (``gc.freeze``): a full collection walks every object the process tracks and falls in
     whatever step of whatever session's call runs then (130-160 ms with Cranfield loaded on the
-    shared machine, a light search's step included; 8-12 ms after). The service settles it when
-    its store opens, the in-memory store again once it is big. The cost: a frozen object is
-    never collected, so a cycle among them that becomes garbage later is kept until the next
-    settle. Rejected: higher thresholds (fewer pauses, each as long) and ``gc.disable()`` (the
-    cycles asyncio makes per call would never be freed)."""
+    shared machine, a light search's step included; 8-12 ms after). The service settles it once,
+    when its store opens (the in-memory store keeps its passages untracked instead of settling
+    again as it grows: ``core.stores.memory``). The cost: a frozen object is never collected, so
+    a cycle among them that becomes garbage later is kept until the next settle. Rejected:
+    higher thresholds (fewer pauses, each as long) and ``gc.disable()`` (the cycles asyncio
+    makes per call would never be freed)."""
     gc.unfreeze()
     gc.collect()
     gc.freeze()
