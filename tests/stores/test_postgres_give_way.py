@@ -93,18 +93,27 @@ async def test_a_write_group_gives_way_per_source_checked_and_per_piece_of_rows_
     assert_copies_in_pieces(events)
 
 
+async def _with_twin_in_memory(
+    pg_store: PostgresChunkStore, tenant: uuid.UUID, word: str, deleted_every: int
+) -> InMemoryChunkStore:
+    """The same workspace written into ``pg_store`` and a new in-memory store (the reference):
+    ``group``'s sources, then every ``deleted_every``-th source deleted (ordinals with gaps)."""
+    memory = InMemoryChunkStore()
+    for store in (pg_store, memory):
+        await store.upsert_workspace(Workspace(tenant_id=tenant, name="give-way"))
+        await store.replace_sources(tenant, group(tenant, word))
+        for i in range(0, PASSAGES, deleted_every):
+            await store.delete_by_source(f"s{i}", tenant)
+    return memory
+
+
 async def test_a_reindex_gives_way_per_piece_and_ranks_as_the_in_memory_store_does(
     pg_store: PostgresChunkStore, events: list[Any]
 ) -> None:
     """Its batches are tokenised in the staging worker and renumbered to the passages'
     ordinals (with gaps: some passages were deleted), then sent in pieces."""
     tenant = uuid.uuid4()
-    memory = InMemoryChunkStore()
-    for store in (pg_store, memory):
-        await store.upsert_workspace(Workspace(tenant_id=tenant, name="give-way"))
-        await store.replace_sources(tenant, group(tenant, "oceans"))
-        for i in range(0, PASSAGES, 3):
-            await store.delete_by_source(f"s{i}", tenant)
+    memory = await _with_twin_in_memory(pg_store, tenant, "oceans", deleted_every=3)
     events.clear()
     assert await run_long(pg_store.reindex(tenant, Profile.ENGLISH, None), events) == len(
         [i for i in range(PASSAGES) if i % 3]
@@ -156,12 +165,7 @@ async def test_a_workspaces_image_read_whole_gives_way_per_fetch_and_ranks_the_s
     arrays built from the records in one piece held the loop ~0.3-0.5 s; now LOAD_ROWS rows
     per fetch (here 16), a checkpoint after each, and the same candidates as in memory."""
     tenant = uuid.uuid4()
-    memory = InMemoryChunkStore()
-    for store in (pg_store, memory):
-        await store.upsert_workspace(Workspace(tenant_id=tenant, name="image"))
-        await store.replace_sources(tenant, group(tenant, "ocean"))
-        for i in range(0, PASSAGES, 5):
-            await store.delete_by_source(f"s{i}", tenant)
+    memory = await _with_twin_in_memory(pg_store, tenant, "ocean", deleted_every=5)
     monkeypatch.setattr(image_module, "LOAD_ROWS", 16)
     uncached = await PostgresChunkStore.connect(database_url, schema=pg_schema)
     try:
