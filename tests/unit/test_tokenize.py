@@ -120,3 +120,37 @@ def test_any_batch_tokenised_at_once_equals_tokenising_each_text(
     texts: list[str], profile: Profile
 ) -> None:
     assert _each(texts, profile) == [tokenize(text, profile) for text in texts]
+
+
+#: ASCII texts for the batch path that codes short words as integers: words of 1-9 letters
+#: around its 8-byte width, digits, stopwords, repeats, separators only, an empty text, and a
+#: 255-letter word (the longest term, still on that path).
+ASCII_TRICKY = [
+    "",
+    "a ab abc abcd abcde abcdef abcdefg abcdefgh abcdefghi abcdefghij",
+    "The wing's LIFT, the wing's drag; 12 1234567890 x1.5 snake_case",
+    "abcdefgh abcdefgh abcdefghi abcdefghi abcdefgh",
+    " .,;-- ",
+    "and the of",
+    "z" * 255 + " models modelling MODEL",
+    "q",
+]
+
+
+def test_an_ascii_batch_is_coded_as_integers_and_gives_each_text_what_tokenize_gives() -> None:
+    from core.domain import tokenize as module
+
+    data = module._JOIN_SPACED.join(module._normalise(t) for t in ASCII_TRICKY).encode("ascii")
+    for profile in Profile:
+        assert module._ascii_coded(data.translate(module._ASCII_SEPARATORS), 8, profile)
+        assert _each(ASCII_TRICKY, profile) == [tokenize(t, profile) for t in ASCII_TRICKY]
+
+
+@given(
+    st.lists(st.text(alphabet="abcdefghij0123456789 .-_ANDTHE\n", max_size=80), max_size=8),
+    st.sampled_from(list(Profile)),
+)
+def test_any_ascii_batch_tokenised_at_once_equals_tokenising_each_text(
+    texts: list[str], profile: Profile
+) -> None:
+    assert _each(texts, profile) == [tokenize(text, profile) for text in texts]
