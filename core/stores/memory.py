@@ -55,6 +55,7 @@ from core.domain.entities import Entity
 from core.domain.names import name_key
 from core.domain.ranking import LexicalCandidates
 from core.domain.tokenize import DEFAULT_PROFILE, Profile
+from core.stores.checks import checked_for_write, each_checked_source
 from core.stores.memory_image import Image, Segment, image_of
 from core.stores.memory_judging import InMemoryJudging
 from core.stores.memory_kept import ENTITY_IDS, ID, TEXT, Kept, kept_passage, passage_copy
@@ -71,9 +72,7 @@ from core.stores.port import (
     Workspace,
     WorkspaceGone,
     check_name,
-    checked_for_write,
     distinct_terms,
-    each_checked_source,
     passage_terms,
 )
 

@@ -19,7 +19,8 @@ from core.domain.judging import (
     SavedRun,
     SavedRunSummary,
 )
-from core.stores.port import Workspace, WorkspaceGone, checked_judgments
+from core.stores.checks import checked_judgments
+from core.stores.port import Workspace, WorkspaceGone
 
 #: A judgment's key within its workspace: (query, passage, rater).
 JudgmentKey = tuple[str, str, str]

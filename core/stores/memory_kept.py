@@ -52,7 +52,7 @@ def kept_passage(chunk: StoredChunk) -> Kept:
 def passage_copy(kept: Kept, tenant_id: UUID) -> StoredChunk:
     """A ``StoredChunk`` of ``kept`` (tenant ``tenant_id``'s) for a caller to own: nothing
     mutable shared with the store. Not validated again: it was checked on the way in
-    (``port.checked_for_write``)."""
+    (``checks.checked_for_write``)."""
     source_id, text, chunk_index, start_char, end_char, entity_ids, metadata, chunk_id = kept
     return built(
         StoredChunk,

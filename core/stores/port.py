@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol, runtime_checkable
 from uuid import UUID
 
@@ -28,8 +28,6 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from core.domain.chunks import (
     StoredChunk,
-    chunk_id,
-    source_id_problem,
     storable_text_problem,
     workspace_tenant_id,
 )
@@ -493,18 +491,6 @@ def passage_terms(text: str, profile: Profile = DEFAULT_PROFILE) -> tuple[int, C
     return len(tokens), Counter(tokens)
 
 
-def checked_judgments(tenant_id: UUID, judgments: Sequence[Judgment]) -> list[Judgment]:
-    """A judgments batch checked before any store writes it; a key named twice keeps the last."""
-    latest: dict[tuple[str, str, str], Judgment] = {}
-    for position, judgment in enumerate(judgments):
-        if not isinstance(judgment, Judgment):
-            raise TypeError(f"judgment {position} is a {type(judgment).__name__}, not a Judgment")
-        if judgment.tenant_id != tenant_id:
-            raise ValueError(f"judgment {position} belongs to another workspace")
-        latest[(judgment.query, judgment.chunk_id, judgment.rater)] = judgment
-    return list(latest.values())
-
-
 def is_storable(value: str) -> bool:
     """False for text no store can hold (a term or key with NUL or a lone surrogate)."""
     return storable_text_problem(value) is None
@@ -527,73 +513,3 @@ def check_name(name: str, what: str) -> None:
 def distinct_terms(terms: Iterable[str]) -> list[str]:
     """The requested terms, deduplicated and sorted: the keys of ``doc_frequencies``."""
     return sorted(set(terms))
-
-
-def checked_sources(
-    tenant_id: UUID, sources: Sequence[tuple[str, Sequence[StoredChunk]]]
-) -> list[tuple[str, list[StoredChunk]]]:
-    """``checked_for_write`` per source of a batch; a source named twice is rejected."""
-    return list(each_checked_source(tenant_id, sources))
-
-
-def each_checked_source(
-    tenant_id: UUID, sources: Sequence[tuple[str, Sequence[StoredChunk]]]
-) -> Iterator[tuple[str, list[StoredChunk]]]:
-    """``checked_sources`` a source at a time, so a caller can give way between them; a
-    caller must write nothing before the last one is checked."""
-    seen: set[str] = set()
-    for source_id, chunks in sources:
-        if source_id in seen:
-            raise ValueError(f"source {source_id!r} appears twice in one batch")
-        seen.add(source_id)
-        yield source_id, checked_for_write(chunks, tenant_id=tenant_id, source_id=source_id)
-
-
-def checked_for_write(
-    chunks: Sequence[StoredChunk],
-    *,
-    tenant_id: UUID | None = None,
-    source_id: str | None = None,
-) -> list[StoredChunk]:
-    """Validate a batch before any store writes it; duplicates by key keep the last version.
-
-    The model already rejects bad text, but ``model_construct`` bypasses it, so every
-    store re-checks here and fails the whole batch before touching anything.
-    """
-    if source_id is not None:
-        problem = source_id_problem(source_id)
-        if problem is not None:
-            raise ValueError(problem)
-    latest: dict[tuple[UUID, str], StoredChunk] = {}
-    for position, chunk in enumerate(chunks):
-        if not isinstance(chunk, StoredChunk):
-            raise TypeError(f"chunk {position} is a {type(chunk).__name__}, not a StoredChunk")
-        if tenant_id is not None and chunk.tenant_id != tenant_id:
-            raise ValueError(
-                f"chunk {position} belongs to tenant {chunk.tenant_id}, not {tenant_id}"
-            )
-        source, text = chunk.source_id, chunk.text
-        if source_id is not None and source != source_id:
-            raise ValueError(f"chunk {position} belongs to source {source!r}, not {source_id!r}")
-        if not (isinstance(text, str) and text and is_storable(text)):
-            raise ValueError(f"chunk {position} has an unstorable text")
-        if not (
-            isinstance(source, str) and source and (source == source_id or is_storable(source))
-        ):
-            raise ValueError(f"chunk {position} has an unstorable source_id")
-        # The batch's own source id was checked above (once, not once per passage).
-        problem = None if source == source_id else source_id_problem(source)
-        if problem is not None:
-            raise ValueError(f"chunk {position}: {problem}")
-        index, start, end = chunk.chunk_index, chunk.start_char, chunk.end_char
-        if not (0 <= index <= MAX_POSITION and 0 <= start <= end <= MAX_POSITION):
-            for name, number in (("chunk_index", index), ("start_char", start), ("end_char", end)):
-                if not 0 <= number <= MAX_POSITION:
-                    raise ValueError(
-                        f"chunk {position} has {name} {number} outside 0..{MAX_POSITION}"
-                    )
-            raise ValueError(f"chunk {position} ends before it starts")
-        if chunk.id != chunk_id(source, text):
-            raise ValueError(f"chunk {position} has an id not derived from its source and text")
-        latest[(chunk.tenant_id, chunk.id)] = chunk
-    return list(latest.values())

@@ -27,7 +27,7 @@ from core.domain.judging import (
     SavedRunSummary,
     SetQuery,
 )
-from core.stores.port import checked_judgments
+from core.stores.checks import checked_judgments
 from core.stores.postgres.writes import locked_profiles
 
 T = TypeVar("T")

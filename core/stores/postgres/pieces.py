@@ -22,7 +22,7 @@ import asyncpg
 
 from core.checkpoint import checkpoint, giving_way
 from core.domain.chunks import StoredChunk
-from core.stores.port import each_checked_source
+from core.stores.checks import each_checked_source
 
 T = TypeVar("T")
 
@@ -56,7 +56,7 @@ async def listed(rows: Iterable[T]) -> list[T]:
 async def checked_in_pieces(
     tenant_id: UUID, sources: Sequence[tuple[str, Sequence[StoredChunk]]]
 ) -> list[tuple[str, list[StoredChunk]]]:
-    """``port.checked_sources`` with a checkpoint after each source (a passage's check hashes
+    """``checks.checked_sources`` with a checkpoint after each source (a passage's check hashes
     its text: ~10-50 us; a group of 1,398 sources was ~15-100 ms in one piece)."""
     checked: list[tuple[str, list[StoredChunk]]] = []
     for source in each_checked_source(tenant_id, sources):

@@ -17,6 +17,7 @@ from core.domain.entities import Entity
 from core.domain.ranking import LexicalCandidates
 from core.domain.tokenize import DEFAULT_PROFILE, Profile
 from core.settings import DEFAULT_IMAGE_CACHE_PASSAGES
+from core.stores.checks import checked_for_write
 from core.stores.port import (
     ConnectionLost,
     CorpusSummary,
@@ -26,16 +27,16 @@ from core.stores.port import (
     TermFrequency,
     Workspace,
     check_name,
-    checked_for_write,
     distinct_terms,
     is_storable,
     member_email,
 )
+from core.stores.postgres import listings
 from core.stores.postgres.blocks import prefix_upper_bound, stage
-from core.stores.postgres.frequencies import top_terms, vocabulary
+from core.stores.postgres.frequencies import top_terms
 from core.stores.postgres.image import ImageCache, ImageChanges, read_candidates
 from core.stores.postgres.judging import PostgresJudging
-from core.stores.postgres.lookups import CHUNK_COLUMNS, ENTITY_COUNTS, SideReader, chunk_from_row
+from core.stores.postgres.lookups import CHUNK_COLUMNS, SideReader, chunk_from_row
 from core.stores.postgres.pieces import checked_in_pieces
 from core.stores.postgres.resilience import (
     CALL_TIMEOUT_S,
@@ -423,49 +424,13 @@ class PostgresChunkStore(PostgresJudging):
         return await self._run(read)
 
     async def list_sources(self, tenant_id: UUID) -> list[SourceSummary]:
-        async def read(conn: asyncpg.Connection) -> list[SourceSummary]:
-            rows = await conn.fetch(
-                "SELECT source_id, count(*) AS n FROM passages WHERE tenant_id = $1 "
-                "GROUP BY source_id ORDER BY source_id",
-                tenant_id,
-            )
-            return [SourceSummary(source_id=r["source_id"], passages=r["n"]) for r in rows]
-
-        return await self._run(read)
+        return await self._run(lambda conn: listings.source_summaries(conn, tenant_id))
 
     async def list_entities(self, tenant_id: UUID) -> list[EntitySummary]:
-        async def read(conn: asyncpg.Connection) -> list[EntitySummary]:
-            rows = await conn.fetch(ENTITY_COUNTS, tenant_id)
-            return [
-                EntitySummary(
-                    entity=Entity(id=r["id"], name=r["name"], kind=r["kind"]), passages=r["n"]
-                )
-                for r in rows
-            ]
-
-        return await self._run(read)
+        return await self._run(lambda conn: listings.entity_summaries(conn, tenant_id))
 
     async def corpus_summary(self, tenant_id: UUID) -> CorpusSummary:
-        async def read(conn: asyncpg.Connection) -> CorpusSummary:
-            async with conn.transaction(isolation="repeatable_read", readonly=True):
-                totals = await conn.fetchrow(
-                    "SELECT passages, tokens FROM tenant_counters WHERE tenant_id = $1", tenant_id
-                )
-                sources = await conn.fetchval(
-                    "SELECT count(DISTINCT source_id) FROM passages WHERE tenant_id = $1", tenant_id
-                )
-                terms = await vocabulary(conn, tenant_id)
-            passages = 0 if totals is None else int(totals["passages"])
-            tokens = 0 if totals is None else int(totals["tokens"])
-            return CorpusSummary(
-                sources=int(sources),
-                passages=passages,
-                tokens=tokens,
-                avg_doc_length=tokens / passages if passages else 0.0,
-                vocabulary=terms,
-            )
-
-        return await self._run(read)
+        return await self._run(lambda conn: listings.corpus_summary(conn, tenant_id))
 
     async def passage_count(self, tenant_id: UUID) -> int:
         async def read(conn: asyncpg.Connection) -> int:
