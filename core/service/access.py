@@ -194,6 +194,10 @@ class WorkspaceGuard:
         await self._check(tenant_id)
         return await self._inner.list_sources(tenant_id)
 
+    async def source_passage_counts(self, tenant_id: UUID) -> dict[str, int]:
+        await self._check(tenant_id)
+        return await self._inner.source_passage_counts(tenant_id)
+
     async def list_entities(self, tenant_id: UUID) -> list[EntitySummary]:
         await self._check(tenant_id)
         return await self._inner.list_entities(tenant_id)

@@ -275,17 +275,11 @@ class LibraryActions(StoreRunner):
             for name, data in files
             for part in upload_parts(name, io.BytesIO(data), len(data), max_bytes=limit)
         )
-        before = self._passage_counts(workspace)
-        report = self._call_with_progress(
+        report, before = self._call_with_progress(
             lambda progress: self._index_uploads(uploads, workspace, chunking, progress),
             on_progress,
         )
         return _file_reports([printable_name(name) for name, _ in files], report, before)
-
-    def _passage_counts(self, workspace: str) -> dict[str, int]:
-        # Unsorted: the natural sort of 12,600 ids held the GIL ~100-280 ms (loaded machine).
-        found = self._call(self._store.list_sources(self._tenant(workspace)))
-        return {s.source_id: s.passages for s in found}
 
     def load_sample(
         self, *, workspace: str, on_progress: ProgressCallback | None = None
@@ -299,8 +293,7 @@ class LibraryActions(StoreRunner):
         )
         self._call(self._store.save_query_set(sample_set))
         upload = read_upload(SAMPLE_CORPUS.name, SAMPLE_CORPUS.read_bytes())
-        before = self._passage_counts(workspace)
-        report = self._call_with_progress(
+        report, before = self._call_with_progress(
             lambda progress: self._index_uploads(
                 [upload], workspace, ChunkingOptions(whole_documents=True), progress
             ),
@@ -322,17 +315,24 @@ class LibraryActions(StoreRunner):
         workspace: str,
         chunking: ChunkingOptions | None,
         report: Callable[[int, int, str], None],
-    ) -> IndexReport:
+    ) -> tuple[IndexReport, dict[str, int]]:
+        """The upload's report, and each source's passages before it (for ``_file_reports``).
+
+        The counts are read here, as part of the long work (giving way to other sessions'
+        calls), and as counts: read as an interactive listing of ``SourceSummary`` models,
+        12,600 sources were ~50 steps that every search arriving meanwhile took turns with."""
         # The workspace as it is now (created if new): a deletion meanwhile makes every
         # later write of this upload fail (WorkspaceGone), the upload stops and says so.
         tenant = (await open_workspace(self._store, workspace)).tenant_id
-        return await index_uploads(
+        before = await self._store.source_passage_counts(tenant)
+        indexed = await index_uploads(
             uploads,
             self._store,
             tenant,
             chunking=chunking or self.chunking(),
             on_progress=lambda done, total, row: report(done, total, row.source_id or row.file),
         )
+        return indexed, before
 
 
 def _file_reports(

@@ -413,6 +413,11 @@ class InMemoryChunkStore(InMemoryJudging, InMemoryWorkspaces):
             image = self._peek(tenant_id).image
         return await stepped(image.source_summary_steps())
 
+    async def source_passage_counts(self, tenant_id: UUID) -> dict[str, int]:
+        with self._lock:
+            image = self._peek(tenant_id).image
+        return await stepped(image.source_count_steps())
+
     async def list_entities(self, tenant_id: UUID) -> list[EntitySummary]:
         with self._lock:
             tenant = self._peek(tenant_id)

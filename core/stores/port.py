@@ -280,6 +280,11 @@ class ChunkStore(Protocol):
         """Ordered by source_id."""
         ...
 
+    async def source_passage_counts(self, tenant_id: UUID) -> dict[str, int]:
+        """Each source's passages, as ``list_sources`` counts them, in no order: for a caller
+        that only compares counts (an upload's report), without a model per source."""
+        ...
+
     async def list_entities(self, tenant_id: UUID) -> list[EntitySummary]:
         """Entities mentioned by at least one passage; passages descending, then name, id."""
         ...

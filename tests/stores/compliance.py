@@ -743,6 +743,19 @@ class ChunkStoreCompliance:
             ("doc-c", 2),
         ]
 
+    async def test_the_source_counts_an_upload_compares_are_the_listed_counts(
+        self, store: ChunkStore
+    ) -> None:
+        tenant = uuid.uuid4()
+        assert await store.source_passage_counts(tenant) == {}
+        await store.upsert_many(corpus_chunks(tenant))
+        await store.upsert_many([make_chunk(tenant, "Doc-Z", "capital source", 0)])
+        await store.delete_by_source("doc-b", tenant)
+        await store.replace_source("doc-c", tenant, [make_chunk(tenant, "doc-c", "one left", 0)])
+        listed = {s.source_id: s.passages for s in await store.list_sources(tenant)}
+        assert listed == {"Doc-Z": 1, "doc-a": 2, "doc-c": 1}
+        assert await store.source_passage_counts(tenant) == listed
+
     async def test_entities_are_listed_by_passage_count_then_name_then_id(
         self, store: ChunkStore
     ) -> None:

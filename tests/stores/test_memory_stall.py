@@ -279,6 +279,40 @@ async def test_listing_a_big_workspaces_sources_gives_way_every_few_hundred() ->
     assert len({id(summary.__pydantic_fields_set__) for summary in summaries}) == 1
 
 
+async def test_an_uploads_source_counts_are_read_in_pieces_and_add_up_across_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The counts an upload reads first (``source_passage_counts``) compare ``COUNT_KEYS``
+    passages' source ids a step; a source whose passages straddle two pieces counts once."""
+    monkeypatch.setattr(memory_image, "COUNT_KEYS", 4)
+    store = InMemoryChunkStore()
+    tenant = uuid4()
+    await store.upsert_workspace(Workspace(tenant_id=tenant, name="notes"))
+    sizes = {"a": 3, "b": 6, "c": 1, "d": 2}  # b runs over pieces 1-3: a a a b | b b b b | b c d d
+    for source, size in sizes.items():
+        texts = [f"{source} {i}" for i in range(size)]
+        chunks = [
+            StoredChunk(
+                tenant_id=tenant,
+                source_id=source,
+                chunk_index=i,
+                text=text,
+                start_char=0,
+                end_char=len(text),
+            )
+            for i, text in enumerate(texts)
+        ]
+        await store.replace_source(source, tenant, chunks)
+    seen: list[tuple[str, int]] = []
+
+    async def counted() -> dict[str, int]:
+        install(_paused(seen))
+        return await store.source_passage_counts(tenant)
+
+    assert await asyncio.create_task(counted()) == sizes
+    assert len(seen) >= 12 // 4, f"{len(seen)} checkpoints"
+
+
 async def test_a_write_into_a_big_workspace_looks_its_sources_and_passages_up_in_pieces(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -377,3 +377,34 @@ def test_every_action_on_a_heavy_query_gives_way_per_score_block_and_per_explain
     wanted = {"search": blocks + k, "truncation": blocks + 2 * k, "why_not": blocks,
               "compare": 2 * blocks + 2 * k, "explain": 2}[action]  # fmt: skip
     assert len(pauses) >= wanted, f"{action} gave way {len(pauses)} times, fewer than {wanted}"
+
+
+def test_an_upload_counts_the_sources_before_it_as_long_work_without_listing_them() -> None:
+    """An upload reads each source's passages before it writes (its report's "unchanged"). Read
+    as an interactive listing (a ``SourceSummary`` per source, 12,600 in ~50 steps) every search
+    arriving meanwhile took turns with it; as counts inside the long work, it gives way."""
+    from core.checkpoint import giving_way
+
+    counted: list[bool] = []
+
+    class CountsOnly(InMemoryChunkStore):
+        async def list_sources(self, tenant_id: Any) -> Any:
+            raise AssertionError("an upload listed the workspace's sources")
+
+        async def source_passage_counts(self, tenant_id: Any) -> dict[str, int]:
+            counted.append(giving_way())
+            return await super().source_passage_counts(tenant_id)
+
+    async def factory() -> InMemoryChunkStore:
+        return CountsOnly()
+
+    service = LexplainService(factory, settings=Settings(store="memory"))
+    try:
+        files = [("notes.txt", b"Heated wings flutter.\n\nA second paragraph on heated wings.")]
+        (first,) = service.upload_files(files, workspace="notes")
+        (again,) = service.upload_files(files, workspace="notes")
+    finally:
+        service.close()
+    assert counted == [True, True], "the counts were not read as the upload's long work"
+    assert (first.passages_before, first.passages_new) == (0, first.passages_written)
+    assert (again.passages_before, again.passages_unchanged) == (first.passages_written,) * 2

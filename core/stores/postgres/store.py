@@ -426,6 +426,9 @@ class PostgresChunkStore(PostgresJudging):
     async def list_sources(self, tenant_id: UUID) -> list[SourceSummary]:
         return await self._run(lambda conn: listings.source_summaries(conn, tenant_id))
 
+    async def source_passage_counts(self, tenant_id: UUID) -> dict[str, int]:
+        return await self._run(lambda conn: listings.source_passage_counts(conn, tenant_id))
+
     async def list_entities(self, tenant_id: UUID) -> list[EntitySummary]:
         return await self._run(lambda conn: listings.entity_summaries(conn, tenant_id))
 
