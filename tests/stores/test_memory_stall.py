@@ -116,6 +116,20 @@ async def test_a_write_group_is_indexed_a_piece_of_postings_at_a_time(
     assert found.stats.n_docs == 200 and len(found) == sum("w0x" in _text(i) for i in range(200))
 
 
+async def test_a_write_group_where_nobody_waits_is_tokenised_in_one_batch(
+    events: list[tuple[str, int]],
+) -> None:
+    """``load`` installs no pause: cutting its groups into 8 KB batches only cost it time
+    (each batch's tokenising setup: six 42 MB files 107 s CPU against 33 in one batch)."""
+    store = InMemoryChunkStore()
+    tenant = uuid4()
+    await store.upsert_workspace(Workspace(tenant_id=tenant, name="notes"))
+    assert await store.replace_sources(tenant, _sources(tenant, 200)) == [0] * 200
+    chars = sum(len(_text(i)) for i in range(200))
+    assert chars > 4 * TEXT_STEP_CHARS
+    assert events == [("build", -chars)]
+
+
 async def test_a_reindex_is_indexed_a_piece_of_postings_at_a_time(
     events: list[tuple[str, int]],
 ) -> None:
