@@ -47,13 +47,13 @@ from core.domain.entities import (
 )
 from core.domain.tokenize import DEFAULT_PROFILE, Profile
 from core.ingest import bulk
+from core.ingest.aside import index_paths
 from core.ingest.folders import read_paths, skipped_files
 from core.ingest.indexing import (
     NOT_WRITTEN,
     DocumentRow,
     IndexReport,
     UploadResult,
-    index_uploads,
 )
 from core.ingest.limits import DEFAULT_MAX_BYTES
 from core.ingest.names import printable_name, terminal_safe
@@ -540,10 +540,11 @@ async def load_into(
         def advance(done: int, total: int, row: DocumentRow) -> None:
             progress.update(task, completed=done, total=total)
 
-        return await index_uploads(
-            read_paths(paths, max_bytes=max_bytes),
+        return await index_paths(
+            paths,
             store,
             tenant_id,
+            max_bytes=max_bytes,
             chunking=chunking,
             extractor=extractor,
             on_progress=advance,

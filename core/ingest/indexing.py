@@ -174,28 +174,31 @@ async def index_documents(
     ``extractor=None`` stores passages without entities; ``concurrency`` is how many documents
     are written at once (1: strictly one after another).
     """
-    return await _index_items(
-        _each([_Part("", documents, [])]), store, tenant_id, chunking, extractor, on_progress,
+    return await index_parts(
+        _each([Part("", documents, [])]), store, tenant_id, chunking, extractor, on_progress,
         [], concurrency, total=len(documents),
     )  # fmt: skip
 
 
-async def _each(parts: Iterable[_Part]) -> AsyncIterator[_Part]:
+async def _each(parts: Iterable[Part]) -> AsyncIterator[Part]:
     for part in parts:
         yield part
 
 
-class _Part(NamedTuple):
+class Part(NamedTuple):
     """Documents read together (a file, or a part of a JSONL corpus); ``notes`` go with the
-    first document's row (one row shows them once)."""
+    first document's row (one row shows them once). ``prepared``: each document already cut
+    (``prepare``, in another process: ``core.ingest.aside``; ``documents`` then empty), else
+    None (cut here)."""
 
     file: str
     documents: Sequence[SourceDocument]
     notes: list[str]
+    prepared: Sequence[Prepared | DocumentRow] | None = None
 
 
-async def _index_items(
-    parts: AsyncIterator[_Part],
+async def index_parts(
+    parts: AsyncIterator[Part],
     store: ChunkStore,
     tenant_id: UUID,
     chunking: ChunkingOptions | None,
@@ -277,9 +280,9 @@ async def _index_items(
             part = await anext(parts, None)
             if part is None:
                 break
-            file, arrived, part_notes = part
-            total += 0 if known else len(arrived)
-            for position, document in enumerate(arrived):
+            file, arrived, part_notes, ready = part
+            total += 0 if known else _size(part)
+            for position in range(_size(part)):
                 notes = part_notes if position == 0 else []
                 if gate.full:
                     await gate.room()
@@ -287,16 +290,19 @@ async def _index_items(
                     await checkpoint()
                 if stopped:  # the store is unavailable: the rest is counted, not prepared
                     rest = [unwritten(member) for member in group]
-                    rest += _unwritten_part(file, arrived[position:], notes)
+                    rest += _unwritten_part(part, position, notes)
                     await hold(rest)
                     group, rest_counted = [], True
-                    async for file, more, part_notes in parts:
-                        total += 0 if known else len(more)
-                        await hold(_unwritten_part(file, more, part_notes))
+                    async for more in parts:
+                        total += 0 if known else _size(more)
+                        await hold(_unwritten_part(more, 0, more.notes))
                     break
-                prepared = _prepare(
-                    file, document, notes, tenant_id, options, extractor, first_file
-                )
+                if ready is None:
+                    prepared = prepare(
+                        file, arrived[position], notes, tenant_id, options, extractor, first_file
+                    )
+                else:
+                    prepared = ready[position]
                 group.append(prepared)
                 if type(prepared) is Prepared:
                     passages += len(prepared.chunks)
@@ -316,20 +322,38 @@ async def _index_items(
     )
 
 
-def _rejected(file: str, source_id: str, notes: list[str], reason: str) -> DocumentRow:
+def refused_rows(
+    file: str, error: str | None, problems: Sequence[LineProblem]
+) -> list[DocumentRow]:
+    """The rows of a file that could not be read (``error``), else of its skipped records."""
+    if error is not None:
+        return [DocumentRow(file=file, status="rejected", reason=error)]
+    return [
+        DocumentRow(file=file, status="rejected", reason=f"line {p.line}: {p.reason}")
+        for p in problems
+    ]
+
+
+def rejected_row(file: str, source_id: str, notes: list[str], reason: str) -> DocumentRow:
     return DocumentRow(
         file=file, source_id=source_id, status="rejected", reason=reason, notes=notes
     )
 
 
-def _unwritten_part(
-    file: str, documents: Sequence[SourceDocument], notes: list[str]
-) -> list[Outcome]:
-    """A part's documents as not written (its notes with the first)."""
-    return [Unwritten(file, d, notes if at == 0 else []) for at, d in enumerate(documents)]
+def _size(part: Part) -> int:
+    return len(part.documents) if part.prepared is None else len(part.prepared)
 
 
-def _prepare(
+def _unwritten_part(part: Part, start: int, notes: list[str]) -> list[Outcome]:
+    """A part's documents from ``start`` on as not written (``notes`` with the first)."""
+    if part.prepared is None:
+        ids = [document.source_id for document in part.documents[start:]]
+    else:
+        ids = [member.source_id or "" for member in part.prepared[start:]]
+    return [Unwritten(part.file, s, notes if at == 0 else []) for at, s in enumerate(ids)]
+
+
+def prepare(
     file: str,
     document: SourceDocument,
     notes: list[str],
@@ -343,27 +367,27 @@ def _prepare(
     if source_id in first_file:
         earlier = first_file[source_id] or "an earlier document"
         reason = f"same source id as {earlier} in this batch — the first one was kept"
-        return _rejected(file, source_id, notes, reason)
+        return rejected_row(file, source_id, notes, reason)
     first_file[source_id] = file or source_id
     too_varied = too_many_words(text)
     if too_varied is not None:
-        return _rejected(file, source_id, notes, too_varied)
+        return rejected_row(file, source_id, notes, too_varied)
     try:
         spans = split_document(text, options)
         if not spans:
-            return _rejected(file, source_id, notes, "no text — nothing stored")
+            return rejected_row(file, source_id, notes, "no text — nothing stored")
         mentions = extractor.extract(text) if extractor is not None else None
         if not mentions:  # most tiny documents name no entity
             chunks = build_chunks(document, tenant_id, spans)
-            return Prepared(file, document, notes, chunks, [], len(spans) - len(chunks))
+            return Prepared(file, source_id, notes, chunks, [], len(spans) - len(chunks))
         entities = {m.entity.entity_id: m.entity for m in mentions}
         located = [PassageMention(m.start, m.end, m.entity.entity_id) for m in mentions]
         chunks = build_chunks(document, tenant_id, spans, located)
     except ValueError as exc:
-        return _rejected(file, source_id, notes, f"cannot be cut into passages: {exc}")
+        return rejected_row(file, source_id, notes, f"cannot be cut into passages: {exc}")
     used = {entity_id for chunk in chunks for entity_id in chunk.entity_ids}
     wanted = [entity for entity_id, entity in entities.items() if entity_id in used]
-    return Prepared(file, document, notes, chunks, wanted, len(spans) - len(chunks))
+    return Prepared(file, source_id, notes, chunks, wanted, len(spans) - len(chunks))
 
 
 async def index_uploads(
@@ -388,30 +412,18 @@ async def index_uploads(
     early: list[DocumentRow] = []
     files = iter(uploads)
 
-    async def parts() -> AsyncIterator[_Part]:
+    async def parts() -> AsyncIterator[Part]:
         while True:
             # Read off the event loop: parsing a file (a PDF waits for its sandbox) must not
             # hold the service's loop, where every session's search runs.
             upload = await asyncio.to_thread(next, files, None)
             if upload is None:
                 return
-            if upload.error is not None:
-                early.append(
-                    DocumentRow(file=upload.file_name, status="rejected", reason=upload.error)
-                )
-                continue
-            for problem in upload.problems:
-                early.append(
-                    DocumentRow(
-                        file=upload.file_name,
-                        status="rejected",
-                        reason=f"line {problem.line}: {problem.reason}",
-                    )
-                )
-            if upload.documents:
-                yield _Part(upload.file_name, upload.documents, list(upload.notes))
+            early.extend(refused_rows(upload.file_name, upload.error, upload.problems))
+            if upload.error is None and upload.documents:
+                yield Part(upload.file_name, upload.documents, list(upload.notes))
 
-    return await _index_items(
+    return await index_parts(
         parts(), store, tenant_id, chunking, extractor, on_progress, early, concurrency,
         before_first_write, batch_passages,
     )  # fmt: skip

@@ -18,7 +18,7 @@ from typing import NamedTuple
 from uuid import UUID
 
 from core.checkpoint import checkpoint
-from core.domain.chunks import SourceDocument, StoredChunk
+from core.domain.chunks import StoredChunk
 from core.domain.entities import Entity
 from core.ingest.report import NOT_WRITTEN, DocumentRow, Tally
 from core.stores.port import ChunkStore, StoreUnavailable
@@ -35,7 +35,7 @@ class Prepared(NamedTuple):
     """A document cut and its entities found, ready to write; ``notes`` go in its row."""
 
     file: str
-    document: SourceDocument
+    source_id: str
     notes: list[str]
     chunks: list[StoredChunk]
     entities: list[Entity]
@@ -53,7 +53,7 @@ class Unwritten(NamedTuple):
     """A document a stopped load did not write."""
 
     file: str
-    document: SourceDocument
+    source_id: str
     notes: list[str]
 
 
@@ -66,14 +66,14 @@ def row_of(outcome: Outcome) -> DocumentRow:
     if isinstance(outcome, DocumentRow):
         return outcome
     if isinstance(outcome, Unwritten):
-        file, document, notes = outcome
+        file, source_id, notes = outcome
         return DocumentRow(
-            file=file, source_id=document.source_id, status="rejected", reason=NOT_WRITTEN,
+            file=file, source_id=source_id, status="rejected", reason=NOT_WRITTEN,
             notes=notes,
         )  # fmt: skip
     prepared, orphans = outcome
     return DocumentRow(
-        file=prepared.file, source_id=prepared.document.source_id, status="indexed",
+        file=prepared.file, source_id=prepared.source_id, status="indexed",
         passages_written=len(prepared.chunks), duplicate_passages=prepared.duplicates,
         entities_found=len(prepared.entities), orphans_removed=orphans, notes=prepared.notes,
     )  # fmt: skip
@@ -83,7 +83,7 @@ def unwritten(member: Prepared | DocumentRow) -> Outcome:
     """A member of a group an unavailable store did not write (a rejection row stays as it is)."""
     if isinstance(member, DocumentRow):
         return member
-    return Unwritten(member.file, member.document, member.notes)
+    return Unwritten(member.file, member.source_id, member.notes)
 
 
 class Slot:
@@ -122,9 +122,9 @@ class Counted:
                 outcomes = self.queue.popleft().outcomes or []
                 for done, outcome in enumerate(outcomes, start=1):
                     if type(outcome) is Stored:
-                        (file, document, notes, chunks, entities, duplicates), orphans = outcome
+                        (file, source_id, notes, chunks, entities, duplicates), orphans = outcome
                         stored(
-                            file, document.source_id, len(chunks), duplicates, len(entities),
+                            file, source_id, len(chunks), duplicates, len(entities),
                             orphans, notes,
                         )  # fmt: skip
                         if entities:
@@ -193,7 +193,7 @@ async def write_group(
         try:
             removed = await store.replace_sources(
                 tenant_id,
-                [(p.document.source_id, p.chunks) for p in prepared],
+                [(p.source_id, p.chunks) for p in prepared],
                 list(entities.values()),
             )
         except StoreUnavailable as exc:  # no document is to blame: do not split the group
@@ -225,17 +225,17 @@ async def write_group(
 
 async def _write(prepared: Prepared, store: ChunkStore, tenant_id: UUID) -> Outcome:
     """One document's entities, then its passages in one ``replace_source``."""
-    file, document, doc_notes, chunks, entities, _ = prepared
+    file, source_id, doc_notes, chunks, entities, _ = prepared
     try:
         if entities:
             await store.upsert_entities(entities, tenant_id)
-        orphans = await store.replace_source(document.source_id, tenant_id, chunks)
+        orphans = await store.replace_source(source_id, tenant_id, chunks)
     except StoreUnavailable:
         raise  # not this document's fault: the caller stops
     except Exception as exc:  # the document's own data: it alone is rejected
         reason = f"not stored ({type(exc).__name__}: {exc}); earlier passages kept"
         return DocumentRow(
-            file=file, source_id=document.source_id, status="rejected", reason=reason,
+            file=file, source_id=source_id, status="rejected", reason=reason,
             notes=doc_notes,
         )  # fmt: skip
     return Stored(prepared, orphans)
