@@ -19,6 +19,16 @@ Truncation (0.5-1.6 s) no longer holds up another session's 15 ms search.
 The collector is settled once the store is open (``core.checkpoint.settle_collector``): a full
 collection walks every object the process tracks, most of them the modules loaded at start.
 
+The interpreter's thread switch interval is lowered to ``SWITCH_INTERVAL_S`` (1 ms; CPython's
+default is 5 ms): a thread running Python (an upload's file parsed in a worker thread, another
+session's script) keeps the GIL until the loop thread has waited a whole interval for it, and a
+search takes the GIL back after each numpy call and each loop turn, so beside a parsing thread
+it ran in 5 ms slices (bench_stall ``upload``, load 5-6: a search's wall less its CPU, p99
+34-44 -> 13-16 ms). It cannot help against one long C call holding the GIL (numpy on object
+arrays, the in-memory image build's merges in their thread). Rejected: the
+parsing on the loop in steps (the loop is where the searches wait; a thread uses the second core
+for the part of the parse that lets go of the GIL).
+
 Progress callbacks run in the CALLER's thread (Streamlit can only draw from the
 script thread): the loop thread queues progress events, the caller drains them.
 Each screen family (``search``, ``analysis``, ``library``, ``corpus``) subclasses
@@ -32,6 +42,7 @@ import atexit
 import gc
 import queue
 import re
+import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Coroutine, Hashable
@@ -54,6 +65,9 @@ GIVE_WAY_POLL_S = 0.001
 #: loop's own callbacks and calls not yet counted); in between it returns at once (~1 µs), so
 #: long work may call it per item.
 GIVE_WAY_EVERY_S = 0.002
+
+#: Longest a thread running Python keeps the GIL from the loop's thread (``sys.setswitchinterval``).
+SWITCH_INTERVAL_S = 0.001
 
 #: Distinct words from which a query's call runs as long work (``_call_heavy``); a person's
 #: query has a few, a pasted paragraph dozens, and one of 1,000 held the loop 1.6 s.
@@ -140,6 +154,8 @@ class StoreRunner:
             self._stop_loop()
             raise
         checkpoint.settle_collector()
+        if sys.getswitchinterval() > SWITCH_INTERVAL_S:  # never raised (tests set it lower)
+            sys.setswitchinterval(SWITCH_INTERVAL_S)
         # Close the store before the interpreter's own exit hooks stop the embedded server,
         # so a pool never watches its server shut down under it (atexit runs last-in first).
         atexit.register(self.close)

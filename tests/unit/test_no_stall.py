@@ -408,3 +408,23 @@ def test_an_upload_counts_the_sources_before_it_as_long_work_without_listing_the
     assert counted == [True, True], "the counts were not read as the upload's long work"
     assert (first.passages_before, first.passages_new) == (0, first.passages_written)
     assert (again.passages_before, again.passages_unchanged) == (first.passages_written,) * 2
+
+
+def test_a_service_keeps_another_threads_python_from_holding_the_gil_for_more_than_1_ms() -> None:
+    """Beside a thread running Python (an upload's file parsed in a worker thread), a search on
+    the loop thread waits a whole switch interval for the GIL each time it lets go of it; at
+    CPython's default 5 ms a search ran in 5 ms slices. The service lowers it, never raises it."""
+    import sys
+
+    from core.service.runner import SWITCH_INTERVAL_S
+
+    interval = sys.getswitchinterval()
+    try:
+        sys.setswitchinterval(0.005)
+        LexplainService.from_settings(Settings(store="memory")).close()
+        assert sys.getswitchinterval() <= SWITCH_INTERVAL_S <= 0.001
+        sys.setswitchinterval(1e-6)
+        LexplainService.from_settings(Settings(store="memory")).close()
+        assert sys.getswitchinterval() == pytest.approx(1e-6)
+    finally:
+        sys.setswitchinterval(interval)
