@@ -26,7 +26,7 @@ from core.checkpoint import install
 from core.domain import postings as postings_module
 from core.domain.chunks import SourceDocument, StoredChunk
 from core.domain.steps import finish
-from core.domain.tokenize import Profile
+from core.domain.tokenize import DEFAULT_PROFILE, Profile
 from core.ingest import indexing
 from core.ingest.report import Tally
 from core.service.facade import LexplainService
@@ -475,3 +475,32 @@ def test_a_runs_metrics_are_computed_a_few_dozen_queries_per_step() -> None:
     assert run == evaluation.evaluate_run(queries, qrels, ranked, 10, 100)
     assert len(run.rows) == 200
     assert taken >= 200 // evaluation.METRIC_STEP - 1, f"{taken} steps for 200 queries"
+
+
+def test_a_merge_gives_segments_a_shared_vocabulary_a_piece_of_terms_per_c_call(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A merge runs in a thread beside the loop, and a C call holds the GIL whatever the switch
+    interval: one ``fromiter`` over a Cranfield segment's ~9k terms kept a search off it ~1-5
+    ms, nine per merge. Terms get their shared slots ``SLOT_PIECE`` at a time instead, and
+    every term still maps to the one slot of its word."""
+    monkeypatch.setattr(memory_image, "SLOT_PIECE", 8)
+    lengths: list[int] = []
+    fromiter = np.fromiter
+
+    def counted(iterable: Any, dtype: Any, count: int = -1) -> Any:
+        lengths.append(count)
+        return fromiter(iterable, dtype, count)
+
+    monkeypatch.setattr(memory_image.np, "fromiter", counted)
+    writers = [memory_writer.SegmentWriter() for _ in range(3)]
+    for k, writer in enumerate(writers):
+        texts = [f"w{i} shared{k % 2} common" for i in range(k, 30 + 7 * k)]
+        writer.add_texts(texts, DEFAULT_PROFILE)
+    segments = [writer.finish()[0] for writer in writers]
+    lengths.clear()  # numpy's own fromiter is patched: count the merge's calls only
+    slots, maps = memory_image.shared_slots(segments)
+    assert lengths and max(lengths) <= 8, f"{max(lengths)} terms in one call"
+    for segment, mapped in zip(segments, maps, strict=True):
+        assert [slots[term] for term in segment.terms] == mapped.tolist()
+    assert sorted(slots.values()) == list(range(len(slots)))
