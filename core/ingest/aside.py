@@ -184,12 +184,27 @@ class Aside:
         prepared: list[Prepared | DocumentRow] = []
         said = notes
         for source_id, text, outcome in sent:
-            passages: list[tuple[Any, ...]]
             if type(outcome) is tuple:  # one passage, no metadata, no entity: most records
                 start, end, identity = outcome
-                passages = [(text[start:end], 0, start, end, [], {}, identity)]
-                entities, duplicates = [], 0
-            elif type(outcome) is str:
+                only = built(
+                    StoredChunk,
+                    {
+                        "tenant_id": tenant_id,
+                        "source_id": source_id,
+                        "text": text[start:end],
+                        "chunk_index": 0,
+                        "start_char": start,
+                        "end_char": end,
+                        "entity_ids": [],
+                        "metadata": {},
+                        "id": identity,
+                    },
+                    _PASSAGE_FIELDS,
+                )
+                prepared.append(Prepared(file, source_id, said, [only], [], 0))
+                said = []
+                continue
+            if type(outcome) is str:
                 prepared.append(rejected_row(file, source_id, said, outcome))
                 said = []
                 continue

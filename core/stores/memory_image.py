@@ -263,18 +263,21 @@ class Image:
         hi = int(np.searchsorted(self.source_keys, source_id, side="right"))
         return self.source_rows[lo:hi]
 
-    def rows_of_sources(self, source_ids: Sequence[str]) -> list[list[int]]:
+    def rows_of_sources(self, source_ids: Sequence[str]) -> list[Sequence[int]]:
         """``rows_of_source`` of each of ``source_ids``, found in one pass (the end of a
         source's rows searched only for a source the image holds: most an upload writes are
-        new, and each search is string compares)."""
+        new, and each search is string compares); a source the image lacks has the shared
+        empty tuple, not a list each (a million new sources: a million lists)."""
         lows, hits = _found(self.source_keys, source_ids)
-        highs = lows.copy()
-        highs[hits] = np.searchsorted(self.source_keys, self.source_keys[lows[hits]], "right")
-        rows = self.source_rows
-        return [
-            rows[lo:hi].tolist() if hi > lo else []
-            for lo, hi in zip(lows.tolist(), highs.tolist(), strict=True)
-        ]
+        found: list[Sequence[int]] = [()] * len(source_ids)
+        places = np.flatnonzero(hits)
+        if len(places):
+            starts = lows[places]
+            ends = np.searchsorted(self.source_keys, self.source_keys[starts], "right")
+            rows = self.source_rows
+            for at, lo, hi in zip(places.tolist(), starts.tolist(), ends.tolist(), strict=True):
+                found[at] = rows[lo:hi].tolist()
+        return found
 
     def rows_of_ids(self, chunk_ids: Sequence[str]) -> tuple[list[int], list[int]]:
         """The live row of each of ``chunk_ids`` (-1 for an id the image has not) and its place
