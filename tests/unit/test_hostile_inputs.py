@@ -17,6 +17,7 @@ import pytest
 from core.cli import load_into, main
 from core.domain.chunks import ChunkingOptions, workspace_tenant_id
 from core.ingest.indexing import IndexReport
+from core.ingest.names import printable_name
 from core.service.facade import LexplainService
 from core.settings import Settings
 from core.stores.memory import InMemoryChunkStore
@@ -30,17 +31,32 @@ from tests.fixtures.probes import (
 )
 
 
-def test_every_probe_uploaded_in_the_app_ends_stored_or_refused_in_plain_words() -> None:
+class Uploaded(NamedTuple):
+    #: Printable file name -> (error or None, every message about the file).
+    outcomes: dict[str, tuple[str | None, str]]
+    sources: set[str]
+
+
+@pytest.fixture(scope="module")
+def uploaded() -> Uploaded:
+    """Every probe through the app's upload path (the service, as the Upload page calls it):
+    what one test checks and another compares with ``load``, uploaded once (the probes' parse
+    workers, seconds each time)."""
     service = LexplainService.from_settings(Settings(store="memory"))
     try:
-        tried = probes()
-        reports = service.upload_files([(p.name, p.data) for p in tried], workspace="probes")
-        outcomes = {r.file_name: (r.error, f"{r.error or ''} {' '.join(r.notes)}") for r in reports}
-        check_outcomes(outcomes, tried)
+        reports = service.upload_files([(p.name, p.data) for p in probes()], workspace="probes")
         sources = {s.source_id for s in service.list_sources(workspace="probes")}
-        assert sources >= STORED_SOURCES
     finally:
         service.close()
+    outcomes = {r.file_name: (r.error, f"{r.error or ''} {' '.join(r.notes)}") for r in reports}
+    return Uploaded(outcomes, sources)
+
+
+def test_every_probe_uploaded_in_the_app_ends_stored_or_refused_in_plain_words(
+    uploaded: Uploaded,
+) -> None:
+    check_outcomes(uploaded.outcomes, probes())
+    assert uploaded.sources >= STORED_SOURCES
 
 
 class Loaded(NamedTuple):
@@ -82,13 +98,12 @@ def test_load_prints_names_that_are_not_utf8_and_exits_saying_what_it_refused(
     )
 
 
-def test_every_probe_uploaded_ends_in_the_words_load_gives_it(loaded: Loaded) -> None:
+def test_every_probe_uploaded_ends_in_the_words_load_gives_it(
+    loaded: Loaded, uploaded: Uploaded
+) -> None:
     """The Upload path and ``load`` read the same way (a file, or a JSONL part, at a time), so
     each probe's refusal is the same words in both (PostgreSQL: test_hostile_probes_pg.py)."""
     by_load = {name: error for name, (error, _) in outcomes_by_file(loaded.report).items()}
-    service = LexplainService.from_settings(Settings(store="memory"))
-    try:
-        reports = service.upload_files([(p.name, p.data) for p in loaded.tried], workspace="probes")
-    finally:
-        service.close()
-    assert {r.file_name: r.error for r in reports} == by_load
+    on_disk = {printable_name(p.name) for p in loaded.tried}
+    by_upload = {name: error for name, (error, _) in uploaded.outcomes.items() if name in on_disk}
+    assert by_upload == by_load
