@@ -223,6 +223,7 @@ def calls(store: ChunkStore, tenant: UUID, other: UUID) -> dict[str, Callable[[]
         "get_by_entity": lambda: store.get_by_entity(entity.entity_id, tenant),
         "lexical_candidates": lambda: store.lexical_candidates(["ocean", "tides"], tenant, 10),
         "list_sources": lambda: store.list_sources(tenant),
+        "source_passage_counts": lambda: store.source_passage_counts(tenant),
         "list_entities": lambda: store.list_entities(tenant),
         "corpus_summary": lambda: store.corpus_summary(tenant),
         "passage_count": lambda: store.passage_count(tenant),
