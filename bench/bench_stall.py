@@ -20,9 +20,12 @@ in-memory store lives in one process, so another process's load shares only the 
 every measured search overlaps it. ``--holds`` samples the loop's thread and prints what held
 it (``bench.loop_holds``); ``--steps`` times each step the loop runs in CPU time, by coroutine
 (``bench.loop_steps``: a step's size whatever the machine's load; steps over 5 ms named by
-where they resumed and suspended). One run, ratios only: the machine is shared.
+where they resumed and suspended); ``--windows`` sums, per measured search, the loop CPU of the
+other work's steps that ran inside its window, and names what filled the slowest
+(``bench.loop_windows``). One run, ratios only: the machine is shared.
 
     .venv/bin/python -m bench.bench_stall --store memory [--work upload|...] [--holds] [--steps]
+        [--windows]
     source .ci/pg.sh && pg_start && .venv/bin/python -m bench.bench_stall --store postgres
 """
 
@@ -43,6 +46,7 @@ from pydantic import SecretStr
 
 from bench.loop_holds import LoopHolds
 from bench.loop_steps import LoopSteps
+from bench.loop_windows import SearchWindows
 from core.analysis.evaluation import parse_queries
 from core.analysis.rankers import Ranker, RankerKind
 from core.domain.chunks import ChunkingOptions
@@ -118,15 +122,26 @@ def open_service(store: str) -> LexplainService:
     return service
 
 
-def timed_searches(service: LexplainService, queries: list[str]) -> list[float]:
-    """SEARCHES searches, one after another with a pause; the seconds each took."""
+def timed_searches(
+    service: LexplainService, queries: list[str], windows: SearchWindows | None = None
+) -> list[float]:
+    """SEARCHES searches, one after another with a pause; the seconds each took (each one's
+    window marked in ``windows`` if given)."""
     timings: list[float] = []
     for i in range(SEARCHES):
         started = time.perf_counter()
         service.search(queries[i % len(queries)], K, LIMIT, workspace=WORKSPACE)
-        timings.append(time.perf_counter() - started)
+        ended = time.perf_counter()
+        timings.append(ended - started)
+        if windows is not None:
+            windows.window(started, ended)
         time.sleep(PAUSE_S)
     return timings
+
+
+def _is_search(owner: str) -> bool:
+    """Whether a loop step is one of the measured searches' own (``--windows``)."""
+    return owner == "SearchActions._search"
 
 
 def load_command(store: str, full_priority: bool = False) -> list[str]:
@@ -153,7 +168,12 @@ def renamed_sample(copy: int) -> tuple[str, bytes]:
 
 
 def run(
-    store: str, work: str, holds: bool = False, full_priority: bool = False, steps: bool = False
+    store: str,
+    work: str,
+    holds: bool = False,
+    full_priority: bool = False,
+    steps: bool = False,
+    windows: bool = False,
 ) -> dict[str, object]:
     service = open_service(store)
     try:
@@ -218,6 +238,7 @@ def run(
 
         sampler = LoopHolds(service._loop, service._thread) if holds else None
         timer = LoopSteps(service._thread) if steps else None
+        marks = SearchWindows(service._thread, _is_search) if windows else None
         thread = threading.Thread(target=worker, daemon=True)
         thread.start()
         running.wait()
@@ -225,12 +246,16 @@ def run(
             sampler.start()
         if timer is not None:
             timer.start()
-        during = timed_searches(service, queries)
+        if marks is not None:
+            marks.start()
+        during = timed_searches(service, queries, marks)
         done.set()
         if sampler is not None:
             sampler.stop()
         if timer is not None:
             timer.stop()
+        if marks is not None:
+            marks.stop()
         thread.join()
         for name in (WORKSPACE, OTHER):
             if name in service.list_workspaces():
@@ -251,6 +276,8 @@ def run(
         result["loop"] = sampler.report()
     if timer is not None:
         result["steps"] = timer.report()
+    if marks is not None:
+        result["windows"] = marks.report()
     return result
 
 
@@ -261,10 +288,13 @@ def main() -> None:
     parser.add_argument("--holds", action="store_true", help="print what held the loop")
     parser.add_argument("--steps", action="store_true", help="print the loop's steps' CPU time")
     parser.add_argument(
+        "--windows", action="store_true", help="print other work's loop CPU in each search's wait"
+    )
+    parser.add_argument(
         "--full-priority", action="store_true", help="--work load: the load at normal priority"
     )
     args = parser.parse_args()
-    result = run(args.store, args.work, args.holds, args.full_priority, args.steps)
+    result = run(args.store, args.work, args.holds, args.full_priority, args.steps, args.windows)
     print(json.dumps(result, indent=2))
 
 
