@@ -36,6 +36,7 @@ from core.stores.memory import InMemoryChunkStore
 from core.stores.memory_image import Image
 from core.stores.memory_writer import STEP_POSTINGS, TEXT_STEP_CHARS
 from core.stores.port import Workspace
+from tests.stores.compliance import make_chunk
 
 #: Distinct words per passage: a group of 200 passages is ~5 pieces of ``STEP_POSTINGS``.
 WORDS = 100
@@ -304,18 +305,7 @@ async def test_an_uploads_source_counts_are_read_in_pieces_and_add_up_across_the
     await store.upsert_workspace(Workspace(tenant_id=tenant, name="notes"))
     sizes = {"a": 3, "b": 6, "c": 1, "d": 2}  # b runs over pieces 1-3: a a a b | b b b b | b c d d
     for source, size in sizes.items():
-        texts = [f"{source} {i}" for i in range(size)]
-        chunks = [
-            StoredChunk(
-                tenant_id=tenant,
-                source_id=source,
-                chunk_index=i,
-                text=text,
-                start_char=0,
-                end_char=len(text),
-            )
-            for i, text in enumerate(texts)
-        ]
+        chunks = [make_chunk(tenant, source, f"{source} {i}", i) for i in range(size)]
         await store.replace_source(source, tenant, chunks)
     seen: list[tuple[str, int]] = []
 
