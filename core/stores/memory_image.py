@@ -305,8 +305,9 @@ class Image:
         return out
 
     def source_summary_steps(self) -> Steps[list[SourceSummary]]:
-        """Each live source id ascending and its passages, a step per ``SUMMARY_STEP`` (an
-        upload lists them first: 12,600 held the loop 136 ms in one piece, loaded machine)."""
+        """Each live source id ascending and its passages, a step per ``SUMMARY_STEP`` (the
+        Library page's listing: 12,600 held the loop 136 ms in one piece, loaded machine; an
+        upload only counts them, ``source_count_steps``)."""
         keys, counts = self.source_counts()
         out: list[SourceSummary] = []
         for at in range(0, len(keys), SUMMARY_STEP):
