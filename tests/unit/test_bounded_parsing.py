@@ -33,7 +33,13 @@ from core.ingest.limits import (
 )
 from core.ingest.readers import read_file
 from core.ingest.results import ReadError
-from tests.fixtures.files import docx_bytes, docx_with_member, pdf_bytes, shared_stream_pdf_bytes
+from tests.fixtures.files import (
+    docx_bytes,
+    docx_with_member,
+    pdf_bytes,
+    shared_stream_pdf_bytes,
+    zip_bytes,
+)
 
 MIB = 1024 * 1024
 
@@ -72,10 +78,12 @@ def test_a_pdf_that_needs_more_memory_than_the_worker_has_is_refused_and_the_nex
     None
 ):
     data = shared_stream_pdf_bytes(1, 10, padding=64 * MIB)
+    pool = _fresh_pool(160 * MIB)
     assert refused("bomb.pdf", data, ParseLimits(memory_bytes=160 * MIB)) == (
         "the PDF expands to more than 160 MB in memory while being read (the limit per file)"
         " — nothing stored"
     )
+    assert pool == [], "a worker that ran out of memory was kept for reuse"
     (document,) = read_file(
         "fine.pdf", pdf_bytes(["Flutter at NACA."]), limits=ParseLimits(memory_bytes=160 * MIB)
     ).documents
@@ -93,6 +101,41 @@ def test_a_pdf_that_takes_longer_than_the_limit_is_refused_and_its_worker_killed
     assert read_file("next.pdf", pdf_bytes(["Still readable."])).documents[0].text == (
         "Still readable."
     )
+
+
+def _fresh_pool(memory_bytes: int) -> list[parse_worker._Worker]:
+    """The idle pool of workers with ``memory_bytes``, emptied first (a test's own limit)."""
+    for worker in parse_worker._idle.pop(memory_bytes, []):
+        worker.kill()
+    return parse_worker._idle.setdefault(memory_bytes, [])
+
+
+def test_files_the_reader_refuses_are_answered_by_one_worker_that_then_reads_the_next() -> None:
+    # A refusal is the worker's normal answer: a new worker per refused file cost ~0.7 s of CPU.
+    limits = ParseLimits(memory_bytes=300 * MIB, text_bytes=100_000)
+    pool = _fresh_pool(limits.memory_bytes)
+    good = pdf_bytes(["Flutter at NACA."])
+    locked = pdf_bytes(["Secret."], user_password="pw")
+    broken = zip_bytes({"[Content_Types].xml": "<Types/>", "word/document.xml": "<w:document"})
+    assert refused("cut.pdf", good[:-200], limits).startswith("truncated PDF")
+    (worker,) = pool
+    assert refused("locked.pdf", locked, limits).startswith("encrypted PDF")
+    assert refused("broken.docx", broken, limits).startswith("damaged DOCX")  # python-docx raised
+    assert refused("long.docx", docx_bytes(["Wings. " * 20_000]), limits).startswith(
+        "the DOCX expands to more than"
+    )
+    assert read_file("fine.pdf", good, limits=limits).documents[0].text == "Flutter at NACA."
+    assert pool == [worker] and worker.process.poll() is None
+
+
+def test_a_worker_where_an_error_escaped_the_reader_is_ended_not_reused() -> None:
+    memory_bytes = 310 * MIB
+    pool = _fresh_pool(memory_bytes)
+    # No options: the worker's entry raises KeyError outside the reader's own refusals.
+    with pytest.raises(parse_worker.ParseRefused) as caught:
+        parse_worker.run("pdf", pdf_bytes(["x"]), {}, memory_bytes=memory_bytes, seconds=30)
+    assert caught.value.reason == "damaged file: 'text_bytes'"
+    assert pool == []
 
 
 def test_a_docx_whose_styles_claim_a_gibibyte_is_refused_before_anything_is_inflated() -> None:
