@@ -20,6 +20,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from core.domain.bm25 import ScoreExplanation
+from core.domain.chunks import StoredChunk
 from core.domain.ranking import LexicalCandidates, candidate_scores, rank_chunks, ranked_rows
 from core.domain.tokenize import tokenize
 from core.service.common import DEFAULT_K, DEFAULT_LIMIT, UNLIMITED, bounded_candidates
@@ -35,6 +36,8 @@ PARITY_SEED = 17
 TERM_POOL = 5_000
 #: Most terms in one query drawn from the workspace's terms.
 TERMS_PER_QUERY = 3
+#: Passages a parity check copies into its in-memory reference per write (whole sources).
+COPY_BATCH_PASSAGES = 20_000
 
 
 class ParityQuery(BaseModel):
@@ -123,19 +126,42 @@ class ParityReport(BaseModel):
 
 
 async def copy_workspace(store: ChunkStore, tenant: UUID) -> InMemoryChunkStore:
-    """The workspace's passages and entities in a new in-memory store, under its profile."""
+    """The workspace's passages and entities in a new in-memory store, under its profile.
+
+    Written ``COPY_BATCH_PASSAGES`` at a time, whole sources per write (``replace_sources``),
+    not a write per source: each write builds a new image of the copy, so Cranfield's 1,398
+    sources one by one cost 1.6 s of CPU against 0.1 s in one batch. Rejected: the whole
+    workspace in one write, which holds every passage twice (the list and the copy) at once.
+    """
     workspace = await store.get_workspace(tenant)
     if workspace is None:
         raise LookupError(f"no workspace with tenant id {tenant}")
     memory = InMemoryChunkStore()
     await memory.upsert_workspace(workspace)
+    batch: list[tuple[str, list[StoredChunk]]] = []
+    held = 0
     for source in await store.list_sources(tenant):
         chunks = await store.get_by_source(source.source_id, tenant)
-        wanted = sorted({e for c in chunks for e in c.entity_ids})
-        if wanted:
-            await memory.upsert_entities(await store.get_entities(wanted, tenant), tenant)
-        await memory.upsert_many(chunks)
+        batch.append((source.source_id, chunks))
+        held += len(chunks)
+        if held >= COPY_BATCH_PASSAGES:
+            await _write_copy(store, memory, tenant, batch)
+            batch, held = [], 0
+    if batch:
+        await _write_copy(store, memory, tenant, batch)
     return memory
+
+
+async def _write_copy(
+    store: ChunkStore,
+    memory: InMemoryChunkStore,
+    tenant: UUID,
+    batch: list[tuple[str, list[StoredChunk]]],
+) -> None:
+    """One batch of whole sources, with the entities they name, in one write to the copy."""
+    wanted = sorted({e for _, chunks in batch for c in chunks for e in c.entity_ids})
+    entities = await store.get_entities(wanted, tenant) if wanted else []
+    await memory.replace_sources(tenant, batch, entities)
 
 
 async def sample_queries(
