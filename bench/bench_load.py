@@ -13,8 +13,8 @@ corpus of ``bench_scale`` written as one BEIR-style JSONL file:
   maintenance_work_mem 1 GB, max_connections 200).
 
 Reported: seconds, passages/s, passages read back through the store's own summary, the client's
-peak RSS, ERROR lines in the server's log (a load must leave none), and each rate as a ratio to
-the tuned server's.
+peak RSS (alone, and summed with its reading worker's: ``bench.process_tree``), ERROR lines in
+the server's log (a load must leave none), and each rate as a ratio to the tuned server's.
 
     .venv/bin/python -m bench.bench_load [--passages 100000] [--only embedded,stock,tuned]
         [--full-priority]
@@ -39,6 +39,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from bench.process_tree import SAMPLE_EVERY_S, TreePeak
 from bench.scale_setup import zipf_corpus
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -116,7 +117,8 @@ def stored(url: str | None, data_dir: Path | None, workspace: str = WORKSPACE) -
 def timed_load(
     path: Path, env: dict[str, str], url: str | None, data_dir: Path | None = None
 ) -> dict[str, Any]:
-    """One ``load`` in a new interpreter: its wall time, exit status and its own peak RSS."""
+    """One ``load`` in a new interpreter: its wall time, exit status, its own peak RSS and the
+    peak of its RSS summed with its workers' (``bench.process_tree``)."""
     command = [sys.executable, "-m", "core", "load", str(path), "--whole-documents"]
     command += ["--workspace", WORKSPACE, *LOAD_FLAGS]
     if url is not None:
@@ -125,13 +127,14 @@ def timed_load(
         started = time.perf_counter()
         child = subprocess.Popen(command, cwd=ROOT, env=env, stdout=output, stderr=output)
         status: int | str = "timeout"
-        rss_kb = 0
+        peak = TreePeak(child.pid)
         while time.perf_counter() - started < LOAD_TIMEOUT_S:
-            pid, code, usage = os.wait4(child.pid, os.WNOHANG)
+            peak.sample()
+            pid, code = os.waitpid(child.pid, os.WNOHANG)
             if pid:
-                status, rss_kb = os.waitstatus_to_exitcode(code), usage.ru_maxrss
+                status = os.waitstatus_to_exitcode(code)
                 break
-            time.sleep(0.05)
+            time.sleep(SAMPLE_EVERY_S)
         else:
             child.kill()
             child.wait()
@@ -144,7 +147,8 @@ def timed_load(
         "exit": status,
         "passages_stored": passages,
         "passages_per_s": passages / elapsed,
-        "rss_mb": rss_kb / 1024,
+        "rss_mb": peak.root_kb / 1024,
+        "tree_mb": peak.tree_kb / 1024,
         "tail": tail[-1:],
     }
 
@@ -205,13 +209,17 @@ def main() -> None:
             print(target, json.dumps(results[target]), file=sys.stderr, flush=True)
     tuned = results.get("tuned", {}).get("passages_per_s")
     print(f"load average {os.getloadavg()[0]:.1f} at the end, {os.cpu_count()} cores\n")
-    print("| server | passages stored | s | passages/s | ÷ tuned | peak RSS MB | server errors |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    print(
+        "| server | passages stored | s | passages/s | ÷ tuned | peak RSS MB "
+        "| with workers MB | server errors |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for target, r in results.items():
         ratio = f"{r['passages_per_s'] / tuned:.2f}" if tuned else "—"
         print(
             f"| {target} | {r['passages_stored']:,} | {r['seconds']:.1f} | "
-            f"{r['passages_per_s']:,.0f} | {ratio} | {r['rss_mb']:.0f} | {len(r['errors'])} |"
+            f"{r['passages_per_s']:,.0f} | {ratio} | {r['rss_mb']:.0f} | "
+            f"{r['tree_mb']:.0f} | {len(r['errors'])} |"
         )
 
 
