@@ -1,23 +1,26 @@
 """Peak memory and time of ``load`` on the hostile sizes of issue 21 (item 4), generated here.
 
 Each probe is written to a temporary folder and loaded by ``python -m core load PATH
---dry-run`` (the in-memory store) in its own process under ``/usr/bin/time -v``, so the peak
-RSS is that process's alone; a run past ``--timeout`` seconds is stopped and reported so. The
-probes: a 3 GB sparse file (refused from its size), six 42 MB text files, 56 MB of 7 M
-distinct words, a 40 MB JSONL of 1 M tiny records and a 57 MB file of one line. Not in the
-test suite (minutes, gigabytes): the tests hold the mechanisms with small files
+--dry-run`` (the in-memory store; ``--embedded``: into a fresh embedded store) in its own
+process; its peak RSS is read from ``/proc`` (``bench.process_tree``): the process's own, and
+summed with its workers' (the reading worker, the staging worker), PostgreSQL's left out; a run
+past ``--timeout`` seconds is stopped and reported so. The probes: a 3 GB sparse file (refused
+from its size), six 42 MB text files, 56 MB of 7 M distinct words, a 40 MB JSONL of 1 M tiny
+records and a 57 MB file of one line. The tests hold the mechanisms with small files
 (tests/unit/test_loader_bounds.py). ``--upload`` sends a file probe through the Upload path
-instead (the service's ``upload_files`` into the in-memory store, the bytes given whole as
-the page gives them).
+instead (the service's ``upload_files`` into the in-memory store, the bytes given whole as the
+page gives them).
 
     .venv/bin/python -m bench.bench_loader_memory [--timeout 300] [--only six,tiny] [--upload]
+        [--embedded]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import random
-import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -25,6 +28,8 @@ import time
 from pathlib import Path
 
 import numpy as np
+
+from bench.process_tree import SAMPLE_EVERY_S, TreePeak
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Letters words are made of (the tokenizer keeps them whole).
@@ -73,21 +78,45 @@ _UPLOAD = (
 )
 
 
-def measure(path: Path, timeout: float, *, upload: bool = False) -> dict[str, object]:
-    """Peak RSS (MiB), seconds and the last line ``load`` printed, for one probe."""
-    command = ["/usr/bin/time", "-v", "timeout", str(timeout), sys.executable]
+def measure(
+    path: Path, timeout: float, *, upload: bool = False, embedded: bool = False
+) -> dict[str, object]:
+    """Peak RSS (MiB: the loading process's own, and summed with its workers'), seconds and the
+    last line it printed, for one probe."""
+    command = [sys.executable]
     if upload:
         command += ["-c", _UPLOAD, str(path)]
     else:
-        command += ["-m", "core", "load", str(path), "--workspace", "probe", "--dry-run"]
-    started = time.perf_counter()
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
-    seconds = time.perf_counter() - started
-    peak = re.search(r"Maximum resident set size \(kbytes\): (\d+)", done.stderr)
-    said = [line for line in done.stdout.splitlines() if line.strip()]
-    outcome = "stopped at the timeout" if done.returncode == 124 else (said[-1] if said else "")
+        command += ["-m", "core", "load", str(path), "--workspace", "probe"]
+        command += [] if embedded else ["--dry-run"]
+    env = dict(os.environ)
+    data = Path(tempfile.mkdtemp(prefix="lexplain-probe.")) if embedded else None
+    if data is not None:
+        env["LEXPLAIN_DATA_DIR"] = str(data)
+    try:
+        with tempfile.TemporaryFile("w+", encoding="utf-8") as output:
+            started = time.perf_counter()
+            child = subprocess.Popen(command, cwd=ROOT, env=env, stdout=output, stderr=output)
+            peak = TreePeak(child.pid)
+            while child.poll() is None and time.perf_counter() - started < timeout:
+                peak.sample()
+                time.sleep(SAMPLE_EVERY_S)
+            stopped = child.poll() is None
+            if stopped:
+                child.kill()
+                child.wait()
+            seconds = time.perf_counter() - started
+            output.seek(0)
+            said = [line for line in output.read().splitlines() if line.strip()]
+    finally:
+        if data is not None:
+            stop = [sys.executable, "-m", "core", "db", "stop"]
+            subprocess.run(stop, cwd=ROOT, env=env, capture_output=True, check=False)
+            shutil.rmtree(data, ignore_errors=True)
+    outcome = "stopped at the timeout" if stopped else (said[-1] if said else "")
     return {
-        "peak_mib": int(peak.group(1)) // 1024 if peak else None,
+        "peak_mib": peak.root_kb // 1024,
+        "with_workers_mib": peak.tree_kb // 1024,
         "seconds": round(seconds, 1),
         "outcome": outcome.strip()[:160],
     }
@@ -98,6 +127,7 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=300.0)
     parser.add_argument("--only", default="", help="comma-separated probe names")
     parser.add_argument("--upload", action="store_true", help="through the Upload path")
+    parser.add_argument("--embedded", action="store_true", help="load into a fresh embedded store")
     args = parser.parse_args()
     wanted = {name for name in args.only.split(",") if name}
     with tempfile.TemporaryDirectory() as folder:
@@ -107,7 +137,8 @@ def main() -> None:
                 continue
             if args.upload and path.is_dir():
                 continue
-            print(name, measure(path, args.timeout, upload=args.upload), flush=True)
+            result = measure(path, args.timeout, upload=args.upload, embedded=args.embedded)
+            print(name, result, flush=True)
 
 
 if __name__ == "__main__":
