@@ -30,7 +30,7 @@ from __future__ import annotations
 import re
 import threading
 import unicodedata
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from enum import StrEnum
 from typing import AnyStr, Final, NamedTuple
 
@@ -67,10 +67,6 @@ _ASCII_SEPARATORS: Final = bytes(
 
 #: Bytes of a word ``tokenize_many`` codes as one integer (longer words go through a dict).
 _WORD_BYTES: Final = 8
-#: Characters of text ``tokenize_many`` splits at once at most (a text longer is one slice):
-#: splitting takes ~100 bytes of working memory a token (a 46 MB document's 6 M tokens at once:
-#: 620 MiB), so a bigger batch is tokenised a slice at a time and the slices' terms merged.
-SLICE_CHARS: Final = 1 << 22
 #: The byte every separator becomes in an ASCII batch.
 _SPACE: Final = 32
 #: For a word of n bytes (n = 0..8), the mask keeping the low n bytes of its 8-byte window.
@@ -158,51 +154,8 @@ def tokenize_many(texts: Sequence[str], profile: Profile = DEFAULT_PROFILE) -> T
     than the pattern, which splits any other batch. The same terms as ``tokenize``, token for
     token (tests/unit/test_tokenize.py); a text holding NUL cannot be joined, so such a batch
     is tokenised text by text. Rejected: a Python call per token (``tokenize`` per passage
-    and a counter each: ~15 s of a 100k-passage load's worker time). A batch of more than
-    ``SLICE_CHARS`` is split a slice at a time (its working memory is the slice's) and merged;
-    a load's batch of 5,000 ordinary passages (~3 MB) is one slice.
+    and a counter each: ~15 s of a 100k-passage load's worker time).
     """
-    slices = list(_slices(texts))
-    if len(slices) == 1:
-        return _tokenized(texts, profile)
-    return _merged([_tokenized(texts[start:end], profile) for start, end in slices])
-
-
-def _slices(texts: Sequence[str]) -> Iterator[tuple[int, int]]:
-    """Runs of consecutive texts of at least ``SLICE_CHARS`` characters (the last shorter)."""
-    start, chars = 0, 0
-    for end, text in enumerate(texts, 1):
-        chars += len(text)
-        if chars >= SLICE_CHARS:
-            yield start, end
-            start, chars = end, 0
-    if start < len(texts) or not texts:
-        yield start, len(texts)
-
-
-def _merged(parts: list[TokenizedTexts]) -> TokenizedTexts:
-    """Slices tokenised apart as one batch: every slice's terms ranked in the union of them.
-    Each slice is moved into the batch's arrays and let go (not concatenated), so the batch's
-    ids are held about once, not twice."""
-    terms = sorted(set().union(*(part.terms for part in parts)))
-    rank = {term: i for i, term in enumerate(terms)}
-    total = sum(len(part.term_ids) for part in parts)
-    term_ids, text_ids = np.empty(total, np.int64), np.empty(total, np.int64)
-    at, offset = 0, 0
-    parts.reverse()
-    while parts:
-        part = parts.pop()
-        ranks = np.fromiter(map(rank.__getitem__, part.terms), np.int64, len(part.terms))
-        end = at + len(part.term_ids)
-        np.take(ranks, part.term_ids, out=term_ids[at:end])
-        np.add(part.text_ids, offset, out=text_ids[at:end])
-        at, offset = end, offset + part.size
-        del part
-    return TokenizedTexts(terms, term_ids, text_ids, offset)
-
-
-def _tokenized(texts: Sequence[str], profile: Profile) -> TokenizedTexts:
-    """``tokenize_many`` of one slice."""
     joined = _JOIN_SPACED.join(_normalise(text) for text in texts)
     if not texts or joined.count(_JOIN) != len(texts) - 1:
         return _tokenized_one_by_one(texts, profile)

@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-import tracemalloc
-
-import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core.domain import tokenize as tokenize_module
 from core.domain.tokenize import (
     MAX_TERM_CHARS,
     STOPWORDS,
@@ -158,35 +154,3 @@ def test_any_ascii_batch_tokenised_at_once_equals_tokenising_each_text(
     texts: list[str], profile: Profile
 ) -> None:
     assert _each(texts, profile) == [tokenize(text, profile) for text in texts]
-
-
-def test_a_batch_tokenised_a_slice_at_a_time_gives_each_text_what_tokenize_gives(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    texts = [*TRICKY, "wing\x00flow", "lift", *ASCII_TRICKY, *TRICKY[::-1]]
-    for slice_chars in (1, 7, 40, 200):
-        monkeypatch.setattr(tokenize_module, "SLICE_CHARS", slice_chars)
-        for profile in Profile:
-            assert _each(texts, profile) == [tokenize(text, profile) for text in texts]
-
-
-def test_a_big_batch_is_tokenised_in_the_working_memory_of_a_slice_not_of_the_batch(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr(tokenize_module, "SLICE_CHARS", 1 << 20)
-    words = [f"w{i}" for i in range(5_000)]
-    passage = " ".join(words[(i * 7919) % 5_000] for i in range(120))
-    texts = [passage] * ((16 << 20) // len(passage))
-    size = sum(map(len, texts))
-    tracemalloc.start()
-    try:
-        batch = tokenize_many(texts)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-    held = batch.term_ids.nbytes + batch.text_ids.nbytes
-    assert batch.size == len(texts)
-    # Above the batch's ids (held once more by its slices while they merge: ~2.7 bytes a
-    # character), splitting takes ~14 bytes a character of what it splits at once: here 1 MiB
-    # of 16 at a time (2.9 in all), not 16 MiB (15.6).
-    assert peak - held < 5 * size, f"{(peak - held) / size:.1f} bytes a character"
