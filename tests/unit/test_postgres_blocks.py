@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from core.domain.chunks import StoredChunk
-from core.domain.tokenize import Profile, tokenize, tokenize_many
+from core.domain.tokenize import Profile, TokenizedTexts, tokenize, tokenize_many
+from core.stores.postgres import blocks
 from core.stores.postgres.blocks import (
     MAX_SEGMENTS,
     MERGE_FACTOR,
@@ -18,6 +19,7 @@ from core.stores.postgres.blocks import (
     live_postings,
     mergeable,
     stage,
+    terms_and_blocks,
 )
 from core.stores.postgres.resilience import broken, causes, retryable, write_conflict
 
@@ -181,3 +183,27 @@ def test_blocks_renumbered_hold_the_same_postings_under_the_passages_ordinals() 
     moved = Blocks.of_texts(tokenize_many(texts, Profile.PLAIN)).renumbered(ordinals)
     assert moved.terms == at_ordinals.terms and moved.df.tolist() == at_ordinals.df.tolist()
     assert list(moved.records(TENANT, 4)) == list(at_ordinals.records(TENANT, 4))
+
+
+def test_a_batchs_blocks_are_built_a_slice_of_text_at_a_time_and_equal_the_whole_batchs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """One huge document is one batch: tokenised whole, its 42 MB took the staging worker to
+    760 MiB. Each slice is tokenised alone; the joined blocks are the whole batch's."""
+    texts = ["wing flow wing", "", "flow lift the", "drag", "wing wing wing drag", "a"] * 7
+    tokenised: list[int] = []
+
+    def counted_tokenize_many(batch: list[str], profile: Profile) -> TokenizedTexts:
+        tokenised.append(sum(map(len, batch)))
+        return tokenize_many(batch, profile)
+
+    monkeypatch.setattr(blocks, "SLICE_CHARS", 40)
+    monkeypatch.setattr(blocks, "tokenize_many", counted_tokenize_many)
+    for profile in Profile:
+        tokenised.clear()
+        lengths, sliced = terms_and_blocks(texts, profile)
+        counted = Blocks(enumerate(Counter(tokenize(t, profile)) for t in texts))
+        assert lengths == [len(tokenize(t, profile)) for t in texts]
+        assert sliced.terms == counted.terms and sliced.df.tolist() == counted.df.tolist()
+        assert list(sliced.records(TENANT, 3, 11)) == list(counted.records(TENANT, 3, 11))
+        assert len(tokenised) > 5 and max(tokenised) < 40 + max(map(len, texts))

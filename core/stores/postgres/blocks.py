@@ -38,6 +38,12 @@ MAX_SEGMENTS: Final = 64
 Staged = tuple[tuple[Any, ...], Counter[str] | None]
 #: Largest ordinal a block can hold (int32).
 _MAX_ORDINAL: Final = 2**31 - 1
+#: Characters of a batch tokenised at once when its blocks are built: one 42 MB document's
+#: passages tokenised whole took the staging worker to 767 MiB (arrays of every token, sorted
+#: twice), in 16M-character slices joined 425 MiB (CPU 2.1-2.3 s either way). Not smaller:
+#: slices repeat the work per distinct word (a load's 20k-passage batch of the bench corpus,
+#: 10.8M characters and 134k terms, took 1.3 s whole, 2.1 s in 8M-character slices).
+SLICE_CHARS: Final = 1 << 24
 
 
 class Staging(NamedTuple):
@@ -65,11 +71,29 @@ def stage(batch: Sequence[StoredChunk], profiles: dict[UUID, Profile]) -> Stagin
 
 def terms_and_blocks(texts: Sequence[str], profile: Profile) -> tuple[list[int], Blocks]:
     """Each text's length, and the batch's blocks with ordinals from 0 (pure: what the staging
-    worker runs). Tokenised as one batch (``tokenize_many``); no tf counter per passage is
-    made, or sent back from the worker (pickling them cost the loop ~0.25 s per 5,000
-    passages): the blocks hold the tf."""
-    tokens = tokenize_many(texts, profile)
-    return tokens.lengths().tolist(), Blocks.of_texts(tokens)
+    worker runs). Tokenised ``SLICE_CHARS`` of text at a time (``tokenize_many``), the slices'
+    blocks then joined; no tf counter per passage is made, or sent back from the worker
+    (pickling them cost the loop ~0.25 s per 5,000 passages): the blocks hold the tf."""
+    lengths: list[int] = []
+    pieces: list[Blocks] = []
+    for start, end in _slices(texts):
+        tokens = tokenize_many(texts[start:end], profile)
+        lengths += tokens.lengths().tolist()
+        pieces.append(Blocks.of_texts(tokens, offset=start))
+    return lengths, Blocks.joined(pieces) if len(pieces) != 1 else pieces[0]
+
+
+def _slices(texts: Sequence[str]) -> Iterator[tuple[int, int]]:
+    """Consecutive (start, end) ranges of ``texts`` of about ``SLICE_CHARS`` characters each
+    (at least one text a range)."""
+    start, held = 0, 0
+    for end, text in enumerate(texts, start=1):
+        held += len(text)
+        if held >= SLICE_CHARS:
+            yield start, end
+            start, held = end, 0
+    if start < len(texts) or not texts:
+        yield start, len(texts)
 
 
 def _stage_rows(
@@ -144,11 +168,12 @@ class Blocks:
         self._ends = ends.tolist()
 
     @classmethod
-    def of_texts(cls, tokens: TokenizedTexts) -> Blocks:
-        """The blocks of a batch tokenised at once (``tokenize_many``), text i as ordinal i:
-        equal to ``Blocks`` of each text's tf counter (tests/unit/test_postgres_blocks.py),
-        built with one sort of (term, text) keys instead of a counter per passage."""
-        if tokens.size > _MAX_ORDINAL + 1:
+    def of_texts(cls, tokens: TokenizedTexts, offset: int = 0) -> Blocks:
+        """The blocks of a batch tokenised at once (``tokenize_many``), text i as ordinal
+        ``offset + i``: equal to ``Blocks`` of each text's tf counter
+        (tests/unit/test_postgres_blocks.py), built with one sort of (term, text) keys
+        instead of a counter per passage."""
+        if offset + tokens.size > _MAX_ORDINAL + 1:
             raise ValueError(f"a workspace holds at most {_MAX_ORDINAL} passage ordinals")
         texts = max(tokens.size, 1)
         keys, tfs = _counted(tokens.term_ids * texts + tokens.text_ids)
@@ -156,8 +181,37 @@ class Blocks:
         blocks = cls(())
         # Every term came from a token, so each holds a posting (kept as the terms' filter).
         blocks.terms = [term for term, n in zip(tokens.terms, held.tolist(), strict=True) if n]
-        blocks._hold(held[held > 0], keys % texts, tfs.astype(">i4").tobytes())
+        blocks._hold(held[held > 0], keys % texts + offset, tfs.astype(">i4").tobytes())
         return blocks
+
+    @classmethod
+    def joined(cls, pieces: Sequence[Blocks]) -> Blocks:
+        """Blocks of ordinal ranges that follow one another (each piece's ordinals above the
+        one's before) as one: each term's postings piece after piece, so still ascending."""
+        terms = sorted(set().union(*(piece.terms for piece in pieces)))
+        rank = {term: i for i, term in enumerate(terms)}
+        # int32 (terms and ordinals are below 2**31): these arrays hold every posting.
+        keys = np.concatenate(
+            [
+                np.repeat(
+                    np.fromiter(map(rank.__getitem__, piece.terms), np.int32, len(piece.terms)),
+                    piece.df,
+                )
+                for piece in pieces
+            ]
+            or [np.empty(0, np.int32)]
+        )
+        df = np.bincount(keys, minlength=len(terms)).astype(np.int64)
+        order = np.argsort(keys, kind="stable")
+        del keys
+        ordinals = np.concatenate(
+            [piece._ordinals.astype(np.int32) for piece in pieces] or [np.empty(0, np.int32)]
+        )[order]
+        tfs = np.frombuffer(b"".join(piece._tfs for piece in pieces), ">i4")[order].tobytes()
+        whole = cls(())
+        whole.terms = terms
+        whole._hold(df, ordinals.astype(np.int64), tfs)
+        return whole
 
     def only(self, ordinals: Sequence[int]) -> Blocks:
         """These ordinals' postings alone (a batch some of whose passages were already stored),
