@@ -20,6 +20,14 @@ tiny documents reached six checkpoints per document (in the store too), a tenth 
 
 Synchronous work cut into steps (``core.domain.steps``) runs with a checkpoint between
 steps here (``stepped``), and whole with ``finish``.
+
+Long work's Python in a worker thread (an upload's file read in ``asyncio.to_thread``) is not
+on the loop, but it takes the GIL from it: a search beside it ran in 1 ms slices, taking turns
+with the parser. Such a thread calls ``thread_checkpoint()`` between small units; with the
+runner's pause installed it sleeps (the GIL let go) while an interactive call is pending. The
+pause reaches the thread with the task's context (``asyncio.to_thread`` copies it). Rejected:
+reading in a process (a process per upload, and the documents pickled back cost the loop's
+thread about what parsing them does).
 """
 
 from __future__ import annotations
@@ -38,6 +46,8 @@ T = TypeVar("T")
 
 #: The pause long work awaits at each checkpoint; None outside the service (tests, ``load``).
 _PAUSE: ContextVar[Callable[[], Awaitable[None]] | None] = ContextVar("pause", default=None)
+#: The pause a thread doing long work's Python calls between units (``thread_checkpoint``).
+_THREAD_PAUSE: ContextVar[Callable[[], None] | None] = ContextVar("thread_pause", default=None)
 #: Seconds between two turns of the loop at checkpoints when no pause is installed.
 _TURN_S = 0.001
 #: When a checkpoint without a pause last turned the loop (``time.monotonic``).
@@ -69,9 +79,20 @@ def turn_due() -> bool:
     return giving_way() or time.monotonic() - _last_turn[0] >= _TURN_S
 
 
-def install(pause: Callable[[], Awaitable[None]]) -> None:
-    """Use ``pause`` at every checkpoint of the current task (and the tasks it starts)."""
+def thread_checkpoint() -> None:
+    """In a worker thread of long work: let pending interactive calls have the GIL first."""
+    pause = _THREAD_PAUSE.get()
+    if pause is not None:
+        pause()
+
+
+def install(
+    pause: Callable[[], Awaitable[None]], thread_pause: Callable[[], None] | None = None
+) -> None:
+    """Use ``pause`` at every checkpoint of the current task (and the tasks it starts), and
+    ``thread_pause`` at every ``thread_checkpoint`` of the threads they start."""
     _PAUSE.set(pause)
+    _THREAD_PAUSE.set(thread_pause)
 
 
 async def stepped(steps: Steps[T]) -> T:
@@ -87,7 +108,10 @@ async def stepped(steps: Steps[T]) -> T:
         await checkpoint()
 
 
-__all__ = ["Steps", "checkpoint", "finish", "giving_way", "install", "stepped", "turn_due"]
+__all__ = [
+    "Steps", "checkpoint", "finish", "giving_way", "install", "stepped", "thread_checkpoint",
+    "turn_due",
+]  # fmt: skip
 
 
 def settle_collector() -> None:

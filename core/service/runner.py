@@ -44,6 +44,7 @@ import queue
 import re
 import sys
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Coroutine, Hashable
 from concurrent.futures import Future
@@ -187,9 +188,19 @@ class StoreRunner:
             await asyncio.sleep(GIVE_WAY_POLL_S)
         self._last_give_way = self._loop.time()
 
+    def _thread_give_way(self) -> None:
+        """Long work's checkpoint in a worker thread: sleep, the GIL let go, while interactive
+        calls are pending (bounded as ``_give_way``)."""
+        if self._interactive.count == 0:
+            return
+        deadline = time.monotonic() + MAX_GIVE_WAY_S
+        while self._interactive.count > 0 and time.monotonic() < deadline:
+            time.sleep(GIVE_WAY_POLL_S)
+
     async def _long(self, coro: Coroutine[Any, Any, T]) -> T:
-        """Run long work with ``_give_way`` at its checkpoints."""
-        checkpoint.install(self._give_way)
+        """Run long work with ``_give_way`` at its checkpoints (``_thread_give_way`` in the
+        threads it starts)."""
+        checkpoint.install(self._give_way, self._thread_give_way)
         return await coro
 
     def _tenant(self, workspace: str) -> UUID:

@@ -428,3 +428,58 @@ def test_a_service_keeps_another_threads_python_from_holding_the_gil_for_more_th
         assert sys.getswitchinterval() == pytest.approx(1e-6)
     finally:
         sys.setswitchinterval(interval)
+
+
+@pytest.mark.parametrize("how", ["upload", "sample"])
+def test_an_uploads_file_is_read_in_a_worker_thread_that_gives_way_every_few_records(
+    how: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An upload's JSONL is parsed in a worker thread (never the caller's, never the loop's),
+    which pauses at a thread checkpoint every ``LINES_PER_PAUSE`` lines: there it sleeps while
+    another session's call waits, instead of taking turns with its search for the GIL."""
+    import json
+
+    from core.ingest.beir import LINES_PER_PAUSE
+    from core.service import SAMPLE_CORPUS
+
+    service = LexplainService.from_settings(Settings(store="memory"))
+    paused: list[str] = []
+    monkeypatch.setattr(
+        service, "_thread_give_way", lambda: paused.append(threading.current_thread().name)
+    )
+    try:
+        if how == "upload":
+            records = 300
+            lines = (
+                json.dumps({"_id": f"d{i}", "text": f"heated wing {i}"}) for i in range(records)
+            )
+            (report,) = service.upload_files(
+                [("notes.jsonl", "\n".join(lines).encode())], workspace="notes"
+            )
+        else:
+            records = len(SAMPLE_CORPUS.read_text(encoding="utf-8").splitlines())
+            report = service.load_sample(workspace="notes")
+    finally:
+        service.close()
+    assert report.documents > records * 0.99 and not report.error
+    assert len(paused) >= records // LINES_PER_PAUSE
+    here, loop = threading.current_thread().name, service._thread.name
+    assert not {here, loop} & set(paused), "the file was read on the caller's or loop's thread"
+
+
+def test_a_worker_threads_checkpoint_sleeps_while_an_interactive_call_is_pending() -> None:
+    """The pause a worker thread of long work takes returns at once when no call is pending,
+    and waits (the GIL let go) while one is, until it is done."""
+    service = LexplainService.from_settings(Settings(store="memory"))
+    try:
+        service._thread_give_way()  # nothing pending: returns at once
+        service._interactive.count += 1
+        paused = threading.Thread(target=service._thread_give_way, daemon=True)
+        paused.start()
+        paused.join(0.1)
+        assert paused.is_alive(), "the worker thread went on while a call was pending"
+        service._interactive.count -= 1
+        paused.join(5)
+        assert not paused.is_alive()
+    finally:
+        service.close()
