@@ -261,9 +261,8 @@ def tf_column_steps(
                 for start in range(0, len(rows), COLUMN_STEP_POSTINGS)
             ]
             spans = _spans([last - first for _, first, last in pieces], COLUMN_STEP_POSTINGS)
-            for k, (first, last) in enumerate(spans):
-                if k:
-                    yield
+            for first, last in spans:
+                yield  # the map and the pieces were a step too (~2 ms for 1,000 terms)
                 block = pieces[first:last]
                 where = position[np.concatenate([postings[j][0][a:b] for j, a, b in block])]
                 kept = where >= 0

@@ -53,6 +53,7 @@ from core.domain.bm25 import CorpusStats
 from core.domain.chunks import StoredChunk
 from core.domain.entities import Entity
 from core.domain.names import name_key
+from core.domain.postings import Posting
 from core.domain.ranking import LexicalCandidates
 from core.domain.tokenize import DEFAULT_PROFILE, Profile
 from core.stores.checks import checked_for_write, each_checked_source
@@ -401,7 +402,11 @@ class InMemoryChunkStore(InMemoryJudging, InMemoryWorkspaces):
             image = tenant.image
         # The image never changes: the rest reads it (its view) without the lock.
         view = await read_view(image)
-        postings = [view.posting(term) for term in wanted]
+        postings: list[Posting] = []
+        for at in range(0, len(wanted), LOOKUP_STEP):  # 1,000 terms' lookups were ~2 ms
+            postings += [view.posting(term) for term in wanted[at : at + LOOKUP_STEP]]
+            if giving_way():
+                await checkpoint()
         n_docs = image.passages
         stats = CorpusStats(
             n_docs=n_docs,

@@ -483,3 +483,98 @@ def test_a_worker_threads_checkpoint_sleeps_while_an_interactive_call_is_pending
         assert not paused.is_alive()
     finally:
         service.close()
+
+
+@pytest.mark.parametrize("action", ["truncation", "why_not", "compare"])
+def test_a_heavy_querys_tokenising_term_lookups_and_explanations_are_steps_apart(
+    service: LexplainService, monkeypatch: pytest.MonkeyPatch, action: str
+) -> None:
+    """Each piece of a heavy query's work that held the loop ~2-5 ms for 1,000 terms is a
+    step of its own: the tokenising before the candidate read, the terms' postings looked up
+    ``LOOKUP_STEP`` at a time, and each of Compare's two explanations."""
+    from core.analysis.rankers import Ranker, RankerKind
+    from core.service import analysis, rankings
+    from core.service.runner import ResultCache
+    from core.stores import memory
+    from core.stores.memory_reads import View
+
+    events: list[str] = []
+
+    async def counted() -> None:
+        events.append("pause")
+
+    def marked(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            events.append(name)
+            return original(*args, **kwargs)
+
+        return wrapper
+
+    monkeypatch.setattr(service, "_results", ResultCache(entries=0))
+    monkeypatch.setattr(service, "_give_way", counted)
+    monkeypatch.setattr(memory, "LOOKUP_STEP", 16)
+    monkeypatch.setattr(View, "posting", marked("posting", View.posting))
+    for module in (analysis, rankings):
+        monkeypatch.setattr(module, "bounded_candidates", marked("read", module.bounded_candidates))
+        monkeypatch.setattr(module, "query_view", marked("tokenise", module.query_view))
+    monkeypatch.setattr(analysis, "tokenize", marked("tokenise", analysis.tokenize))
+    monkeypatch.setattr(rankings, "explain_under", marked("explain", rankings.explain_under))
+    query = _heavy_cranfield_query(60)
+    first = service.search("flow", 10, 1000, workspace="cranfield").passages[0].chunk.id
+    events.clear()
+    if action == "truncation":
+        service.truncation(query, 10, 1000, workspace="cranfield")
+    elif action == "why_not":
+        service.why_not(query, first, 10, 1000, workspace="cranfield")
+    else:
+        a, b = Ranker.of(RankerKind.WORKSPACE), Ranker.of(RankerKind.CLASSIC)
+        service.compare(query, a, b, 10, 1000, workspace="cranfield")
+    read = events.index("read")
+    tokenised = max(i for i, event in enumerate(events[:read]) if event == "tokenise")
+    assert "pause" in events[tokenised:read], "the query's tokenising and its read were one step"
+    run = longest = 0
+    for event in events:
+        run = run + 1 if event == "posting" else 0
+        longest = max(longest, run)
+    assert events.count("posting") > 16 and longest <= 16
+    if action == "compare":
+        at = [i for i, event in enumerate(events) if event == "explain"]
+        assert len(at) == 2
+        assert all(events[i - 1] == "pause" for i in at) and events[at[-1] + 1] == "pause"
+
+
+def test_explained_results_and_scores_build_their_scorer_in_steps_of_their_own(
+    service: LexplainService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Building a 1,000-term query's scorer (an IDF per term) and copying the results'
+    passages were ~2 ms each, in the same step as the first explanation or score block."""
+    import numpy as np
+
+    from core.analysis.rankers import Ranker, RankerKind, score_all_steps
+    from core.domain import ranking
+    from core.domain.bm25 import QueryScorer
+    from core.domain.tokenize import tokenize
+
+    terms = tokenize(_heavy_cranfield_query(30))
+    full = service._call(
+        service._store.lexical_candidates(terms, service.tenant("cranfield"), 1000)
+    )
+    events: list[str] = []
+    explain = QueryScorer.explain
+    monkeypatch.setattr(
+        QueryScorer, "explain", lambda *a, **kw: events.append("explain") or explain(*a, **kw)
+    )
+    scorer = Ranker.scorer
+    monkeypatch.setattr(
+        Ranker, "scorer", lambda *a, **kw: events.append("scorer") or scorer(*a, **kw)
+    )
+    rows = np.arange(5, dtype=np.int64)
+    steps = ranking.ranked_row_steps(terms, full, rows, np.ones(len(full)))
+    for _ in steps:
+        events.append("step")
+    assert events[:3] == ["step", "step", "explain"]
+    events.clear()
+    steps_all = score_all_steps(Ranker.of(RankerKind.CLASSIC), terms, full)
+    for _ in steps_all:
+        events.append("step")
+    assert events[:3] == ["step", "scorer", "step"]
