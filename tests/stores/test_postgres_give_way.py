@@ -145,6 +145,43 @@ async def test_a_query_of_many_terms_decodes_its_blocks_in_steps(
     assert stepped == whole
 
 
+async def test_a_query_of_many_terms_gives_way_after_counting_its_df_and_before_decoding(
+    pg_store: PostgresChunkStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Counting a 1,000-term query's df from its blocks, then sorting the blocks and building
+    its statistics, were one ~4 ms step with the decoding's first: each is a step of its own."""
+    tenant = uuid.uuid4()
+    await pg_store.upsert_workspace(Workspace(tenant_id=tenant, name="many terms"))
+    await pg_store.replace_sources(tenant, group(tenant, "ocean"))
+    terms = [f"t{i}" for i in range(0, PASSAGES, 2)]
+    whole = await pg_store.lexical_candidates(terms, tenant, 1_000)
+    seen: list[Any] = []
+    counted, decoded = image_module.block_df, image_module.live_posting_steps
+
+    async def df(*args: Any) -> Any:
+        seen.append("df")
+        return await counted(*args)
+
+    def decode(*args: Any) -> Any:
+        seen.append("decode")
+        return decoded(*args)
+
+    made = image_module.CorpusStats
+
+    def stats(**fields: Any) -> Any:
+        seen.append("stats")
+        return made(**fields)
+
+    monkeypatch.setattr(image_module, "block_df", df)
+    monkeypatch.setattr(image_module, "live_posting_steps", decode)
+    monkeypatch.setattr(image_module, "CorpusStats", stats)
+    stepped = await run_long(pg_store.lexical_candidates(terms, tenant, 1_000), seen)
+    at_df, at_stats, at_decode = seen.index("df"), seen.index("stats"), seen.index("decode")
+    assert seen[at_df + 1] == "pause", seen[: at_decode + 1]
+    assert "pause" in seen[at_stats:at_decode], seen[: at_decode + 1]
+    assert stepped == whole
+
+
 async def test_pieces_are_smaller_where_other_sessions_wait_than_in_a_bulk_load() -> None:
     """In the service (a pause installed) a piece of 1,024 rows was 9-12 ms of the loop's CPU
     (bench_stall --steps): PIECE_ROWS there; a load, where nobody waits, keeps fewer COPYs."""

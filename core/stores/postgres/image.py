@@ -450,6 +450,7 @@ async def read_candidates(
         )
         held = await conn.fetch(_BLOCKS, tenant_id, askable) if askable else []
         df = await block_df(conn, tenant_id, held)
+        await checkpoint()  # counting, then ordering 1,000 terms' blocks: ~2 ms each
         present = list(df)
         blocks = [block for block in held if block["term"] in df]
         image = None
@@ -470,6 +471,7 @@ async def read_candidates(
         if image is None:
             return LexicalCandidates(stats=stats, terms=tuple(wanted))
         texts = Texts(side, tenant_id)
+        await checkpoint()
         postings = await stepped(live_posting_steps(wanted, blocks, image.id_rank))
         columns = await stepped(
             postings_candidate_steps(
