@@ -267,6 +267,7 @@ class AnalysisActions(StoreRunner):
         )
         await checkpoint()
         report = await stepped(truncation_steps(terms, full, k, limit))
+        await checkpoint()  # the report's last piece, then the view of it: ~2 ms each
         rows = {row.chunk_id: row for row in report.candidates}
         unlimited = [
             UnlimitedEntry(

@@ -491,7 +491,9 @@ def test_a_heavy_querys_tokenising_term_lookups_and_explanations_are_steps_apart
 ) -> None:
     """Each piece of a heavy query's work that held the loop ~2-5 ms for 1,000 terms is a
     step of its own: the tokenising before the candidate read, the terms' postings looked up
-    ``LOOKUP_STEP`` at a time, and each of Compare's two explanations."""
+    ``LOOKUP_STEP`` at a time, each of Compare's two explanations, and Truncation's report
+    apart from the view made of it."""
+    from core.analysis import truncation
     from core.analysis.rankers import Ranker, RankerKind
     from core.service import analysis, rankings
     from core.service.runner import ResultCache
@@ -519,6 +521,10 @@ def test_a_heavy_querys_tokenising_term_lookups_and_explanations_are_steps_apart
         monkeypatch.setattr(module, "query_view", marked("tokenise", module.query_view))
     monkeypatch.setattr(analysis, "tokenize", marked("tokenise", analysis.tokenize))
     monkeypatch.setattr(rankings, "explain_under", marked("explain", rankings.explain_under))
+    monkeypatch.setattr(
+        truncation, "TruncationReport", marked("report", truncation.TruncationReport)
+    )
+    monkeypatch.setattr(analysis, "TruncationView", marked("view", analysis.TruncationView))
     query = _heavy_cranfield_query(60)
     first = service.search("flow", 10, 1000, workspace="cranfield").passages[0].chunk.id
     events.clear()
@@ -537,6 +543,8 @@ def test_a_heavy_querys_tokenising_term_lookups_and_explanations_are_steps_apart
         run = run + 1 if event == "posting" else 0
         longest = max(longest, run)
     assert events.count("posting") > 16 and longest <= 16
+    if action == "truncation":
+        assert events[events.index("report") + 1] == "pause" and events[-1] == "view"
     if action == "compare":
         at = [i for i, event in enumerate(events) if event == "explain"]
         assert len(at) == 2
