@@ -8,8 +8,8 @@ past ``--timeout`` seconds is stopped and reported so. The probes: a 3 GB sparse
 from its size), six 42 MB text files, 56 MB of 7 M distinct words, a 40 MB JSONL of 1 M tiny
 records and a 57 MB file of one line. The tests hold the mechanisms with small files
 (tests/unit/test_loader_bounds.py). ``--upload`` sends a file probe through the Upload path
-instead (the service's ``upload_files`` into the in-memory store, the bytes given whole as the
-page gives them).
+instead (the service's ``upload_files`` into the in-memory store, or the embedded one with
+``--embedded``, the bytes given whole as the page gives them).
 
     .venv/bin/python -m bench.bench_loader_memory [--timeout 300] [--only six,tiny] [--upload]
         [--embedded]
@@ -68,13 +68,17 @@ def write_probes(root: Path) -> dict[str, Path]:
                                 root / "tiny.jsonl", root / "oneline.txt")}  # fmt: skip
 
 
-#: The Upload path as the page calls it, printing what the report says of the file.
+#: The Upload path as the page calls it, printing what the report says of the file. A file over
+#: the page's upload limit never reaches the app (the browser's uploader refuses it, Streamlit's
+#: ``maxUploadSize`` and ``st.file_uploader(max_upload_size=...)``), so it is not read here.
 _UPLOAD = (
     "import sys; from pathlib import Path; from core.service.facade import LexplainService;"
     "from core.settings import Settings; p = Path(sys.argv[1]);"
-    "s = LexplainService.from_settings(Settings(store='memory'));"
-    "(r,) = s.upload_files([(p.name, p.read_bytes())], workspace='probe');"
-    "print(r.error or f'{r.documents} documents, {r.passages_written} passages'); s.close()"
+    "s = LexplainService.from_settings(Settings(store=sys.argv[2]));"
+    "big = p.stat().st_size > s.settings.max_upload_bytes;"
+    "r = None if big else s.upload_files([(p.name, p.read_bytes())], workspace='probe')[0];"
+    "print(f'refused by the uploader: over {s.settings.max_upload_mb} MB' if big else"
+    " r and (r.error or f'{r.documents} documents, {r.passages_written} passages')); s.close()"
 )
 
 
@@ -85,7 +89,7 @@ def measure(
     last line it printed, for one probe."""
     command = [sys.executable]
     if upload:
-        command += ["-c", _UPLOAD, str(path)]
+        command += ["-c", _UPLOAD, str(path), "embedded" if embedded else "memory"]
     else:
         command += ["-m", "core", "load", str(path), "--workspace", "probe"]
         command += [] if embedded else ["--dry-run"]
