@@ -149,10 +149,14 @@ def upload_parts(
         for part in read_parts(
             name, stream, size, source_id=source_id, max_bytes=max_bytes, per_record=per_record
         ):
-            yield UploadResult(
-                file_name=label, documents=part.documents, problems=part.problems,
-                notes=part.notes,
-            )  # fmt: skip
+            read = [
+                UploadResult(
+                    file_name=label, documents=part.documents, problems=part.problems,
+                    notes=part.notes,
+                )
+            ]  # fmt: skip
+            del part  # held while suspended, it would keep the part's documents alive
+            yield read.pop()
     except ReadError as exc:
         yield UploadResult(file_name=label, error=exc.reason)
     except OSError as exc:
@@ -310,6 +314,10 @@ async def index_parts(
                     await flush()
             if rest_counted:
                 break
+            # A part's documents go once cut: their passages hold their own text, and a huge
+            # document's text (a 42 MB file: 40 MiB) stayed alive through its write, held
+            # here and by the readers' suspended frames (which hold none either).
+            del part, arrived, ready
         await flush()
         await asyncio.gather(*tasks)
     finally:
@@ -420,8 +428,12 @@ async def index_uploads(
             if upload is None:
                 return
             early.extend(refused_rows(upload.file_name, upload.error, upload.problems))
-            if upload.error is None and upload.documents:
-                yield Part(upload.file_name, upload.documents, list(upload.notes))
+            ready = [Part(upload.file_name, upload.documents, list(upload.notes))]
+            if upload.error is not None or not upload.documents:
+                ready.clear()
+            del upload  # not held while suspended (``index_parts``)
+            while ready:
+                yield ready.pop()
 
     return await index_parts(
         parts(), store, tenant_id, chunking, extractor, on_progress, early, concurrency,

@@ -170,13 +170,22 @@ def read_parts(
     if not text.strip():
         what = "only whitespace" if kind == "text" else "no visible text"
         raise ReadError(f"the file has {what} — nothing stored")
-    document = SourceDocument(
-        source_id=source_id or sanitise_source_id(name),
-        text=text,
-        title=title,
-        metadata=metadata,
-    )
-    yield ReadResult(file_name=name, documents=[document], notes=notes + cleaned)
+    read = [
+        ReadResult(
+            file_name=name,
+            documents=[
+                SourceDocument(
+                    source_id=source_id or sanitise_source_id(name),
+                    text=text,
+                    title=title,
+                    metadata=metadata,
+                )
+            ],
+            notes=notes + cleaned,
+        )
+    ]
+    del text  # a suspended generator keeps its locals: the caller alone holds the document
+    yield read.pop()
 
 
 def _record_lines(stream: IO[bytes], max_record: int) -> Iterator[bytes | Oversized]:

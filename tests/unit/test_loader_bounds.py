@@ -9,11 +9,13 @@ stands for a 3 GB one); the large measurements are in bench/bench_loader_memory.
 
 from __future__ import annotations
 
+import gc
 import io
 import os
 import re
 import socket
 import threading
+import types
 from collections.abc import Awaitable, Iterator, Sized
 from pathlib import Path
 from typing import Any
@@ -21,7 +23,7 @@ from typing import Any
 import pytest
 
 from core.cli import load_into, main
-from core.domain.chunks import ChunkingOptions, workspace_tenant_id
+from core.domain.chunks import ChunkingOptions, SourceDocument, workspace_tenant_id
 from core.ingest import beir, folders
 from core.ingest.folders import read_paths, skipped_files
 from core.ingest.names import terminal_safe
@@ -286,6 +288,61 @@ async def test_a_huge_document_is_written_alone_and_the_next_file_waits_unread(
     assert report.documents_indexed == 6 and min(r.passages_written for r in report.rows) > 40
     assert store.most_in_flight == 1
     assert store.files_read_at_write == [1, 2, 3, 4, 5, 6]
+
+
+class Holding(Watching):
+    """``Watching``, also counting the documents read and still alive while a write runs."""
+
+    def __init__(self, opened: Sized) -> None:
+        super().__init__(opened)
+        self.documents_alive: list[int] = []
+        self.texts_held: list[int] = []
+
+    async def _watched(self, write: Awaitable[list[int]]) -> Any:
+        import asyncio
+
+        await asyncio.sleep(0.05)  # the loader runs on until it waits for this write
+        alive = [o for o in gc.get_objects() if type(o) is SourceDocument]
+        self.documents_alive.append(len(alive))
+        self.texts_held.append(len(_texts_in_suspended_frames()))
+        return await super()._watched(write)
+
+
+def _texts_in_suspended_frames() -> list[str]:
+    """Whole files' texts (10,000 characters or more) held by suspended generators' locals."""
+    frames = [
+        getattr(o, "gi_frame", None) or getattr(o, "ag_frame", None)
+        for o in gc.get_objects()
+        if isinstance(o, types.GeneratorType | types.AsyncGeneratorType)
+    ]
+    return [
+        value
+        for frame in frames
+        if frame is not None
+        for value in frame.f_locals.values()
+        if isinstance(value, str) and len(value) >= 10_000
+    ]
+
+
+async def test_a_huge_documents_text_is_let_go_while_its_passages_are_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its passages hold their own copies of the text: a 42 MB file's decoded text stayed
+    alive, held by the readers' and the indexer's suspended frames, through its write."""
+    from core.ingest import bulk, indexing
+
+    monkeypatch.setattr(indexing, "IN_FLIGHT_PASSAGES", 40)
+    monkeypatch.setattr(bulk, "LOAD_BATCH_PASSAGES", 10)
+    folder = tmp_path / "three"
+    folder.mkdir()
+    for number in range(3):
+        (folder / f"part{number}.txt").write_text(" ".join(f"w{number}x{k}" for k in range(3_000)))
+    store = Holding([])
+    report = await load_into(
+        store, [folder], "w", chunking=ChunkingOptions(size=60, overlap=0), extractor=None
+    )
+    assert report.documents_indexed == 3 and store.most_in_flight == 1
+    assert store.documents_alive == [0, 0, 0] and store.texts_held == [0, 0, 0]
 
 
 def test_loading_one_huge_line_takes_memory_in_proportion_to_its_size(tmp_path: Path) -> None:
