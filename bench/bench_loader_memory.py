@@ -45,27 +45,37 @@ def _prose(size: int, vocab: list[bytes], *, newlines: bool = True) -> bytes:
     return bytes(out[:size]) if newlines else bytes(out[:size]).replace(b".", b"")
 
 
-def write_probes(root: Path) -> dict[str, Path]:
-    """The five probes of issue 21 under ``root``, by name."""
+#: The probes' names, in the order they run.
+PROBES = ("huge", "six", "distinct", "tiny", "oneline")
+
+
+def write_probes(root: Path, wanted: set[str] | None = None) -> dict[str, Path]:
+    """The probes of issue 21 under ``root`` (those ``wanted``, or all), by name."""
     rng = np.random.default_rng(21)
     vocab = [bytes(w) for w in _LETTERS[rng.integers(0, 26, size=(5000, 7))]]
-    with (root / "huge.txt").open("wb") as sparse:
-        sparse.truncate(3 * 1024**3)
-    six = root / "six"
-    six.mkdir()
-    for number in range(6):
-        (six / f"part{number}.txt").write_bytes(_prose(42_000_000, vocab))
-    ids = np.arange(7_000_000, dtype=np.int64)
-    columns = [_LETTERS[(ids // 26**k) % 26] for k in range(6)]
-    tail = [np.full(ids.size, ord("q"), np.uint8), np.full(ids.size, ord(" "), np.uint8)]
-    (root / "distinct.txt").write_bytes(np.stack(columns + tail, axis=1).tobytes())
-    with (root / "tiny.jsonl").open("wb") as out:
-        for n in range(1_000_000):
-            a, b = vocab[n % 5000][:4], vocab[(n * 7) % 5000][:4]
-            out.write(b'{"_id": "d%d", "text": "%s %s"}\n' % (n, a, b))
-    (root / "oneline.txt").write_bytes(_prose(58_000_000, vocab, newlines=False))
-    return {p.stem: p for p in (root / "huge.txt", six, root / "distinct.txt",
-                                root / "tiny.jsonl", root / "oneline.txt")}  # fmt: skip
+    names = [name for name in PROBES if not wanted or name in wanted]
+    paths = {name: root / name if name == "six" else root / f"{name}.txt" for name in names}
+    if "huge" in paths:
+        with paths["huge"].open("wb") as sparse:
+            sparse.truncate(3 * 1024**3)
+    if "six" in paths:
+        paths["six"].mkdir()
+        for number in range(6):
+            (paths["six"] / f"part{number}.txt").write_bytes(_prose(42_000_000, vocab))
+    if "distinct" in paths:
+        ids = np.arange(7_000_000, dtype=np.int64)
+        columns = [_LETTERS[(ids // 26**k) % 26] for k in range(6)]
+        tail = [np.full(ids.size, ord("q"), np.uint8), np.full(ids.size, ord(" "), np.uint8)]
+        paths["distinct"].write_bytes(np.stack(columns + tail, axis=1).tobytes())
+    if "tiny" in paths:
+        paths["tiny"] = root / "tiny.jsonl"
+        with paths["tiny"].open("wb") as out:
+            for n in range(1_000_000):
+                a, b = vocab[n % 5000][:4], vocab[(n * 7) % 5000][:4]
+                out.write(b'{"_id": "d%d", "text": "%s %s"}\n' % (n, a, b))
+    if "oneline" in paths:
+        paths["oneline"].write_bytes(_prose(58_000_000, vocab, newlines=False))
+    return paths
 
 
 #: The Upload path as the page calls it, printing what the report says of the file. A file over
@@ -135,10 +145,8 @@ def main() -> None:
     args = parser.parse_args()
     wanted = {name for name in args.only.split(",") if name}
     with tempfile.TemporaryDirectory() as folder:
-        probes = write_probes(Path(folder))
+        probes = write_probes(Path(folder), wanted)
         for name, path in probes.items():
-            if wanted and name not in wanted:
-                continue
             if args.upload and path.is_dir():
                 continue
             result = measure(path, args.timeout, upload=args.upload, embedded=args.embedded)
