@@ -190,8 +190,9 @@ class StoreRunner:
 
     def _thread_give_way(self) -> None:
         """Long work's checkpoint in a worker thread: sleep, the GIL let go, while interactive
-        calls are pending (bounded as ``_give_way``)."""
-        if self._interactive.count == 0:
+        calls are pending (bounded as ``_give_way``). Never on the loop's own thread: the work
+        the pause stands in for runs there too when small, and the loop must run the calls."""
+        if self._interactive.count == 0 or threading.get_ident() == self._thread.ident:
             return
         deadline = time.monotonic() + MAX_GIVE_WAY_S
         while self._interactive.count > 0 and time.monotonic() < deadline:

@@ -586,3 +586,26 @@ def test_explained_results_and_scores_build_their_scorer_in_steps_of_their_own(
     for _ in steps_all:
         events.append("step")
     assert events[:3] == ["step", "scorer", "step"]
+
+
+def test_a_worker_threads_checkpoint_never_pauses_the_loops_own_thread(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Work that calls the thread checkpoint also runs on the loop when it is small (an image
+    built for a small workspace): there a pause would hold up the very calls it waits for."""
+    from core.service import runner
+
+    monkeypatch.setattr(runner, "MAX_GIVE_WAY_S", 60.0)
+    service = LexplainService.from_settings(Settings(store="memory"))
+
+    async def on_the_loop() -> bool:
+        service._thread_give_way()
+        return True
+
+    try:
+        service._interactive.count += 1
+        done = asyncio.run_coroutine_threadsafe(on_the_loop(), service._loop)
+        assert done.result(timeout=5)
+    finally:
+        service._interactive.count -= 1
+        service.close()
