@@ -17,6 +17,11 @@ sixth), and a write into a full workspace had to mutate it under the lock.
 
 Rows are not in chunk-id order (a batch appends): queries read a view of the image with its
 postings in chunk-id order, built once per version (``memory_reads``).
+
+A big image is built in a worker thread beside the service's loop, a few C calls at a time that
+each hold the GIL: between them it calls ``thread_checkpoint``, where it sleeps while another
+session's call waits (an upload into a workspace of nine Cranfields: 7-21 ms of the build's CPU
+in the slowest searches' windows).
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
+from core.checkpoint import thread_checkpoint
 from core.domain.models import built
 from core.domain.postings import EMPTY_POSTING, Posting
 from core.domain.steps import Steps
@@ -83,6 +89,7 @@ class Segment:
         counts = np.zeros(len(slots), dtype=np.int64)
         plans = []
         for segment, live, mapped in zip(segments, lives, maps, strict=True):
+            thread_checkpoint()
             alive = live[segment.rows]
             before = np.zeros(len(alive) + 1, dtype=np.int64)
             np.cumsum(alive, out=before[1:])
@@ -96,6 +103,7 @@ class Segment:
         for segment, live, (mapped, alive, firsts, sizes) in zip(
             segments, lives, plans, strict=True
         ):
+            thread_checkpoint()
             shift = cursor[mapped] - firsts  # block start in the output, less its live rank
             cursor[mapped] += sizes
             rank = np.cumsum(alive) - 1
@@ -129,6 +137,7 @@ def shared_slots(segments: Sequence[Segment]) -> tuple[dict[str, int], list[Ints
         terms = list(segment.terms)  # in slot order
         pieces = []
         for at in range(0, len(terms), SLOT_PIECE):
+            thread_checkpoint()
             piece = terms[at : at + SLOT_PIECE]
             new = set(piece).difference(slots)  # C-level; slot order is immaterial
             slots.update(zip(new, itertools.count(len(slots)), strict=False))
@@ -384,6 +393,7 @@ class Image:
                 added_at = (places - before[places]).tolist()
             keep = live[source_rows]
             source_keys, source_rows = source_keys[keep], source_rows[keep]
+        thread_checkpoint()
         if replaced:
             rewritten = list(chunks)
             for row, chunk in replaced:
@@ -408,6 +418,7 @@ class Image:
             tokens += int(new_lengths.sum())
             passages += len(added)
             id_keys, id_rows = _sorted_insert(id_keys, id_rows, new_ids, fresh, added_at)
+            thread_checkpoint()
             source_keys, source_rows = _sorted_insert(
                 source_keys, source_rows, _objects((c[SOURCE_ID] for c in added), len(added)), fresh
             )
@@ -419,6 +430,7 @@ class Image:
         )  # fmt: skip
         if merge:
             image = image._merged()
+        thread_checkpoint()
         return image._ranked()
 
     def _ranked(self) -> Image:
@@ -434,6 +446,7 @@ class Image:
             span = image._merge_span()
             if span is None:
                 return image
+            thread_checkpoint()
             image = image._merge(*span)
 
     def _merge_span(self) -> tuple[int, int] | None:

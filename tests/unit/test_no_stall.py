@@ -438,15 +438,19 @@ def test_an_uploads_file_is_read_in_a_worker_thread_that_gives_way_every_few_rec
     which pauses at a thread checkpoint every ``LINES_PER_PAUSE`` lines: there it sleeps while
     another session's call waits, instead of taking turns with its search for the GIL."""
     import json
+    import sys
 
     from core.ingest.beir import LINES_PER_PAUSE
     from core.service import SAMPLE_CORPUS
 
     service = LexplainService.from_settings(Settings(store="memory"))
     paused: list[str] = []
-    monkeypatch.setattr(
-        service, "_thread_give_way", lambda: paused.append(threading.current_thread().name)
-    )
+
+    def pause() -> None:  # noted for the reader's calls (the image build makes its own)
+        if sys._getframe(2).f_code.co_name == "_parts":
+            paused.append(threading.current_thread().name)
+
+    monkeypatch.setattr(service, "_thread_give_way", pause)
     try:
         if how == "upload":
             records = 300
@@ -609,3 +613,38 @@ def test_a_worker_threads_checkpoint_never_pauses_the_loops_own_thread(
     finally:
         service._interactive.count -= 1
         service.close()
+
+
+async def test_an_image_build_reaches_a_thread_checkpoint_between_its_c_level_pieces(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A write that merges ``MERGE_FACTOR`` segments builds its image in a worker thread in
+    the service: it checks for a waiting call before each segment's part of the merge (twice)
+    and between the image's other pieces, not once for the whole build."""
+    import sys
+    from collections import Counter
+
+    from core.stores import memory_image
+    from core.stores.memory_image import MERGE_FACTOR
+
+    store = InMemoryChunkStore()
+    tenant = uuid4()
+    await store.upsert_workspace(Workspace(tenant_id=tenant, name="notes"))
+
+    def note(i: int) -> StoredChunk:
+        text = f"Flutter of heated wings, note {i} on panel {i % 7}."
+        return StoredChunk(tenant_id=tenant, source_id=f"note-{i}", chunk_index=0, text=text,
+                           start_char=0, end_char=len(text))  # fmt: skip
+
+    for i in range(MERGE_FACTOR - 1):
+        await store.upsert_many([note(i)])
+    calls: list[str] = []
+    monkeypatch.setattr(
+        memory_image, "thread_checkpoint", lambda: calls.append(sys._getframe(1).f_code.co_name)
+    )
+    await store.upsert_many([note(MERGE_FACTOR)])
+    assert len(store._tenants[tenant].image.segments) == 1, "the write did not merge"
+    where = Counter(calls)
+    assert where["merged"] == 2 * MERGE_FACTOR, where  # each segment's plan, then its scatter
+    assert where["shared_slots"] >= MERGE_FACTOR - 1, where  # a piece of each one's terms
+    assert where["written"] >= 3 and where["_merged"] >= 1, where
