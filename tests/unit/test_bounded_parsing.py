@@ -51,12 +51,13 @@ def refused(name: str, data: bytes, limits: ParseLimits | None = None) -> str:
 
 
 def test_a_pdf_of_pages_sharing_one_huge_content_stream_is_refused_for_its_text_size() -> None:
-    # 12,000 lines of 48 bytes: 0.55 MB of text a page, so the second page passes the 1 MB
-    # limit (each page extracted costs the parser seconds of CPU; pages after the refusal none).
-    data = shared_stream_pdf_bytes(30, 12_000)
+    # 3,000 lines of 48 bytes: 0.14 MB of text a page, so the second page passes the 0.25 MB
+    # limit (each page extracted costs the parser CPU in proportion to its lines; pages after
+    # the refusal none: 12,000 lines and a 1 MB limit said the same in 4x the CPU).
+    data = shared_stream_pdf_bytes(30, 3_000)
     assert len(data) < 20_000
-    assert refused("shared.pdf", data, ParseLimits(text_bytes=MIB)) == (
-        "the PDF expands to more than 1 MB of text (the limit per file) — nothing stored"
+    assert refused("shared.pdf", data, ParseLimits(text_bytes=MIB // 4)) == (
+        "the PDF expands to more than 0.25 MB of text (the limit per file) — nothing stored"
     )
 
 
