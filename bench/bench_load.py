@@ -13,7 +13,7 @@ corpus of ``bench_scale`` written as one BEIR-style JSONL file:
   maintenance_work_mem 1 GB, max_connections 200).
 
 Reported: seconds, passages/s, passages read back through the store's own summary, the client's
-peak RSS (alone, and summed with its reading worker's: ``bench.process_tree``), ERROR lines in
+peak RSS (alone, and summed with its workers': ``bench.process_tree``), ERROR lines in
 the server's log (a load must leave none), and each rate as a ratio to the tuned server's.
 
     .venv/bin/python -m bench.bench_load [--passages 100000] [--only embedded,stock,tuned]
@@ -39,8 +39,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from bench.process_tree import SAMPLE_EVERY_S, TreePeak
+from bench.process_tree import TreePeak, run_measured
 from bench.scale_setup import zipf_corpus
+from core.stores import embedded
 
 ROOT = Path(__file__).resolve().parents[1]
 #: The workspace each load writes.
@@ -118,38 +119,34 @@ def timed_load(
     path: Path, env: dict[str, str], url: str | None, data_dir: Path | None = None
 ) -> dict[str, Any]:
     """One ``load`` in a new interpreter: its wall time, exit status, its own peak RSS and the
-    peak of its RSS summed with its workers' (``bench.process_tree``)."""
+    peak of its processes summed (``bench.process_tree``; the embedded server left out)."""
     command = [sys.executable, "-m", "core", "load", str(path), "--whole-documents"]
     command += ["--workspace", WORKSPACE, *LOAD_FLAGS]
     if url is not None:
         command += ["--database-url", url]
-    with tempfile.TemporaryFile("w+", encoding="utf-8") as output:
-        started = time.perf_counter()
-        child = subprocess.Popen(command, cwd=ROOT, env=env, stdout=output, stderr=output)
-        status: int | str = "timeout"
-        peak = TreePeak(child.pid)
-        while time.perf_counter() - started < LOAD_TIMEOUT_S:
-            peak.sample()
-            pid, code = os.waitpid(child.pid, os.WNOHANG)
-            if pid:
-                status = os.waitstatus_to_exitcode(code)
-                break
-            time.sleep(SAMPLE_EVERY_S)
-        else:
-            child.kill()
-            child.wait()
-        elapsed = time.perf_counter() - started
-        output.seek(0)
-        tail = output.read().strip().splitlines()
+
+    def server() -> list[int]:
+        found = None if data_dir is None else embedded.running(data_dir)
+        return [] if found is None else [found.pid]
+
+    started = time.perf_counter()
+    status: int | str
+    try:
+        status, output, peak = run_measured(
+            command, cwd=ROOT, env=env, timeout=LOAD_TIMEOUT_S, apart=server
+        )
+    except TimeoutError:
+        status, output, peak = "timeout", "", TreePeak()
+    elapsed = time.perf_counter() - started
     passages = stored(url, data_dir)
     return {
         "seconds": elapsed,
         "exit": status,
         "passages_stored": passages,
         "passages_per_s": passages / elapsed,
-        "rss_mb": peak.root_kb / 1024,
-        "tree_mb": peak.tree_kb / 1024,
-        "tail": tail[-1:],
+        "rss_mb": peak.root_mib,
+        "tree_mb": peak.total_mib,
+        "tail": output.strip().splitlines()[-1:],
     }
 
 

@@ -3,13 +3,14 @@
 Each probe is written to a temporary folder and loaded by ``python -m core load PATH
 --dry-run`` (the in-memory store; ``--embedded``: into a fresh embedded store) in its own
 process; its peak RSS is read from ``/proc`` (``bench.process_tree``): the process's own, and
-summed with its workers' (the reading worker, the staging worker), PostgreSQL's left out; a run
-past ``--timeout`` seconds is stopped and reported so. The probes: a 3 GB sparse file (refused
-from its size), six 42 MB text files, 56 MB of 7 M distinct words, a 40 MB JSONL of 1 M tiny
-records and a 57 MB file of one line. The tests hold the mechanisms with small files
-(tests/unit/test_loader_bounds.py). ``--upload`` sends a file probe through the Upload path
-instead (the service's ``upload_files`` into the in-memory store, or the embedded one with
-``--embedded``, the bytes given whole as the page gives them).
+its processes' summed (the reading worker, the staging worker; the embedded server's left out);
+a run past ``--timeout`` seconds is stopped and reported so. The probes: a 3 GB sparse file
+(refused from its size), six 42 MB text files, 56 MB of 7 M distinct words, a 40 MB JSONL of
+1 M tiny records and a 57 MB file of one line. The tests hold the mechanisms with small files
+(tests/unit/test_loader_bounds.py); the 1M records also run at full size (tests/probes).
+``--upload`` sends a file probe through the Upload path instead (the service's
+``upload_files`` into the in-memory store, or the embedded one with ``--embedded``, the bytes
+given whole as the page gives them).
 
     .venv/bin/python -m bench.bench_loader_memory [--timeout 300] [--only six,tiny] [--upload]
         [--embedded]
@@ -29,7 +30,8 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.process_tree import SAMPLE_EVERY_S, TreePeak
+from bench.process_tree import TreePeak, run_measured
+from core.stores.embedded import running
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Letters words are made of (the tokenizer keeps them whole).
@@ -95,7 +97,7 @@ _UPLOAD = (
 def measure(
     path: Path, timeout: float, *, upload: bool = False, embedded: bool = False
 ) -> dict[str, object]:
-    """Peak RSS (MiB: the loading process's own, and summed with its workers'), seconds and the
+    """Peak RSS (MiB: the loading process's own, and its processes' summed), seconds and the
     last line it printed, for one probe."""
     command = [sys.executable]
     if upload:
@@ -107,31 +109,27 @@ def measure(
     data = Path(tempfile.mkdtemp(prefix="lexplain-probe.")) if embedded else None
     if data is not None:
         env["LEXPLAIN_DATA_DIR"] = str(data)
+
+    def server() -> list[int]:
+        found = None if data is None else running(data)
+        return [] if found is None else [found.pid]
+
+    started = time.perf_counter()
     try:
-        with tempfile.TemporaryFile("w+", encoding="utf-8") as output:
-            started = time.perf_counter()
-            child = subprocess.Popen(command, cwd=ROOT, env=env, stdout=output, stderr=output)
-            peak = TreePeak(child.pid)
-            while child.poll() is None and time.perf_counter() - started < timeout:
-                peak.sample()
-                time.sleep(SAMPLE_EVERY_S)
-            stopped = child.poll() is None
-            if stopped:
-                child.kill()
-                child.wait()
-            seconds = time.perf_counter() - started
-            output.seek(0)
-            said = [line for line in output.read().splitlines() if line.strip()]
+        _, output, peak = run_measured(command, cwd=ROOT, env=env, timeout=timeout, apart=server)
+        said = [line for line in output.splitlines() if line.strip()]
+        outcome = said[-1] if said else ""
+    except TimeoutError:
+        peak, outcome = TreePeak(), "stopped at the timeout"
     finally:
         if data is not None:
             stop = [sys.executable, "-m", "core", "db", "stop"]
             subprocess.run(stop, cwd=ROOT, env=env, capture_output=True, check=False)
             shutil.rmtree(data, ignore_errors=True)
-    outcome = "stopped at the timeout" if stopped else (said[-1] if said else "")
     return {
-        "peak_mib": peak.root_kb // 1024,
-        "with_workers_mib": peak.tree_kb // 1024,
-        "seconds": round(seconds, 1),
+        "peak_mib": round(peak.root_mib),
+        "summed_mib": round(peak.total_mib),
+        "seconds": round(time.perf_counter() - started, 1),
         "outcome": outcome.strip()[:160],
     }
 

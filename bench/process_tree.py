@@ -1,74 +1,154 @@
-"""Peak memory of a child process and the workers it starts, read from ``/proc`` while it runs.
+"""The peak memory of a command's process tree, read from ``/proc`` while it runs: the one
+measure of it, for the benchmarks (bench_load, bench_loader_memory) and the full-size probe test
+(tests/probes).
 
-Why not ``wait4``'s ``ru_maxrss``: a child forked from a big parent counts the parent's pages
-from before ``exec`` (Linux records the old address space's high-water mark at ``exec``), so
-``bench_load``'s loader, started by a bench process holding its 100k-passage corpus, read 383 MB
-whatever it did. ``VmHWM`` in ``/proc/PID/status`` is the high-water mark of the address space
-the process has now, so it starts at ``exec``. Rejected: ``/usr/bin/time`` in between (the same
-``wait4`` on a small parent, right, but it reports one process: the loader's reading worker is a
-second one) — the sampler reads every Python process of the tree. Left out: PostgreSQL and its
-tools (the embedded server the loader starts: the figure is the client's) and a fork not yet
-``exec``'d (it shows the parent's pages). Workers are started by ``spawn`` (fresh interpreters),
-so their RSS shares nothing with the loader's but libraries, and a sum does not count twice.
+Each process's ``VmHWM`` (its own resident high-water mark, kept by the kernel, never falling)
+is read every ``SAMPLE_S`` for every process of the tree, which is found by parent id every
+``SCAN_S``; the tree's peak is the sum of each process's highest reading. That is at least
+the most the tree ever held at once (peaks reached at different moments are added), so a
+bound that holds on it holds. What it misses: a process's growth in its last ``SAMPLE_S`` and
+a process that lives less than ``SCAN_S`` (``pg_ctl``, a few MB).
+Rejected: wait4's ``ru_maxrss`` (``resource.getrusage(RUSAGE_CHILDREN)``, GNU time's ``%M``):
+it is the largest process of the tree, not the sum, and a child started from a big parent
+counts the parent's pages from before its ``exec`` (bench_load read 383 MB for every load,
+the bench's own corpus). Rejected too: the sum of ``VmRSS`` sampled at once, which misses
+every peak between two samples.
 """
 
 from __future__ import annotations
 
+import os
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
-#: How often ``TreePeak.sample`` should be called (seconds): the caller's poll interval.
-SAMPLE_EVERY_S = 0.05
+#: Seconds between two readings of the tree's processes' VmHWM.
+SAMPLE_S = 0.05
+#: Seconds between two scans of /proc for the tree's new processes (~3 ms of CPU each).
+SCAN_S = 0.25
 
 
-def _children(pid: int) -> list[int]:
-    try:
-        return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
-    except (OSError, ValueError):
-        return []
+@dataclass
+class TreePeak:
+    """Each process's highest VmHWM read (KiB) and its name, by process id; ``root`` is the
+    command's own process."""
+
+    peaks: dict[int, tuple[str, int]] = field(default_factory=dict)
+    root: int = 0
+
+    @property
+    def root_mib(self) -> float:
+        """The command's own process's peak."""
+        return self.peaks.get(self.root, ("", 0))[1] / 1024
+
+    @property
+    def total_mib(self) -> float:
+        return sum(kib for _, kib in self.peaks.values()) / 1024
+
+    def describe(self) -> str:
+        """The processes, largest first: "python 238 MiB, python 201 MiB, ..."."""
+        rows = sorted(self.peaks.values(), key=lambda row: -row[1])
+        return ", ".join(f"{name} {kib // 1024} MiB" for name, kib in rows)
 
 
-def _status_kb(pid: int) -> dict[str, int]:
-    """``VmRSS`` and ``VmHWM`` of a process in kB (empty once it has gone)."""
-    found: dict[str, int] = {}
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith(("VmRSS:", "VmHWM:")):
-                found[line[:5]] = int(line.split()[1])
-    except (OSError, ValueError, IndexError):
-        return {}
+def _children() -> dict[int, list[int]]:
+    """Every process's children, by parent id."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_bytes()
+        except OSError:
+            continue
+        parent = int(stat.rsplit(b")", 1)[1].split(None, 2)[1])
+        children.setdefault(parent, []).append(int(entry))
+    return children
+
+
+def _descendants(roots: Sequence[int]) -> set[int]:
+    children = _children()
+    found, queue = set(roots), list(roots)
+    while queue:
+        for child in children.get(queue.pop(), []):
+            if child not in found:
+                found.add(child)
+                queue.append(child)
     return found
 
 
-def _command(pid: int) -> bytes:
+def _high_water(pid: int) -> tuple[str, int] | None:
+    """(name, VmHWM in KiB) of a live process; None once it has exited (or is a zombie), and
+    while it is a fork not yet ``exec``'d (its command line is still its parent's): a child
+    started by ``vfork`` shares its parent's memory until then and reads as the parent (a
+    ``pg_ctl`` sampled at 195 MB RSS beside its loader, session 10)."""
+    try:
+        lines = Path(f"/proc/{pid}/status").read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return None
+    fields = dict(line.split(":", 1) for line in lines if ":" in line)
+    if "VmHWM" not in fields:
+        return None
+    if _command(pid) == _command(int(fields["PPid"].split()[0])):
+        return None
+    return fields["Name"].strip(), int(fields["VmHWM"].split()[0])
+
+
+def _command(pid: int) -> bytes | None:
     try:
         return Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
-        return b""
+        return None
 
 
-def _is_python(command: bytes) -> bool:
-    return Path(command.split(b"\0", 1)[0].decode(errors="replace")).name.startswith("python")
+def run_measured(
+    command: Sequence[str],
+    *,
+    cwd: Path,
+    env: dict[str, str],
+    timeout: float,
+    apart: Callable[[], list[int]] = list,
+) -> tuple[int, str, TreePeak]:
+    """Run ``command`` to its end: (exit status, its output, the peak of its tree).
 
-
-class TreePeak:
-    """The root's own peak RSS and the peak of the summed RSS of it and its non-PostgreSQL
-    descendants, from samples (``sample`` every ``SAMPLE_EVERY_S`` while the root runs)."""
-
-    def __init__(self, root: int) -> None:
-        self.root = root
-        self.root_kb = 0
-        self.tree_kb = 0
-
-    def sample(self) -> None:
-        total, stack, root_command = 0, [self.root], _command(self.root)
-        while stack:
-            pid = stack.pop()
-            stack.extend(_children(pid))
-            command = _command(pid)
-            if pid != self.root and (command == root_command or not _is_python(command)):
-                continue  # a server or a tool, or a fork not yet exec'd (its pages are the root's)
-            status = _status_kb(pid)
-            total += status.get("VmRSS", 0)
-            if pid == self.root:
-                self.root_kb = max(self.root_kb, status.get("VmHWM", 0))
-        self.tree_kb = max(self.tree_kb, total, self.root_kb)
+    ``apart`` names processes left out of the tree with their descendants, asked at every
+    scan (a database server the command started: its shared buffers are a cache sized to the
+    machine, and each backend's VmHWM counts the pages of it that backend touched).
+    """
+    process = subprocess.Popen(
+        command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+    )
+    output: list[bytes] = []
+    reader = threading.Thread(target=lambda: output.append(process.stdout.read()))  # type: ignore[union-attr]
+    reader.start()
+    peak = TreePeak(root=process.pid)
+    watched: set[int] = set()
+    left_out: set[int] = set()
+    scanned = 0.0
+    deadline = time.monotonic() + timeout
+    try:
+        while process.poll() is None:
+            now = time.monotonic()
+            if now > deadline:
+                raise TimeoutError(f"{command[:4]} still running after {timeout:g} s")
+            if now - scanned >= SCAN_S:
+                others = apart()
+                left_out |= _descendants(others) if others else set()
+                watched = _descendants([process.pid]) - left_out
+                scanned = now
+            for pid in watched:
+                read = _high_water(pid)
+                if read is not None and read[1] > peak.peaks.get(pid, ("", 0))[1]:
+                    peak.peaks[pid] = read
+            time.sleep(SAMPLE_S)
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.wait()
+        reader.join()
+    for pid in left_out:  # seen before its root was named
+        peak.peaks.pop(pid, None)
+    return process.returncode, b"".join(output).decode("utf-8", "replace"), peak
