@@ -18,6 +18,7 @@ from core.domain.entities import Entity
 from core.service import parity
 from core.stores.memory import InMemoryChunkStore
 from core.stores.port import Workspace
+from tests.stores.compliance import make_chunk
 
 #: Sources in the copied workspace, and passages in each.
 SOURCES, PASSAGES = 13, 3
@@ -25,15 +26,7 @@ SOURCES, PASSAGES = 13, 3
 
 def _chunk(tenant: uuid.UUID, source: str, index: int, entity: Entity) -> StoredChunk:
     text = f"Flutter of wing {source} at Mach {index}, tides and {entity.name}"
-    return StoredChunk(
-        tenant_id=tenant,
-        source_id=source,
-        text=text,
-        chunk_index=index,
-        start_char=index * 100,
-        end_char=index * 100 + len(text),
-        entity_ids=[entity.entity_id],
-    )
+    return make_chunk(tenant, source, text, index, entity_ids=[entity.entity_id])
 
 
 async def test_a_parity_copy_writes_whole_sources_a_batch_at_a_time_and_misses_nothing(
