@@ -10,10 +10,12 @@ a run past ``--timeout`` seconds is stopped and reported so. The probes: a 3 GB 
 (tests/unit/test_loader_bounds.py); the 1M records also run at full size (tests/probes).
 ``--upload`` sends a file probe through the Upload path instead (the service's
 ``upload_files`` into the in-memory store, or the embedded one with ``--embedded``, the bytes
-given whole as the page gives them).
+given whole as the page gives them). ``--stock`` loads into a throwaway PostgreSQL 15 with
+stock settings (bench_load's ``stock`` server, one per probe): issue 21 asks for the same bounds
+in every store, and a server lexplain did not configure is the one a team brings.
 
     .venv/bin/python -m bench.bench_loader_memory [--timeout 300] [--only six,tiny] [--upload]
-        [--embedded]
+        [--embedded | --stock]
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bench.bench_load import SERVERS, errors_in, server
 from bench.process_tree import TreePeak, run_measured
 from core.stores.embedded import running
 
@@ -95,7 +98,12 @@ _UPLOAD = (
 
 
 def measure(
-    path: Path, timeout: float, *, upload: bool = False, embedded: bool = False
+    path: Path,
+    timeout: float,
+    *,
+    upload: bool = False,
+    embedded: bool = False,
+    url: str | None = None,
 ) -> dict[str, object]:
     """Peak RSS (MiB: the loading process's own, and its processes' summed), seconds and the
     last line it printed, for one probe."""
@@ -104,8 +112,8 @@ def measure(
         command += ["-c", _UPLOAD, str(path), "embedded" if embedded else "memory"]
     else:
         command += ["-m", "core", "load", str(path), "--workspace", "probe"]
-        command += [] if embedded else ["--dry-run"]
-    env = dict(os.environ)
+        command += ["--database-url", url] if url else [] if embedded else ["--dry-run"]
+    env = {k: v for k, v in os.environ.items() if k != "LEXPLAIN_DATABASE_URL"}
     data = Path(tempfile.mkdtemp(prefix="lexplain-probe.")) if embedded else None
     if data is not None:
         env["LEXPLAIN_DATA_DIR"] = str(data)
@@ -139,15 +147,25 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=300.0)
     parser.add_argument("--only", default="", help="comma-separated probe names")
     parser.add_argument("--upload", action="store_true", help="through the Upload path")
-    parser.add_argument("--embedded", action="store_true", help="load into a fresh embedded store")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--embedded", action="store_true", help="load into a fresh embedded store")
+    where.add_argument("--stock", action="store_true", help="load into a fresh stock PostgreSQL")
     args = parser.parse_args()
+    if args.stock and args.upload:
+        parser.error("--stock is for load; the Upload path uses the app's store")
     wanted = {name for name in args.only.split(",") if name}
     with tempfile.TemporaryDirectory() as folder:
         probes = write_probes(Path(folder), wanted)
         for name, path in probes.items():
             if args.upload and path.is_dir():
                 continue
-            result = measure(path, args.timeout, upload=args.upload, embedded=args.embedded)
+            if not args.stock:
+                result = measure(path, args.timeout, upload=args.upload, embedded=args.embedded)
+                print(name, result, flush=True)
+                continue
+            with server(SERVERS["stock"]) as (url, log):
+                result = measure(path, args.timeout, url=url)
+                result["server_errors"] = len(errors_in(log))
             print(name, result, flush=True)
 
 
