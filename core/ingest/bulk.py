@@ -17,8 +17,17 @@ from collections.abc import Iterator
 LOAD_NICENESS = 10
 
 
+#: Whether ``run_in_background`` has lowered this process's priority (once: ``core.__main__``
+#: may do it before its imports, ``core.cli`` after the store opened).
+_in_background = False
+
+
 def run_in_background() -> None:
-    """This process (and what it starts from now on) at ``LOAD_NICENESS`` more."""
+    """This process (and what it starts from now on) at ``LOAD_NICENESS`` more, once."""
+    global _in_background
+    if _in_background:
+        return
+    _in_background = True
     with contextlib.suppress(OSError):
         os.nice(LOAD_NICENESS)
 

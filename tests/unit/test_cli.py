@@ -390,6 +390,43 @@ def test_the_load_command_runs_at_lower_priority_unless_told_to_run_at_full(
     assert os.nice(0) == before
 
 
+def test_a_load_that_starts_no_server_lowers_its_priority_before_its_imports(
+    tmp_path: Path,
+) -> None:
+    """Importing the command is most of a small load's CPU (~1.3 of Cranfield's 1.8 s), and
+    ran at full priority beside the app's searches: a dry run, or a load into a server named by
+    ``--database-url``, is niced before numpy (the first heavy import) is imported. A load that
+    may start the embedded server is not (its server must start at the app's priority), nor a
+    ``--full-priority`` one."""
+    from core.__main__ import lower_priority_early
+    from core.ingest.bulk import LOAD_NICENESS
+
+    (tmp_path / "note.txt").write_text("Flutter of heated wings.")
+    program = (
+        "import os, runpy, sys;"
+        "seen = [];"
+        "spy = type('Spy', (), {'find_spec': staticmethod(lambda name, *a: seen.append("
+        "os.nice(0)) if name == 'numpy' and not seen else None)});"
+        "sys.meta_path.insert(0, spy());"
+        "sys.argv = ['core', *sys.argv[1:]];"
+        "code = 0\n"
+        "try: runpy.run_module('core', run_name='__main__')\n"
+        "except SystemExit as stop: code = stop.code\n"
+        "print('numpy imported at', seen[0], code)"
+    )
+    before = os.nice(0)
+    argv = ["load", str(tmp_path / "note.txt"), "--workspace", "w", "--dry-run"]
+    done = subprocess.run(
+        [sys.executable, "-c", program, *argv], cwd=ROOT, capture_output=True, text=True,
+        check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split()[-2:] == [str(min(before + LOAD_NICENESS, 19)), "0"]
+    for stays in (["load", "f", "--workspace", "w"], ["load", "f", "--dry-run", "--full-priority"]):
+        assert not lower_priority_early(stays)
+    assert os.nice(0) == before
+
+
 def test_an_embedded_server_a_load_starts_runs_at_the_priority_the_app_needs(
     tmp_path: Path, no_default_database: Path
 ) -> None:
