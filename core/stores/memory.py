@@ -59,7 +59,15 @@ from core.domain.tokenize import DEFAULT_PROFILE, Profile
 from core.stores.checks import checked_for_write, each_checked_source
 from core.stores.memory_image import Image, Segment, image_of
 from core.stores.memory_judging import InMemoryJudging
-from core.stores.memory_kept import ENTITY_IDS, ID, TEXT, Kept, kept_passage, passage_copy
+from core.stores.memory_kept import (
+    ENTITY_IDS,
+    ID,
+    SOURCE_ID,
+    TEXT,
+    Kept,
+    kept_passage,
+    passage_copy,
+)
 from core.stores.memory_reads import read_view
 from core.stores.memory_workspaces import InMemoryWorkspaces
 from core.stores.memory_writer import TEXT_PIECE_CHARS, TEXT_STEP_CHARS, SegmentWriter
@@ -202,12 +210,14 @@ class InMemoryChunkStore(InMemoryJudging, InMemoryWorkspaces):
         before = tenant.image
         removed_rows: list[int] = []
         removed: list[int] = []
+        source_places: dict[str, int] = {}  # each source's place in the image's source order
         # Sources and passages looked up LOOKUP_STEP at a time when giving way, else in one pass
         # (a lookup per source was ~10 us of a tiny document's write).
         step = LOOKUP_STEP if give_way else max(len(sources), len(batch), 1)
         for at in range(0, len(sources), step):
             group = sources[at : at + step]
-            each = before.rows_of_sources([source_id for source_id, _ in group])
+            each, lows = before.rows_of_sources([source_id for source_id, _ in group])
+            source_places.update(zip([s for s, _ in group], lows.tolist(), strict=True))
             for (_, keep), rows in zip(group, each, strict=True):
                 if not rows:  # a new source (most of a bulk load's)
                     removed.append(0)
@@ -247,10 +257,17 @@ class InMemoryChunkStore(InMemoryJudging, InMemoryWorkspaces):
         if not (removed_rows or replaced or added):
             return _Write(tenant, before, before, [], [], removed)
 
+        # Each added passage's source's place, when the write looked every source up (a
+        # replace; ``upsert_many`` names none): the image's insert then searches no strings.
+        known = [source_places.get(c[SOURCE_ID], -1) for c in added] if source_places else []
+        sources_at = known if known and min(known) >= 0 else None
+
         def build() -> Image:
             rows = np.asarray(removed_rows, dtype=np.int64)
             version = next(_VERSIONS)
-            return before.written(version, rows, replaced, added, segment, lengths, True, places)
+            return before.written(
+                version, rows, replaced, added, segment, lengths, True, places, sources_at
+            )
 
         if len(before.ids) + len(added) >= _THREAD_ROWS:
             after = await asyncio.to_thread(build)

@@ -3,8 +3,8 @@
 Each write batch becomes a ``Segment``: its postings as three numpy arrays (term slot
 offsets, rows, tfs) built straight from the passages' term counts, rows local to the
 segment. An ``Image`` is one tenant version: its segments, one row per passage ever written
-to them (ids, chunks, token lengths, a live mask), and two sorted indexes (chunk id -> row,
-source id -> row). A delete is a tombstone (the row goes dead in a new live mask); segments
+to them (ids, chunks, token lengths, a live mask), and two sorted indexes (chunk id -> row
+as numbers, ``id_codes``; source id -> row). A delete is a tombstone (a new live mask); segments
 merge by size as Lucene's log merge policy does (``MERGE_FACTOR`` trailing segments of one
 size level become one, dropping their dead rows), so a workspace holds O(log n) segments.
 
@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Final
@@ -62,6 +63,11 @@ DEAD_SHARE: Final = 0.5
 
 Ints = npt.NDArray[np.int64]
 Objects = npt.NDArray[np.object_]
+Codes = npt.NDArray[np.uint64]
+#: Hex digits of a chunk id read as its code (``id_codes``): 64 bits.
+CODE_DIGITS: Final = 16
+#: What every stored chunk id is (``checks.checked_for_write``: SHA-256 hex, derived).
+_CHUNK_ID = re.compile(r"[0-9a-f]{64}")
 
 
 @dataclass(frozen=True)
@@ -170,6 +176,34 @@ def _sorted_insert(
     return np.insert(keys, at, new_keys), np.insert(rows, at, new_rows)
 
 
+def _ids_inserted(
+    codes: Codes, rows: Ints, ids: Objects, fresh: Ints, places: Sequence[int] | None
+) -> tuple[Codes, Ints]:
+    """``codes`` and their ``rows`` with the rows ``fresh`` of ``ids`` put in place (``places``:
+    each one's place, in ``fresh``'s order, when the write looked them up already)."""
+    new_ids = ids[fresh]
+    new_codes = id_codes(new_ids.tolist())
+    order = np.argsort(new_codes, kind="stable")
+    ordered = new_codes[order]
+    if len(ordered) > 1 and bool((ordered[1:] == ordered[:-1]).any()):
+        order = np.argsort(new_ids, kind="stable")  # two new ids share a code: by the ids
+    if places is None:
+        at, _ = _placed(codes, ids, rows, new_ids[order].tolist())
+    else:  # sorted ids have ascending places; equal places keep the ids' order
+        at = np.asarray(places, dtype=np.int64)[order]
+    return np.insert(codes, at, new_codes[order]), np.insert(rows, at, fresh[order])
+
+
+def _shifted(places: Sequence[int] | None, kept: npt.NDArray[np.bool_]) -> Sequence[int] | None:
+    """``places`` among sorted keys less the keys not ``kept`` before each."""
+    if places is None:
+        return None
+    before = np.concatenate(([0], np.cumsum(~kept)))
+    at = np.asarray(places, dtype=np.int64)
+    shifted: list[int] = (at - before[at]).tolist()
+    return shifted
+
+
 def _found(keys: Objects, wanted: Sequence[str]) -> tuple[Ints, npt.NDArray[np.bool_]]:
     """Where each of ``wanted`` is or would go in ``keys`` (sorted), and whether it is there."""
     needles = _objects(wanted, len(wanted))
@@ -177,6 +211,38 @@ def _found(keys: Objects, wanted: Sequence[str]) -> tuple[Ints, npt.NDArray[np.b
     hits = np.zeros(len(at), dtype=np.bool_)
     inside = at < len(keys)
     hits[inside] = keys[at[inside]] == needles[inside]
+    return at, hits
+
+
+def id_codes(chunk_ids: Sequence[str]) -> Codes:
+    """Each chunk id's first ``CODE_DIGITS`` hex digits as a number: lowercase hex compares as
+    its value, so codes ascending are the ids ascending (ties: ids sharing those digits, put
+    in order by ``_placed``). Ids as stored (``_CHUNK_ID``); one ``fromhex`` for them all."""
+    digits = "".join([chunk_id[:CODE_DIGITS] for chunk_id in chunk_ids])
+    return np.frombuffer(bytes.fromhex(digits), dtype=">u8").astype(np.uint64)
+
+
+def _placed(
+    codes: Codes, ids: Objects, rows: Ints, wanted: Sequence[str]
+) -> tuple[Ints, npt.NDArray[np.bool_]]:
+    """Where each of ``wanted`` (stored-form ids) is or would go among ids ascending, held as
+    their ``codes`` and their ``rows`` in ``ids``, and whether it is there: a binary search of
+    numbers, then a string compare only where a code matched (an id already stored, or two
+    ids sharing their first 64 bits, walked in order)."""
+    needles = id_codes(wanted)
+    at = np.searchsorted(codes, needles)
+    hits = np.zeros(len(at), dtype=np.bool_)
+    inside = np.flatnonzero(at < len(codes))
+    same = inside[codes[at[inside]] == needles[inside]]
+    if len(same):
+        stored = ids[rows[at[same]]]
+        hits[same] = stored == _objects((wanted[i] for i in same.tolist()), len(same))
+        for i in same[~hits[same]].tolist():  # a code shared by different ids: walk them
+            place, code, key = int(at[i]), needles[i], wanted[i]
+            while place < len(codes) and codes[place] == code and ids[rows[place]] < key:
+                place += 1
+            at[i] = place
+            hits[i] = place < len(codes) and codes[place] == code and ids[rows[place]] == key
     return at, hits
 
 
@@ -235,8 +301,10 @@ class Image:
     live: npt.NDArray[np.bool_]
     passages: int
     tokens: int
-    #: Live chunk ids ascending and the row of each.
-    id_keys: Objects
+    #: Live chunk ids ascending as their codes (``id_codes``) and the row of each: numbers,
+    #: where the ids themselves (an object array) cost a write a copy of a million references
+    #: and its lookups string compares (~1/4 of an upload's write into 1M, loaded machine).
+    id_codes: Codes
     id_rows: Ints
     #: Live source ids ascending (one per passage) and the row of each.
     source_keys: Objects
@@ -256,27 +324,33 @@ class Image:
         ints = np.empty(0, dtype=np.int64)
         return cls(
             profile, version, (), (), (), none, (), ints, np.empty(0, np.bool_), 0, 0,
-            none, ints, none, ints, ints,
+            np.empty(0, np.uint64), ints, none, ints, ints,
         )  # fmt: skip
 
     # -- reading ------------------------------------------------------------------------
 
+    @property
+    def id_keys(self) -> Objects:
+        """Live chunk ids ascending (a gather: for a read view, built once per version)."""
+        return self.ids[self.id_rows]
+
     def row_of(self, chunk_id: str) -> int | None:
-        at = int(np.searchsorted(self.id_keys, chunk_id))
-        if at < len(self.id_keys) and self.id_keys[at] == chunk_id:
-            return int(self.id_rows[at])
-        return None
+        if not _CHUNK_ID.fullmatch(chunk_id):  # no stored id looks otherwise
+            return None
+        at, hits = _placed(self.id_codes, self.ids, self.id_rows, [chunk_id])
+        return int(self.id_rows[at[0]]) if hits[0] else None
 
     def rows_of_source(self, source_id: str) -> Ints:
         lo = int(np.searchsorted(self.source_keys, source_id, side="left"))
         hi = int(np.searchsorted(self.source_keys, source_id, side="right"))
         return self.source_rows[lo:hi]
 
-    def rows_of_sources(self, source_ids: Sequence[str]) -> list[Sequence[int]]:
+    def rows_of_sources(self, source_ids: Sequence[str]) -> tuple[list[Sequence[int]], Ints]:
         """``rows_of_source`` of each of ``source_ids``, found in one pass (the end of a
         source's rows searched only for a source the image holds: most an upload writes are
         new, and each search is string compares); a source the image lacks has the shared
-        empty tuple, not a list each (a million new sources: a million lists)."""
+        empty tuple, not a list each (a million new sources: a million lists). Also each
+        one's place in the source order (``written``'s ``sources_at``)."""
         lows, hits = _found(self.source_keys, source_ids)
         found: list[Sequence[int]] = [()] * len(source_ids)
         places = np.flatnonzero(hits)
@@ -286,12 +360,12 @@ class Image:
             rows = self.source_rows
             for at, lo, hi in zip(places.tolist(), starts.tolist(), ends.tolist(), strict=True):
                 found[at] = rows[lo:hi].tolist()
-        return found
+        return found, lows
 
     def rows_of_ids(self, chunk_ids: Sequence[str]) -> tuple[list[int], list[int]]:
         """The live row of each of ``chunk_ids`` (-1 for an id the image has not) and its place
         in the id order (where a new one goes: ``written``'s ``added_at``), found in one pass."""
-        at, hits = _found(self.id_keys, chunk_ids)
+        at, hits = _placed(self.id_codes, self.ids, self.id_rows, chunk_ids)
         rows = np.full(len(at), -1, dtype=np.int64)
         rows[hits] = self.id_rows[at[hits]]
         return rows.tolist(), at.tolist()
@@ -363,18 +437,20 @@ class Image:
         written_lengths: Ints | None = None,
         merge: bool = True,
         added_at: Sequence[int] | None = None,
+        sources_at: Sequence[int] | None = None,
     ) -> Image:
         """The next version: rows ``removed`` dead, ``replaced`` rows holding new chunk objects
         (same id, same text), ``added`` appended as the new segment ``written`` (its rows in
         order, ``written_lengths`` their token counts; from a ``SegmentWriter``); then, if
         ``merge``, segments merged by size. ``added_at``: each added id's place in this image's
         id order, if the write looked it up already (``rows_of_ids``): a second binary search
-        of string keys, ~35 ms of a 5,000-passage write into 300,000, is then not made."""
+        of string keys, ~35 ms of a 5,000-passage write into 300,000, is then not made.
+        ``sources_at``: the same for each added passage's source id (``rows_of_sources``)."""
         live = self.live
         chunks = self.chunks
         tokens, passages = self.tokens, self.passages
         dead = list(self.dead)
-        id_keys, id_rows = self.id_keys, self.id_rows
+        id_codes, id_rows = self.id_codes, self.id_rows
         source_keys, source_rows = self.source_keys, self.source_rows
         if len(removed):
             live = live.copy()
@@ -385,14 +461,11 @@ class Image:
                 end = base + self.segments[k].size
                 dead[k] += int(np.count_nonzero((removed >= base) & (removed < end)))
             keep = live[id_rows]
-            id_keys, id_rows = id_keys[keep], id_rows[keep]
-            if added_at is not None:  # the places less the removed ids before each
-                before = np.zeros(len(keep) + 1, dtype=np.int64)
-                np.cumsum(~keep, out=before[1:])
-                places = np.asarray(added_at, dtype=np.int64)
-                added_at = (places - before[places]).tolist()
+            id_codes, id_rows = id_codes[keep], id_rows[keep]
+            added_at = _shifted(added_at, keep)  # the places less the removed ids before each
             keep = live[source_rows]
             source_keys, source_rows = source_keys[keep], source_rows[keep]
+            sources_at = _shifted(sources_at, keep)
         thread_checkpoint()
         if replaced:
             rewritten = list(chunks)
@@ -414,18 +487,19 @@ class Image:
             ids = np.concatenate((ids, new_ids))
             lengths = np.concatenate((lengths, new_lengths))
             live = np.concatenate((live, np.ones(len(added), np.bool_)))
-            chunks = (*chunks, *added)
+            chunks = chunks + tuple(added)  # one copy (an unpacking display: 2-3x that)
             tokens += int(new_lengths.sum())
             passages += len(added)
-            id_keys, id_rows = _sorted_insert(id_keys, id_rows, new_ids, fresh, added_at)
+            id_codes, id_rows = _ids_inserted(id_codes, id_rows, ids, fresh, added_at)
             thread_checkpoint()
             source_keys, source_rows = _sorted_insert(
-                source_keys, source_rows, _objects((c[SOURCE_ID] for c in added), len(added)), fresh
-            )
+                source_keys, source_rows, _objects((c[SOURCE_ID] for c in added), len(added)),
+                fresh, sources_at,
+            )  # fmt: skip
         image = replace(
             self, version=version, segments=segments, bases=bases, dead=tuple(dead), ids=ids,
             chunks=chunks, lengths=lengths, live=live, passages=passages, tokens=tokens,
-            id_keys=id_keys, id_rows=id_rows, source_keys=source_keys, source_rows=source_rows,
+            id_codes=id_codes, id_rows=id_rows, source_keys=source_keys, source_rows=source_rows,
             since=Since(self.views, self.id_rank[removed], len(added)),
         )  # fmt: skip
         if merge:

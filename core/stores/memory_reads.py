@@ -202,7 +202,7 @@ def _updated(before: View, image: Image, since: Since) -> View:
     build's time). Holds the postings twice at most while it runs, as a build does."""
     first = len(image.ids) - since.added  # the appended rows are the image's last
     added_ranks = image.id_rank[first:]
-    taken = np.zeros(len(image.id_keys), dtype=np.bool_)
+    taken = np.zeros(len(image.id_rows), dtype=np.bool_)
     taken[added_ranks] = True
     alive = np.ones(len(before.ids), dtype=np.bool_)
     alive[since.removed] = False

@@ -178,13 +178,43 @@ def test_an_image_written_with_its_new_ids_places_known_is_the_one_that_searched
     image = image_of(DEFAULT_PROFILE, 1, [kept_passage(c) for c in old], _segment_of_texts(old))
     removed = np.asarray(sorted(rng.sample(range(300), 60)), dtype=np.int64)
     new = [make_chunk(tenant, f"n{i}", _text(rng)) for i in range(120)]
+    new += [make_chunk(tenant, f"s{i}", _text(rng) + " again") for i in range(0, 300, 7)]
     _, places = image.rows_of_ids([chunk.id for chunk in new])
+    _, lows = image.rows_of_sources([chunk.source_id for chunk in new])
     added, made = [kept_passage(c) for c in new], _segment_of_texts(new)
-    known = image.written(2, removed, (), added, *made, True, places)
+    known = image.written(2, removed, (), added, *made, True, places, lows.tolist())
     searched = image.written(2, removed, (), added, *made)
     assert known.id_keys.tolist() == searched.id_keys.tolist() == sorted(searched.id_keys)
     assert known.id_rows.tolist() == searched.id_rows.tolist()
     assert known.id_rank.tolist() == searched.id_rank.tolist()
+    assert known.source_keys.tolist() == searched.source_keys.tolist()
+    assert known.source_keys.tolist() == sorted(searched.source_keys)
+    assert known.source_rows.tolist() == searched.source_rows.tolist()
+
+
+def test_ids_sharing_their_first_sixteen_hex_digits_are_found_and_kept_in_id_order() -> None:
+    # Lookups go by the ids' first 64 bits (``id_codes``); ids that share them (rare among
+    # SHA-256 ids, but possible) must still be told apart by the whole id, and ordered by it.
+    tenant = uuid.uuid4()
+    prefix = "0123456789abcdef"
+    tails = ["f" * 48, "0" * 48, "7" * 48, "a" * 47 + "b", "a" * 48]
+    chunks = [make_chunk(tenant, f"s{i}", f"w{i}") for i in range(len(tails) + 2)]
+    kept = [kept_passage(c) for c in chunks]
+    kept[: len(tails)] = [(*k[:7], prefix + tail) for k, tail in zip(kept, tails, strict=False)]
+    made = segment_of([passage_terms(k[1])[1] for k in kept[:3]])
+    image = image_of(DEFAULT_PROFILE, 1, kept[:3], (made, np.ones(3, np.int64)))
+    rows, places = image.rows_of_ids([k[7] for k in kept])
+    assert rows[:3] == [0, 1, 2] and rows[3:] == [-1] * (len(kept) - 3)
+    assert image.row_of(prefix + "a" * 48) is None and image.row_of(prefix + tails[2]) == 2
+    rest = kept[3:]
+    later = image.written(
+        2, image.id_rows[:0], (), rest,
+        segment_of([passage_terms(k[1])[1] for k in rest]), np.ones(len(rest), np.int64),
+        True, places[3:],
+    )  # fmt: skip
+    assert later.id_keys.tolist() == sorted(k[7] for k in kept)
+    assert [later.row_of(k[7]) for k in kept] == list(range(len(kept)))
+    assert later.row_of("not an id") is None and later.row_of(prefix.upper() + tails[0]) is None
 
 
 def test_an_image_keeps_the_number_of_segments_logarithmic() -> None:
