@@ -25,6 +25,7 @@ from core.stores.port import Workspace
 from core.stores.postgres import PostgresChunkStore, blocks, pieces
 from core.stores.postgres import image as image_module
 from core.stores.postgres.staging import WORKER_PASSAGES
+from tests.fixtures.binary_copy import copied_rows
 from tests.stores.compliance import make_chunk
 
 #: Rows per piece in these tests: a group of a few hundred passages makes many pieces.
@@ -49,6 +50,13 @@ def events(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
         return str(await real(self, table, records=rows, **kw))
 
     monkeypatch.setattr(asyncpg.Connection, "copy_records_to_table", copy)
+    real_data = asyncpg.Connection.copy_to_table
+
+    async def copy_data(self: asyncpg.Connection, table: str, *, source: Any, **kw: Any) -> str:
+        seen.append((table, len(copied_rows(bytes(source)))))
+        return str(await real_data(self, table, source=source, **kw))
+
+    monkeypatch.setattr(asyncpg.Connection, "copy_to_table", copy_data)
     return seen
 
 

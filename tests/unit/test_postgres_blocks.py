@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pickle
+import struct
 import uuid
 from collections import Counter
 
@@ -23,14 +24,34 @@ from core.stores.postgres.blocks import (
     terms_and_blocks,
 )
 from core.stores.postgres.resilience import broken, causes, retryable, write_conflict
+from tests.fixtures.binary_copy import copied_rows
 
 TENANT = uuid.UUID(int=7)
+
+
+def _copied(data: bytes) -> list[tuple[uuid.UUID, str, int, bytes, bytes]]:
+    """The postings rows of one binary COPY."""
+    rows = []
+    for tenant, term, segment, ordinals, tfs in copied_rows(data):
+        assert tenant and term and segment and ordinals is not None and tfs is not None
+        rows.append(
+            (uuid.UUID(bytes=tenant), term.decode(), struct.unpack(">q", segment)[0], ordinals, tfs)
+        )
+    return rows
+
+
+def _records(
+    blocks: Blocks, tenant: uuid.UUID, segment: int, offset: int = 0, rows: int = 1 << 30
+) -> list[tuple[uuid.UUID, str, int, bytes, bytes]]:
+    """Every row the blocks' COPY pieces send."""
+    pieces = blocks.copy_data(tenant, segment, offset, rows)
+    return [row for piece in pieces for row in _copied(piece.tobytes())]
 
 
 def _rows(blocks: Blocks, segment: int, offset: int = 0) -> list[dict[str, object]]:
     return [
         {"term": term, "ordinals": ordinals, "tfs": tfs}
-        for _, term, _, ordinals, tfs in blocks.records(TENANT, segment, offset)
+        for _, term, _, ordinals, tfs in _records(blocks, TENANT, segment, offset)
     ]
 
 
@@ -67,7 +88,7 @@ def test_the_blocks_of_some_passages_equal_blocks_built_from_those_alone() -> No
         alone = Blocks(p for p in passages if p[0] in kept)
         assert whole.only(kept).terms == alone.terms
         assert whole.only(kept).df.tolist() == alone.df.tolist()
-        assert list(whole.only(kept).records(TENANT, 9, 5)) == list(alone.records(TENANT, 9, 5))
+        assert _records(whole.only(kept), TENANT, 9, 5) == _records(alone, TENANT, 9, 5)
 
 
 def test_segments_read_in_order_concatenate_to_ascending_ordinals() -> None:
@@ -94,7 +115,7 @@ def test_an_ordinal_past_int32_is_refused_before_anything_is_sent() -> None:
         Blocks([(2**31, Counter({"a": 1}))])
     blocks = Blocks([(0, Counter({"a": 1}))])
     with pytest.raises(ValueError, match="at most"):
-        blocks.records(TENANT, 0, 2**31)
+        blocks.copy_data(TENANT, 0, 2**31)
 
 
 def test_a_one_workspace_batch_is_staged_with_its_blocks_and_a_mixed_one_without() -> None:
@@ -169,9 +190,9 @@ def test_blocks_of_a_batch_tokenised_at_once_equal_blocks_of_each_passages_count
         batch = Blocks.of_texts(tokenize_many(texts, profile))
         assert batch.terms == counted.terms
         assert batch.df.tolist() == counted.df.tolist()
-        assert list(batch.records(TENANT, 3, 11)) == list(counted.records(TENANT, 3, 11))
-        assert list(batch.only([1, 4, 9]).records(TENANT, 0)) == list(
-            counted.only([1, 4, 9]).records(TENANT, 0)
+        assert _records(batch, TENANT, 3, 11) == _records(counted, TENANT, 3, 11)
+        assert _records(batch.only([1, 4, 9]), TENANT, 0) == _records(
+            counted.only([1, 4, 9]), TENANT, 0
         )
 
 
@@ -183,7 +204,7 @@ def test_blocks_renumbered_hold_the_same_postings_under_the_passages_ordinals() 
     at_ordinals = Blocks(zip(ordinals, counts, strict=True))
     moved = Blocks.of_texts(tokenize_many(texts, Profile.PLAIN)).renumbered(ordinals)
     assert moved.terms == at_ordinals.terms and moved.df.tolist() == at_ordinals.df.tolist()
-    assert list(moved.records(TENANT, 4)) == list(at_ordinals.records(TENANT, 4))
+    assert _records(moved, TENANT, 4) == _records(at_ordinals, TENANT, 4)
 
 
 def test_a_batchs_blocks_are_built_a_slice_of_text_at_a_time_and_equal_the_whole_batchs(
@@ -206,7 +227,7 @@ def test_a_batchs_blocks_are_built_a_slice_of_text_at_a_time_and_equal_the_whole
         counted = Blocks(enumerate(Counter(tokenize(t, profile)) for t in texts))
         assert lengths == [len(tokenize(t, profile)) for t in texts]
         assert sliced.terms == counted.terms and sliced.df.tolist() == counted.df.tolist()
-        assert list(sliced.records(TENANT, 3, 11)) == list(counted.records(TENANT, 3, 11))
+        assert _records(sliced, TENANT, 3, 11) == _records(counted, TENANT, 3, 11)
         assert len(tokenised) > 5 and max(tokenised) < 40 + max(map(len, texts))
 
 
@@ -219,6 +240,27 @@ def test_a_batchs_blocks_cross_to_the_writer_in_about_eight_bytes_a_posting() ->
     assert postings == 100_000 and len(batch.terms) < 250
     assert len(pickle.dumps(batch, pickle.HIGHEST_PROTOCOL)) < postings * 8 + 20_000
     last = 2**31 - 1 - (len(texts) - 1)  # the highest ordinal a block can hold, reached
-    rows = list(batch.records(TENANT, 0, last))
+    rows = _records(batch, TENANT, 0, last)
     highest = max(int(np.frombuffer(row[3], ">i4").max()) for row in rows)
     assert highest == 2**31 - 1
+
+
+def test_a_batchs_copy_in_pieces_sends_every_row_once_in_term_order(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The COPY is built in arrays a piece at a time; however it is cut (by terms, by postings,
+    a term over the bound alone), the rows are the blocks', terms of any script byte for byte."""
+    texts = ["wing flow wing", "flüge ünd ñandú", "flow lift", "日本語 wing", "drag " * 9]
+    batch = Blocks.of_texts(tokenize_many(texts * 5, Profile.PLAIN), offset=0)
+    whole = _records(batch, TENANT, 6, 100)
+    assert [row[1] for row in whole] == batch.terms == sorted(batch.terms)
+    ordinals = [np.frombuffer(row[3], ">i4") for row in whole]
+    assert [len(o) for o in ordinals] == batch.df.tolist()
+    assert all(o.min() >= 100 and (np.diff(o) > 0).all() for o in ordinals)
+    for rows, postings in ((1, 1 << 20), (3, 1 << 20), (1 << 30, 6), (2, 1)):
+        monkeypatch.setattr(blocks, "COPY_POSTINGS", postings)
+        sent = [_copied(piece.tobytes()) for piece in batch.copy_data(TENANT, 6, 100, rows)]
+        assert [row for piece in sent for row in piece] == whole
+        assert all(0 < len(piece) <= rows for piece in sent)
+        held = [sum(len(row[3]) // 4 for row in piece) for piece in sent]
+        assert all(n <= postings for n, piece in zip(held, sent, strict=True) if len(piece) > 1)

@@ -11,6 +11,7 @@ posting to the server, the write's former cost centre (docs/scaling.md).
 from __future__ import annotations
 
 import json
+import struct
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from itertools import chain
@@ -36,6 +37,14 @@ MAX_SEGMENTS: Final = 64
 #: One passage staged for COPY: its row (without ordinal) and its tf per term (None when the
 #: batch's blocks were built in the worker: they hold the tf, see ``Blocks.only``).
 Staged = tuple[tuple[Any, ...], Counter[str] | None]
+#: Postings in one COPY of a batch's blocks at most (~8 MB of ordinals and tf; one term's at
+#: least): the COPY is built in arrays of a few bytes a posting.
+COPY_POSTINGS: Final = 1 << 20
+#: PostgreSQL's binary COPY header (signature, no flags, no extension) and trailer.
+_COPY_HEADER: Final = b"PGCOPY\n\xff\r\n\x00" + bytes(8)
+_COPY_TRAILER: Final = b"\xff\xff"
+#: What a batch's terms are joined with where they are held as one string (no term holds it).
+_JOIN: Final = "\x00"
 #: Largest ordinal a block can hold (int32).
 _MAX_ORDINAL: Final = 2**31 - 1
 #: Characters of a batch tokenised at once when its blocks are built: one 42 MB document's
@@ -143,25 +152,31 @@ class Blocks:
         # Every loop below runs in C (map, chain, dict.fromkeys): a Python loop per posting
         # was the load's largest Python cost after tokenising (cProfile, 50k passages).
         words = list(chain.from_iterable(counters))
-        #: Distinct terms, sorted.
-        self.terms = sorted(dict.fromkeys(words))
-        rank = {term: i for i, term in enumerate(self.terms)}
+        terms = sorted(dict.fromkeys(words))
+        rank = {term: i for i, term in enumerate(terms)}
         keys = np.fromiter(map(rank.__getitem__, words), np.int64, len(words))
         sizes = np.fromiter(map(len, counters), np.int64, len(counters))
         ordinals = np.repeat(np.asarray(numbers, dtype=np.int64), sizes)
         tfs = np.fromiter(chain.from_iterable(c.values() for c in counters), np.int64, len(words))
         # Stable: within a term the ordinals stay in the (ascending) order they came in.
         order = np.argsort(keys, kind="stable")
-        df = np.bincount(keys, minlength=len(self.terms)).astype(np.int64)
-        self._hold(df, ordinals[order], tfs[order].astype(">i4").tobytes())
+        df = np.bincount(keys, minlength=len(terms)).astype(np.int64)
+        self._hold(terms, df, ordinals[order], tfs[order].astype(">i4").tobytes())
 
     def _hold(
-        self, df: npt.NDArray[np.int64], ordinals: npt.NDArray[np.integer[Any]], tfs: bytes
+        self,
+        terms: list[str],
+        df: npt.NDArray[np.int64],
+        ordinals: npt.NDArray[np.integer[Any]],
+        tfs: bytes,
     ) -> None:
-        """The postings grouped by term (``self.terms``' order): each term's df, then every
+        """The postings grouped by term (``terms``, sorted): each term's df, then every
         posting's ordinal and tf (big-endian int32) term after term. The ordinals are held in
         4 bytes each (every one fits, ``_MAX_ORDINAL``): in 8, a 42 MB document's 5.2 M
-        postings were 21 MB more in the staging worker, in its answer and here."""
+        postings were 21 MB more in the staging worker, in its answer and here. The terms are
+        held as one string of UTF-8 joined by NUL (no term holds one): a list of a batch's
+        134k str was most of the staging worker's answer to pickle and unpickle (~180 ms a
+        20k-passage batch), and the COPY sends their bytes as they are (``copy_data``)."""
         #: df of each term within the batch.
         self.df = df
         self._last = int(ordinals.max()) if len(ordinals) else 0
@@ -169,9 +184,13 @@ class Blocks:
             raise ValueError(f"a workspace holds at most {_MAX_ORDINAL} passage ordinals")
         self._ordinals = ordinals.astype(np.int32, copy=False)
         self._tfs = tfs
-        ends = np.cumsum(df) * 4
-        self._starts = (ends - df * 4).tolist()
-        self._ends = ends.tolist()
+        self._names = _JOIN.join(terms).encode("utf-8")
+        self._count = len(terms)
+
+    @property
+    def terms(self) -> list[str]:
+        """Distinct terms, sorted."""
+        return self._names.decode("utf-8").split(_JOIN) if self._count else []
 
     @classmethod
     def of_texts(cls, tokens: TokenizedTexts, offset: int = 0) -> Blocks:
@@ -186,24 +205,22 @@ class Blocks:
         held = np.bincount(keys // texts, minlength=len(tokens.terms)).astype(np.int64)
         blocks = cls(())
         # Every term came from a token, so each holds a posting (kept as the terms' filter).
-        blocks.terms = [term for term, n in zip(tokens.terms, held.tolist(), strict=True) if n]
-        blocks._hold(held[held > 0], keys % texts + offset, tfs.astype(">i4").tobytes())
+        terms = [term for term, n in zip(tokens.terms, held.tolist(), strict=True) if n]
+        blocks._hold(terms, held[held > 0], keys % texts + offset, tfs.astype(">i4").tobytes())
         return blocks
 
     @classmethod
     def joined(cls, pieces: Sequence[Blocks]) -> Blocks:
         """Blocks of ordinal ranges that follow one another (each piece's ordinals above the
         one's before) as one: each term's postings piece after piece, so still ascending."""
-        terms = sorted(set().union(*(piece.terms for piece in pieces)))
+        named = [piece.terms for piece in pieces]
+        terms = sorted(set().union(*named))
         rank = {term: i for i, term in enumerate(terms)}
         # int32 (terms and ordinals are below 2**31): these arrays hold every posting.
         keys = np.concatenate(
             [
-                np.repeat(
-                    np.fromiter(map(rank.__getitem__, piece.terms), np.int32, len(piece.terms)),
-                    piece.df,
-                )
-                for piece in pieces
+                np.repeat(np.fromiter(map(rank.__getitem__, own), np.int32, len(own)), piece.df)
+                for own, piece in zip(named, pieces, strict=True)
             ]
             or [np.empty(0, np.int32)]
         )
@@ -215,22 +232,21 @@ class Blocks:
         ]
         tfs = np.frombuffer(b"".join(piece._tfs for piece in pieces), ">i4")[order].tobytes()
         whole = cls(())
-        whole.terms = terms
-        whole._hold(df, ordinals, tfs)
+        whole._hold(terms, df, ordinals, tfs)
         return whole
 
     def only(self, ordinals: Sequence[int]) -> Blocks:
         """These ordinals' postings alone (a batch some of whose passages were already stored),
         a term none of them holds dropped: the tf stays in the blocks, so a batch staged in the
         worker needs no tf counter per passage (pickling them back cost more than the blocks)."""
-        terms = np.repeat(np.arange(len(self.terms), dtype=np.int64), self.df)
+        terms = np.repeat(np.arange(self._count, dtype=np.int64), self.df)
         keep = np.isin(self._ordinals, np.asarray(ordinals, dtype=np.int64))
-        counts = np.bincount(terms[keep], minlength=len(self.terms)).astype(np.int64)
+        counts = np.bincount(terms[keep], minlength=self._count).astype(np.int64)
         held = counts > 0
         subset = Blocks(())
-        subset.terms = [term for term, h in zip(self.terms, held.tolist(), strict=True) if h]
+        named = [term for term, h in zip(self.terms, held.tolist(), strict=True) if h]
         tfs = np.frombuffer(self._tfs, dtype=">i4")[keep].tobytes()
-        subset._hold(counts[held], self._ordinals[keep], tfs)
+        subset._hold(named, counts[held], self._ordinals[keep], tfs)
         return subset
 
     def renumbered(self, ordinals: Sequence[int]) -> Blocks:
@@ -240,24 +256,100 @@ class Blocks:
         if len(numbers) and int(numbers.max()) > _MAX_ORDINAL:
             raise ValueError(f"a workspace holds at most {_MAX_ORDINAL} passage ordinals")
         moved = Blocks(())
-        moved.terms = self.terms
-        moved._hold(self.df, numbers[self._ordinals], self._tfs)
+        moved._hold(self.terms, self.df, numbers[self._ordinals], self._tfs)
         return moved
 
-    def records(
-        self, tenant_id: UUID, segment: int, offset: int = 0
-    ) -> Iterator[tuple[UUID, str, int, bytes, bytes]]:
-        """The COPY rows, built as they are taken (a row per term: a big batch's are tens of
-        thousands, sent in pieces), every ordinal moved by ``offset`` (blocks built before the
-        batch's ordinals were reserved count from 0)."""
+    def copy_data(
+        self, tenant_id: UUID, segment: int, offset: int = 0, rows: int = 1 << 30
+    ) -> Iterator[npt.NDArray[np.uint8]]:
+        """The rows (tenant_id, term, segment, ordinals, tfs), one per term, as PostgreSQL's
+        binary COPY, every ordinal moved by ``offset`` (blocks built before the batch's
+        ordinals were reserved count from 0): a COPY each of at most ``rows`` terms and about
+        ``COPY_POSTINGS`` postings (one term at least), built in numpy as it is taken.
+
+        Rejected: a tuple per row for asyncpg to encode (``copy_records_to_table``): ~2.3 us a
+        row built and ~2 encoded, 1.3 M rows (~3 s of the loader's CPU) at 100k passages."""
         if self._last + offset > _MAX_ORDINAL:
             raise ValueError(f"a workspace holds at most {_MAX_ORDINAL} passage ordinals")
-        moved = self._ordinals.astype(np.int64) + offset  # int32 + offset may pass 2**31
-        ordinals, tfs = moved.astype(">i4").tobytes(), self._tfs
-        return (
-            (tenant_id, term, segment, ordinals[start:end], tfs[start:end])
-            for term, start, end in zip(self.terms, self._starts, self._ends, strict=True)
+        return self._copied(tenant_id.bytes, segment, offset, max(rows, 1))
+
+    def _copied(
+        self, tenant: bytes, segment: int, offset: int, rows: int
+    ) -> Iterator[npt.NDArray[np.uint8]]:
+        names = np.frombuffer(self._names, np.uint8)
+        ends = np.append(np.flatnonzero(names == 0), len(names))[: self._count]
+        starts = np.concatenate(([0], ends[:-1] + 1))
+        firsts = np.concatenate(([0], np.cumsum(self.df)))
+        tfs = np.frombuffer(self._tfs, np.uint8)
+        head = np.frombuffer(
+            struct.pack(">hi16si", 5, 16, tenant, 0) + struct.pack(">iqi", 8, segment, 0), np.uint8
         )
+        low = 0
+        while low < self._count:
+            fits = int(np.searchsorted(firsts, firsts[low] + COPY_POSTINGS, "right")) - 1
+            high = max(low + 1, min(low + rows, self._count, fits))
+            posting = firsts[low : high + 1]
+            ordinals = self._ordinals[posting[0] : posting[-1]].astype(np.int64) + offset
+            yield _copy_rows(
+                head,
+                names[starts[low] : ends[high - 1]],
+                ends[low:high] - starts[low:high],
+                self.df[low:high],
+                ordinals.astype(">i4").view(np.uint8),
+                tfs[posting[0] * 4 : posting[-1] * 4],
+            )
+            low = high
+
+
+def _copy_rows(
+    head: npt.NDArray[np.uint8],
+    names: npt.NDArray[np.uint8],
+    lengths: npt.NDArray[np.int64],
+    df: npt.NDArray[np.int64],
+    ordinals: npt.NDArray[np.uint8],
+    tfs: npt.NDArray[np.uint8],
+) -> npt.NDArray[np.uint8]:
+    """One binary COPY of rows of five fields: a field count, then each field's length and
+    bytes (uuid 16, term, bigint 8, ordinals and tfs 4 a posting). ``head`` holds the fixed
+    bytes (the count, the uuid's length and bytes, the term's length; the segment's length
+    and value, the ordinals' length); ``names`` the terms' UTF-8 joined by NUL; ``lengths``
+    each term's bytes; ``ordinals`` and ``tfs`` every posting's, big-endian, term after term."""
+    n = len(lengths)
+    block = df * 4
+    sizes = 46 + lengths + 2 * block
+    at = np.empty(n, np.int64)
+    at[0] = len(_COPY_HEADER)
+    np.cumsum(sizes[:-1], out=at[1:])
+    at[1:] += len(_COPY_HEADER)
+    out = np.empty(int(at[-1] + sizes[-1]) + len(_COPY_TRAILER), np.uint8)
+    out[: len(_COPY_HEADER)] = np.frombuffer(_COPY_HEADER, np.uint8)
+    out[-len(_COPY_TRAILER) :] = np.frombuffer(_COPY_TRAILER, np.uint8)
+    fixed = np.broadcast_to(head[:26], (n, 26)).copy()
+    fixed[:, 22:26] = lengths.astype(">i4").view(np.uint8).reshape(n, 4)
+    _windows(out, 26)[at] = fixed
+    letters = names[names != 0]
+    skip = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+    out[np.repeat(at + 26 - skip, lengths) + np.arange(len(letters))] = letters
+    middle = at + 26 + lengths
+    fixed = np.broadcast_to(head[26:], (n, 16)).copy()
+    fixed[:, 12:16] = block.astype(">i4").view(np.uint8).reshape(n, 4)
+    _windows(out, 16)[middle] = fixed
+    words = _windows(out, 4)
+    words[middle + 16 + block] = fixed[:, 12:16]
+    passed = np.concatenate(([0], np.cumsum(block)[:-1]))
+    places = np.repeat(middle + 16 - passed, df) + np.arange(0, len(ordinals), 4)
+    words[places] = ordinals.reshape(-1, 4)
+    places += np.repeat(block + 4, df)
+    words[places] = tfs.reshape(-1, 4)
+    return out
+
+
+def _windows(data: npt.NDArray[np.uint8], width: int) -> npt.NDArray[np.uint8]:
+    """Every ``width`` bytes of ``data`` from each offset on, as rows of a view (written to
+    through it, a row per field placed: an index per field, not per byte)."""
+    return np.lib.stride_tricks.as_strided(
+        data, shape=(len(data) - width + 1, width), strides=(1, 1), writeable=True
+    )
 
 
 def _counted(keys: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:

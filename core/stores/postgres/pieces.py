@@ -19,6 +19,8 @@ from typing import Any, Final, TypeVar
 from uuid import UUID
 
 import asyncpg
+import numpy as np
+import numpy.typing as npt
 
 from core.checkpoint import checkpoint, giving_way
 from core.domain.chunks import StoredChunk
@@ -35,10 +37,15 @@ PIECE_ROWS: Final = 256
 BULK_PIECE_ROWS: Final = 1_024
 
 
+def piece_rows(bulk: int | None = BULK_PIECE_ROWS) -> int:
+    """Rows a piece holds: ``PIECE_ROWS`` in the service, else ``bulk`` (None: no bound)."""
+    return PIECE_ROWS if giving_way() else bulk or 1 << 62
+
+
 def pieces(rows: Iterable[T], size: int | None = None) -> Iterator[list[T]]:
-    """``rows`` in lists of ``size`` (unless given, ``PIECE_ROWS`` in the service and
-    ``BULK_PIECE_ROWS`` elsewhere; the last shorter), built as they are asked for."""
-    size = size or (PIECE_ROWS if giving_way() else BULK_PIECE_ROWS)
+    """``rows`` in lists of ``size`` (unless given, ``piece_rows()``; the last shorter), built
+    as they are asked for."""
+    size = size or piece_rows()
     items = iter(rows)
     while piece := list(islice(items, size)):
         yield piece
@@ -75,3 +82,16 @@ async def copy_in_pieces(
     for piece in pieces(records):
         await checkpoint()
         await conn.copy_records_to_table(table, records=piece, columns=columns)
+
+
+async def copy_data_in_pieces(
+    conn: asyncpg.Connection,
+    table: str,
+    pieces: Iterable[npt.NDArray[np.uint8]],
+    columns: Sequence[str],
+) -> None:
+    """COPY each piece (a whole binary COPY, ``Blocks.copy_data``) into ``table``, a checkpoint
+    before each."""
+    for piece in pieces:
+        await checkpoint()
+        await conn.copy_to_table(table, source=piece.data, columns=columns, format="binary")

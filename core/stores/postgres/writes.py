@@ -23,7 +23,7 @@ from core.stores.postgres.blocks import Blocks, Staged, Staging
 from core.stores.postgres.frequencies import add_dead
 from core.stores.postgres.image import ImageChanges
 from core.stores.postgres.merges import merge_segments
-from core.stores.postgres.pieces import copy_in_pieces
+from core.stores.postgres.pieces import copy_data_in_pieces, copy_in_pieces, piece_rows
 from core.stores.postgres.resilience import Calls
 from core.stores.postgres.staging import terms_and_blocks_aside
 
@@ -153,10 +153,10 @@ async def _write_blocks(
     """One new segment: its blocks by COPY (they are its df), then merges if a tier filled up."""
     if not blocks.terms:
         return
-    await copy_in_pieces(  # a row per term built in Python: other sessions' searches go first
+    await copy_data_in_pieces(  # a row per term: other sessions' searches go between pieces
         conn,
         "postings",
-        blocks.records(tenant_id, segment, offset),
+        blocks.copy_data(tenant_id, segment, offset, piece_rows(bulk=None)),
         ("tenant_id", "term", "segment", "ordinals", "tfs"),
     )
     await conn.execute(
