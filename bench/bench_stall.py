@@ -48,6 +48,7 @@ from pydantic import SecretStr
 
 from bench.loop_holds import LoopHolds
 from bench.loop_steps import LoopSteps
+from bench.loop_threads import WindowCpu
 from bench.loop_windows import SearchWindows
 from core.analysis.evaluation import parse_queries
 from core.analysis.rankers import Ranker, RankerKind
@@ -127,20 +128,39 @@ def open_service(store: str) -> LexplainService:
 
 
 def timed_searches(
-    service: LexplainService, queries: list[str], windows: SearchWindows | None = None
+    service: LexplainService,
+    queries: list[str],
+    windows: SearchWindows | None = None,
+    cpu: WindowCpu | None = None,
 ) -> list[float]:
     """SEARCHES searches, one after another with a pause; the seconds each took (each one's
-    window marked in ``windows`` if given)."""
+    window marked in ``windows`` if given, the CPU inside it sampled into ``cpu``)."""
     timings: list[float] = []
     for i in range(SEARCHES):
+        if cpu is not None:
+            cpu.before()
         started = time.perf_counter()
         service.search(queries[i % len(queries)], K, LIMIT, workspace=WORKSPACE)
         ended = time.perf_counter()
+        if cpu is not None:
+            cpu.after(ended - started)
         timings.append(ended - started)
         if windows is not None:
             windows.window(started, ended)
         time.sleep(PAUSE_S)
     return timings
+
+
+def server_pid(store: str) -> int | None:
+    """The PostgreSQL server's first process when ``.ci/pg.sh`` started it (its data folder in
+    ``LEXPLAIN_TEST_PG_DATA``), for ``slowest_windows``' server column; else None."""
+    folder = os.environ.get("LEXPLAIN_TEST_PG_DATA")
+    if store != "postgres" or not folder:
+        return None
+    try:
+        return int((Path(folder) / "postmaster.pid").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def _is_search(owner: str) -> bool:
@@ -197,7 +217,8 @@ def run(
         queries = list(parse_queries(queries_data.decode()).values())
         for query in queries[:20]:  # warm caches
             service.search(query, K, LIMIT, workspace=WORKSPACE)
-        idle = timed_searches(service, queries)
+        idle_cpu = WindowCpu(service._thread, server_pid(store))
+        idle = timed_searches(service, queries, cpu=idle_cpu)
 
         profiles = ("english", "plain")
         heavy = heavy_query(SAMPLE_CORPUS) if work in HEAVY_WORKS else ""
@@ -254,7 +275,8 @@ def run(
             timer.start()
         if marks is not None:
             marks.start()
-        during = timed_searches(service, queries, marks)
+        during_cpu = WindowCpu(service._thread, server_pid(store))
+        during = timed_searches(service, queries, marks, during_cpu)
         done.set()
         if sampler is not None:
             sampler.stop()
@@ -278,6 +300,7 @@ def run(
     }
     result["p99_ratio"] = round(summary(during)["p99_ms"] / summary(idle)["p99_ms"], 2)
     result["load_average"] = round(os.getloadavg()[0], 1)
+    result["slowest_windows"] = {"idle": idle_cpu.report(), "during": during_cpu.report()}
     if sampler is not None:
         result["loop"] = sampler.report()
     if timer is not None:
