@@ -18,6 +18,14 @@ Truncation (0.5-1.6 s) no longer holds up another session's 15 ms search.
 
 The collector is settled once the store is open (``core.checkpoint.settle_collector``): a full
 collection walks every object the process tracks, most of them the modules loaded at start.
+And it waits while interactive calls are pending (``_Pending``): an upload's or an Evaluate's
+allocations make the collections, but whichever allocation crosses the threshold pays for one,
+often a search's own (bench_stall PostgreSQL upload ``--steps``: a search step of 13.6 ms CPU,
+2.3 of it the search's; middle collections ~2 ms, full 3.5-5 ms). With the collector off from
+the first pending call to the last one's end, those collections fall in the long work's steps
+after it. Rejected: higher thresholds (each collection as long), and ``gc.disable()`` for the
+long work (asyncio's per-call cycles would never be freed on a long load). The cost: under
+calls that never stop overlapping, cycles wait for the first moment none is pending.
 
 The interpreter's thread switch interval is lowered to ``SWITCH_INTERVAL_S`` (1 ms; CPython's
 default is 5 ms): a thread running Python (an upload's file parsed in a worker thread, another
@@ -92,6 +100,24 @@ class _Pending:
     def __init__(self) -> None:
         self.count = 0
         self.lock = threading.Lock()
+        #: Whether the first pending call turned the collector off (it was on then).
+        self.holds_collector = False
+
+    def add(self) -> None:
+        """One more interactive call pending; the first turns the collector off if it is on."""
+        with self.lock:
+            self.count += 1
+            if self.count == 1 and gc.isenabled():
+                gc.disable()
+                self.holds_collector = True
+
+    def done(self) -> None:
+        """One interactive call finished; the last turns the collector back on if it did."""
+        with self.lock:
+            self.count -= 1
+            if self.count == 0 and self.holds_collector:
+                self.holds_collector = False
+                gc.enable()
 
 
 class ResultCache:
@@ -172,8 +198,7 @@ class StoreRunner:
         return asyncio.run_coroutine_threadsafe(coro, self._loop)
 
     def _interactive_done(self) -> None:
-        with self._interactive.lock:
-            self._interactive.count -= 1
+        self._interactive.done()
 
     async def _give_way(self) -> None:
         """Long work's checkpoint: wait while interactive calls are pending (bounded)."""
@@ -212,8 +237,7 @@ class StoreRunner:
     def _call(self, coro: Coroutine[Any, Any, T]) -> T:
         # Counted until the CALLER has the result: long work resuming as soon as the loop set
         # it would take the GIL from the caller's thread and slow the rest of the call.
-        with self._interactive.lock:
-            self._interactive.count += 1
+        self._interactive.add()
         try:
             return self._wait(self._submit(coro))
         finally:

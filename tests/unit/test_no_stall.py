@@ -648,3 +648,46 @@ async def test_an_image_build_reaches_a_thread_checkpoint_between_its_c_level_pi
     assert where["merged"] == 2 * MERGE_FACTOR, where  # each segment's plan, then its scatter
     assert where["shared_slots"] >= MERGE_FACTOR - 1, where  # a piece of each one's terms
     assert where["written"] >= 3 and where["_merged"] >= 1, where
+
+
+def test_no_collection_runs_while_an_interactive_call_is_pending_and_the_collector_comes_back() -> (
+    None
+):
+    """Another session's allocations make the collections, but whichever allocation crosses the
+    threshold pays for one, often a search's own: the collector is off from the first pending
+    call to the last one's end (overlapping calls included), and back on after; a collector
+    someone else turned off stays off."""
+    import gc
+
+    service = LexplainService.from_settings(Settings(store="memory"))
+    collections: list[int] = []
+
+    def noted(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            collections.append(info["generation"])
+
+    async def allocating() -> bool:
+        kept = [[i] for i in range(20_000)]  # far over the young generation's threshold
+        return gc.isenabled() and len(kept) > 0
+
+    gc.callbacks.append(noted)
+    try:
+        assert gc.isenabled()
+        assert service._call(allocating()) is False
+        assert collections == [], "a collection ran inside an interactive call"
+        assert gc.isenabled()
+        service._interactive.add()  # another session's call still pending
+        assert service._call(allocating()) is False and not gc.isenabled()
+        service._interactive.done()
+        assert gc.isenabled()
+        [[i] for i in range(20_000)]
+        assert collections, "the collector did not come back"
+        gc.disable()
+        try:
+            service._call(allocating())
+            assert not gc.isenabled(), "a collector turned off elsewhere was turned on"
+        finally:
+            gc.enable()
+    finally:
+        gc.callbacks.remove(noted)
+        service.close()
