@@ -24,7 +24,10 @@ it (``bench.loop_holds``); ``--steps`` times each step the loop runs in CPU time
 (``bench.loop_steps``: a step's size whatever the machine's load; steps over 5 ms named by
 where they resumed and suspended); ``--windows`` sums, per measured search, the loop CPU of the
 other work's steps that ran inside its window, and names what filled the slowest
-(``bench.loop_windows``). One run, ratios only: the machine is shared.
+(``bench.loop_windows``). Every run also reports ``slowest_windows``: who used the CPU inside
+each pass's slowest searches (the loop thread and its wait for a core, other threads, the
+processes it started, the server, the rest of the machine: ``bench.loop_threads``), which says
+whether the code or the machine made them slow. One run, ratios only: the machine is shared.
 
     .venv/bin/python -m bench.bench_stall --store memory [--work upload|...] [--holds] [--steps]
         [--windows]
