@@ -97,8 +97,18 @@ async def test_a_write_group_gives_way_per_source_checked_and_per_piece_of_rows_
     first_copy = next(i for i, event in enumerate(events) if event != "pause")
     assert first_copy >= PASSAGES, f"{first_copy} checkpoints for {PASSAGES} sources checked"
     tables = {event[0] for event in events if event != "pause"}
-    assert tables == {"stage_passages", "postings"}
+    assert tables == {"passages", "postings"}  # new sources: straight into the table
     assert_copies_in_pieces(events)
+    events.clear()
+    again = [
+        (source, [*chunks, make_chunk(tenant, source, "more", 1)])
+        for source, chunks in group(tenant, "ocean")
+    ]
+    assert await run_long(pg_store.replace_sources(tenant, again), events) == [0] * PASSAGES
+    tables = {event[0] for event in events if event != "pause"}
+    assert tables == {"stage_passages", "postings"}  # stored ones among them: staged first
+    assert_copies_in_pieces(events)
+    assert (await pg_store.corpus_summary(tenant)).passages == 2 * PASSAGES
 
 
 async def _with_twin_in_memory(

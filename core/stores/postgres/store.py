@@ -38,6 +38,7 @@ from core.stores.postgres.image import ImageCache, ImageChanges, read_candidates
 from core.stores.postgres.judging import PostgresJudging
 from core.stores.postgres.lookups import CHUNK_COLUMNS, SideReader, chunk_from_row
 from core.stores.postgres.pieces import checked_in_pieces
+from core.stores.postgres.repairs import repair_all
 from core.stores.postgres.resilience import (
     CALL_TIMEOUT_S,
     CONNECT_TIMEOUT_S,
@@ -66,7 +67,6 @@ from core.stores.postgres.writes import (
     locked_profiles,
     read_profiles,
     reindex_rows,
-    repair_all,
     replace_rows,
     upsert_entity_rows,
     write_new,
@@ -362,7 +362,7 @@ class PostgresChunkStore(PostgresJudging):
         return count
 
     async def repair(self) -> list[str]:
-        """``python -m core db repair``: one line per workspace fixed (``writes.repair_all``)."""
+        """``python -m core db repair``: one line per workspace fixed (``repairs.repair_all``)."""
         return await repair_all(self._calls)
 
     # -- reads ----------------------------------------------------------------
