@@ -204,8 +204,10 @@ class Blocks:
         keys, tfs = _counted(tokens.term_ids * texts + tokens.text_ids)
         held = np.bincount(keys // texts, minlength=len(tokens.terms)).astype(np.int64)
         blocks = cls(())
-        # Every term came from a token, so each holds a posting (kept as the terms' filter).
-        terms = [term for term, n in zip(tokens.terms, held.tolist(), strict=True) if n]
+        # Every term came from a token, so each holds a posting (the filter kept, in case).
+        terms = tokens.terms
+        if not held.all():
+            terms = [term for term, n in zip(terms, held.tolist(), strict=True) if n]
         blocks._hold(terms, held[held > 0], keys % texts + offset, tfs.astype(">i4").tobytes())
         return blocks
 
