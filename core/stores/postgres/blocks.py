@@ -328,30 +328,29 @@ def _copy_rows(
     out[-len(_COPY_TRAILER) :] = np.frombuffer(_COPY_TRAILER, np.uint8)
     fixed = np.broadcast_to(head[:26], (n, 26)).copy()
     fixed[:, 22:26] = lengths.astype(">i4").view(np.uint8).reshape(n, 4)
-    _windows(out, 26)[at] = fixed
+    _placed(out, "V26")[at] = fixed.view("V26").reshape(n)
     letters = names[names != 0]
     skip = np.concatenate(([0], np.cumsum(lengths)[:-1]))
     out[np.repeat(at + 26 - skip, lengths) + np.arange(len(letters))] = letters
     middle = at + 26 + lengths
     fixed = np.broadcast_to(head[26:], (n, 16)).copy()
     fixed[:, 12:16] = block.astype(">i4").view(np.uint8).reshape(n, 4)
-    _windows(out, 16)[middle] = fixed
-    words = _windows(out, 4)
-    words[middle + 16 + block] = fixed[:, 12:16]
+    _placed(out, "V16")[middle] = fixed.view("V16").reshape(n)
+    words = _placed(out, "V4")
+    words[middle + 16 + block] = fixed[:, 12:16].copy().view("V4").reshape(n)
     passed = np.concatenate(([0], np.cumsum(block)[:-1]))
     places = np.repeat(middle + 16 - passed, df) + np.arange(0, len(ordinals), 4)
-    words[places] = ordinals.reshape(-1, 4)
+    words[places] = ordinals.view("V4")
     places += np.repeat(block + 4, df)
-    words[places] = tfs.reshape(-1, 4)
+    words[places] = tfs.view("V4")
     return out
 
 
-def _windows(data: npt.NDArray[np.uint8], width: int) -> npt.NDArray[np.uint8]:
-    """Every ``width`` bytes of ``data`` from each offset on, as rows of a view (written to
-    through it, a row per field placed: an index per field, not per byte)."""
-    return np.lib.stride_tricks.as_strided(
-        data, shape=(len(data) - width + 1, width), strides=(1, 1), writeable=True
-    )
+def _placed(data: npt.NDArray[np.uint8], field: str) -> npt.NDArray[np.void]:
+    """``data`` as fields of ``field`` bytes ("V4": four) starting at every offset, to place
+    each by its offset (an index per field, not per byte: 2-3x faster for 4 bytes)."""
+    size = np.dtype(field).itemsize
+    return np.ndarray((len(data) - size + 1,), dtype=field, buffer=data, strides=(1,))
 
 
 def _counted(keys: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
