@@ -232,3 +232,46 @@ async def test_a_workspaces_image_read_whole_gives_way_per_fetch_and_ranks_the_s
         assert read == await memory.lexical_candidates(terms, tenant, 1_000)
     finally:
         await uncached.close()
+
+
+async def test_long_works_queries_reach_a_checkpoint_as_soon_as_their_answer_is_in(
+    pg_store: PostgresChunkStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A long task resumed by an answer ran on to its next checkpoint while a search that had
+    arrived waited (bench_stall PostgreSQL upload: ~20 ms of other work's loop CPU in a search's
+    window at p99): each query of a task that gives way pauses once its answer is in, whatever
+    the statement; a search's queries (no pause installed) never do."""
+    from core.stores.postgres import giving
+
+    seen: list[str] = []
+
+    async def queries() -> None:
+        async with pg_store._pool.acquire() as conn:
+            await conn.execute("CREATE TEMP TABLE answered (n int)")
+            seen.append("answer")
+            await conn.executemany("INSERT INTO answered VALUES ($1)", [(1,), (2,)])
+            seen.append("answer")
+            await conn.copy_records_to_table("answered", records=[(3,)])
+            seen.append("answer")
+            assert len(await conn.fetch("SELECT n FROM answered")) == 3
+            seen.append("answer")
+            assert (await conn.fetchrow("SELECT count(*) AS n FROM answered"))["n"] == 3
+            seen.append("answer")
+            assert await conn.fetchval("SELECT sum(n) FROM answered") == 6
+            seen.append("answer")
+            await conn.execute("DROP TABLE answered")
+            seen.append("answer")
+
+    await run_long(queries(), seen)
+    assert seen.count("answer") == 7
+    for before, after in itertools.pairwise(seen):
+        assert before == "pause" or after == "pause", f"an answer not followed by a pause: {seen}"
+    searched: list[str] = []
+
+    async def noted() -> None:
+        searched.append("checkpoint")
+
+    monkeypatch.setattr(giving, "checkpoint", noted)
+    seen.clear()
+    await asyncio.create_task(queries())  # a search's task: no pause installed
+    assert searched == [] and seen.count("answer") == 7

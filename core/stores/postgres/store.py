@@ -34,6 +34,7 @@ from core.stores.port import (
 from core.stores.postgres import listings
 from core.stores.postgres.blocks import prefix_upper_bound, stage
 from core.stores.postgres.frequencies import top_terms
+from core.stores.postgres.giving import GivingWayConnection
 from core.stores.postgres.image import ImageCache, ImageChanges, read_candidates
 from core.stores.postgres.judging import PostgresJudging
 from core.stores.postgres.lookups import CHUNK_COLUMNS, SideReader, chunk_from_row
@@ -134,6 +135,7 @@ class PostgresChunkStore(PostgresJudging):
             timeout=CONNECT_TIMEOUT_S,
             command_timeout=STATEMENT_TIMEOUT_S,
             setup=backends.acquired,
+            connection_class=GivingWayConnection,
         )
         store = cls(
             pool,
