@@ -24,6 +24,7 @@ from core.stores.postgres.blocks import (
     terms_and_blocks,
 )
 from core.stores.postgres.resilience import broken, causes, retryable, write_conflict
+from core.stores.postgres.writes import SOURCE_LOCK_BUCKETS, source_bucket, source_lock_keys
 from tests.fixtures.binary_copy import copied_rows
 
 TENANT = uuid.UUID(int=7)
@@ -264,3 +265,15 @@ def test_a_batchs_copy_in_pieces_sends_every_row_once_in_term_order(
         assert all(0 < len(piece) <= rows for piece in sent)
         held = [sum(len(row[3]) // 4 for row in piece) for piece in sent]
         assert all(n <= postings for n, piece in zip(held, sent, strict=True) if len(piece) > 1)
+
+
+def test_a_batch_locks_the_buckets_its_sources_fall_in_and_every_writer_agrees_on_them() -> None:
+    """A batch takes its sources' bucket locks, found without hashing every source once all
+    are named; the buckets are the ones every version computed (writers of one database must
+    agree, or they would not wait for each other)."""
+    assert [source_bucket(f"s{i}") for i in range(10)] == [8, 12, 6, 15, 7, 6, 9, 13, 11, 13]
+    for size in (1, 3, 7, 40, 5_000):
+        sources = [f"s{i}" for i in range(size)]
+        alone = {key for source in sources for key in source_lock_keys(TENANT, [source])}
+        assert source_lock_keys(TENANT, sources) == sorted(alone)
+    assert len(source_lock_keys(TENANT, [f"s{i}" for i in range(5_000)])) == SOURCE_LOCK_BUCKETS

@@ -123,14 +123,23 @@ DELETE FROM passages WHERE tenant_id = $1 AND id = ANY($2::text[]) RETURNING ord
 SOURCE_LOCK_BUCKETS: Final = 16
 
 
+def source_bucket(source_id: str) -> int:
+    """The lock bucket of a source: the first four bytes of its id's SHA-256, big-endian,
+    modulo ``SOURCE_LOCK_BUCKETS``. Every writer of a database must agree on it (two that do
+    not would not wait for each other)."""
+    return int.from_bytes(hashlib.sha256(source_id.encode("utf-8")).digest()[:4], "big") % (
+        SOURCE_LOCK_BUCKETS
+    )
+
+
 def source_lock_keys(tenant_id: UUID, source_ids: Sequence[str]) -> list[int]:
     """The signed 64-bit advisory lock keys of the sources' buckets, sorted (two writes taking
     theirs in one order cannot deadlock), at most ``SOURCE_LOCK_BUCKETS``."""
-    buckets = {
-        int.from_bytes(hashlib.sha256(source_id.encode("utf-8")).digest()[:4], "big")
-        % SOURCE_LOCK_BUCKETS
-        for source_id in source_ids
-    }
+    buckets: set[int] = set()
+    for source_id in source_ids:  # a big batch names every bucket within its first ~50
+        buckets.add(source_bucket(source_id))
+        if len(buckets) == SOURCE_LOCK_BUCKETS:
+            break
     keys = {
         int.from_bytes(
             hashlib.sha256(tenant_id.bytes + bucket.to_bytes(2, "big")).digest()[:8],
@@ -306,10 +315,11 @@ async def write_new(
         for tenant_id in sorted(fresh):
             first = ordinals[tenant_id]
             new = fresh[tenant_id]
+            every = len(new) == len(by_tenant[tenant_id])  # most writes: none was stored
             kept = [
                 (first + i, row[9], tfs)
                 for i, (row, tfs) in enumerate(by_tenant[tenant_id])
-                if first + i in new
+                if every or first + i in new
             ]
             if staging.blocks is not None and len(kept) == len(staged):
                 # Every passage is new: the blocks staged before the transaction hold them
@@ -325,7 +335,7 @@ async def write_new(
                 changes.added.setdefault(tenant_id, []).extend(
                     (first + i, row[1], row[9])
                     for i, (row, _) in enumerate(by_tenant[tenant_id])
-                    if first + i in new
+                    if every or first + i in new
                 )
             passages, tokens = totals.get(tenant_id, (0, 0))
             added = sum(length for _, length, _ in kept)
