@@ -72,8 +72,11 @@ MAX_GIVE_WAY_S = 0.5
 GIVE_WAY_POLL_S = 0.001
 #: With no interactive call pending, a checkpoint still yields the loop this often (for the
 #: loop's own callbacks and calls not yet counted); in between it returns at once (~1 µs), so
-#: long work may call it per item.
-GIVE_WAY_EVERY_S = 0.002
+#: long work may call it per item. A search that arrives waits for up to this much of long work
+#: (plus one unit) before its first step: 2 ms -> 1 ms cut other work's loop CPU in a search's
+#: window p90 2.1-2.9 -> 1.2-2.6 ms (bench_stall --windows, memory and PostgreSQL; a loop turn
+#: is ~10 us, so long work pays ~1% more).
+GIVE_WAY_EVERY_S = 0.001
 
 #: Longest a thread running Python keeps the GIL from the loop's thread (``sys.setswitchinterval``).
 SWITCH_INTERVAL_S = 0.001
