@@ -6,6 +6,8 @@ Runs on the in-memory store. Expected values come from the domain directly
 
 from __future__ import annotations
 
+import asyncio
+import gc
 import threading
 from collections import Counter
 from collections.abc import Iterator
@@ -16,6 +18,7 @@ import pytest
 from core.domain.bm25 import corpus_stats, explain_score, inverse_document_frequency
 from core.domain.tokenize import tokenize
 from core.service import SAMPLE_LABEL, LexplainService
+from core.service import library as library_module
 from core.settings import Settings, describe_store
 
 DOCS = {
@@ -210,6 +213,45 @@ def test_progress_is_reported_in_the_calling_thread(service: LexplainService) ->
     )
     assert seen[-1][:2] == (2, 2)
     assert threads == {threading.get_ident()}
+
+
+def test_full_collections_are_rare_while_uploads_run_and_as_before_once_the_last_ends(
+    service: LexplainService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A full collection walks an upload's documents in flight (~45 ms, 47 times for 300k tiny
+    # records, collecting nothing); two uploads at once restore the thresholds once, after both.
+    before = gc.get_threshold()
+    original = (701, 11, 12)  # this test's own, so that no earlier upload decides them
+    gc.set_threshold(*original)
+    seen: list[tuple[int, int, int]] = []
+    index_uploads = library_module.index_uploads
+    both = threading.Barrier(2)
+
+    async def watched(*args: object, **kwargs: object) -> object:
+        first = not seen
+        seen.append(gc.get_threshold())
+        await asyncio.sleep(0.5 if first else 0)  # the other upload starts and ends meanwhile
+        seen.append(gc.get_threshold())
+        return await index_uploads(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(library_module, "index_uploads", watched)
+
+    def upload(name: str, data: bytes) -> str | None:
+        both.wait()
+        (report,) = service.upload_files([(name, data)], workspace="collections")
+        return report.error
+
+    try:
+        with ThreadPoolExecutor(2) as pool:
+            files = ["good.txt", "bad.pdf"], [b"alpha beta", b"not a pdf"]
+            errors = list(pool.map(upload, *files))
+        after = gc.get_threshold()
+    finally:
+        gc.set_threshold(*before)
+    assert after == original
+    assert errors[0] is None and errors[1]  # the bad file refused, the thresholds still restored
+    full = library_module.UPLOAD_FULL_COLLECTION_EVERY
+    assert len(seen) == 4 and all(t == (original[0], original[1], full) for t in seen), seen
 
 
 def test_calls_from_many_threads_share_one_store_loop(service: LexplainService) -> None:
