@@ -17,6 +17,7 @@ which is the machine's part.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from typing import NamedTuple
@@ -51,11 +52,12 @@ def _tasks(pid: int, into: dict[tuple[int, int], tuple[int, int]], children: lis
         try:
             with open(f"/proc/{pid}/task/{tid}/schedstat", "rb") as file:
                 run, wait, _ = file.read().split()
-            with open(f"/proc/{pid}/task/{tid}/children", "rb") as file:
-                children.extend(int(child) for child in file.read().split())
         except (OSError, ValueError):  # exited between the listing and the read
             continue
         into[(pid, int(tid))] = (int(run), int(wait))
+        # A kernel without CONFIG_PROC_CHILDREN has no such file: no child process is seen.
+        with contextlib.suppress(OSError), open(f"/proc/{pid}/task/{tid}/children", "rb") as file:
+            children.extend(int(child) for child in file.read().split())
 
 
 def _tree(root: int) -> dict[tuple[int, int], tuple[int, int]]:
