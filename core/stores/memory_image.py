@@ -26,6 +26,7 @@ in the slowest searches' windows).
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import re
@@ -183,8 +184,7 @@ def _ids_inserted(
     each one's place, in ``fresh``'s order, when the write looked them up already)."""
     new_ids = ids[fresh]
     new_codes = id_codes(new_ids.tolist())
-    order = np.argsort(new_codes, kind="stable")
-    ordered = new_codes[order]
+    ordered = new_codes[order := np.argsort(new_codes, kind="stable")]
     if len(ordered) > 1 and bool((ordered[1:] == ordered[:-1]).any()):
         order = np.argsort(new_ids, kind="stable")  # two new ids share a code: by the ids
     if places is None:
@@ -198,10 +198,8 @@ def _shifted(places: Sequence[int] | None, kept: npt.NDArray[np.bool_]) -> Seque
     """``places`` among sorted keys less the keys not ``kept`` before each."""
     if places is None:
         return None
-    before = np.concatenate(([0], np.cumsum(~kept)))
-    at = np.asarray(places, dtype=np.int64)
-    shifted: list[int] = (at - before[at]).tolist()
-    return shifted
+    before, at = np.concatenate(([0], np.cumsum(~kept))), np.asarray(places, dtype=np.int64)
+    return list((at - before[at]).tolist())
 
 
 def _found(keys: Objects, wanted: Sequence[str]) -> tuple[Ints, npt.NDArray[np.bool_]]:
@@ -309,13 +307,11 @@ class Image:
     #: Live source ids ascending (one per passage) and the row of each.
     source_keys: Objects
     source_rows: Ints
-    #: Each row's rank in chunk-id order (dead rows: any value; they match no term).
-    id_rank: Ints
     #: How this version was written from the one before (None: built whole).
     since: Since | None = field(default=None, repr=False, compare=False)
     #: The read view of this version (a ``memory_reads.View``, which imports this module),
-    #: built on its first read; a new version starts without one (``replace`` does not carry
-    #: a field that is not in init).
+    #: built on its first read; a new version starts without one (``replace`` carries no
+    #: field that is not in init, nor ``id_rank``).
     views: list[object] = field(default_factory=list, init=False, repr=False, compare=False)
 
     @classmethod
@@ -324,7 +320,7 @@ class Image:
         ints = np.empty(0, dtype=np.int64)
         return cls(
             profile, version, (), (), (), none, (), ints, np.empty(0, np.bool_), 0, 0,
-            np.empty(0, np.uint64), ints, none, ints, ints,
+            np.empty(0, np.uint64), ints, none, ints,
         )  # fmt: skip
 
     # -- reading ------------------------------------------------------------------------
@@ -496,21 +492,25 @@ class Image:
                 source_keys, source_rows, _objects((c[SOURCE_ID] for c in added), len(added)),
                 fresh, sources_at,
             )  # fmt: skip
+        ranks = self.id_rank[removed] if len(removed) else removed  # made only if needed
         image = replace(
             self, version=version, segments=segments, bases=bases, dead=tuple(dead), ids=ids,
             chunks=chunks, lengths=lengths, live=live, passages=passages, tokens=tokens,
             id_codes=id_codes, id_rows=id_rows, source_keys=source_keys, source_rows=source_rows,
-            since=Since(self.views, self.id_rank[removed], len(added)),
+            since=Since(self.views, ranks, len(added)),
         )  # fmt: skip
         if merge:
             image = image._merged()
         thread_checkpoint()
-        return image._ranked()
+        return image
 
-    def _ranked(self) -> Image:
+    @functools.cached_property
+    def id_rank(self) -> Ints:
+        """Each row's rank in chunk-id order (dead: any), on a read's first ask (not per write:
+        ~15 ms a group at 1M passages, which an upload nobody searches never read)."""
         rank = np.zeros(len(self.ids), dtype=np.int64)
         rank[self.id_rows] = np.arange(len(self.id_rows), dtype=np.int64)
-        return replace(self, id_rank=rank)
+        return rank
 
     def _merged(self) -> Image:
         """Merge trailing segments of one size level, and rewrite mostly dead ones, until
