@@ -220,6 +220,7 @@ def test_a_batchs_blocks_are_built_a_slice_of_text_at_a_time_and_equal_the_whole
         tokenised.append(sum(map(len, batch)))
         return tokenize_many(batch, profile)
 
+    monkeypatch.setattr(blocks, "WHOLE_CHARS", 80)
     monkeypatch.setattr(blocks, "SLICE_CHARS", 40)
     monkeypatch.setattr(blocks, "tokenize_many", counted_tokenize_many)
     for profile in Profile:
@@ -230,6 +231,29 @@ def test_a_batchs_blocks_are_built_a_slice_of_text_at_a_time_and_equal_the_whole
         assert sliced.terms == counted.terms and sliced.df.tolist() == counted.df.tolist()
         assert _records(sliced, TENANT, 3, 11) == _records(counted, TENANT, 3, 11)
         assert len(tokenised) > 5 and max(tokenised) < 40 + max(map(len, texts))
+
+
+def test_a_batch_up_to_the_whole_size_is_tokenised_at_once_and_a_bigger_one_in_smaller_slices(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A load's 20k-passage batch (10.8M characters) is tokenised whole (slices repeat the work
+    per distinct word); only a batch over ``WHOLE_CHARS`` (one huge document) is sliced, and
+    in slices smaller than it (the staging worker's peak: a 58 MB document 464 -> 397 MiB)."""
+    tokenised: list[int] = []
+
+    def counted_tokenize_many(batch: list[str], profile: Profile) -> TokenizedTexts:
+        tokenised.append(sum(map(len, batch)))
+        return tokenize_many(batch, profile)
+
+    monkeypatch.setattr(blocks, "WHOLE_CHARS", 100)
+    monkeypatch.setattr(blocks, "SLICE_CHARS", 30)
+    monkeypatch.setattr(blocks, "tokenize_many", counted_tokenize_many)
+    texts = ["wing flow lift"] * 7  # 98 characters: whole
+    terms_and_blocks(texts, Profile.PLAIN)
+    assert tokenised == [98]
+    tokenised.clear()
+    terms_and_blocks(texts * 2, Profile.PLAIN)  # 196: slices of about 30
+    assert sum(tokenised) == 196 and max(tokenised) <= 30 + 14 and len(tokenised) >= 5
 
 
 def test_a_batchs_blocks_cross_to_the_writer_in_about_eight_bytes_a_posting() -> None:

@@ -47,12 +47,16 @@ _COPY_TRAILER: Final = b"\xff\xff"
 _JOIN: Final = "\x00"
 #: Largest ordinal a block can hold (int32).
 _MAX_ORDINAL: Final = 2**31 - 1
-#: Characters of a batch tokenised at once when its blocks are built: one 42 MB document's
-#: passages tokenised whole took the staging worker to 767 MiB (arrays of every token, sorted
-#: twice), in 16M-character slices joined 425 MiB (CPU 2.1-2.3 s either way). Not smaller:
-#: slices repeat the work per distinct word (a load's 20k-passage batch of the bench corpus,
-#: 10.8M characters and 134k terms, took 1.3 s whole, 2.1 s in 8M-character slices).
-SLICE_CHARS: Final = 1 << 24
+#: Characters of a batch tokenised whole when its blocks are built. Not less: slices repeat the
+#: work per distinct word (a load's 20k-passage batch of the bench corpus, 10.8M characters and
+#: 134k terms, took 1.3 s whole, 2.1 s in 8M-character slices).
+WHOLE_CHARS: Final = 1 << 24
+#: Characters tokenised at once in a batch over ``WHOLE_CHARS`` (one huge document): a 42 MB
+#: document's passages tokenised whole took the staging worker to 767 MiB (arrays of every
+#: token, sorted twice), in 16M-character slices 425 MiB (CPU 2.1-2.3 s either way); a 58 MB
+#: one-line document through the Upload path into embedded, worker 464 -> 397 MiB in 8M slices
+#: (the app's tree 1,024 -> 929 MiB summed peaks, session 11).
+SLICE_CHARS: Final = 1 << 23
 
 
 class Staging(NamedTuple):
@@ -80,7 +84,8 @@ def stage(batch: Sequence[StoredChunk], profiles: dict[UUID, Profile]) -> Stagin
 
 def terms_and_blocks(texts: Sequence[str], profile: Profile) -> tuple[list[int], Blocks]:
     """Each text's length, and the batch's blocks with ordinals from 0 (pure: what the staging
-    worker runs). Tokenised ``SLICE_CHARS`` of text at a time (``tokenize_many``), the slices'
+    worker runs). Tokenised whole up to ``WHOLE_CHARS``, else ``SLICE_CHARS`` of text at a time
+    (``tokenize_many``), the slices'
     blocks then joined; no tf counter per passage is made, or sent back from the worker
     (pickling them cost the loop ~0.25 s per 5,000 passages): the blocks hold the tf."""
     lengths: list[int] = []
@@ -93,8 +98,11 @@ def terms_and_blocks(texts: Sequence[str], profile: Profile) -> tuple[list[int],
 
 
 def _slices(texts: Sequence[str]) -> Iterator[tuple[int, int]]:
-    """Consecutive (start, end) ranges of ``texts`` of about ``SLICE_CHARS`` characters each
-    (at least one text a range)."""
+    """The whole of ``texts`` if it holds ``WHOLE_CHARS`` characters or fewer, else consecutive
+    (start, end) ranges of about ``SLICE_CHARS`` characters each (at least one text a range)."""
+    if sum(map(len, texts)) <= WHOLE_CHARS:
+        yield 0, len(texts)
+        return
     start, held = 0, 0
     for end, text in enumerate(texts, start=1):
         held += len(text)
