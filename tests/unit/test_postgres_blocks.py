@@ -208,21 +208,28 @@ def test_blocks_renumbered_hold_the_same_postings_under_the_passages_ordinals() 
     assert _records(moved, TENANT, 4) == _records(at_ordinals, TENANT, 4)
 
 
-def test_a_batchs_blocks_are_built_a_slice_of_text_at_a_time_and_equal_the_whole_batchs(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """One huge document is one batch: tokenised whole, its 42 MB took the staging worker to
-    760 MiB. Each slice is tokenised alone; the joined blocks are the whole batch's."""
-    texts = ["wing flow wing", "", "flow lift the", "drag", "wing wing wing drag", "a"] * 7
+def _sliced_at(monkeypatch: pytest.MonkeyPatch, whole: int, piece: int) -> list[int]:
+    """``terms_and_blocks`` with ``WHOLE_CHARS`` and ``SLICE_CHARS`` set; the characters of
+    each ``tokenize_many`` call, appended to the list returned, as they happen."""
     tokenised: list[int] = []
 
     def counted_tokenize_many(batch: list[str], profile: Profile) -> TokenizedTexts:
         tokenised.append(sum(map(len, batch)))
         return tokenize_many(batch, profile)
 
-    monkeypatch.setattr(blocks, "WHOLE_CHARS", 80)
-    monkeypatch.setattr(blocks, "SLICE_CHARS", 40)
+    monkeypatch.setattr(blocks, "WHOLE_CHARS", whole)
+    monkeypatch.setattr(blocks, "SLICE_CHARS", piece)
     monkeypatch.setattr(blocks, "tokenize_many", counted_tokenize_many)
+    return tokenised
+
+
+def test_a_batchs_blocks_are_built_a_slice_of_text_at_a_time_and_equal_the_whole_batchs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """One huge document is one batch: tokenised whole, its 42 MB took the staging worker to
+    760 MiB. Each slice is tokenised alone; the joined blocks are the whole batch's."""
+    texts = ["wing flow wing", "", "flow lift the", "drag", "wing wing wing drag", "a"] * 7
+    tokenised = _sliced_at(monkeypatch, 80, 40)
     for profile in Profile:
         tokenised.clear()
         lengths, sliced = terms_and_blocks(texts, profile)
@@ -239,15 +246,7 @@ def test_a_batch_up_to_the_whole_size_is_tokenised_at_once_and_a_bigger_one_in_s
     """A load's 20k-passage batch (10.8M characters) is tokenised whole (slices repeat the work
     per distinct word); only a batch over ``WHOLE_CHARS`` (one huge document) is sliced, and
     in slices smaller than it (the staging worker's peak: a 58 MB document 464 -> 397 MiB)."""
-    tokenised: list[int] = []
-
-    def counted_tokenize_many(batch: list[str], profile: Profile) -> TokenizedTexts:
-        tokenised.append(sum(map(len, batch)))
-        return tokenize_many(batch, profile)
-
-    monkeypatch.setattr(blocks, "WHOLE_CHARS", 100)
-    monkeypatch.setattr(blocks, "SLICE_CHARS", 30)
-    monkeypatch.setattr(blocks, "tokenize_many", counted_tokenize_many)
+    tokenised = _sliced_at(monkeypatch, 100, 30)
     texts = ["wing flow lift"] * 7  # 98 characters: whole
     terms_and_blocks(texts, Profile.PLAIN)
     assert tokenised == [98]
