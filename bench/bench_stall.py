@@ -4,8 +4,10 @@ Issue 13 item 5: long work (Evaluate, loads, re-indexing) must not block other s
 searches; the target is search p99 during an Evaluate under twice the idle p99. One service
 (``LexplainService``, as the app has one per process) holds Cranfield; a "searcher" thread
 runs the Search screen's call (``service.search``, k = 10, limit = 1000) over Cranfield's
-queries one after another with a short pause (a person typing, not a load test), first
-alone (idle), then while another thread does long work again and again: ``--work evaluate``
+queries one after another with a short pause (a person typing, not a load test), in blocks
+alone (idle) alternated with blocks while another thread does long work again and again
+(``bench.alternation``: both sides sample the same minutes of a shared machine; ``--sequential``
+measures every idle search first, as up to session 11): ``--work evaluate``
 (default) the sample's Evaluate (225 queries, limits 100 and 1000); ``upload`` the sample
 loaded into another workspace (empty: deleted and created again each time); ``upload-more``
 the sample under new source ids into another workspace that already holds ``MERGE_FACTOR - 1``
@@ -42,13 +44,13 @@ import os
 import statistics
 import subprocess
 import sys
-import threading
 import time
 from collections import Counter
 from pathlib import Path
 
 from pydantic import SecretStr
 
+from bench.alternation import BLOCKS, WorkGate, alternate
 from bench.loop_holds import LoopHolds
 from bench.loop_steps import LoopSteps
 from bench.loop_threads import WindowCpu
@@ -135,11 +137,14 @@ def timed_searches(
     queries: list[str],
     windows: SearchWindows | None = None,
     cpu: WindowCpu | None = None,
+    first: int = 0,
+    count: int = SEARCHES,
 ) -> list[float]:
-    """SEARCHES searches, one after another with a pause; the seconds each took (each one's
-    window marked in ``windows`` if given, the CPU inside it sampled into ``cpu``)."""
+    """``count`` searches, one after another with a pause, from the ``first``-th query on;
+    the seconds each took (each one's window marked in ``windows`` if given, the CPU inside it
+    sampled into ``cpu``)."""
     timings: list[float] = []
-    for i in range(SEARCHES):
+    for i in range(first, first + count):
         if cpu is not None:
             cpu.before()
         started = time.perf_counter()
@@ -201,6 +206,7 @@ def run(
     full_priority: bool = False,
     steps: bool = False,
     windows: bool = False,
+    sequential: bool = False,
 ) -> dict[str, object]:
     service = open_service(store)
     try:
@@ -220,9 +226,6 @@ def run(
         queries = list(parse_queries(queries_data.decode()).values())
         for query in queries[:20]:  # warm caches
             service.search(query, K, LIMIT, workspace=WORKSPACE)
-        idle_cpu = WindowCpu(service._thread, server_pid(store))
-        idle = timed_searches(service, queries, cpu=idle_cpu)
-
         profiles = ("english", "plain")
         heavy = heavy_query(SAMPLE_CORPUS) if work in HEAVY_WORKS else ""
         a_passage = service.search(queries[0], K, LIMIT, workspace=WORKSPACE).passages[0].chunk.id
@@ -253,41 +256,39 @@ def run(
             else:  # another session re-indexes its workspace under the other profile
                 service.change_profile(OTHER, profiles[i % 2])
 
-        running = threading.Event()
-        done = threading.Event()
-        work_s: list[float] = []
-
-        def worker() -> None:
-            i = 0
-            while not done.is_set():
-                started = time.perf_counter()
-                running.set()
-                one_run(i)
-                i += 1
-                work_s.append(time.perf_counter() - started)
-
         sampler = LoopHolds(service._loop, service._thread) if holds else None
         timer = LoopSteps(service._thread) if steps else None
         marks = SearchWindows(service._thread, _is_search) if windows else None
-        thread = threading.Thread(target=worker, daemon=True)
-        thread.start()
-        running.wait()
-        if sampler is not None:
-            sampler.start()
-        if timer is not None:
-            timer.start()
-        if marks is not None:
-            marks.start()
+        idle_cpu = WindowCpu(service._thread, server_pid(store))
         during_cpu = WindowCpu(service._thread, server_pid(store))
-        during = timed_searches(service, queries, marks, during_cpu)
-        done.set()
-        if sampler is not None:
-            sampler.stop()
-        if timer is not None:
-            timer.stop()
-        if marks is not None:
-            marks.stop()
-        thread.join()
+        idle: list[float] = []
+        during: list[float] = []
+        gate = WorkGate(one_run)
+        if sequential:  # session 11's order: every idle search, then every search during
+            idle += timed_searches(service, queries, cpu=idle_cpu)
+            gate.open()
+        for tool in (sampler, timer, marks):  # every step from here on (idle blocks' too)
+            if tool is not None:
+                tool.start()
+
+        def measure(busy: bool, first: int, count: int) -> None:
+            if busy:
+                during.extend(timed_searches(service, queries, marks, during_cpu, first, count))
+            else:
+                idle.extend(timed_searches(service, queries, None, idle_cpu, first, count))
+
+        try:
+            if sequential:
+                measure(True, 0, SEARCHES)
+                gate.close()
+            else:
+                alternate(measure, gate, SEARCHES)
+        finally:
+            for tool in (sampler, timer, marks):
+                if tool is not None:
+                    tool.stop()
+            gate.finish()
+        work_s = gate.seconds
         for name in (WORKSPACE, OTHER):
             if name in service.list_workspaces():
                 service.delete_workspace(name)
@@ -296,9 +297,10 @@ def run(
     result: dict[str, object] = {
         "store": store,
         "work": work + (" (--full-priority)" if full_priority else ""),
+        "order": "sequential" if sequential else f"alternated, {BLOCKS} blocks a side",
         "idle": summary(idle),
         "during": summary(during),
-        "work_s": round(statistics.median(work_s), 2),
+        "work_s": round(statistics.median(work_s), 2) if work_s else None,
         "runs": len(work_s),
     }
     result["p99_ratio"] = round(summary(during)["p99_ms"] / summary(idle)["p99_ms"], 2)
@@ -325,8 +327,16 @@ def main() -> None:
     parser.add_argument(
         "--full-priority", action="store_true", help="--work load: the load at normal priority"
     )
+    parser.add_argument(
+        "--sequential",
+        action="store_true",
+        help="every idle search, then every search during (session 11's order, for comparison)",
+    )
     args = parser.parse_args()
-    result = run(args.store, args.work, args.holds, args.full_priority, args.steps, args.windows)
+    result = run(
+        args.store, args.work, args.holds, args.full_priority, args.steps, args.windows,
+        args.sequential,
+    )  # fmt: skip
     print(json.dumps(result, indent=2))
 
 
