@@ -328,8 +328,19 @@ class PassageMention(NamedTuple):
     entity_id: UUID
 
 
-#: The fields set every passage ``build_chunks`` makes shares (``built``).
-_PASSAGE_FIELDS: set[str] = set(StoredChunk.model_fields)
+#: The fields set every passage the chunker cuts shares (``built``), and its mark: a passage
+#: holding this very set had its id derived from its own source and text here (``build_chunks``,
+#: or ``core.ingest.aside`` rebuilding what the chunker cut in its worker), so a store's check
+#: before writing (``checks.checked_for_write``) need not hash it again (~1.5 us of a tiny
+#: record's ~35 in ``load``). ``model_copy`` and unpickling give a model a set of its own, so a
+#: passage changed after cutting loses the mark. Rejected: a flag field (stored, compared and
+#: shown with the model) and a registry of ids (a lookup per passage, and memory).
+CUT_FIELDS: set[str] = set(StoredChunk.model_fields)
+
+
+def was_cut(chunk: StoredChunk) -> bool:
+    """Whether ``chunk`` carries the chunker's mark (``CUT_FIELDS``): its id is its own."""
+    return chunk.__pydantic_fields_set__ is CUT_FIELDS
 
 
 def build_chunks(
@@ -398,7 +409,7 @@ def build_chunks(
                     "metadata": metadata,
                     "id": identity,
                 },
-                _PASSAGE_FIELDS,
+                CUT_FIELDS,
             )
         )
     return chunks

@@ -42,9 +42,10 @@ from pathlib import Path
 from typing import Any, Final
 from uuid import UUID
 
-from core.domain.chunks import ChunkingOptions, StoredChunk
+from core.domain.chunks import CUT_FIELDS, ChunkingOptions, StoredChunk
 from core.domain.entities import EntityExtractor
 from core.domain.models import built
+from core.ingest.bulk import bulk_collection
 from core.ingest.folders import read_paths
 from core.ingest.indexing import (
     DEFAULT_EXTRACTOR,
@@ -68,8 +69,6 @@ from core.stores.port import ChunkStore
 #: Bytes of JSONL a load needs for its reading and cutting to go to the worker (~100k tiny
 #: records; a worker's start, ~0.4 s of CPU, is what ~20k of them save).
 ASIDE_BYTES: Final = 4 << 20
-#: The fields set the rebuilt passages share (``built``).
-_PASSAGE_FIELDS: Final = set(StoredChunk.model_fields)
 
 #: A document as sent: its source id, its text and its outcome: (start, end, id) of its one
 #: passage when that has no metadata and no entity (most records: a few objects to pickle, the
@@ -199,7 +198,7 @@ class Aside:
                         "metadata": {},
                         "id": identity,
                     },
-                    _PASSAGE_FIELDS,
+                    CUT_FIELDS,  # cut by the chunker in the worker: ids derived there
                 )
                 prepared.append(Prepared(file, source_id, said, [only], [], 0))
                 said = []
@@ -224,7 +223,7 @@ class Aside:
                         "metadata": about,
                         "id": identity,
                     },
-                    _PASSAGE_FIELDS,
+                    CUT_FIELDS,  # cut by the chunker in the worker: ids derived there
                 )
                 for cut, index, start, end, entity_ids, about, identity in passages
             ]
@@ -303,9 +302,10 @@ def _serve(
     first_file: dict[str, str] = {}
     uploads: Iterator[UploadResult] = read_paths(paths, max_bytes=max_bytes)
     try:
-        for upload in uploads:
-            message = _message(upload, tenant_id, options, extractor, first_file)
-            pipe.send_bytes(pickle.dumps(message, pickle.HIGHEST_PROTOCOL))
+        with bulk_collection():  # a part's records alive while cut: no collection finds garbage
+            for upload in uploads:
+                message = _message(upload, tenant_id, options, extractor, first_file)
+                pipe.send_bytes(pickle.dumps(message, pickle.HIGHEST_PROTOCOL))
         pipe.send_bytes(pickle.dumps(("end",)))
     except Exception as exc:  # what reading here would have raised, raised there
         try:

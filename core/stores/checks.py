@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from uuid import UUID
 
-from core.domain.chunks import StoredChunk, chunk_id, source_id_problem
+from core.domain.chunks import StoredChunk, chunk_id, source_id_problem, was_cut
 from core.domain.judging import Judgment
 from core.stores.port import MAX_POSITION, is_storable
 
@@ -67,7 +67,8 @@ def checked_for_write(
     # (the same keys then; a UUID hashes in Python, ~0.3 us a passage).
     latest: dict[object, StoredChunk] = {}
     for position, chunk in enumerate(chunks):
-        if not isinstance(chunk, StoredChunk):
+        cut = type(chunk) is StoredChunk and was_cut(chunk)  # its id derived by the chunker
+        if not (cut or isinstance(chunk, StoredChunk)):
             raise TypeError(f"chunk {position} is a {type(chunk).__name__}, not a StoredChunk")
         tenant = chunk.tenant_id
         if tenant_id is not None and tenant is not tenant_id and tenant != tenant_id:
@@ -95,7 +96,7 @@ def checked_for_write(
                         f"chunk {position} has {name} {number} outside 0..{MAX_POSITION}"
                     )
             raise ValueError(f"chunk {position} ends before it starts")
-        if chunk.id != chunk_id(source, text):
+        if not cut and chunk.id != chunk_id(source, text):
             raise ValueError(f"chunk {position} has an id not derived from its source and text")
         latest[chunk.id if tenant_id is not None else (tenant, chunk.id)] = chunk
     return list(latest.values())

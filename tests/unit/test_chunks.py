@@ -122,3 +122,47 @@ def test_the_passages_a_load_builds_share_one_fields_set_that_a_copy_leaves_alon
     assert first.model_fields_set == before
     with pytest.raises(ValueError, match="not frozen"):
         built(Loose, {"x": 1}, {"x"})
+
+
+def _cut_passages() -> list[StoredChunk]:
+    from core.domain.chunks import ChunkingOptions, SourceDocument, build_chunks, split_document
+
+    document = SourceDocument(source_id="s", text=" ".join(f"word{n}." for n in range(80)))
+    spans = split_document(document.text, ChunkingOptions(size=100, overlap=10))
+    return build_chunks(document, UUID(int=1), spans)
+
+
+def test_a_write_check_trusts_the_id_of_a_passage_the_chunker_cut_and_hashes_any_other(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import core.stores.checks as checks
+
+    hashed: list[str] = []
+
+    def counting(source_id: str, text: str) -> str:
+        hashed.append(text)
+        return chunk_id(source_id, text)
+
+    monkeypatch.setattr(checks, "chunk_id", counting)
+    cut = _cut_passages()
+    assert checks.checked_for_write(cut, tenant_id=UUID(int=1), source_id="s") == cut
+    assert hashed == []  # the chunker derived each id from the passage's own source and text
+    validated = [StoredChunk.model_validate(chunk.model_dump()) for chunk in cut]
+    assert checks.checked_for_write(validated, tenant_id=UUID(int=1), source_id="s") == cut
+    assert len(hashed) == len(cut)
+
+
+def test_a_cut_passage_changed_after_cutting_loses_the_mark_and_its_wrong_id_is_refused() -> None:
+    import pickle
+
+    from core.domain.chunks import was_cut
+    from core.stores.checks import checked_for_write
+
+    first, *_ = _cut_passages()
+    assert was_cut(first)
+    changed = first.model_copy(update={"text": "another text"})
+    again = pickle.loads(pickle.dumps(first))
+    assert not was_cut(changed) and not was_cut(again) and not was_cut(first.model_copy())
+    with pytest.raises(ValueError, match="id not derived from its source and text"):
+        checked_for_write([changed], tenant_id=UUID(int=1), source_id="s")
+    assert checked_for_write([again], tenant_id=UUID(int=1), source_id="s") == [first]

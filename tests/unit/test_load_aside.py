@@ -179,3 +179,24 @@ def test_only_big_regular_jsonl_files_go_to_the_worker(tmp_path: Path) -> None:
     assert goes_aside([big]) and goes_aside([small, big])
     assert not goes_aside([small]) and not goes_aside([text]) and not goes_aside([tmp_path])
     assert not goes_aside([tmp_path / "missing.jsonl"])
+
+
+async def test_the_passages_rebuilt_from_the_worker_carry_the_chunkers_mark(
+    corpus: list[Path],
+) -> None:
+    # The worker derived their ids: a store's write check need not hash them again.
+    from core.domain.chunks import was_cut
+    from core.ingest.aside import Aside
+    from core.ingest.writes import Prepared
+
+    reading = Aside(corpus[:1], 2_000, TENANT, CHUNKING, RuleBasedExtractor())
+    parts = reading.parts([])
+    chunks = [
+        chunk
+        async for part in parts
+        for member in part.prepared or []
+        if isinstance(member, Prepared)
+        for chunk in member.chunks
+    ]
+    assert len(chunks) > 3_000 and all(was_cut(chunk) for chunk in chunks)
+    assert any(chunk.chunk_index > 0 for chunk in chunks) and any(c.metadata for c in chunks)
