@@ -19,13 +19,14 @@ tokenizer profile; ``load`` the CLI's ``load`` of the sample into another worksp
 process (into the same PostgreSQL server; with ``--store memory``, ``load --dry-run``: an
 in-memory store lives in one process, so another process's load shares only the cores);
 ``truncation``, ``search``, ``why-not`` and ``compare`` the screen's action on a query of
-``HEAVY_TERMS`` (1,000) distinct words, the corpus's most frequent, on the same workspace
-(issue 21: a heavy query must not hold up a light one). The long work restarts at once, so
-every measured search overlaps it. ``--holds`` samples the loop's thread and prints what held
-it (``bench.loop_holds``); ``--steps`` times each step the loop runs in CPU time, by coroutine
-(``bench.loop_steps``: a step's size whatever the machine's load; steps over 5 ms named by
-where they resumed and suspended); ``--windows`` sums, per measured search, the loop CPU of the
-other work's steps that ran inside its window, and names what filled the slowest
+``HEAVY_TERMS`` (1,000) distinct words, the corpus's most frequent, on the same workspace (issue
+21: a heavy query must not hold up a light one); ``none`` (not in a pass) nothing: both sides
+measure the same thing, so its ratio's spread over runs is the bench's own noise. The long work
+restarts at once, so every measured search overlaps it. ``--holds`` samples the loop's thread
+and prints what held it (``bench.loop_holds``); ``--steps`` times each step the loop runs in CPU
+time, by coroutine (``bench.loop_steps``: a step's size whatever the machine's load; steps over
+5 ms named by where they resumed and suspended); ``--windows`` sums, per measured search, the
+loop CPU of the other work's steps that ran inside its window, and names what filled the slowest
 (``bench.loop_windows``). Every run also reports ``slowest_windows``: who used the CPU inside
 each pass's slowest searches (the loop thread and its wait for a core, other threads, the
 processes it started, the server, the rest of the machine: ``bench.loop_threads``), which says
@@ -90,6 +91,9 @@ WORKS = (
 )  # fmt: skip
 #: Works that ask the heavy query.
 HEAVY_WORKS = ("truncation", "search", "why-not", "compare")
+#: ``--work none``: the other thread sleeps this long a run and does nothing else, so both sides
+#: measure the same thing and the ratio's spread is the measurement's own (not a pass's row).
+NONE_RUN_S = 0.2
 
 
 def heavy_query(corpus: Path) -> str:
@@ -207,6 +211,7 @@ def run(
     steps: bool = False,
     windows: bool = False,
     sequential: bool = False,
+    searches: int = SEARCHES,
 ) -> dict[str, object]:
     service = open_service(store)
     try:
@@ -233,7 +238,9 @@ def run(
         ahead = [renamed_sample(MERGE_FACTOR + i) for i in range(UPLOADS_AHEAD if more else 0)]
 
         def one_run(i: int) -> None:
-            if work == "evaluate":
+            if work == "none":  # the null row: no other work at all
+                time.sleep(NONE_RUN_S)
+            elif work == "evaluate":
                 service.evaluate(queries_data, qrels_data, K, EVALUATE_LIMITS, workspace=WORKSPACE)
             elif work == "truncation":  # another session's heavy Truncation, no limit cut
                 service.truncation(heavy, K, LIMIT, workspace=WORKSPACE)
@@ -265,7 +272,7 @@ def run(
         during: list[float] = []
         gate = WorkGate(one_run)
         if sequential:  # session 11's order: every idle search, then every search during
-            idle += timed_searches(service, queries, cpu=idle_cpu)
+            idle += timed_searches(service, queries, cpu=idle_cpu, count=searches)
             gate.open()
         for tool in (sampler, timer, marks):  # every step from here on (idle blocks' too)
             if tool is not None:
@@ -279,10 +286,10 @@ def run(
 
         try:
             if sequential:
-                measure(True, 0, SEARCHES)
+                measure(True, 0, searches)
                 gate.close()
             else:
-                alternate(measure, gate, SEARCHES)
+                alternate(measure, gate, searches)
         finally:
             for tool in (sampler, timer, marks):
                 if tool is not None:
@@ -318,7 +325,7 @@ def run(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--store", choices=("memory", "postgres"), required=True)
-    parser.add_argument("--work", choices=WORKS, default="evaluate")
+    parser.add_argument("--work", choices=(*WORKS, "none"), default="evaluate")
     parser.add_argument("--holds", action="store_true", help="print what held the loop")
     parser.add_argument("--steps", action="store_true", help="print the loop's steps' CPU time")
     parser.add_argument(
@@ -332,10 +339,13 @@ def main() -> None:
         action="store_true",
         help="every idle search, then every search during (session 11's order, for comparison)",
     )
+    parser.add_argument(
+        "--searches", type=int, default=SEARCHES, help=f"searches a side (default {SEARCHES})"
+    )
     args = parser.parse_args()
     result = run(
         args.store, args.work, args.holds, args.full_priority, args.steps, args.windows,
-        args.sequential,
+        args.sequential, args.searches,
     )  # fmt: skip
     print(json.dumps(result, indent=2))
 
