@@ -32,11 +32,10 @@ def run_in_background() -> None:
         os.nice(LOAD_NICENESS)
 
 
-#: Passages per write of ``load`` (an upload's are ``indexing.BATCH_PASSAGES``, 5,000): a
+#: Passages per write of ``load`` and of an upload (the indexer's default is 5,000): a
 #: PostgreSQL write is one segment of posting blocks, a row per distinct term, so fewer, larger
 #: segments send fewer rows (100k Zipf passages: 1.31 M rows in 5,000s, 0.67 M in 20,000s) and
-#: need no merge of ten 5,000s into a 50,000 (two merges, ~8 s of server time at 100k). Not for
-#: uploads: a bigger group is a longer piece of a write that other sessions' searches wait on.
+#: need no merge of ten 5,000s into a 50,000 (two merges, ~8 s of server time at 100k).
 LOAD_BATCH_PASSAGES = 20_000
 
 #: Allocations between young-generation collections while a load runs (CPython's default is

@@ -375,11 +375,13 @@ def test_loading_one_huge_line_takes_memory_in_proportion_to_its_size(tmp_path: 
 
 def test_an_upload_is_indexed_while_it_is_read(monkeypatch: pytest.MonkeyPatch) -> None:
     from core.ingest import indexing
+    from core.service import library
     from core.service.facade import LexplainService
     from tests.fixtures.probes import tiny_records
 
     monkeypatch.setattr(beir, "RECORDS_PER_PART", 100)
     monkeypatch.setattr(indexing, "BATCH_DOCUMENTS", 500)
+    monkeypatch.setattr(library, "UPLOAD_BATCH_PASSAGES", 500)
     parsed: list[int] = []  # a document made per record read
     real = beir.built
 
