@@ -8,11 +8,15 @@ pass, and a row's ratio moved with whichever side a burst of steal fell on (sess
 window: the three slowest searches of a row over 2x lost 20-33 ms each to steal, its idle ones
 0-3). So the bench alternates: ``BLOCKS`` blocks of each side, idle first, the work stopped
 through every idle block (no run in flight: the gate waits for the run in progress to end) and
-running through every during block (restarting at once, as before). The statistic is the same,
-the p99 of ``bench_stall.SEARCHES`` searches a side; both sides sample the same minutes.
+running through every during block (restarting at once, as before); a during block goes on
+until the run in flight ends, so every run is measured whole, its last phase too (an
+Evaluate's metrics, an upload's merge), as in one long pass. The statistic is the same, the p99
+of a side's searches (``bench_stall.SEARCHES`` idle, at least as many during); both sides
+sample the same minutes.
 Rejected: more searches per side (a longer row, the same drift between its two halves), idle
-before and after only (a burst in the middle still falls on one side). The cost: each switch to
-idle waits for the work's run in progress (half a run on average: an Evaluate's ~1-3 s).
+before and after only (a burst in the middle still falls on one side), during blocks cut at a
+count (every run's later phases would go unmeasured). The cost: each during block lasts at least
+one run of the work (an Evaluate's ~3-15 s on the shared machine).
 """
 
 from __future__ import annotations
@@ -78,6 +82,11 @@ class WorkGate:
                 self._state.wait()
         self._raise()
 
+    def stop(self) -> None:
+        """Start no further run (the one in flight goes on); returns at once."""
+        with self._state:
+            self._open = False
+
     def close(self) -> None:
         """Stop the work; returns once no run is in flight and none will start."""
         with self._state:
@@ -103,15 +112,22 @@ class WorkGate:
 def alternate(
     measure: Callable[[bool, int, int], None], gate: WorkGate, searches: int, blocks: int = BLOCKS
 ) -> None:
-    """``measure(during, first, count)`` for ``blocks`` idle and ``blocks`` during blocks,
-    alternated, idle first, ``searches`` a side in all (``first``: the side's index of the
-    block's first search); the gate closed around every idle block, open around every during."""
+    """``measure(during, first, count)`` over ``blocks`` idle and ``blocks`` during blocks,
+    alternated, idle first (``first``: the side's index of the block's first search). Idle
+    blocks hold ``searches`` in all, the gate closed; a during block opens it, measures its
+    share, then lets the run in flight finish while it goes on measuring, so every run of the
+    work is measured whole (its last phase too) and none is cut off unmeasured."""
     sizes = [searches // blocks + (1 if b < searches % blocks else 0) for b in range(blocks)]
-    first = 0
+    idle = during = 0
     for size in sizes:
         gate.close()
-        measure(False, first, size)
+        measure(False, idle, size)
+        idle += size
         gate.open()
-        measure(True, first, size)
-        first += size
+        measure(True, during, size)
+        during += size
+        gate.stop()
+        while gate.in_flight:
+            measure(True, during, 1)
+            during += 1
     gate.close()
