@@ -277,6 +277,16 @@ def test_an_upload_writes_its_documents_in_groups_of_the_upload_batch(
     assert groups == [6_000]
 
 
+def test_a_source_id_repeated_in_one_upload_is_refused_and_reported_stored_once(
+    service: LexplainService,
+) -> None:
+    # The report lists a file's sources as the indexer stored them, with no dict to dedupe.
+    files = [("same.txt", b"first text"), ("same.txt", b"second text")]
+    (report,) = service.upload_files(files, workspace="repeated")
+    assert report.source_ids == ["same.txt"] and report.documents == 1
+    assert any("same source id as same.txt" in note for note in report.notes), report.notes
+
+
 def test_calls_from_many_threads_share_one_store_loop(service: LexplainService) -> None:
     with ThreadPoolExecutor(max_workers=8) as pool:
         results = list(
