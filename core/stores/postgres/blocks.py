@@ -326,25 +326,18 @@ def _copy_rows(
     each term's bytes; ``ordinals`` and ``tfs`` every posting's, big-endian, term after term."""
     n = len(lengths)
     block = df * 4
-    sizes = 46 + lengths + 2 * block
-    at = np.empty(n, np.int64)
-    at[0] = len(_COPY_HEADER)
-    np.cumsum(sizes[:-1], out=at[1:])
-    at[1:] += len(_COPY_HEADER)
-    out = np.empty(int(at[-1] + sizes[-1]) + len(_COPY_TRAILER), np.uint8)
-    out[: len(_COPY_HEADER)] = np.frombuffer(_COPY_HEADER, np.uint8)
-    out[-len(_COPY_TRAILER) :] = np.frombuffer(_COPY_TRAILER, np.uint8)
+    out, at = copy_frame(46 + lengths + 2 * block)
     fixed = np.broadcast_to(head[:26], (n, 26)).copy()
     fixed[:, 22:26] = lengths.astype(">i4").view(np.uint8).reshape(n, 4)
-    _placed(out, "V26")[at] = fixed.view("V26").reshape(n)
+    placed(out, "V26")[at] = fixed.view("V26").reshape(n)
     letters = names[names != 0]
     skip = np.concatenate(([0], np.cumsum(lengths)[:-1]))
     out[np.repeat(at + 26 - skip, lengths) + np.arange(len(letters))] = letters
     middle = at + 26 + lengths
     fixed = np.broadcast_to(head[26:], (n, 16)).copy()
     fixed[:, 12:16] = block.astype(">i4").view(np.uint8).reshape(n, 4)
-    _placed(out, "V16")[middle] = fixed.view("V16").reshape(n)
-    words = _placed(out, "V4")
+    placed(out, "V16")[middle] = fixed.view("V16").reshape(n)
+    words = placed(out, "V4")
     words[middle + 16 + block] = fixed[:, 12:16].copy().view("V4").reshape(n)
     passed = np.concatenate(([0], np.cumsum(block)[:-1]))
     places = np.repeat(middle + 16 - passed, df) + np.arange(0, len(ordinals), 4)
@@ -354,7 +347,20 @@ def _copy_rows(
     return out
 
 
-def _placed(data: npt.NDArray[np.uint8], field: str) -> npt.NDArray[np.void]:
+def copy_frame(sizes: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64]]:
+    """A binary COPY of rows of ``sizes`` bytes (at least one), its header and trailer in
+    place, and where each row starts."""
+    at = np.empty(len(sizes), np.int64)
+    at[0] = len(_COPY_HEADER)
+    np.cumsum(sizes[:-1], out=at[1:])
+    at[1:] += len(_COPY_HEADER)
+    out = np.empty(int(at[-1] + sizes[-1]) + len(_COPY_TRAILER), np.uint8)
+    out[: len(_COPY_HEADER)] = np.frombuffer(_COPY_HEADER, np.uint8)
+    out[len(out) - len(_COPY_TRAILER) :] = np.frombuffer(_COPY_TRAILER, np.uint8)
+    return out, at
+
+
+def placed(data: npt.NDArray[np.uint8], field: str) -> npt.NDArray[np.void]:
     """``data`` as fields of ``field`` bytes ("V4": four) starting at every offset, to place
     each by its offset (an index per field, not per byte: 2-3x faster for 4 bytes)."""
     size = np.dtype(field).itemsize
