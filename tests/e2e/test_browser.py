@@ -3,8 +3,7 @@
 What AppTest cannot see: the HTML the browser builds from our markdown (marks,
 escaped passages), the navigation menu, deep links and the file input. Expected
 numbers come from the domain (reader, tokenizer, BM25), not from the app.
-The browser fixture is module-scoped: a session-scoped sync Playwright keeps an
-event loop running in the main thread and breaks later asyncio tests.
+The browser (Chromium) is tests/e2e/conftest.py's, one for every module of this folder.
 """
 
 from __future__ import annotations
@@ -22,7 +21,7 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Page, expect
 
 from core.domain.bm25 import corpus_stats, explain_score
 from core.domain.tokenize import tokenize
@@ -122,16 +121,6 @@ def streamlit_app(
 def server() -> Iterator[str]:
     with streamlit_app() as url:
         yield url
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} is missing: apt-get install chromium (never `playwright install`)")
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
 
 
 @pytest.fixture

@@ -13,7 +13,6 @@ from playwright.sync_api import Page, expect
 
 from tests.e2e.test_browser import (
     ARTIFACTS,
-    browser,
     open_workspace,
     page,
     server,
@@ -23,7 +22,7 @@ from tests.e2e.test_browser import (
 
 pytestmark = pytest.mark.e2e
 
-__all__ = ["browser", "page", "server"]  # fixtures of the main browser module, reused
+__all__ = ["page", "server"]  # fixtures of the main browser module, reused
 
 WORKSPACE = "e2e-grades"
 #: Three small documents, each matching the query once or more.

@@ -18,11 +18,11 @@ import time
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.e2e.test_browser import browser, open_workspace, page, server, settle, shot
+from tests.e2e.test_browser import open_workspace, page, server, settle, shot
 
 pytestmark = pytest.mark.e2e
 
-__all__ = ["browser", "page", "server"]  # fixtures of the main browser module, reused
+__all__ = ["page", "server"]  # fixtures of the main browser module, reused
 
 
 def wake_keys(page: Page) -> None:

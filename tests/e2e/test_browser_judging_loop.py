@@ -18,11 +18,11 @@ from playwright.sync_api import Browser, Page, expect
 
 from tests.e2e.test_browser import ARTIFACTS, settle
 from tests.e2e.test_browser_judge import wake_keys
-from tests.e2e.test_browser_sign_in import BOB, browser, provider, server, sign_in
+from tests.e2e.test_browser_sign_in import BOB, provider, server, sign_in
 
 pytestmark = pytest.mark.e2e
 
-__all__ = ["browser", "provider", "server"]  # fixtures, used by name
+__all__ = ["provider", "server"]  # fixtures, used by name
 
 QUERIES = ("wing flutter", "shock waves", "boundary layer")
 NOTES = {

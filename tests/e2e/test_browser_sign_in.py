@@ -20,10 +20,8 @@ import pytest
 from oidc_provider_mock import User, run_server_in_thread
 from playwright.sync_api import Browser, Page, expect
 
-# The Chromium fixture and the app launcher of the main browser test: one setup for all.
-from tests.e2e.test_browser import ARTIFACTS, ROOT, browser, free_port, streamlit_app
-
-__all__ = ["browser"]  # a fixture: used by name, not referenced
+# The app launcher of the main browser test (the Chromium is tests/e2e/conftest.py's).
+from tests.e2e.test_browser import ARTIFACTS, ROOT, free_port, streamlit_app
 
 pytestmark = pytest.mark.e2e
 expect.set_options(timeout=30_000)

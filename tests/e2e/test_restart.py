@@ -23,10 +23,8 @@ from playwright.sync_api import Browser, Page, expect
 
 from core.stores import embedded
 
-# The browser fixture and helpers of the main browser test: one Chromium setup for both.
-from tests.e2e.test_browser import browser, free_port, open_workspace, settle
-
-__all__ = ["browser"]  # a fixture: used by name, not referenced
+# Helpers of the main browser test (the Chromium is tests/e2e/conftest.py's).
+from tests.e2e.test_browser import free_port, open_workspace, settle
 
 pytestmark = pytest.mark.e2e
 expect.set_options(timeout=30_000)
