@@ -21,8 +21,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import resource
 import shutil
 import tempfile
+import time
 import uuid
 import weakref
 from collections.abc import AsyncIterator, Iterator
@@ -223,3 +225,28 @@ async def pg_store(database_url: str, pg_schema: str) -> AsyncIterator[PostgresC
         await conn.close()
     yield store
     await store.close()
+
+
+#: A file to append each test's CPU seconds to (set it to rank the suite's cost by CPU, not by
+#: the wall time ``--durations`` gives, which on a shared 2-core machine is mostly waiting).
+CPU_REPORT = os.environ.get("LEXPLAIN_TEST_CPU_REPORT", "")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[object]:
+    """With ``LEXPLAIN_TEST_CPU_REPORT`` set: a line per test, "seconds nodeid", its setup, call
+    and teardown's CPU in this process plus the child processes it waited for (a server a test
+    leaves running, like the embedded one, is not counted)."""
+    if not CPU_REPORT:
+        return (yield)
+    before = _cpu_seconds()
+    try:
+        return (yield)
+    finally:
+        with open(CPU_REPORT, "a", encoding="utf-8") as report:
+            report.write(f"{_cpu_seconds() - before:.2f} {item.nodeid}\n")
+
+
+def _cpu_seconds() -> float:
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + children.ru_utime + children.ru_stime
