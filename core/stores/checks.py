@@ -66,6 +66,7 @@ def checked_for_write(
     # Keyed by (tenant, id), or by id alone when every chunk is checked to be ``tenant_id``'s
     # (the same keys then; a UUID hashes in Python, ~0.3 us a passage).
     latest: dict[object, StoredChunk] = {}
+    single = len(chunks) == 1  # a tiny document's one passage: nothing to keep the last of
     for position, chunk in enumerate(chunks):
         cut = type(chunk) is StoredChunk and was_cut(chunk)  # its id derived by the chunker
         if not (cut or isinstance(chunk, StoredChunk)):
@@ -98,8 +99,9 @@ def checked_for_write(
             raise ValueError(f"chunk {position} ends before it starts")
         if not cut and chunk.id != chunk_id(source, text):
             raise ValueError(f"chunk {position} has an id not derived from its source and text")
-        latest[chunk.id if tenant_id is not None else (tenant, chunk.id)] = chunk
-    return list(latest.values())
+        if not single:
+            latest[chunk.id if tenant_id is not None else (tenant, chunk.id)] = chunk
+    return [chunks[0]] if single else list(latest.values())
 
 
 __all__ = ["checked_for_write", "checked_judgments", "checked_sources", "each_checked_source"]

@@ -550,6 +550,22 @@ class ChunkStoreCompliance:
         assert [c.chunk.id for c in found.candidates] == expected_order(remaining, terms)
         assert await store.terms_with_prefix("melt", tenant, 10) == []
 
+    async def test_rewriting_one_passage_sources_with_their_passages_keeps_them(
+        self, store: ChunkStore
+    ) -> None:
+        # A tiny document is one passage: a store may take a short path for it, which must
+        # still tell the passage kept from the one replaced.
+        tenant = uuid.uuid4()
+        first = [("a", [make_chunk(tenant, "a", "ocean glaciers")])]
+        first.append(("b", [make_chunk(tenant, "b", "rivers meltwater")]))
+        assert await store.replace_sources(tenant, first) == [0, 0]
+        second = [("a", first[0][1]), ("b", [make_chunk(tenant, "b", "rivers delta")])]
+        assert await store.replace_sources(tenant, second) == [0, 1]
+        assert [c.text for c in await store.get_by_source("a", tenant)] == ["ocean glaciers"]
+        assert [c.text for c in await store.get_by_source("b", tenant)] == ["rivers delta"]
+        found = await store.lexical_candidates(["ocean", "rivers"], tenant, 10)
+        assert found.stats.n_docs == 2
+
     async def test_readers_never_see_a_half_replaced_source(self, store: ChunkStore) -> None:
         tenant = uuid.uuid4()
         # The versions differ in every statistic: N, total length, and the df of each term.
