@@ -70,6 +70,10 @@ from core.stores.port import ChunkStore
 #: records; a worker's start, ~0.4 s of CPU, is what ~20k of them save).
 ASIDE_BYTES: Final = 4 << 20
 
+#: A NamedTuple made from its fields whole (its generated ``__new__`` is a Python frame: ~1.2
+#: against ~0.4 us, paid per tiny record).
+_new: Final = tuple.__new__
+
 #: A document as sent: its source id, its text and its outcome: (start, end, id) of its one
 #: passage when that has no metadata and no entity (most records: a few objects to pickle, the
 #: passage a slice of the text); else the text is "" and the outcome a rejection's reason, or
@@ -200,7 +204,8 @@ class Aside:
                     },
                     CUT_FIELDS,  # cut by the chunker in the worker: ids derived there
                 )
-                prepared.append(Prepared(file, source_id, said, [only], [], 0))
+                # tuple.__new__: no Python frame of the NamedTuple's own __new__ (~0.8 us)
+                prepared.append(_new(Prepared, (file, source_id, said, [only], [], 0)))
                 said = []
                 continue
             if type(outcome) is str:

@@ -26,6 +26,10 @@ from core.stores.port import ChunkStore, StoreUnavailable
 #: Outcomes counted into the report between two checkpoints (Cranfield's 1,398 held the loop 11 ms).
 COUNT_STEP = 64
 
+#: A NamedTuple made from its fields whole (its generated ``__new__`` is a Python frame: ~1.2
+#: against ~0.4 us, paid per tiny document).
+_new = tuple.__new__
+
 #: Called after each group of documents is counted: (documents done, documents in total, the
 #: group's last row).
 ProgressCallback = Callable[[int, int, DocumentRow], None]
@@ -202,7 +206,10 @@ async def write_group(
             written = {}
         else:
             if len(prepared) == len(group):  # every member written: no row to keep in place
-                return [Stored(p, gone) for p, gone in zip(prepared, removed, strict=True)], None
+                stored: list[Outcome] = [
+                    _new(Stored, pair) for pair in zip(prepared, removed, strict=True)
+                ]
+                return stored, None
             for p, orphans in zip(prepared, removed, strict=True):
                 written[id(p)] = Stored(p, orphans)
     outcomes: list[Outcome] = []
