@@ -129,7 +129,7 @@ class WindowCpu:
 
     def report(self) -> dict[str, float]:
         """Per window, the mean of each column over the slowest ``SLOWEST_SHARE`` by wall, and
-        the p99 of the loop thread's CPU over every window (ms)."""
+        the p99 and p50 of the loop thread's CPU over every window (ms)."""
         if not self.windows:
             return {}
         count = max(MIN_SLOWEST, int(SLOWEST_SHARE * len(self.windows)))
@@ -139,6 +139,7 @@ class WindowCpu:
         # The loop thread's CPU in a window, whatever the window's wall: the search's own and
         # the other work's steps on the loop (the code's part, little moved by the machine).
         report["loop_cpu_p99_all"] = round(loop[min(len(loop) - 1, int(0.99 * len(loop)))], 1)
+        report["loop_cpu_p50_all"] = round(loop[len(loop) // 2], 2)
         report["wall"] = round(sum(wall for wall, _ in slowest) / len(slowest), 1)
         for column in slowest[0][1]:
             total = sum(columns[column] for _, columns in slowest)

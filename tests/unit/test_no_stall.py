@@ -22,7 +22,7 @@ from core.checkpoint import checkpoint, install
 from core.domain.chunks import SourceDocument, StoredChunk
 from core.domain.tokenize import Profile
 from core.ingest.indexing import index_documents
-from core.service import RunSpec
+from core.service import RunSpec, runner
 from core.service.facade import LexplainService
 from core.settings import Settings
 from core.stores.memory import InMemoryChunkStore
@@ -691,3 +691,45 @@ def test_no_collection_runs_while_an_interactive_call_is_pending_and_the_collect
     finally:
         gc.callbacks.remove(noted)
         service.close()
+
+
+def test_long_work_waiting_for_a_call_sleeps_until_it_ends_instead_of_looking_every_ms(
+    service: LexplainService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Long work held at a checkpoint is woken by the last pending call's end: while a search
+    is pending the loop runs the search's own steps, not a wake-up of the waiting work every
+    millisecond (~50 us each on the shared machine); and with the bound far away, the work
+    goes on as soon as the call ended, not at the bound."""
+    monkeypatch.setattr(runner, "MAX_GIVE_WAY_S", 60.0)
+    loop_thread = service._thread.ident
+    handles = [0]
+    original = asyncio.Handle._run
+
+    def counted(handle: asyncio.Handle) -> None:
+        if threading.get_ident() == loop_thread:
+            handles[0] += 1
+        original(handle)
+
+    started = threading.Event()
+
+    async def long_work(report: Callable[[int, int, str], None]) -> int:
+        for _ in range(100_000):
+            started.set()
+            await checkpoint()
+        return 100_000
+
+    async def slow_search() -> int:
+        before = handles[0]
+        await asyncio.sleep(0.2)
+        return handles[0] - before
+
+    worker = threading.Thread(
+        target=service._call_with_progress, args=(long_work, None), daemon=True
+    )
+    monkeypatch.setattr(asyncio.Handle, "_run", counted)
+    worker.start()
+    assert started.wait(30)
+    ran = service._call(slow_search())
+    worker.join(30)
+    assert not worker.is_alive(), "the long work stayed asleep after the call ended"
+    assert ran < 20, f"the loop ran {ran} handles while one search slept 0.2 s"
