@@ -30,7 +30,9 @@ loop CPU of the other work's steps that ran inside its window, and names what fi
 (``bench.loop_windows``). Every run also reports ``slowest_windows``: who used the CPU inside
 each pass's slowest searches (the loop thread and its wait for a core, other threads, the
 processes it started, the server, the rest of the machine: ``bench.loop_threads``), which says
-whether the code or the machine made them slow. One run, ratios only: the machine is shared.
+whether the code or the machine made them slow. The tools run from the first idle block on
+(the other work's steps all fall in during blocks; ``--windows`` sums them over the during
+searches only). One run, ratios only: the machine is shared.
 
     .venv/bin/python -m bench.bench_stall --store memory [--work upload|...] [--holds] [--steps]
         [--windows]

@@ -150,28 +150,39 @@ def test_long_work_does_not_advance_while_an_interactive_call_is_pending(
     """The runner's rule itself: a search that waits on the database (here: a sleep) holds
     the long work at its next checkpoint until the search's caller has the answer."""
     steps = [0]
+    advanced, _ = _during_a_slow_search(service, lambda: steps[0], steps)
+    assert advanced <= 1, f"the long work advanced {advanced} steps during the search"
+
+
+def _during_a_slow_search(
+    service: LexplainService, counter: Callable[[], int], steps: list[int] | None = None
+) -> tuple[int, threading.Thread]:
+    """Long work of 100,000 checkpoints in another session, and once it runs, a search that
+    waits 0.2 s (as on the database): how far ``counter`` moved during the search, and the
+    long work's thread once given up to 30 s to end (``steps[0]`` counts its steps)."""
     started = threading.Event()
 
     async def long_work(report: Callable[[int, int, str], None]) -> int:
         for _ in range(100_000):
-            steps[0] += 1
+            if steps is not None:
+                steps[0] += 1
             started.set()
             await checkpoint()
-        return steps[0]
+        return 100_000
 
     async def slow_search() -> int:
-        before = steps[0]
+        before = counter()
         await asyncio.sleep(0.2)
-        return steps[0] - before
+        return counter() - before
 
     worker = threading.Thread(
         target=service._call_with_progress, args=(long_work, None), daemon=True
     )
     worker.start()
     assert started.wait(30)
-    advanced = service._call(slow_search())
-    worker.join(120)
-    assert advanced <= 1, f"the long work advanced {advanced} steps during the search"
+    moved = service._call(slow_search())
+    worker.join(30)
+    return moved, worker
 
 
 async def test_an_in_memory_reindex_gives_way_before_every_passage() -> None:
@@ -710,26 +721,7 @@ def test_long_work_waiting_for_a_call_sleeps_until_it_ends_instead_of_looking_ev
             handles[0] += 1
         original(handle)
 
-    started = threading.Event()
-
-    async def long_work(report: Callable[[int, int, str], None]) -> int:
-        for _ in range(100_000):
-            started.set()
-            await checkpoint()
-        return 100_000
-
-    async def slow_search() -> int:
-        before = handles[0]
-        await asyncio.sleep(0.2)
-        return handles[0] - before
-
-    worker = threading.Thread(
-        target=service._call_with_progress, args=(long_work, None), daemon=True
-    )
     monkeypatch.setattr(asyncio.Handle, "_run", counted)
-    worker.start()
-    assert started.wait(30)
-    ran = service._call(slow_search())
-    worker.join(30)
+    ran, worker = _during_a_slow_search(service, lambda: handles[0])
     assert not worker.is_alive(), "the long work stayed asleep after the call ended"
     assert ran < 20, f"the loop ran {ran} handles while one search slept 0.2 s"
