@@ -17,7 +17,9 @@ every peak between two samples.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
 import threading
 import time
@@ -146,6 +148,12 @@ def run_measured(
             time.sleep(SAMPLE_S)
     finally:
         if process.poll() is None:
+            # Its children too (an upload's staging worker, its resource tracker): left alive,
+            # they hold the output pipe and the reader waits on them (823 s for a 300 s
+            # timeout, session 12). What ``apart`` names is stopped by its owner.
+            for pid in _descendants([process.pid]) - left_out - {process.pid}:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
             process.kill()
         process.wait()
         reader.join()
