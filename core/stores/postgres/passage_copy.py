@@ -25,6 +25,11 @@ _EMPTY_UUIDS: Final = (0).to_bytes(4, "big") * 2 + (2950).to_bytes(4, "big")
 #: The metadata of a passage that has none, as jsonb (version 1, then the text) or as text.
 _NO_METADATA: Final = {True: b"\x01{}", False: b"{}"}
 
+#: Most characters of passage text a COPY is built from here: placing the bytes takes an int64
+#: index per byte (8x the text), so a batch of bigger passages (bench_load's 100k: loader 309
+#: -> 468 MB when they came here; a 42 MB document's) goes through asyncpg in pieces as before.
+MOST_TEXT_CHARS: Final = 4 << 20
+
 #: A column in the COPY: fixed bytes per row (rows x width), or varying (bytes, lengths).
 _Field = npt.NDArray[np.uint8] | tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64]]
 
@@ -35,7 +40,8 @@ def passages_copy(
     """The binary COPY of ``rows`` (``blocks.staged_row``: tenant, id, source, index, start,
     end, text, entity ids, metadata as JSON, length) with ``ordinals`` appended, metadata as
     jsonb (``passages``) or text (``stage_passages``); None unless every row has no entity
-    and no metadata (then asyncpg encodes them)."""
+    and no metadata, and their texts hold at most ``MOST_TEXT_CHARS`` (then asyncpg encodes
+    them)."""
     n = len(rows)
     if not n:
         return None
@@ -43,6 +49,8 @@ def passages_copy(
         *rows, strict=True
     )
     if any(entities) or metadata.count("{}") != n or len(set(tenants)) != 1:
+        return None
+    if sum(map(len, texts)) > MOST_TEXT_CHARS:
         return None
     fields: list[_Field] = [_repeated(b"\x00\x0b" + _sized(tenants[0].bytes), n)]
     for column in (ids, sources):
