@@ -3,9 +3,10 @@
 Each probe is written to a temporary folder and loaded by ``python -m core load PATH
 --dry-run`` (the in-memory store; ``--embedded``: into a fresh embedded store) in its own
 process; its peak RSS is read from ``/proc`` (``bench.process_tree``): the process's own, and
-its processes' summed (the reading worker, the staging worker; the embedded server's left out);
-a run past ``--timeout`` seconds is stopped and reported so. The probes: a 3 GB sparse file
-(refused from its size), six 42 MB text files, 56 MB of 7 M distinct words, a 40 MB JSONL of
+its processes' summed (the reading worker, the staging worker; the embedded server's left out),
+and the CPU seconds of the process and those it waited for (``cpu_s``); a run past
+``--timeout`` seconds is stopped and reported so. The probes: a 3 GB sparse file (refused
+from its size), six 42 MB text files, 56 MB of 7 M distinct words, a 40 MB JSONL of
 1 M tiny records and a 57 MB file of one line. The tests hold the mechanisms with small files
 (tests/unit/test_loader_bounds.py); the 1M records also run at full size (tests/probes).
 ``--upload`` sends a file probe through the Upload path instead (the service's
@@ -23,6 +24,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import resource
 import shutil
 import subprocess
 import sys
@@ -123,6 +125,7 @@ def measure(
         return [] if found is None else [found.pid]
 
     started = time.perf_counter()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     try:
         _, output, peak = run_measured(command, cwd=ROOT, env=env, timeout=timeout, apart=server)
         said = [line for line in output.splitlines() if line.strip()]
@@ -130,6 +133,10 @@ def measure(
     except TimeoutError:
         peak, outcome = TreePeak(), "stopped at the timeout"
     finally:
+        # The processes it waited for (its workers; not the embedded server, which it started
+        # detached): the CPU the probe cost, which a loaded machine's wall time hides.
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
         if data is not None:
             stop = [sys.executable, "-m", "core", "db", "stop"]
             subprocess.run(stop, cwd=ROOT, env=env, capture_output=True, check=False)
@@ -138,6 +145,7 @@ def measure(
         "peak_mib": round(peak.root_mib),
         "summed_mib": round(peak.total_mib),
         "seconds": round(time.perf_counter() - started, 1),
+        "cpu_s": round(cpu, 1),
         "outcome": outcome.strip()[:160],
     }
 

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import io
 import unicodedata
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Final
 from uuid import UUID
@@ -24,16 +23,10 @@ from core.domain.chunks import ChunkingOptions, StoredChunk
 from core.domain.entities import Entity
 from core.domain.names import format_problem
 from core.domain.tokenize import DEFAULT_PROFILE, Profile
+from core.ingest.aside import Upload, index_files
 from core.ingest.bulk import LOAD_BATCH_PASSAGES
-from core.ingest.indexing import (
-    NOT_WRITTEN,
-    FileSummary,
-    IndexReport,
-    UploadResult,
-    index_uploads,
-    upload_parts,
-)
-from core.ingest.limits import DEFAULT_PARSE_LIMITS
+from core.ingest.indexing import NOT_WRITTEN, FileSummary, IndexReport
+from core.ingest.limits import DEFAULT_MAX_BYTES, DEFAULT_PARSE_LIMITS
 from core.ingest.names import printable_name
 from core.ingest.readers import SUPPORTED_EXTENSIONS
 from core.service.common import (
@@ -282,14 +275,12 @@ class LibraryActions(StoreRunner):
         """
         # Read as the indexer asks, a file (or a JSONL part) at a time, as ``load`` reads: read
         # whole first, a 37 MB JSONL of 1 M records held every document before the first write.
+        # A big JSONL upload is read and cut in a worker process (``core.ingest.aside``), as
+        # ``load`` reads one: the 1M tiny records' probe used one core for ~49 s of CPU.
         limit = self.settings.max_upload_bytes
-        uploads = (
-            part
-            for name, data in files
-            for part in upload_parts(name, io.BytesIO(data), len(data), max_bytes=limit)
-        )
+        given = list(files)
         report, before = self._call_with_progress(
-            lambda progress: self._index_uploads(uploads, workspace, chunking, progress),
+            lambda progress: self._index_uploads(given, limit, workspace, chunking, progress),
             on_progress,
         )
         return _file_reports([printable_name(name) for name, _ in files], report, before)
@@ -308,11 +299,14 @@ class LibraryActions(StoreRunner):
         # Read as the indexer asks, in its worker thread, which gives way to other sessions'
         # searches (``thread_checkpoint``): read here first, the caller's thread parsed 1,398
         # records (~20 ms of Python) taking turns with those searches for the GIL.
-        data = SAMPLE_CORPUS.read_bytes()
-        uploads = upload_parts(SAMPLE_CORPUS.name, io.BytesIO(data), len(data))
+        sample = [(SAMPLE_CORPUS.name, SAMPLE_CORPUS.read_bytes())]
         report, before = self._call_with_progress(
             lambda progress: self._index_uploads(
-                uploads, workspace, ChunkingOptions(whole_documents=True), progress
+                sample,
+                DEFAULT_MAX_BYTES,
+                workspace,
+                ChunkingOptions(whole_documents=True),
+                progress,
             ),
             on_progress,
         )
@@ -328,7 +322,8 @@ class LibraryActions(StoreRunner):
 
     async def _index_uploads(
         self,
-        uploads: Iterable[UploadResult],
+        files: Sequence[Upload],
+        max_bytes: int,
         workspace: str,
         chunking: ChunkingOptions | None,
         report: Callable[[int, int, str], None],
@@ -343,10 +338,11 @@ class LibraryActions(StoreRunner):
         tenant = (await open_workspace(self._store, workspace)).tenant_id
         before = await self._store.source_passage_counts(tenant)
         with rare_full_collections():
-            indexed = await index_uploads(
-                uploads,
+            indexed = await index_files(
+                files,
                 self._store,
                 tenant,
+                max_bytes=max_bytes,
                 chunking=chunking or self.chunking(),
                 on_progress=lambda done, total, row: report(done, total, row.source_id or row.file),
                 batch_passages=UPLOAD_BATCH_PASSAGES,

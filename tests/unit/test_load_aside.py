@@ -1,7 +1,8 @@
-"""A JSONL corpus read and cut in ``load``'s worker process ends exactly as one read here.
+"""A JSONL corpus read and cut in the worker process ends exactly as one read here.
 
 ``core.ingest.aside`` moves reading and cutting to a worker and rebuilds what comes back;
-these tests hold it to the path it replaces (``index_uploads(read_paths(...))``) on a corpus
+these tests hold it to the path it replaces (``index_uploads(read_paths(...))`` for ``load``,
+``index_uploads(read_uploads(...))`` for the Upload page's files, their bytes piped) on a corpus
 with every kind of record the reader and the cutter treat differently: the same report (rows,
 reasons, notes, totals), the same passages stored (ids, offsets, metadata, entities), also
 when the worker dies part-way and the rest is read here, and when the store stops the load.
@@ -22,7 +23,14 @@ import pytest
 
 from core.domain.chunks import ChunkingOptions, StoredChunk, workspace_tenant_id
 from core.domain.entities import RuleBasedExtractor
-from core.ingest.aside import ASIDE_BYTES, goes_aside, index_paths
+from core.ingest.aside import (
+    ASIDE_BYTES,
+    Upload,
+    goes_aside,
+    index_files,
+    index_paths,
+    uploads_go_aside,
+)
 from core.ingest.indexing import IndexReport
 from core.stores.memory import InMemoryChunkStore
 from core.stores.port import StoreUnavailable
@@ -200,3 +208,112 @@ async def test_the_passages_rebuilt_from_the_worker_carry_the_chunkers_mark(
     ]
     assert len(chunks) > 3_000 and all(was_cut(chunk) for chunk in chunks)
     assert any(chunk.chunk_index > 0 for chunk in chunks) and any(c.metadata for c in chunks)
+
+
+#: The Upload page's limit per file in these tests: the whole file is bounded, not a record.
+UPLOAD_BYTES = 200_000
+
+
+@pytest.fixture
+def uploads(corpus: list[Path]) -> list[Upload]:
+    """The corpus as uploaded files, with names that are no path and no name: a ``../`` one,
+    control characters, bytes that were not UTF-8, a file over the limit (refused from its
+    size, unread: the worker reads past its bytes to the next file's), an empty one."""
+    first, second = (path.read_bytes() for path in corpus)
+    small = b'{"_id": "odd-name", "text": "named oddly"}\n'
+    return [
+        ("first.jsonl", first),
+        ("too-big.jsonl", b'{"_id": "big", "text": "' + b"w " * UPLOAD_BYTES + b'"}\n'),
+        ("../../etc/second.jsonl", second),
+        ("ctl\x1b[31m\x07.jsonl", small),
+        ("bad\udcff.jsonl", small),
+        ("empty.jsonl", b""),
+    ]
+
+
+async def _upload(
+    files: Sequence[Upload], aside: bool, store: Any = None, batch: int | None = 500
+) -> tuple[IndexReport, list[dict[str, Any]]]:
+    store = store or InMemoryChunkStore()
+    report = await index_files(
+        files, store, TENANT, max_bytes=UPLOAD_BYTES, chunking=CHUNKING,
+        extractor=RuleBasedExtractor(), aside=aside, batch_passages=batch,
+    )  # fmt: skip
+    return report, await _stored(store, TENANT)
+
+
+async def test_uploaded_files_read_and_cut_in_the_worker_are_stored_and_reported_as_read_here(
+    uploads: list[Upload],
+) -> None:
+    here, stored_here = await _upload(uploads, aside=False)
+    aside, stored_aside = await _upload(uploads, aside=True)
+    assert _comparable(aside) == _comparable(here)
+    assert stored_aside == stored_here
+    # Every file is named as the page shows it, refused or not, in either path alike.
+    files = {summary.file for summary in here.by_file()} | {row.file for row in here.rejected}
+    assert "../../etc/second.jsonl" in files and "ctl\x1b[31m\x07.jsonl" in files
+    reasons = " ".join(r.reason or "" for r in here.rejected)
+    assert "not valid UTF-8" in reasons and "empty" in reasons and "too large" in reasons
+    assert "duplicate _id" in reasons and "same source id as" in reasons
+    assert any(chunk["entity_ids"] for chunk in stored_here) and here.documents_indexed > 3_000
+
+
+async def test_an_upload_whose_worker_dies_reads_the_rest_here_and_ends_the_same(
+    uploads: list[Upload],
+) -> None:
+    here, stored_here = await _upload(uploads, aside=False)
+    aside, stored_aside = await _upload(uploads, aside=True, store=_Killing())
+    assert _comparable(aside) == _comparable(here)
+    assert stored_aside == stored_here
+
+
+async def test_an_upload_stopped_by_the_store_counts_the_same_documents_unwritten_either_way(
+    uploads: list[Upload],
+) -> None:
+    here, _ = await _upload(uploads, aside=False, store=_Failing())
+    aside, _ = await _upload(uploads, aside=True, store=_Failing())
+    assert here.stopped is not None and here.not_written > 0
+    assert _comparable(aside) == _comparable(here)
+
+
+def test_only_big_jsonl_uploads_go_to_the_worker() -> None:
+    big, small = b"x" * ASIDE_BYTES, b'{"_id": "a", "text": "b"}\n'
+    assert uploads_go_aside([("big.jsonl", big)]) and uploads_go_aside(
+        [("a.jsonl", small), ("b.JSONL", big)]
+    )
+    assert not uploads_go_aside([("small.jsonl", small)])
+    assert not uploads_go_aside([("big.txt", big)]) and not uploads_go_aside(
+        [("a.pdf", small), ("b.jsonl", big)]
+    )
+
+
+def test_the_upload_page_sends_a_big_jsonl_to_the_worker_and_reports_it_as_read_here(
+    uploads: list[Upload], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from core.ingest import aside as module
+    from core.service.facade import LexplainService
+    from core.settings import Settings
+
+    started: list[Any] = []
+    start = module.Aside.parts
+
+    def counted(self: Any, early: list[Any]) -> Any:
+        started.append(self)
+        return start(self, early)
+
+    monkeypatch.setattr(module.Aside, "parts", counted)
+
+    def reports(threshold: int) -> list[dict[str, Any]]:
+        monkeypatch.setattr(module, "ASIDE_BYTES", threshold)
+        service = LexplainService.from_settings(Settings(store="memory"))
+        try:
+            found = service.upload_files(uploads[:2], workspace="aside", chunking=CHUNKING)
+            return [report.model_dump() for report in found]
+        finally:
+            service.close()
+
+    here = reports(1 << 40)
+    assert not started
+    aside = reports(1)
+    assert started and started[0].received > 0  # the worker read them: no fall-back here
+    assert aside == here and here[0]["documents"] > 3_000
