@@ -224,7 +224,7 @@ def test_full_collections_are_rare_while_uploads_run_and_as_before_once_the_last
     original = (701, 11, 12)  # this test's own, so that no earlier upload decides them
     gc.set_threshold(*original)
     seen: list[tuple[int, int, int]] = []
-    index_uploads = library_module.index_uploads
+    index_files = library_module.index_files
     both = threading.Barrier(2)
 
     async def watched(*args: object, **kwargs: object) -> object:
@@ -232,9 +232,9 @@ def test_full_collections_are_rare_while_uploads_run_and_as_before_once_the_last
         seen.append(gc.get_threshold())
         await asyncio.sleep(0.5 if first else 0)  # the other upload starts and ends meanwhile
         seen.append(gc.get_threshold())
-        return await index_uploads(*args, **kwargs)  # type: ignore[arg-type]
+        return await index_files(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(library_module, "index_uploads", watched)
+    monkeypatch.setattr(library_module, "index_files", watched)
 
     def upload(name: str, data: bytes) -> str | None:
         both.wait()
