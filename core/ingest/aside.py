@@ -78,6 +78,7 @@ from core.ingest.indexing import (
 from core.ingest.limits import DEFAULT_MAX_BYTES
 from core.ingest.readers import file_kind
 from core.ingest.results import LineProblem
+from core.ingest.seen import FirstFiles
 from core.ingest.writes import Prepared
 from core.stores.port import ChunkStore
 
@@ -283,11 +284,12 @@ class Aside:
             if self._files
             else read_paths(paths, max_bytes=max_bytes)
         )
-        first_file: dict[str, str] = {}
+        first_file = FirstFiles()
         for _ in range(self.received):  # read again for the ids they held only
             again = await asyncio.to_thread(next, uploads)
             for document in again.documents:
-                first_file.setdefault(document.source_id, again.file_name or document.source_id)
+                if first_file.get(document.source_id) is None:
+                    first_file.add(document.source_id, again.file_name or document.source_id)
         while (upload := await asyncio.to_thread(next, uploads, None)) is not None:
             part = self._received(
                 _message(upload, tenant_id, options, extractor, first_file)[1:], early
@@ -375,7 +377,7 @@ def _message(
     tenant_id: UUID,
     options: ChunkingOptions,
     extractor: EntityExtractor | None,
-    first_file: dict[str, str],
+    first_file: FirstFiles,
 ) -> tuple[Any, ...]:
     """One file (or JSONL part) read, its documents cut, as plain values (``_Sent``)."""
     file, notes = upload.file_name, upload.notes
@@ -477,7 +479,7 @@ def _serve(
     ``paths``, or the uploads ``names`` (with sizes) with their bytes off ``fed``.
     Ctrl-C is the load's to answer (it ends this worker), not this process's."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    first_file: dict[str, str] = {}
+    first_file = FirstFiles()
     uploads: Iterator[UploadResult]
     if fed is None:
         uploads = read_paths(paths, max_bytes=max_bytes)

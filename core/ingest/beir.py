@@ -6,8 +6,8 @@ relevance judgments (qrels ``corpus-id``) match.
 
 Read a record at a time and handed on in parts of ``RECORDS_PER_PART``: a 37 MB file of a
 million tiny records held every document (2.36 GB) before the first was indexed when the
-file was split whole and collected into one list. What stays for the whole file is the map of
-ids seen (to name a duplicate's first line), a few dozen bytes per record.
+file was split whole and collected into one list. What stays for the whole file is the ids
+seen (to name a duplicate's first line: ``seen.SeenIds``), ~36 bytes per record.
 
 A plain record (one JSON object of ASCII strings, none of them holding NUL or a control
 character, its ``_id`` new) takes a short path: no check on it can refuse it or change it, so
@@ -38,6 +38,7 @@ from core.ingest.jsonlines import MAX_JSON_DEPTH, JsonLineError, parse_json_line
 from core.ingest.names import ID_UNSAFE
 from core.ingest.plain_text import clean_text
 from core.ingest.results import LineProblem, ReadError
+from core.ingest.seen import SeenIds
 
 #: Records handed on at once (the indexer writes while the rest of the file is read).
 RECORDS_PER_PART = 1_000
@@ -104,8 +105,12 @@ def _parts(lines: Iterable[bytes | Oversized], *, short: bool) -> Iterator[Colle
                 and "\x00" not in body
             ):
                 source_id = doc_id.strip()
-                if source_id and len(source_id) <= MAX_SOURCE_ID_CHARS and source_id not in seen:
-                    seen[source_id] = number
+                if (
+                    source_id
+                    and len(source_id) <= MAX_SOURCE_ID_CHARS
+                    and seen.get(source_id) is None
+                ):
+                    seen.add(source_id, number)
                     text = f"{title}\n{body}" if title.strip() else body
                     if not text.strip():
                         reader.empty += 1
@@ -155,7 +160,7 @@ class _Records:
 
     def __init__(self) -> None:
         #: Each source id read, with the line it was first on (to name a duplicate's first).
-        self.seen: dict[str, int] = {}
+        self.seen = SeenIds()
         self.empty = 0
         self.stored = 0
 
@@ -212,14 +217,13 @@ class _Records:
         if too_long is not None:
             result.problem(number, f"{too_long} — line skipped")
             return
-        if source_id in self.seen:
+        first = self.seen.get(source_id)
+        if first is not None:
             result.problem(
-                number,
-                f"duplicate _id {_shown(doc_id)} (first on line {self.seen[source_id]})"
-                " — line skipped",
+                number, f"duplicate _id {_shown(doc_id)} (first on line {first}) — line skipped"
             )
             return
-        self.seen[source_id] = number
+        self.seen.add(source_id, number)
         title, title_notes = clean_text(title)
         body, body_notes = clean_text(body)
         for note in title_notes + body_notes:

@@ -68,6 +68,7 @@ from core.ingest.report import (
     summarise as summarise,
 )
 from core.ingest.results import LineProblem, ReadError
+from core.ingest.seen import FirstFiles
 from core.ingest.writes import COUNT_STEP as COUNT_STEP
 from core.ingest.writes import (
     Counted,
@@ -227,7 +228,7 @@ async def index_parts(
     if concurrency < 1:
         raise ValueError(f"concurrency must be >= 1, got {concurrency}")
     options = chunking or ChunkingOptions()
-    first_file: dict[str, str] = {}
+    first_file = FirstFiles()
     known = bool(total)
     batch, documents, bound = BATCH_PASSAGES, BATCH_DOCUMENTS, IN_FLIGHT_PASSAGES
     if batch_passages is not None:  # two such groups in flight: one staged while one is written
@@ -368,15 +369,16 @@ def prepare(
     tenant_id: UUID,
     options: ChunkingOptions,
     extractor: EntityExtractor | None,
-    first_file: dict[str, str],
+    first_file: FirstFiles,
 ) -> Prepared | DocumentRow:
     """Everything before the store: the passages and entities, or the reason there are none."""
     source_id, text = document.source_id, document.text
-    if source_id in first_file:
-        earlier = first_file[source_id] or "an earlier document"
-        reason = f"same source id as {earlier} in this batch — the first one was kept"
+    earlier = first_file.get(source_id)
+    if earlier is not None:
+        where = earlier or "an earlier document"
+        reason = f"same source id as {where} in this batch — the first one was kept"
         return rejected_row(file, source_id, notes, reason)
-    first_file[source_id] = file or source_id
+    first_file.add(source_id, file or source_id)
     too_varied = too_many_words(text)
     if too_varied is not None:
         return rejected_row(file, source_id, notes, too_varied)
