@@ -147,6 +147,7 @@ def measure(
         "seconds": round(time.perf_counter() - started, 1),
         "cpu_s": round(cpu, 1),
         "outcome": outcome.strip()[:160],
+        "processes": peak.describe(),
     }
 
 

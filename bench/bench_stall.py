@@ -14,10 +14,13 @@ the sample under new source ids into another workspace that already holds ``MERG
 copies of it (the first upload measured merges ten segments into one, as a growing workspace
 does; the uploads' bytes are made before the measured window, as a browser's file arrives
 whole: renaming 1,398 JSON records in the uploading thread was 9-16 ms of Python in the windows
-of the slowest searches); ``reindex`` another workspace re-indexed under the other
-tokenizer profile; ``load`` the CLI's ``load`` of the sample into another workspace, in its own
-process (into the same PostgreSQL server; with ``--store memory``, ``load --dry-run``: an
-in-memory store lives in one process, so another process's load shares only the cores);
+of the slowest searches); ``upload-big`` a JSONL of ``BIG_RECORDS`` tiny records (over
+``ASIDE_BYTES``: read and cut in the upload's worker process, as the 1M tiny records' probe of
+issue 21 is) into another workspace, empty each time; ``reindex`` another workspace
+re-indexed under the other tokenizer profile; ``load`` the CLI's ``load`` of the sample into
+another workspace, in its own process (into the same PostgreSQL server; with ``--store
+memory``, ``load --dry-run``: an in-memory store lives in one process, so another process's load
+shares only the cores);
 ``truncation``, ``search``, ``why-not`` and ``compare`` the screen's action on a query of
 ``HEAVY_TERMS`` (1,000) distinct words, the corpus's most frequent, on the same workspace (issue
 21: a heavy query must not hold up a light one); ``none`` (not in a pass) nothing: both sides
@@ -62,6 +65,7 @@ from core.analysis.evaluation import parse_queries
 from core.analysis.rankers import Ranker, RankerKind
 from core.domain.chunks import ChunkingOptions
 from core.domain.tokenize import tokenize
+from core.ingest.aside import ASIDE_BYTES
 from core.service import SAMPLE_CORPUS
 from core.service.facade import LexplainService
 from core.service.runner import ResultCache
@@ -86,10 +90,13 @@ EVALUATE_LIMITS = (100, 1000)
 HEAVY_TERMS = 1_000
 #: Uploads made ahead for ``upload-more`` (more runs than this make theirs as they go).
 UPLOADS_AHEAD = 16
+#: Records of ``upload-big``'s JSONL (~7.4 MiB, over ``ASIDE_BYTES``), each two or three of
+#: the heavy query's words.
+BIG_RECORDS = 150_000
 #: Every kind of other work, in the README's order.
 WORKS = (
-    "truncation", "search", "why-not", "compare", "upload", "upload-more", "load", "reindex",
-    "evaluate",
+    "truncation", "search", "why-not", "compare", "upload", "upload-more", "upload-big", "load",
+    "reindex", "evaluate",
 )  # fmt: skip
 #: Works that ask the heavy query.
 HEAVY_WORKS = ("truncation", "search", "why-not", "compare")
@@ -205,6 +212,17 @@ def renamed_sample(copy: int) -> tuple[str, bytes]:
     return f"copy{copy}-{SAMPLE_CORPUS.name}", "\n".join(lines).encode()
 
 
+def big_upload(words: list[str]) -> tuple[str, bytes]:
+    """``upload-big``'s file: ``BIG_RECORDS`` tiny records made of ``words``."""
+    lines = [
+        json.dumps({"_id": f"big{n}", "text": " ".join(words[n % len(words) :][: 2 + n % 2])})
+        for n in range(BIG_RECORDS)
+    ]
+    data = "\n".join(lines).encode()
+    assert len(data) >= ASIDE_BYTES, "upload-big must go through the upload's worker"
+    return "big.jsonl", data
+
+
 def run(
     store: str,
     work: str,
@@ -234,7 +252,8 @@ def run(
         for query in queries[:20]:  # warm caches
             service.search(query, K, LIMIT, workspace=WORKSPACE)
         profiles = ("english", "plain")
-        heavy = heavy_query(SAMPLE_CORPUS) if work in HEAVY_WORKS else ""
+        heavy = heavy_query(SAMPLE_CORPUS) if work in (*HEAVY_WORKS, "upload-big") else ""
+        big = big_upload(heavy.split()) if work == "upload-big" else None
         a_passage = service.search(queries[0], K, LIMIT, workspace=WORKSPACE).passages[0].chunk.id
         more = work == "upload-more"
         ahead = [renamed_sample(MERGE_FACTOR + i) for i in range(UPLOADS_AHEAD if more else 0)]
@@ -262,6 +281,11 @@ def run(
             elif work == "upload-more":  # the same, into a workspace that holds passages
                 upload = ahead[i] if i < len(ahead) else renamed_sample(MERGE_FACTOR + i)
                 service.upload_files([upload], workspace=OTHER, chunking=whole)
+            elif work == "upload-big" and big is not None:  # a big JSONL, through the worker
+                if OTHER in service.list_workspaces():
+                    service.delete_workspace(OTHER)
+                service.create_workspace(OTHER)
+                service.upload_files([big], workspace=OTHER)
             else:  # another session re-indexes its workspace under the other profile
                 service.change_profile(OTHER, profiles[i % 2])
 
