@@ -56,6 +56,7 @@ from pathlib import Path
 from typing import IO, Any, Final, overload
 from uuid import UUID
 
+from core.checkpoint import at_worker_priority
 from core.domain.chunks import CUT_FIELDS, ChunkingOptions, StoredChunk
 from core.domain.entities import EntityExtractor
 from core.domain.models import built
@@ -477,7 +478,9 @@ def _serve(
 ) -> None:
     """The worker: every file read and cut, a message each, then "end" (or what it raised):
     ``paths``, or the uploads ``names`` (with sizes) with their bytes off ``fed``.
-    Ctrl-C is the load's to answer (it ends this worker), not this process's."""
+    Ctrl-C is the load's to answer (it ends this worker), not this process's. It runs at
+    ``WORKER_NICENESS``: beside the app's searches it reads only on a core they leave idle."""
+    at_worker_priority()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     first_file = FirstFiles()
     uploads: Iterator[UploadResult]

@@ -21,6 +21,7 @@ from uuid import UUID
 
 import pytest
 
+from core.checkpoint import WORKER_NICENESS
 from core.domain.chunks import ChunkingOptions, StoredChunk, workspace_tenant_id
 from core.domain.entities import RuleBasedExtractor
 from core.ingest.aside import (
@@ -152,6 +153,19 @@ async def test_a_load_whose_worker_dies_reads_the_rest_here_and_ends_the_same(
     assert stored_aside == stored_here
 
 
+class _Watching(InMemoryChunkStore):
+    """Notes the priority of the worker processes alive at each write."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.niceness: set[int] = set()
+
+    async def replace_sources(self, *args: Any, **kwargs: Any) -> list[int]:
+        for child in multiprocessing.active_children():
+            self.niceness.add(os.getpriority(os.PRIO_PROCESS, child.pid or 0))
+        return await super().replace_sources(*args, **kwargs)
+
+
 class _Failing(InMemoryChunkStore):
     """Unavailable from its third write on: the load stops and counts the rest."""
 
@@ -274,6 +288,14 @@ async def test_an_upload_stopped_by_the_store_counts_the_same_documents_unwritte
     aside, _ = await _upload(uploads, aside=True, store=_Failing())
     assert here.stopped is not None and here.not_written > 0
     assert _comparable(aside) == _comparable(here)
+
+
+async def test_the_reading_worker_of_an_upload_runs_at_a_workers_lower_priority(
+    uploads: list[Upload],
+) -> None:
+    store = _Watching()
+    await _upload(uploads, aside=True, store=store)
+    assert store.niceness == {max(WORKER_NICENESS, os.nice(0))}
 
 
 def test_only_big_jsonl_uploads_go_to_the_worker() -> None:

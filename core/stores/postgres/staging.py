@@ -13,16 +13,14 @@ fails (killed, out of memory) is replaced while the batch is staged in this proc
 In the service the same worker keeps a write off the one loop every session shares: tokenising
 runs ~50-300 us a passage, so a 1,000-passage batch tokenised here held other sessions'
 searches ~0.1 s (bench_stall upload); every batch of ``WORKER_PASSAGES`` or more goes there,
-re-indexing's too, and the worker runs at ``WORKER_NICENESS`` so it takes a core from a search
-only when one is idle.
+re-indexing's too, and the worker runs at ``checkpoint.WORKER_NICENESS`` so it takes a core
+from a search only when one is idle.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import multiprocessing
-import os
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -30,6 +28,7 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import Final
 from uuid import UUID
 
+from core.checkpoint import at_worker_priority
 from core.domain.chunks import StoredChunk
 from core.domain.tokenize import DEFAULT_PROFILE, Profile
 from core.stores.postgres.blocks import (
@@ -45,9 +44,6 @@ from core.stores.postgres.pieces import listed
 #: Passages a batch needs for its tokenising to go to the worker: below, it is a few ms here
 #: (what one piece of long work may hold the loop for, ``pieces``) and the hop costs more.
 WORKER_PASSAGES: Final = 32
-#: The worker's niceness at least (as ``nice``): bulk work that should leave a core to
-#: searches (``load``, at ``LOAD_NICENESS`` already, keeps its own).
-WORKER_NICENESS: Final = 10
 
 _pool: ProcessPoolExecutor | None = None
 _pool_lock = threading.Lock()
@@ -60,15 +56,9 @@ def _executor() -> ProcessPoolExecutor:
     with _pool_lock:
         if _pool is None:
             _pool = ProcessPoolExecutor(
-                1, mp_context=multiprocessing.get_context("spawn"), initializer=_lower_priority
+                1, mp_context=multiprocessing.get_context("spawn"), initializer=at_worker_priority
             )
         return _pool
-
-
-def _lower_priority() -> None:
-    """The worker's start: at ``WORKER_NICENESS`` at least."""
-    with contextlib.suppress(OSError):
-        os.nice(max(0, WORKER_NICENESS - os.nice(0)))
 
 
 def _discard(pool: ProcessPoolExecutor) -> None:
