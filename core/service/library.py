@@ -51,10 +51,14 @@ SAMPLE_LABEL = "Cranfield, 1,398 aeronautics abstracts"
 SAMPLE_QUERY = "aeroelastic models of heated high speed aircraft"
 #: A small bundled file that names people, organisations and places (the sample names none).
 EXAMPLE_WITH_NAMES = SAMPLE_CORPUS.parents[1] / "examples" / "wind-tunnel-notes.md"
-#: Middle-generation collections between two full ones while an upload runs (CPython: 10).
-#: An upload's documents in flight (~65k objects) were walked by every full collection, 47
-#: of ~45 ms each for 300k tiny records, all on the GIL, none collecting anything.
-UPLOAD_FULL_COLLECTION_EVERY: Final = 100
+#: Middle-generation collections between two full ones while an upload runs (CPython: 10):
+#: in effect none during an upload (a 150k-record upload makes ~230 middle ones). What a full
+#: collection walks then is the upload's documents in flight (up to two groups of 20,000: 120k-
+#: 330k objects), collecting nothing: at 10, 47 of ~45 ms for 300k tiny records; at 100, two
+#: of 98-282 ms per 150k records, each a pause for whichever search came in meanwhile
+#: (bench_stall upload-big, in-memory: max 325 ms). Cyclic garbage that lives through two
+#: younger collections waits for the uploads' end.
+UPLOAD_FULL_COLLECTION_EVERY: Final = 10_000
 #: Passages per write of an upload: ``load``'s 20,000 rather than the indexer's 5,000. Each
 #: in-memory write rebuilds the image (its id, source and passage arrays copied: O(stored)),
 #: so a million tiny records in 5,000s copied ~100M rows over 200 versions; in 20,000s a
