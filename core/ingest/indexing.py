@@ -245,6 +245,7 @@ async def index_parts(
             gate.release(weight)
         if failure is not None and not stopped:
             stopped.append(failure)
+        group.clear()  # the outcomes hold the documents now: the drain lets go of them in steps
         slot.outcomes = outcomes
         await counted.drain(total)
 
