@@ -79,7 +79,7 @@ from core.ingest.indexing import (
 from core.ingest.limits import DEFAULT_MAX_BYTES
 from core.ingest.readers import file_kind
 from core.ingest.results import LineProblem
-from core.ingest.seen import FirstFiles
+from core.ingest.seen import FirstFiles, OneFile
 from core.ingest.writes import Prepared
 from core.stores.port import ChunkStore
 
@@ -285,7 +285,7 @@ class Aside:
             if self._files
             else read_paths(paths, max_bytes=max_bytes)
         )
-        first_file = FirstFiles()
+        first_file = _first_files(len(self._files) or len(paths))
         for _ in range(self.received):  # read again for the ids they held only
             again = await asyncio.to_thread(next, uploads)
             for document in again.documents:
@@ -405,6 +405,12 @@ def _message(
     return ("part", file, upload.error, problems, notes, sent)
 
 
+def _first_files(files: int) -> FirstFiles:
+    """What ``prepare`` checks each id against, for ``files`` JSONL files (each a regular file:
+    ``goes_aside``, ``uploads_go_aside``): every id met, or none for one file (``OneFile``)."""
+    return FirstFiles() if files > 1 else OneFile()
+
+
 def _passage_values(chunk: StoredChunk) -> tuple[Any, ...]:
     """What a passage adds to its document (``Aside._received`` rebuilds it)."""
     return (
@@ -482,7 +488,7 @@ def _serve(
     ``WORKER_NICENESS``: beside the app's searches it reads only on a core they leave idle."""
     at_worker_priority()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    first_file = FirstFiles()
+    first_file = _first_files(len(names) if fed is not None else len(paths))
     uploads: Iterator[UploadResult]
     if fed is None:
         uploads = read_paths(paths, max_bytes=max_bytes)

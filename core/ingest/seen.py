@@ -172,4 +172,16 @@ class FirstFiles:
         self._ids.add(source_id, code)
 
 
-__all__ = ["RECENT_IDS", "FirstFiles", "SeenIds"]
+class OneFile(FirstFiles):
+    """``FirstFiles`` for a read of one JSONL file: its reader refuses an id it met before in
+    it ("duplicate _id"), so no document can repeat an earlier one's and none is kept (at a
+    million ids, ~44 MiB of the reading worker and ~0.8 s of its CPU)."""
+
+    def get(self, source_id: str) -> str | None:
+        return None
+
+    def add(self, source_id: str, label: str) -> None:
+        pass
+
+
+__all__ = ["RECENT_IDS", "FirstFiles", "OneFile", "SeenIds"]

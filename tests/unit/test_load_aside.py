@@ -135,6 +135,21 @@ async def test_a_corpus_read_and_cut_in_the_worker_is_stored_and_reported_as_one
     assert here.documents_indexed > 3_000
 
 
+async def test_one_file_read_and_cut_in_the_worker_names_its_duplicates_as_one_read_here(
+    tmp_path: Path,
+) -> None:
+    # One file keeps no map of the ids met across files (``OneFile``): its reader names the
+    # repeats ("duplicate _id", with the first line) in either path alike.
+    lines = _records(3_000)
+    one = _write(tmp_path / "one.jsonl", [*lines, lines[100], b'{"_id": "d7", "text": "x"}'])
+    here, stored_here = await _load([one], aside=False)
+    aside, stored_aside = await _load([one], aside=True)
+    assert _comparable(aside) == _comparable(here)
+    assert stored_aside == stored_here
+    reasons = [r.reason or "" for r in here.rejected if "duplicate _id" in (r.reason or "")]
+    assert len(reasons) >= 3 and any("'d7' (first on line" in r for r in reasons)
+
+
 class _Killing(InMemoryChunkStore):
     """Kills the load's worker at its first write (the worker is then part-way)."""
 
