@@ -50,9 +50,11 @@ TARGETS = ("one server", "citus")
 
 
 @contextmanager
-def cluster() -> Iterator[str]:
-    """A fresh coordinator and two workers (``scripts/citus.sh``), tuned; the coordinator URL."""
-    env = {**os.environ, "CITUS_NODE_SETTINGS": NODE_SETTINGS}
+def cluster(settings: str = NODE_SETTINGS) -> Iterator[str]:
+    """A fresh coordinator and two workers (``scripts/citus.sh``), each node with ``settings``
+    (postgresql.conf lines: tuned unless told; "" leaves citus.sh's own, stock memory); the
+    coordinator URL."""
+    env = {**os.environ, "CITUS_NODE_SETTINGS": settings}
     started = subprocess.run(
         [
             "bash",

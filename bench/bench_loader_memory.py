@@ -13,10 +13,14 @@ from its size), six 42 MB text files, 56 MB of 7 M distinct words, a 40 MB JSONL
 ``upload_files`` into the in-memory store, or the embedded one with ``--embedded``, the bytes
 given whole as the page gives them). ``--stock`` loads into a throwaway PostgreSQL 15 with
 stock settings (bench_load's ``stock`` server, one per probe): issue 21 asks for the same bounds
-in every store, and a server lexplain did not configure is the one a team brings.
+in every store, and a server lexplain did not configure is the one a team brings. ``--citus``
+loads into a fresh Citus cluster per probe (bench_citus' coordinator and two workers on
+loopback, citus.sh's settings: stock memory, fsync off): the distributed store, the one a team
+shares. Its nodes are servers apart from the load, so like the embedded server they are left
+out of the summed peak; their own memory is the cluster's business, not a load's.
 
     .venv/bin/python -m bench.bench_loader_memory [--timeout 300] [--only six,tiny] [--upload]
-        [--embedded | --stock]
+        [--embedded | --stock | --citus]
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bench.bench_citus import cluster
 from bench.bench_load import SERVERS, errors_in, server
 from bench.process_tree import TreePeak, run_measured
 from core.stores.embedded import running
@@ -159,14 +164,20 @@ def main() -> None:
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--embedded", action="store_true", help="load into a fresh embedded store")
     where.add_argument("--stock", action="store_true", help="load into a fresh stock PostgreSQL")
+    where.add_argument("--citus", action="store_true", help="load into a fresh Citus cluster")
     args = parser.parse_args()
-    if args.stock and args.upload:
-        parser.error("--stock is for load; the Upload path uses the app's store")
+    if (args.stock or args.citus) and args.upload:
+        parser.error("--stock and --citus are for load; the Upload path uses the app's store")
     wanted = {name for name in args.only.split(",") if name}
     with tempfile.TemporaryDirectory() as folder:
         probes = write_probes(Path(folder), wanted)
         for name, path in probes.items():
             if args.upload and path.is_dir():
+                continue
+            if args.citus:
+                with cluster(settings="") as url:
+                    result = measure(path, args.timeout, url=url)
+                print(name, result, flush=True)
                 continue
             if not args.stock:
                 result = measure(path, args.timeout, upload=args.upload, embedded=args.embedded)
