@@ -16,7 +16,7 @@ judging passages, would need passage-level judgments no test collection ships.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Container, Iterable, Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -89,16 +89,42 @@ class EvaluationRun(BaseModel):
     workspace: str = ""
 
 
-def parse_qrels(data: bytes | str) -> dict[str, dict[str, int]]:
-    """query id -> {document id: grade}, from BEIR TSV or TREC qrels."""
+class TooManyJudged(ValueError):
+    """A qrels file judges more of the queries than one run may score (``parse_qrels``'s
+    ``most``); raised at the line that passes it, so the rest is never held."""
+
+    def __init__(self, most: int, line: int) -> None:
+        super().__init__(f"more than {most:,} judged queries (line {line:,} of the qrels file)")
+        self.most = most
+
+
+def parse_qrels(
+    data: bytes | str, *, only: Container[str] | None = None, most: int | None = None
+) -> dict[str, dict[str, int]]:
+    """query id -> {document id: grade}, from BEIR TSV or TREC qrels.
+
+    ``only``: keep the judgments of these query ids alone (every line is still checked);
+    ``most``: raise ``TooManyJudged`` at the line that brings the kept query ids past it. An
+    Evaluate keeps only its queries' judgments and stops at its bound: a qrels file of 1M
+    judged queries held them all before its refusal (432 MB of dicts above the file).
+    """
     judgments: dict[str, dict[str, int]] = {}
+    read = 0
     for number, line in enumerate(text_lines(data), start=1):
         fields = line.split()
         if not fields or (number == 1 and is_qrels_header(fields)):
             continue
         query_id, doc_id, grade = qrels_fields(fields, number)
-        judgments.setdefault(query_id, {})[doc_id] = _grade(grade, number)
-    if not judgments:
+        value, read = _grade(grade, number), read + 1
+        if only is not None and query_id not in only:
+            continue
+        graded = judgments.get(query_id)
+        if graded is None:
+            if most is not None and len(judgments) >= most:
+                raise TooManyJudged(most, number)
+            graded = judgments[query_id] = {}
+        graded[doc_id] = value
+    if not read:
         raise JudgmentError("no judgments found")
     return judgments
 

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from core.analysis.evaluation import (
     EvaluationRun,
     QueryScore,
+    TooManyJudged,
     documents_in_rank_order,
     evaluate_run_steps,
     parse_qrels,
@@ -461,20 +462,22 @@ class AnalysisActions(StoreRunner):
             queries = parse_queries(decoded_file(queries_data, "queries"))
         except JudgmentError as exc:
             raise JudgmentError(f"queries file: {exc}") from None
-        try:
-            qrels = parse_qrels(decoded_file(qrels_data, "qrels"))
+        try:  # only the queries' judgments, and no more of them than one run scores
+            qrels = parse_qrels(
+                decoded_file(qrels_data, "qrels"), only=queries, most=MAX_EVALUATE_QUERIES
+            )
         except JudgmentError as exc:
             raise JudgmentError(f"qrels file: {exc}") from None
+        except TooManyJudged as exc:
+            raise ValueError(
+                f"{exc}; one Evaluate run scores at most {MAX_EVALUATE_QUERIES:,}: split the "
+                "queries file"
+            ) from None
         judged = {query_id: text for query_id, text in queries.items() if query_id in qrels}
         if not judged:
             raise JudgmentError(
                 "no query of the queries file has a judgment in the qrels file "
                 "(the query ids differ)"
-            )
-        if len(judged) > MAX_EVALUATE_QUERIES:
-            raise ValueError(
-                f"{len(judged):,} judged queries; one Evaluate run scores at most "
-                f"{MAX_EVALUATE_QUERIES:,}: split the queries file"
             )
 
         specs = list(runs)

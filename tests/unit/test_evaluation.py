@@ -118,3 +118,11 @@ def test_a_grade_written_as_judgment_files_write_them_is_read(grade: str) -> Non
 def test_a_hostile_query_line_is_named_never_a_crash(line: str) -> None:
     with pytest.raises(JudgmentError, match="line 2: not a BEIR query"):
         parse_queries('{"_id": "1", "text": "wing"}\n' + line + "\n")
+
+
+def test_qrels_read_for_some_queries_keep_only_theirs_and_still_check_every_line() -> None:
+    qrels = "query-id\tcorpus-id\tscore\n1\t184\t3\n2\t12\t4\n1\t29\t1\n"
+    assert parse_qrels(qrels, only={"1"}) == {"1": {"184": 3, "29": 1}}
+    assert parse_qrels(qrels, only=set()) == {}  # judgments, none of these queries'
+    with pytest.raises(JudgmentError, match="line 3: grade "):
+        parse_qrels(qrels.replace("12\t4", "12\tx"), only={"1"})

@@ -141,7 +141,19 @@ def test_evaluate_refuses_a_k_past_the_bound_and_too_many_judged_queries(
     many = MAX_EVALUATE_QUERIES + 1
     queries = "".join(f"q{i}\twing\n" for i in range(many)).encode()
     qrels = "".join(f"q{i}\td1.txt\t1\n" for i in range(many)).encode()
-    with pytest.raises(ValueError, match=f"{many:,} judged queries; .* at most"):
+    with pytest.raises(ValueError, match=f"more than {MAX_EVALUATE_QUERIES:,} judged queries"):
+        service.evaluate(queries, qrels, 10, [1000], workspace=WS)
+
+
+def test_evaluate_refuses_too_many_judged_queries_at_the_line_past_the_bound_not_after_reading_all(
+    service: LexplainService,
+) -> None:
+    """The qrels file is read only as far as the judged query past the bound: a line after it
+    that is not a judgment is never reached (the 1M-query probe held every judgment first)."""
+    many = MAX_EVALUATE_QUERIES + 1
+    queries = "".join(f"q{i}\twing\n" for i in range(many)).encode()
+    qrels = "".join(f"q{i}\td1.txt\t1\n" for i in range(many)).encode() + b"not a judgment\n"
+    with pytest.raises(ValueError, match=f"\\(line {many:,} of the qrels file\\); one Evaluate"):
         service.evaluate(queries, qrels, 10, [1000], workspace=WS)
 
 
