@@ -1,0 +1,193 @@
+"""Issue 21's query probes (item 5), re-run as the issue ran them: each one's outcome, seconds and
+the app's peak memory above what it held before, in every store.
+
+The issue probed a 47,505-passage workspace: a query of 10,000 distinct corpus words took
+3.87 GB and 36 s to search with a huge limit, 4.05 GB on Truncation, 3.79 GB to explain, more
+than 6 GB on Compare; ``compare`` with k = 10^9 timed out at 120 s; k = 10^9 with no limit
+explained all 47k matches (0.5 GB); an Evaluate of 1M judged queries ran past 300 s. Here a
+generated workspace of the same size (``bench.scale_setup.zipf_corpus``, 80-160 words a
+passage) is uploaded through the service, then each probe is one service call, as a caller
+of the API (not the pages, which cap k at 100) makes it. The words are the corpus's most
+frequent (each matches the most passages). The peak is the process's own ``VmHWM`` after
+resetting it (``/proc/self/clear_refs``), less its resident size before the call; a
+PostgreSQL server's own memory is its business (its ``work_mem`` bounds a query there).
+The other half of item 5, a heavy query beside a light one, is ``bench_stall --work
+truncation``.
+
+    .venv/bin/python -m bench.bench_query_probes --store memory|embedded|stock|citus
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from pydantic import SecretStr
+
+from bench.bench_citus import cluster
+from bench.bench_load import SERVERS, server
+from bench.scale_setup import zipf_corpus
+from core.analysis.rankers import Ranker, RankerKind
+from core.domain.tokenize import tokenize
+from core.service.facade import LexplainService
+from core.service.runner import ResultCache
+from core.settings import Settings
+
+#: Passages of the issue's probed workspace.
+PASSAGES = 47_505
+#: Distinct words of the issue's heavy query.
+MANY_TERMS = 10_000
+#: The most distinct words a query may keep (``core.service.bounds.MAX_QUERY_TERMS``).
+MOST_TERMS = 1_024
+#: The issue's "huge" k and limit.
+HUGE = 10**9
+#: Judged queries of the issue's Evaluate.
+EVALUATE_QUERIES = 1_000_000
+WORKSPACE = "probe"
+
+
+def _status(field: str) -> int:
+    """A ``/proc/self/status`` field in KiB."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    raise KeyError(field)
+
+
+def measured(call: Callable[[], str]) -> dict[str, object]:
+    """``call``'s outcome (what it returned, or the refusal it raised), seconds and peak MiB
+    above the resident size before it."""
+    Path("/proc/self/clear_refs").write_text("5")  # VmHWM := VmRSS
+    before = _status("VmRSS")
+    started = time.perf_counter()
+    try:
+        outcome = call()
+    except (ValueError, KeyError, RuntimeError, TimeoutError) as error:
+        outcome = f"refused: {error}"
+    seconds = time.perf_counter() - started
+    return {
+        "seconds": round(seconds, 2),
+        "peak_over_mib": round((_status("VmHWM") - before) / 1024),
+        "outcome": outcome[:150],
+    }
+
+
+@contextmanager
+def opened(store: str) -> Iterator[LexplainService]:
+    """A service on a fresh store of kind ``store``."""
+    if store == "memory":
+        service = LexplainService.from_settings(Settings(store="memory"))
+        try:
+            yield service
+        finally:
+            service.close()
+        return
+    if store == "embedded":
+        with tempfile.TemporaryDirectory(prefix="lexplain-qprobe.") as data:
+            service = LexplainService.from_settings(Settings(data_dir=Path(data)))
+            try:
+                yield service
+            finally:
+                service.close()
+        return
+    with server(SERVERS["stock"]) if store == "stock" else cluster(settings="") as started:
+        url = started[0] if isinstance(started, tuple) else started
+        service = LexplainService.from_settings(Settings(database_url=SecretStr(url)))
+        try:
+            yield service
+        finally:
+            service.close()
+
+
+def probes(service: LexplainService, texts: list[str]) -> dict[str, Callable[[], str]]:
+    counts: Counter[str] = Counter()
+    for text in texts:
+        counts.update(set(tokenize(text)))
+    frequent = [word for word, _ in counts.most_common(MANY_TERMS)]
+    many, most = " ".join(frequent), " ".join(frequent[:MOST_TERMS])
+    short = " ".join(frequent[100:103])
+    passage = service.search(short, 1, 1000, workspace=WORKSPACE).passages[0].chunk.id
+    a, b = Ranker.of(RankerKind.WORKSPACE), Ranker.of(RankerKind.CLASSIC)
+    queries = b"".join(b'{"_id": "q%d", "text": "w1 w2"}\n' % n for n in range(EVALUATE_QUERIES))
+    qrels = b"query-id\tcorpus-id\tscore\n" + b"".join(
+        b"q%d\tz%d\t1\n" % (n, n % PASSAGES) for n in range(EVALUATE_QUERIES)
+    )
+
+    def search(query: str, k: int, limit: int) -> str:
+        found = service.search(query, k, limit, workspace=WORKSPACE)
+        return f"{len(found.passages)} passages ranked"
+
+    def truncation(query: str) -> str:
+        view = service.truncation(query, 10, 1000, workspace=WORKSPACE)
+        return f"{len(view.unlimited)} unlimited entries"
+
+    def explain(query: str) -> str:
+        explanation = service.explain(query, passage, workspace=WORKSPACE)
+        return f"explained, {len(explanation.terms)} terms"
+
+    def compare(query: str, k: int, limit: int) -> str:
+        view = service.compare(query, a, b, k, limit, workspace=WORKSPACE)
+        return f"compared, {view.candidates_returned} candidates"
+
+    def why_not(query: str) -> str:
+        service.why_not(query, passage, 10, 1000, workspace=WORKSPACE)
+        return "answered"
+
+    def evaluate() -> str:
+        runs = service.evaluate(queries, qrels, 10, [1000], workspace=WORKSPACE)
+        return f"{len(runs)} runs"
+
+    return {
+        "search 10,000 words, limit 10^9": lambda: search(many, 10, HUGE),
+        "Truncation 10,000 words": lambda: truncation(many),
+        "explain 10,000 words": lambda: explain(many),
+        "Compare 10,000 words": lambda: compare(many, 10, 1000),
+        "search 1,024 words, limit 10^9": lambda: search(most, 10, HUGE),
+        "search 1,024 words, limit 1,000": lambda: search(most, 10, 1000),
+        "Truncation 1,024 words": lambda: truncation(most),
+        "explain 1,024 words": lambda: explain(most),
+        "why not 1,024 words": lambda: why_not(most),
+        "Compare 1,024 words, k 1,000": lambda: compare(most, 1000, 1000),
+        "Compare k 10^9": lambda: compare(short, HUGE, HUGE),
+        "search k 10^9, limit 10^9": lambda: search(short, HUGE, HUGE),
+        "search k 1,000, limit 10^9": lambda: search(short, 1000, HUGE),
+        "Evaluate 1M judged queries": evaluate,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--store", choices=("memory", "embedded", "stock", "citus"), required=True)
+    parser.add_argument("--passages", type=int, default=PASSAGES)
+    args = parser.parse_args()
+    ids, texts, _ = zipf_corpus(args.passages)
+    corpus = "".join(
+        json.dumps({"_id": i, "text": t}) + "\n" for i, t in zip(ids, texts, strict=True)
+    ).encode()
+    with opened(args.store) as service:
+        service._results = ResultCache(entries=0)  # every probe reads, none is answered cached
+        service.create_workspace(WORKSPACE)
+        started = time.perf_counter()
+        (report,) = service.upload_files([("corpus.jsonl", corpus)], workspace=WORKSPACE)
+        print(
+            json.dumps(
+                {
+                    "store": args.store,
+                    "passages": report.passages_written,
+                    "upload_s": round(time.perf_counter() - started, 1),
+                }
+            ),
+            flush=True,
+        )
+        for name, call in probes(service, texts).items():
+            print(json.dumps({"probe": name, **measured(call)}), flush=True)
+
+
+if __name__ == "__main__":
+    main()
