@@ -10,14 +10,14 @@ from its size), six 42 MB text files, 56 MB of 7 M distinct words, a 40 MB JSONL
 1 M tiny records and a 57 MB file of one line. The tests hold the mechanisms with small files
 (tests/unit/test_loader_bounds.py); the 1M records also run at full size (tests/probes).
 ``--upload`` sends a file probe through the Upload path instead (the service's
-``upload_files`` into the in-memory store, or the embedded one with ``--embedded``, the bytes
-given whole as the page gives them). ``--stock`` loads into a throwaway PostgreSQL 15 with
-stock settings (bench_load's ``stock`` server, one per probe): issue 21 asks for the same bounds
-in every store, and a server lexplain did not configure is the one a team brings. ``--citus``
-loads into a fresh Citus cluster per probe (bench_citus' coordinator and two workers on
-loopback, citus.sh's settings: stock memory, fsync off): the distributed store, the one a team
-shares. Its nodes are servers apart from the load, so like the embedded server they are left
-out of the summed peak; their own memory is the cluster's business, not a load's.
+``upload_files`` into the in-memory store, or with ``--embedded``, ``--stock`` or ``--citus``
+into that store, the bytes given whole as the page gives them). ``--stock`` loads into a
+throwaway PostgreSQL 15 with stock settings (bench_load's ``stock`` server, one per probe):
+issue 21 asks for the same bounds in every store, and a server lexplain did not configure is
+the one a team brings. ``--citus`` loads into a fresh Citus cluster per probe (bench_citus'
+coordinator and two workers on loopback, citus.sh's settings: stock memory, fsync off): the
+distributed store, the one a team shares. Its nodes are servers apart from the load, so like
+the embedded server they are left out of the summed peak.
 
     .venv/bin/python -m bench.bench_loader_memory [--timeout 300] [--only six,tiny] [--upload]
         [--embedded | --stock | --citus]
@@ -96,7 +96,8 @@ def write_probes(root: Path, wanted: set[str] | None = None) -> dict[str, Path]:
 _UPLOAD = (
     "import sys; from pathlib import Path; from core.service.facade import LexplainService;"
     "from core.settings import Settings; p = Path(sys.argv[1]);"
-    "s = LexplainService.from_settings(Settings(store=sys.argv[2]));"
+    "url = sys.argv[3] if len(sys.argv) > 3 else None;"
+    "s = LexplainService.from_settings(Settings(store=sys.argv[2], database_url=url));"
     "big = p.stat().st_size > s.settings.max_upload_bytes;"
     "r = None if big else s.upload_files([(p.name, p.read_bytes())], workspace='probe')[0];"
     "print(f'refused by the uploader: over {s.settings.max_upload_mb} MB' if big else"
@@ -116,7 +117,8 @@ def measure(
     last line it printed, for one probe."""
     command = [sys.executable]
     if upload:
-        command += ["-c", _UPLOAD, str(path), "embedded" if embedded else "memory"]
+        store = "postgres" if url else "embedded" if embedded else "memory"
+        command += ["-c", _UPLOAD, str(path), store, *([url] if url else [])]
     else:
         command += ["-m", "core", "load", str(path), "--workspace", "probe"]
         command += ["--database-url", url] if url else [] if embedded else ["--dry-run"]
@@ -166,8 +168,6 @@ def main() -> None:
     where.add_argument("--stock", action="store_true", help="load into a fresh stock PostgreSQL")
     where.add_argument("--citus", action="store_true", help="load into a fresh Citus cluster")
     args = parser.parse_args()
-    if (args.stock or args.citus) and args.upload:
-        parser.error("--stock and --citus are for load; the Upload path uses the app's store")
     wanted = {name for name in args.only.split(",") if name}
     with tempfile.TemporaryDirectory() as folder:
         probes = write_probes(Path(folder), wanted)
@@ -176,7 +176,7 @@ def main() -> None:
                 continue
             if args.citus:
                 with cluster(settings="") as url:
-                    result = measure(path, args.timeout, url=url)
+                    result = measure(path, args.timeout, upload=args.upload, url=url)
                 print(name, result, flush=True)
                 continue
             if not args.stock:
@@ -184,7 +184,7 @@ def main() -> None:
                 print(name, result, flush=True)
                 continue
             with server(SERVERS["stock"]) as (url, log):
-                result = measure(path, args.timeout, url=url)
+                result = measure(path, args.timeout, upload=args.upload, url=url)
                 result["server_errors"] = len(errors_in(log))
             print(name, result, flush=True)
 
