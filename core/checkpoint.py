@@ -29,6 +29,18 @@ pause reaches the thread with the task's context (``asyncio.to_thread`` copies i
 a process is kept for big JSONL uploads only (``core.ingest.aside``: a process per upload, and
 the documents sent back cost the loop's thread part of what parsing them does).
 
+Long work inside a store's write transaction (``holding_locks``: the PostgreSQL store's
+writes) does not wait at its checkpoints while an interactive write is under way: that call
+may be waiting for a lock the transaction holds. A colleague's delete of the workspace being
+uploaded into did (blocked on the upload's row lock on the workspace): the upload waited
+``MAX_GIVE_WAY_S`` at each of its remaining COPY pieces for the delete to end, so the delete
+hit its 120 s call timeout on a stock server (8,000 documents, a delete 2.0-2.4 s in: 3 of 3)
+and waited 102 s on Citus (bench/bench_delete_during_upload.py). Searches hold no lock a write
+waits for, so the write still gives way to them. Rejected: never waiting inside a transaction
+(search p99 beside a PostgreSQL upload 1.4x higher: bench_stall upload-big 21-24 -> 32-34 ms),
+a cap on a task's total give-way (still a wait per piece for a call that cannot end first), and
+not counting writes as interactive (a rename's or a profile change's caller would wait too).
+
 A worker process doing long work for the app (the staging worker, the reading worker) cannot
 pause at a checkpoint: it runs at ``WORKER_NICENESS`` (``at_worker_priority``), so it takes a
 core from a search only when one is idle. The reading worker ran at the app's priority until
@@ -43,7 +55,7 @@ import gc
 import inspect
 import os
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from contextvars import ContextVar
 from typing import Final, TypeVar
 
@@ -61,12 +73,43 @@ _TURN_S = 0.001
 WORKER_NICENESS: Final = 10
 #: When a checkpoint without a pause last turned the loop (``time.monotonic``).
 _last_turn = [0.0]
+#: Whether the current task holds a write transaction's locks (``holding_locks``).
+_HOLDING: ContextVar[bool] = ContextVar("holding", default=False)
+#: Interactive writes (no pause installed: not long work) inside ``holding_locks`` now.
+_interactive_writes = [0]
+
+
+@contextlib.contextmanager
+def holding_locks() -> Iterator[None]:
+    """While this runs, the current task (and the threads it starts) holds a write's locks.
+    Long work's checkpoints then do not wait while an interactive write is under way (it may
+    wait for them); an interactive write counts itself as one."""
+    interactive = _PAUSE.get() is None
+    token = _HOLDING.set(True)
+    if interactive:
+        _interactive_writes[0] += 1
+    try:
+        yield
+    finally:
+        if interactive:
+            _interactive_writes[0] -= 1
+        _HOLDING.reset(token)
+
+
+def holding() -> bool:
+    """Whether the current task holds a write transaction's locks (``holding_locks``)."""
+    return _HOLDING.get()
+
+
+def _must_not_wait() -> bool:
+    """Long work holding locks while an interactive write, which may wait for them, runs."""
+    return _interactive_writes[0] > 0 and _HOLDING.get()
 
 
 async def checkpoint() -> None:
     """Let pending interactive calls run before this long work goes on."""
     pause = _PAUSE.get()
-    if pause is None:
+    if pause is None or _must_not_wait():
         now = time.monotonic()
         if now - _last_turn[0] >= _TURN_S:
             _last_turn[0] = now
@@ -91,7 +134,7 @@ def turn_due() -> bool:
 def thread_checkpoint() -> None:
     """In a worker thread of long work: let pending interactive calls have the GIL first."""
     pause = _THREAD_PAUSE.get()
-    if pause is not None:
+    if pause is not None and not _must_not_wait():
         pause()
 
 
@@ -118,8 +161,8 @@ async def stepped(steps: Steps[T]) -> T:
 
 
 __all__ = [
-    "Steps", "checkpoint", "finish", "giving_way", "install", "stepped", "thread_checkpoint",
-    "turn_due",
+    "Steps", "checkpoint", "finish", "giving_way", "holding", "holding_locks", "install", "stepped",
+    "thread_checkpoint", "turn_due",
 ]  # fmt: skip
 
 

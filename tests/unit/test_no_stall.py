@@ -11,6 +11,7 @@ bench/bench_stall.py and bench/README.md ("No stall").
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -725,3 +726,41 @@ def test_long_work_waiting_for_a_call_sleeps_until_it_ends_instead_of_looking_ev
     ran, worker = _during_a_slow_search(service, lambda: handles[0])
     assert not worker.is_alive(), "the long work stayed asleep after the call ended"
     assert ran < 20, f"the loop ran {ran} handles while one search slept 0.2 s"
+
+
+async def test_long_work_holding_locks_gives_way_to_searches_but_not_to_an_interactive_write() -> (
+    None
+):
+    """Inside ``holding_locks`` long work still pauses for pending calls (a search holds no
+    lock it waits for), but not while an interactive write, which may wait for its locks, is
+    under way; outside any write the pause runs as always."""
+    from core.checkpoint import holding_locks, thread_checkpoint
+
+    paused: list[str] = []
+    writing, written = asyncio.Event(), asyncio.Event()
+
+    async def pause() -> None:
+        paused.append("loop")
+
+    async def interactive_write() -> None:  # a call's task: no pause installed
+        with holding_locks():
+            writing.set()
+            await written.wait()
+
+    async def long_work() -> None:
+        install(pause, lambda: paused.append("thread"))
+        with holding_locks():
+            await checkpoint()
+            await asyncio.to_thread(thread_checkpoint)
+            assert paused == ["loop", "thread"]
+            other = asyncio.create_task(interactive_write(), context=contextvars.Context())
+            await writing.wait()
+            await checkpoint()
+            await asyncio.to_thread(thread_checkpoint)
+            assert paused == ["loop", "thread"]  # no wait for the write that waits on us
+            written.set()
+            await other
+            await checkpoint()
+        assert paused == ["loop", "thread", "loop"]
+
+    await asyncio.create_task(long_work())

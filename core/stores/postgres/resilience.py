@@ -20,6 +20,7 @@ from typing import Final, TypeVar
 
 import asyncpg
 
+from core.checkpoint import holding_locks
 from core.stores.port import ConnectionLost, StoreUnavailable
 
 T = TypeVar("T")
@@ -196,8 +197,18 @@ class Calls:
         out of a resource (``unavailable``) or a deadlock.
 
         ``writing`` names what a write stores ("source 'x'"): when the connection is lost on
-        every attempt, the error says so in plain words instead of the driver's.
+        every attempt, the error says so in plain words instead of the driver's. A write holds
+        its transaction's locks throughout (``holding_locks``): long work's checkpoints do not
+        wait for an interactive write then, which may be waiting for those locks.
         """
+        if writing is None:
+            return await self._tries(operation, writing)
+        with holding_locks():
+            return await self._tries(operation, writing)
+
+    async def _tries(
+        self, operation: Callable[[asyncpg.Connection], Awaitable[T]], writing: str | None
+    ) -> T:
         attempt = 0
         while True:
             try:
