@@ -38,6 +38,7 @@ from core.domain.tokenize import tokenize
 from core.service.facade import LexplainService
 from core.service.runner import ResultCache
 from core.settings import Settings
+from core.stores.embedded import running
 
 #: Passages of the issue's probed workspace.
 PASSAGES = 47_505
@@ -79,20 +80,21 @@ def measured(call: Callable[[], str]) -> dict[str, object]:
 
 
 @contextmanager
-def opened(store: str) -> Iterator[LexplainService]:
-    """A service on a fresh store of kind ``store``."""
+def opened(store: str) -> Iterator[tuple[LexplainService, str | None]]:
+    """A service on a fresh store of kind ``store``, and its server's URL (None in memory)."""
     if store == "memory":
         service = LexplainService.from_settings(Settings(store="memory"))
         try:
-            yield service
+            yield service, None
         finally:
             service.close()
         return
     if store == "embedded":
         with tempfile.TemporaryDirectory(prefix="lexplain-qprobe.") as data:
             service = LexplainService.from_settings(Settings(data_dir=Path(data)))
+            found = running(Path(data))
             try:
-                yield service
+                yield service, None if found is None else found.url
             finally:
                 service.close()
         return
@@ -100,7 +102,7 @@ def opened(store: str) -> Iterator[LexplainService]:
         url = started[0] if isinstance(started, tuple) else started
         service = LexplainService.from_settings(Settings(database_url=SecretStr(url)))
         try:
-            yield service
+            yield service, url
         finally:
             service.close()
 
@@ -170,7 +172,7 @@ def main() -> None:
     corpus = "".join(
         json.dumps({"_id": i, "text": t}) + "\n" for i, t in zip(ids, texts, strict=True)
     ).encode()
-    with opened(args.store) as service:
+    with opened(args.store) as (service, _):
         service._results = ResultCache(entries=0)  # every probe reads, none is answered cached
         service.create_workspace(WORKSPACE)
         started = time.perf_counter()
