@@ -19,6 +19,7 @@ from core.stores.port import (
     passage_terms,
 )
 from core.stores.postgres import MERGE_FACTOR, PREFETCH_ROWS, PostgresChunkStore, citus
+from core.stores.postgres.schema import set_schema_version
 from core.stores.postgres.staging import WORKER_PASSAGES
 from tests.stores.compliance import ChunkStoreCompliance, corpus_chunks, make_chunk, snapshot
 from tests.stores.compliance_judging import JudgingCompliance
@@ -129,18 +130,19 @@ ALTER TABLE tenant_counters DROP COLUMN next_ordinal, DROP COLUMN generation;
 
 
 async def never_distributed(conn: asyncpg.Connection) -> None:
-    """On a Citus coordinator, the schema's tables back to local ones with their rows, as a
-    previous version (which never distributed) left them; elsewhere nothing."""
-    if not await citus.is_coordinator(conn):
-        return
-    for table in await citus.store_tables(conn):
-        if await conn.fetchval(
-            "SELECT count(*) FROM pg_dist_partition WHERE logicalrelid = to_regclass($1)", table
-        ):
-            await conn.execute(
-                "SELECT undistribute_table($1::text::regclass, cascade_via_foreign_keys => true)",
+    """The schema as a previous version left it: never distributed (on a Citus coordinator,
+    the tables back to local ones with their rows) and never stamped with a version."""
+    if await citus.is_coordinator(conn):
+        for table in await citus.store_tables(conn):
+            if await conn.fetchval(
+                "SELECT count(*) FROM pg_dist_partition WHERE logicalrelid = to_regclass($1)",
                 table,
-            )
+            ):
+                await conn.execute(
+                    "SELECT undistribute_table($1::text::regclass, "
+                    "cascade_via_foreign_keys => true)",
+                    table,
+                )
     await conn.execute(f"COMMENT ON TABLE {citus.ANCHOR} IS NULL")
 
 
@@ -254,6 +256,26 @@ async def test_a_database_from_before_the_name_table_finds_its_workspaces_by_nam
         await store.close()
         await conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
         await conn.close()
+
+
+async def test_a_connect_to_a_current_database_takes_no_lock_that_waits_for_open_reads(
+    pg_store: PostgresChunkStore, database_url: str, pg_schema: str
+) -> None:
+    """Another process opening the store (a ``load``, an app starting) runs no DDL on a schema
+    stamped current: ``ADD COLUMN IF NOT EXISTS`` took an ACCESS EXCLUSIVE lock even for a
+    column that exists, waited behind every open read, and every later read waited behind it
+    (searches froze 0.1-1 s at each connect)."""
+    reader = await asyncpg.connect(database_url, server_settings={"search_path": pg_schema})
+    try:
+        async with reader.transaction():  # a read left open: its locks held till it ends
+            await reader.fetchval("SELECT count(*) FROM passages")
+            await reader.fetchval("SELECT count(*) FROM workspaces")
+            again = await asyncio.wait_for(
+                PostgresChunkStore.connect(database_url, schema=pg_schema), 20
+            )
+            await again.close()
+    finally:
+        await reader.close()
 
 
 async def test_rows_beyond_the_prefetched_ones_are_looked_up_by_id_with_the_same_text(
@@ -465,9 +487,9 @@ async def test_a_database_that_kept_df_in_a_table_reads_the_same_df_from_its_blo
             'CREATE TABLE term_df (tenant_id uuid NOT NULL, term text COLLATE "C" NOT NULL, '
             "df integer NOT NULL CHECK (df > 0), PRIMARY KEY (tenant_id, term))"
         )
-        if await citus.is_coordinator(conn):  # an old cluster: term_df distributed, old stamp
+        if await citus.is_coordinator(conn):  # an old cluster: term_df distributed
             await citus.distribute(conn)
-            await citus.set_schema_version(conn, "old")
+        await set_schema_version(conn, "old")  # and the old version's stamp
         await conn.executemany(
             "INSERT INTO term_df VALUES ($1, $2, $3)", [(tenant, t.term, t.df) for t in before]
         )

@@ -86,26 +86,3 @@ async def distribute(conn: asyncpg.Connection) -> list[str]:
             "SELECT truncate_local_data_after_distributing_table($1::text::regclass)", table
         )
     return todo
-
-
-#: Where the schema's version is kept: the comment of the anchor table (no table of its own,
-#: which would be a table without ``tenant_id``).
-_VERSION_PREFIX: Final = "lexplain schema "
-
-
-async def schema_version(conn: asyncpg.Connection) -> str | None:
-    """The schema version the last connect left (None before the first one, or before Citus).
-
-    Every DDL statement on a distributed table is sent to each of its shards and locks them,
-    even ``ADD COLUMN IF NOT EXISTS`` for a column that exists; so a coordinator whose schema
-    is current runs none at connect.
-    """
-    comment = await conn.fetchval("SELECT obj_description(to_regclass($1), 'pg_class')", ANCHOR)
-    if comment is None or not comment.startswith(_VERSION_PREFIX):
-        return None
-    return str(comment.removeprefix(_VERSION_PREFIX))
-
-
-async def set_schema_version(conn: asyncpg.Connection, version: str) -> None:
-    # COMMENT takes no parameters; the version is our own hex digest.
-    await conn.execute(f"COMMENT ON TABLE {ANCHOR} IS '{_VERSION_PREFIX}{version}'")

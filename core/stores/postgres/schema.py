@@ -3,8 +3,17 @@
 Why at connect and not a migration tool: the store must open any database a previous
 version left (a user's embedded data folder), with no step for them to run; every change
 is idempotent DDL (IF NOT EXISTS, a DO block that checks the catalogue) under one advisory
-lock, so two processes connecting at once do it once. The cost is that every connect runs
-the DDL (milliseconds).
+lock, so two processes connecting at once do it once.
+
+The DDL runs only when the schema's version stamp (the comment of ``workspaces``) is not this
+code's. It ran at every connect until session 15, and ``ALTER TABLE ... ADD COLUMN IF NOT
+EXISTS`` takes an ACCESS EXCLUSIVE lock even when the column exists: it queues behind every
+open read of the table, and every later read queues behind it. Another process connecting (a
+``load``, an app starting, a test) froze the searches of everyone on the server: 108-162 ms
+each connect beside a searching session (20x its p50), and a 1,007 ms search in a
+bench_stall ``load`` row (a held read snapshot in the queue). A Citus coordinator skipped it
+already (there each DDL statement also goes to every shard). Rejected: checking each piece of
+the catalogue before each statement (the stamp is one read, and covers what comes later).
 """
 
 from __future__ import annotations
@@ -226,8 +235,24 @@ async def connection_settings(dsn: str, settings: dict[str, str], timeout: float
     return {**settings, "jit": "off", "citus.override_table_visibility": "off"}
 
 
-#: The schema's version: a Citus coordinator that has it runs no DDL at connect.
+#: The schema's version: a database stamped with it runs no DDL at connect.
 _SCHEMA_VERSION: Final = hashlib.sha256((_SCHEMA + _MIGRATE).encode()).hexdigest()[:16]
+#: Where the schema's version is kept: the comment of ``workspaces`` (no table of its own,
+#: which on Citus would be a table without ``tenant_id``).
+_VERSION_PREFIX: Final = "lexplain schema "
+
+
+async def schema_version(conn: asyncpg.Connection) -> str | None:
+    """The schema version the last DDL at connect left (None before stamps, or no schema)."""
+    comment = await conn.fetchval("SELECT obj_description(to_regclass('workspaces'), 'pg_class')")
+    if comment is None or not comment.startswith(_VERSION_PREFIX):
+        return None
+    return str(comment.removeprefix(_VERSION_PREFIX))
+
+
+async def set_schema_version(conn: asyncpg.Connection, version: str) -> None:
+    # COMMENT takes no parameters; the version is our own hex digest (or a test's word).
+    await conn.execute(f"COMMENT ON TABLE workspaces IS '{_VERSION_PREFIX}{version}'")
 
 
 async def create_schema(conn: asyncpg.Connection, schema: str | None) -> None:
@@ -237,9 +262,9 @@ async def create_schema(conn: asyncpg.Connection, schema: str | None) -> None:
         if schema is not None and await conn.fetchval("SELECT to_regnamespace($1) IS NULL", schema):
             # Validated against IDENTIFIER by the caller; DDL cannot take parameters.
             await conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
-        on_citus = await citus.is_coordinator(conn)
-        if on_citus and await citus.schema_version(conn) == _SCHEMA_VERSION:
+        if await schema_version(conn) == _SCHEMA_VERSION:
             return
+        on_citus = await citus.is_coordinator(conn)
         if on_citus:
             # The store's tables as the catalogue lists them, without the shards of
             # reference tables a coordinator holds (see connection_settings).
@@ -255,7 +280,7 @@ async def create_schema(conn: asyncpg.Connection, schema: str | None) -> None:
             await conn.execute(FILL_NAMES)
         if on_citus:
             await citus.distribute(conn)
-            await citus.set_schema_version(conn, _SCHEMA_VERSION)
+        await set_schema_version(conn, _SCHEMA_VERSION)
 
 
 #: Workspaces found by what a person sees (unique by ``workspaces.upsert``'s lock, not this
