@@ -103,7 +103,7 @@ def holding() -> bool:
 
 def _must_not_wait() -> bool:
     """Long work holding locks while an interactive write, which may wait for them, runs."""
-    return _interactive_writes[0] > 0 and _HOLDING.get()
+    return _interactive_writes[0] > 0 and holding()
 
 
 async def checkpoint() -> None:

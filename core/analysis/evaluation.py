@@ -95,7 +95,6 @@ class TooManyJudged(ValueError):
 
     def __init__(self, most: int, line: int) -> None:
         super().__init__(f"more than {most:,} judged queries (line {line:,} of the qrels file)")
-        self.most = most
 
 
 def parse_qrels(

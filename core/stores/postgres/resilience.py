@@ -201,32 +201,25 @@ class Calls:
         its transaction's locks throughout (``holding_locks``): long work's checkpoints do not
         wait for an interactive write then, which may be waiting for those locks.
         """
-        if writing is None:
-            return await self._tries(operation, writing)
-        with holding_locks():
-            return await self._tries(operation, writing)
-
-    async def _tries(
-        self, operation: Callable[[asyncpg.Connection], Awaitable[T]], writing: str | None
-    ) -> T:
         attempt = 0
-        while True:
-            try:
-                return await self.attempt(operation)
-            except TimeoutError as exc:
-                raise timed_out(writing, self._call_timeout) from exc
-            except Exception as exc:
-                resource = unavailable(exc)
-                if resource is None and not retryable(exc):
-                    raise
-                if attempt >= self._retries:
-                    if resource is not None:
-                        raise out_of_resources(writing, resource, attempt + 1) from exc
-                    if write_conflict(exc):
+        with holding_locks() if writing is not None else contextlib.nullcontext():
+            while True:
+                try:
+                    return await self.attempt(operation)
+                except TimeoutError as exc:
+                    raise timed_out(writing, self._call_timeout) from exc
+                except Exception as exc:
+                    resource = unavailable(exc)
+                    if resource is None and not retryable(exc):
                         raise
-                    raise lost(writing, attempt + 1) from exc
-                await asyncio.sleep(retry_pause(attempt))
-                attempt += 1
+                    if attempt >= self._retries:
+                        if resource is not None:
+                            raise out_of_resources(writing, resource, attempt + 1) from exc
+                        if write_conflict(exc):
+                            raise
+                        raise lost(writing, attempt + 1) from exc
+                    await asyncio.sleep(retry_pause(attempt))
+                    attempt += 1
 
     async def attempt(self, operation: Callable[[asyncpg.Connection], Awaitable[T]]) -> T:
         """One try, bounded: a deadline for the whole call, and an end as soon as the

@@ -237,14 +237,16 @@ async def connection_settings(dsn: str, settings: dict[str, str], timeout: float
 
 #: The schema's version: a database stamped with it runs no DDL at connect.
 _SCHEMA_VERSION: Final = hashlib.sha256((_SCHEMA + _MIGRATE).encode()).hexdigest()[:16]
-#: Where the schema's version is kept: the comment of ``workspaces`` (no table of its own,
-#: which on Citus would be a table without ``tenant_id``).
+#: Where the schema's version is kept: the comment of ``workspaces`` (``citus.ANCHOR``; no
+#: table of its own, which on Citus would be a table without ``tenant_id``).
 _VERSION_PREFIX: Final = "lexplain schema "
 
 
 async def schema_version(conn: asyncpg.Connection) -> str | None:
     """The schema version the last DDL at connect left (None before stamps, or no schema)."""
-    comment = await conn.fetchval("SELECT obj_description(to_regclass('workspaces'), 'pg_class')")
+    comment = await conn.fetchval(
+        "SELECT obj_description(to_regclass($1), 'pg_class')", citus.ANCHOR
+    )
     if comment is None or not comment.startswith(_VERSION_PREFIX):
         return None
     return str(comment.removeprefix(_VERSION_PREFIX))
@@ -252,7 +254,7 @@ async def schema_version(conn: asyncpg.Connection) -> str | None:
 
 async def set_schema_version(conn: asyncpg.Connection, version: str) -> None:
     # COMMENT takes no parameters; the version is our own hex digest (or a test's word).
-    await conn.execute(f"COMMENT ON TABLE workspaces IS '{_VERSION_PREFIX}{version}'")
+    await conn.execute(f"COMMENT ON TABLE {citus.ANCHOR} IS '{_VERSION_PREFIX}{version}'")
 
 
 async def create_schema(conn: asyncpg.Connection, schema: str | None) -> None:
