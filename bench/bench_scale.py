@@ -161,7 +161,7 @@ def build_memory(ids: list[str], texts: list[str]) -> Built:
     for offset in range(0, len(chunks), BATCH):
         loop.run_until_complete(store.upsert_many(chunks[offset : offset + BATCH]))
     del chunks
-    # The first read after writes makes the read view (memory_reads), as a real workspace pays.
+    # The first read after writes makes the read view (memory.reads), as a real workspace pays.
     loop.run_until_complete(store.lexical_candidates(["w0"], TENANT, 1))
 
     async def same_store() -> Any:

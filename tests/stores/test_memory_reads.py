@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 
 from core.domain.postings import posting_bits
-from core.stores import memory_reads
 from core.stores.memory import InMemoryChunkStore
-from core.stores.memory_image import MERGE_FACTOR, Image, Since
-from core.stores.memory_reads import View, view_of
+from core.stores.memory import reads as memory_reads
+from core.stores.memory.image import MERGE_FACTOR, Image, Since
+from core.stores.memory.reads import View, view_of
 from core.stores.port import passage_terms
 from tests.stores.compliance import make_chunk
 

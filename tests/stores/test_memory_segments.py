@@ -20,11 +20,11 @@ from core.checkpoint import install
 from core.domain.chunks import StoredChunk
 from core.domain.postings import EMPTY_POSTING
 from core.domain.tokenize import DEFAULT_PROFILE, Profile
-from core.stores import memory as memory_module
 from core.stores.memory import InMemoryChunkStore
-from core.stores.memory_image import MERGE_FACTOR, Ints, Segment, image_of
-from core.stores.memory_kept import kept_passage
-from core.stores.memory_writer import SegmentWriter, segment_of
+from core.stores.memory import store as memory_module
+from core.stores.memory.image import MERGE_FACTOR, Ints, Segment, image_of
+from core.stores.memory.kept import kept_passage
+from core.stores.memory.writer import SegmentWriter, segment_of
 from core.stores.port import passage_terms
 from tests.stores.compliance import make_chunk
 
@@ -235,7 +235,7 @@ def test_an_image_keeps_the_number_of_segments_logarithmic() -> None:
 def test_a_segment_written_in_pieces_equals_one_built_at_once(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from core.stores import memory_writer
+    from core.stores.memory import writer as memory_writer
 
     rng = random.Random(2)
     counts = [passage_terms(_text(rng)) for _ in range(50)]

@@ -31,10 +31,12 @@ from core.ingest import indexing
 from core.ingest.report import Tally
 from core.service.facade import LexplainService
 from core.settings import Settings
-from core.stores import memory, memory_image, memory_writer
 from core.stores.memory import InMemoryChunkStore
-from core.stores.memory_image import Image
-from core.stores.memory_writer import STEP_POSTINGS, TEXT_STEP_CHARS
+from core.stores.memory import image as memory_image
+from core.stores.memory import store as memory
+from core.stores.memory import writer as memory_writer
+from core.stores.memory.image import Image
+from core.stores.memory.writer import STEP_POSTINGS, TEXT_STEP_CHARS
 from core.stores.port import Workspace
 from tests.stores.compliance import make_chunk
 

@@ -513,8 +513,8 @@ def test_a_heavy_querys_tokenising_term_lookups_and_explanations_are_steps_apart
     from core.analysis.rankers import Ranker, RankerKind
     from core.service import analysis, rankings
     from core.service.runner import ResultCache
-    from core.stores import memory
-    from core.stores.memory_reads import View
+    from core.stores.memory import store as memory
+    from core.stores.memory.reads import View
 
     events: list[str] = []
 
@@ -636,8 +636,8 @@ async def test_an_image_build_reaches_a_thread_checkpoint_between_its_c_level_pi
     import sys
     from collections import Counter
 
-    from core.stores import memory_image
-    from core.stores.memory_image import MERGE_FACTOR
+    from core.stores.memory import image as memory_image
+    from core.stores.memory.image import MERGE_FACTOR
 
     store = InMemoryChunkStore()
     tenant = uuid4()

@@ -1,6 +1,6 @@
 """The in-memory store's judging half: query sets, judgments and saved runs per workspace.
 
-A mixin of ``InMemoryChunkStore`` rather than more lines in ``memory.py``: it shares the
+A mixin of ``InMemoryChunkStore`` rather than more lines in ``store.py``: it shares the
 store's one lock and its workspaces (a write for an unknown workspace is refused, and
 ``delete_workspace`` drops a tenant's judging with its passages), and nothing else. The
 models are frozen; saved runs hold dicts, so they are deep-copied in and out like chunks.

@@ -1,7 +1,7 @@
 """The in-memory store's workspace records: lookups, members and owners.
 
-A mixin of ``InMemoryChunkStore`` (as ``memory_judging`` is) rather than more lines in
-``memory.py``: it shares the store's one lock, its workspaces and the ids of deleted ones, and
+A mixin of ``InMemoryChunkStore`` (as ``memory.judging`` is) rather than more lines in
+``store.py``: it shares the store's one lock, its workspaces and the ids of deleted ones, and
 nothing of the passages. Creating a workspace (``upsert_workspace``) stays in the store: it
 re-tokenises passages written before their workspace existed. Workspaces are frozen models,
 copied in and out.

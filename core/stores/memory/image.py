@@ -16,7 +16,7 @@ write: a dict entry per posting cost a third of a 100k build (and the rebuild an
 sixth), and a write into a full workspace had to mutate it under the lock.
 
 Rows are not in chunk-id order (a batch appends): queries read a view of the image with its
-postings in chunk-id order, built once per version (``memory_reads``).
+postings in chunk-id order, built once per version (``memory.reads``).
 
 A big image is built in a worker thread beside the service's loop, a few C calls at a time that
 each hold the GIL: between them it calls ``thread_checkpoint``, where it sleeps while another
@@ -42,7 +42,7 @@ from core.domain.models import built
 from core.domain.postings import EMPTY_POSTING, Posting
 from core.domain.steps import Steps
 from core.domain.tokenize import Profile
-from core.stores.memory_kept import ID, SOURCE_ID, Kept
+from core.stores.memory.kept import ID, SOURCE_ID, Kept
 from core.stores.port import SourceSummary
 
 #: Segments of one size level (powers of this factor) that are merged into one.
@@ -271,7 +271,7 @@ def _objects(values: Iterable[object], size: int) -> Objects:
 @dataclass
 class Since:
     """How an image was written from the one before it, so the read view is updated from that
-    one's (``memory_reads``) rather than built: its ``views`` (let go once read), the live ranks
+    one's (``memory.reads``) rather than built: its ``views`` (let go once read), the live ranks
     it removed in its chunk-id order, and how many rows it appended (the image's last rows)."""
 
     views: list[object] | None
@@ -309,7 +309,7 @@ class Image:
     source_rows: Ints
     #: How this version was written from the one before (None: built whole).
     since: Since | None = field(default=None, repr=False, compare=False)
-    #: The read view of this version (a ``memory_reads.View``, which imports this module),
+    #: The read view of this version (a ``reads.View``, which imports this module),
     #: built on its first read; a new version starts without one (``replace`` carries no
     #: field that is not in init, nor ``id_rank``).
     views: list[object] = field(default_factory=list, init=False, repr=False, compare=False)

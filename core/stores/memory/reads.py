@@ -1,6 +1,6 @@
 """The in-memory store's read view: an image's live postings as one CSR in chunk-id order.
 
-An ``Image`` (``memory_image``) keeps its rows in write order, in segments. Searched as they
+An ``Image`` (``memory.image``) keeps its rows in write order, in segments. Searched as they
 are, a term's posting is a slice per segment, concatenated with the segment's base added (a
 copy of every posting of every query term), and since rows are not in chunk-id order the
 kernel gathers ``id_rank`` for every matched row (the chunk-id tie-break) and binary-searches
@@ -18,7 +18,7 @@ and the tf columns cross segments by chunk id, so the ``id_rank`` gathers stay; 
 the image's own rows in chunk-id order, which would renumber rows on every write (the write
 path's and the passage storage's work, paid by every upload).
 
-A write's image carries how it was written from the one before (``memory_image.Since``: that
+A write's image carries how it was written from the one before (``image.Since``: that
 image's views, the live ranks it removed, the rows it appended), so the first read after a
 write updates the older view rather than building one: surviving postings renumbered, the
 appended rows' merged in, no sort (at 100k passages, CPU on the shared machine: one source
@@ -53,7 +53,7 @@ from core.domain.postings import (
 )
 from core.domain.ranking import LexicalCandidates
 from core.domain.steps import Steps
-from core.stores.memory_image import Image, Ints, Objects, Segment, Since, shared_slots
+from core.stores.memory.image import Image, Ints, Objects, Segment, Since, shared_slots
 
 #: Bits a packed sort key (slot, rank, tf) may use: a non-negative int64.
 KEY_BITS: Final = 63

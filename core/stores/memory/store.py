@@ -1,13 +1,13 @@
 """The in-memory chunk store: the reference every other adapter is held to.
 
-Per tenant it holds one immutable ``Image`` (``memory_image``): segments of CSR posting
+Per tenant it holds one immutable ``Image`` (``memory.image``): segments of CSR posting
 arrays, one per write batch, merged by size, with tombstones for deletes; the arrays are the
 only index. A query touches only the postings of its terms, and n_docs / avg_doc_length are
 O(1). The alternative, re-tokenising every passage per query, is simpler but makes a query
 cost the whole corpus.
 
 Every write builds the next image aside — outside the lock, giving way per few thousand
-characters tokenised (``memory_writer``: a batch's texts at once), per few hundred lookups and
+characters tokenised (``memory.writer``: a batch's texts at once), per few hundred lookups and
 per piece of arrays joined, the next image's arrays in a thread once the image holds
 passages — and swaps it in under one ``threading.Lock`` if no other write replaced it meanwhile
 (else it builds again, reusing its tokens). Readers take the current image under the lock and
@@ -16,14 +16,14 @@ full workspace holds the lock only for the swap. No method awaits holding the lo
 tasks on one loop and threads alike (a per-tenant lock: more parallelism, harder deadlocks).
 
 Every chunk is copied on the way in and on the way out: callers own what they pass and what
-they get back. The store keeps a passage as a plain tuple (``memory_kept.Kept``: ~1/8 of the
+they get back. The store keeps a passage as a plain tuple (``memory.kept.Kept``: ~1/8 of the
 pydantic model's memory, and untracked by the cyclic collector) and builds a ``StoredChunk``
 only for a read.
 
 A big corpus is millions of long-lived passages, and Python's cyclic collector walks every
 object it tracks in every full collection: at a million passages a page run then paused ~2 s
 every other time (bench_browser). So nothing the store keeps per passage is tracked: a passage
-is an untracked tuple (``memory_kept``), an image's rows of them a tuple (untracked in turn),
+is an untracked tuple (``memory.kept``), an image's rows of them a tuple (untracked in turn),
 ids and keys numpy arrays; a full collection of a process holding a million tiny passages is
 ~14 ms, its own other objects. Rejected: one full collection and ``gc.freeze()`` at the first
 read of each new image above 100k passages (this store's answer before): ~30 ms on the loop
@@ -57,9 +57,9 @@ from core.domain.postings import Posting
 from core.domain.ranking import LexicalCandidates
 from core.domain.tokenize import DEFAULT_PROFILE, Profile
 from core.stores.checks import checked_for_write, each_checked_source
-from core.stores.memory_image import Image, Segment, image_of
-from core.stores.memory_judging import InMemoryJudging
-from core.stores.memory_kept import (
+from core.stores.memory.image import Image, Segment, image_of
+from core.stores.memory.judging import InMemoryJudging
+from core.stores.memory.kept import (
     ENTITY_IDS,
     ID,
     SOURCE_ID,
@@ -68,9 +68,9 @@ from core.stores.memory_kept import (
     kept_passage,
     passage_copy,
 )
-from core.stores.memory_reads import read_view
-from core.stores.memory_workspaces import InMemoryWorkspaces
-from core.stores.memory_writer import TEXT_PIECE_CHARS, TEXT_STEP_CHARS, SegmentWriter
+from core.stores.memory.reads import read_view
+from core.stores.memory.workspaces import InMemoryWorkspaces
+from core.stores.memory.writer import TEXT_PIECE_CHARS, TEXT_STEP_CHARS, SegmentWriter
 from core.stores.port import (
     CorpusSummary,
     EntitySummary,
