@@ -1,6 +1,6 @@
 # A throwaway Citus cluster for tests: source this file, then citus_start / citus_stop.
 #
-# citus_build compiles Citus 13.2.2 from ../shared/vendor (beside the clone) once per machine into
+# citus_build compiles Citus 13.2.2 from vendor/ (in the repository, SHA-256 checked) once per machine into
 # Debian's PostgreSQL 15: the build (about 3 minutes on 2 cores) is cached under
 # /var/cache/lexplain-citus/<sha256 of the tarball>/, so a second run only checks a stamp. Citus
 # 13 is the last line that supports PostgreSQL 15, the only server Debian 12 ships; a packaged
@@ -15,6 +15,9 @@
 # postgresql.conf) is added to every node's settings (bench/bench_citus.py tunes them so).
 
 CITUS_VERSION=13.2.2
+#: The vendored tarball's and patch's SHA-256 (vendor/README.md).
+CITUS_TARBALL_SHA256=dd2453caec20a830e5e63f1def5c5a98cb6f57ae510407cdcd800916fcdab430
+CITUS_PATCH_SHA256=237df0b38edfc0918f27cdd50a3448c95d6336a25ee755e7281bf57ffdafceef
 #: Shards per distributed table on the test cluster: Citus' default (32) makes each test module's
 #: CREATE TABLE cost 32 tables per worker; 8 still spreads tenants over both workers.
 CITUS_TEST_SHARD_COUNT=${CITUS_TEST_SHARD_COUNT:-8}
@@ -29,15 +32,22 @@ _citus_as_pg() {
 citus_build() {
   local root vendor tarball patchfile sum cache pgconfig libdir
   root=$(_citus_root)
-  vendor=${CITUS_VENDOR_DIR:-$root/../shared/vendor}
-  if [ ! -d "$vendor" ]; then
-    # A git worktree sits elsewhere: shared/ is beside the main clone.
-    vendor=$(git -C "$root" rev-parse --path-format=absolute --git-common-dir 2>/dev/null)/../../shared/vendor
-  fi
+  vendor=${CITUS_VENDOR_DIR:-$root/vendor}
   tarball=$vendor/citus-$CITUS_VERSION.tar.gz
-  patchfile=$(ls "$vendor"/citus-$CITUS_VERSION-pg*.patch 2>/dev/null | head -1 || true)
-  [ -f "$tarball" ] || { echo "citus: no source at $tarball (shared/ must sit beside the clone)" >&2; return 1; }
+  patchfile=$vendor/citus-$CITUS_VERSION-pg15.20.patch
+  for f in "$tarball" "$patchfile"; do
+    [ -f "$f" ] || { echo "citus: no $f (it is part of the repository: vendor/)" >&2; return 1; }
+  done
+  # The sums vendor/README.md names: a changed or truncated file is refused before it is built.
   sum=$(sha256sum "$tarball" | cut -d' ' -f1)
+  if [ "$sum" != "$CITUS_TARBALL_SHA256" ]; then
+    echo "citus: $tarball has SHA-256 $sum, not $CITUS_TARBALL_SHA256; refusing to build it" >&2
+    return 1
+  fi
+  if [ "$(sha256sum "$patchfile" | cut -d' ' -f1)" != "$CITUS_PATCH_SHA256" ]; then
+    echo "citus: $patchfile is not the patch vendor/README.md names; refusing to build" >&2
+    return 1
+  fi
   cache=${CITUS_CACHE_DIR:-/var/cache/lexplain-citus}/$sum
   pgconfig=/usr/lib/postgresql/15/bin/pg_config
   libdir=/usr/lib/postgresql/15/lib
