@@ -16,13 +16,14 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 #: The layers, lowest first: what each may import from core besides its own folder.
-#: ``core.checkpoint`` is the one runtime primitive (giving way to interactive calls) any
-#: layer above the domain may use.
+#: ``core.checkpoint`` (giving way to interactive calls) and ``core.processes`` (workers that
+#: never run the caller's script again) are the runtime primitives any layer above the domain
+#: may use.
 LAYERS: dict[str, tuple[str, ...]] = {
     "core.domain": (),
-    "core.ingest": ("core.domain", "core.checkpoint", "core.stores.port"),
+    "core.ingest": ("core.domain", "core.checkpoint", "core.processes", "core.stores.port"),
     "core.analysis": ("core.domain", "core.checkpoint", "core.ingest.jsonlines"),
-    "core.stores": ("core.domain", "core.checkpoint", "core.settings"),
+    "core.stores": ("core.domain", "core.checkpoint", "core.processes", "core.settings"),
 }
 #: What no layer below the facade may import at all, whatever it is allowed from core.
 NEVER_BELOW_THE_FACADE = ("streamlit", "core.service")
@@ -81,7 +82,8 @@ def test_the_checker_sees_every_form_of_import() -> None:
 
 def test_every_module_of_core_sits_in_a_layer_folder_or_is_named_at_the_top() -> None:
     top = {p.stem for p in (ROOT / "core").glob("*.py")}
-    assert top <= {"__init__", "__main__", "cli", "settings", "checkpoint"}, sorted(top)
+    named = {"__init__", "__main__", "cli", "settings", "checkpoint", "processes"}
+    assert top <= named, sorted(top)
     folders = {p.name for p in (ROOT / "core").iterdir() if p.is_dir() and p.name != "__pycache__"}
     assert folders == {"domain", "analysis", "ingest", "stores", "service"}, sorted(folders)
 

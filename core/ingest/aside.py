@@ -3,7 +3,7 @@
 Why: a tiny record's ~76 us of CPU (300k, in-memory dry run) were ~23 reading and cutting and
 the rest the indexer loop, the report and the store's write, all on one core: reading ran in a
 thread, which only took turns with the loop for the GIL, while the machine's second core
-idled (in-memory dry run) or served the database. Here a spawned process reads the files
+idled (in-memory dry run) or served the database. Here a worker process reads the files
 (``read_paths``) and cuts each document (``indexing.prepare``, with its own map of the ids
 seen), and sends each part back as plain values pickled (strings, ints, lists, the rare
 entities); this process rebuilds the models without validating them again (``built``: the
@@ -33,8 +33,8 @@ peak 1,017 MiB, 974-1,005 in pieces; one GiB is issue 21's bound). It reads them
 ``read_uploads``, the function the in-process path reads the held bytes with. Rejected: a
 temporary file per upload (the bytes are in memory here already: writing 40 MB to disk, a
 private folder to make and to clean up after a process killed mid-upload, for nothing the
-pipe does not do); the bytes among the worker's start arguments (``spawn`` writes them to the
-child from ``Process.start``, on the loop, while the child imports).
+pipe does not do); the bytes among the worker's start arguments (written to the
+child as it starts, on the loop, while the child imports).
 A name is never a path here: it is the label the readers check (``../x.jsonl``, control
 characters: ``printable_name``, ``name_problem``) in either process alike.
 """
@@ -50,7 +50,7 @@ import signal
 import stat
 import traceback
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Iterator, Sequence
-from multiprocessing import get_context
+from multiprocessing import Pipe
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import IO, Any, Final, overload
@@ -81,6 +81,7 @@ from core.ingest.readers import file_kind
 from core.ingest.results import LineProblem
 from core.ingest.seen import FirstFiles, OneFile
 from core.ingest.writes import Prepared
+from core.processes import Worker
 from core.stores.port import ChunkStore
 
 #: Bytes of JSONL a load needs for its reading and cutting to go to the worker (~100k tiny
@@ -225,16 +226,14 @@ class Aside:
 
     async def parts(self, early: list[DocumentRow]) -> AsyncGenerator[Part, None]:
         """Each file (or JSONL part) read and cut, in order; its refusals into ``early``."""
-        context = get_context("spawn")  # a fork of a process running threads may hold a lock
-        ours, theirs = context.Pipe(duplex=False)
+        # Its own program (core.processes), never the caller's script or page run again.
+        ours, theirs = Pipe(duplex=False)
         feed: Connection | None = None
         fed: Connection | None = None
         names = [(name, len(data)) for name, data in self._files]
         if self._files:  # the uploaded bytes, read by the worker off a pipe of their own
-            fed, feed = context.Pipe(duplex=False)
-        arguments = (theirs, fed, names, *self._arguments)
-        worker = context.Process(target=_serve, args=arguments, daemon=True)
-        worker.start()
+            fed, feed = Pipe(duplex=False)
+        worker = Worker(_serve, theirs, fed, names, *self._arguments)
         theirs.close()  # the worker's end: its death is then an EOF here
         loop = asyncio.get_running_loop()
         sending: asyncio.Future[None] | None = None

@@ -109,6 +109,15 @@ def test_an_uploaded_file_is_found_by_search_after_the_app_restarts(
             passage = page.locator(".lx-passage").first
             expect(passage).to_contain_text("Zanzibar wing panel")
             expect(passage.locator('mark[data-term="zanzibar"]')).to_have_count(1)
+            # The sample's write tokenises in the store's worker process: a multiprocessing
+            # spawn child imported the page script as its main and ran it outside Streamlit
+            # (77 warning lines in the terminal on a fresh scripts/run; core.processes).
+            open_workspace(page, f"{url}/?ws=sampled", "sampled")
+            page.get_by_role("button", name="Load the sample collection").click()
+            expect(page.get_by_text("Loaded 1,398 passages")).to_be_visible(timeout=120_000)
             page.close()
+        terminal = (ARTIFACTS / "streamlit-restart-2.log").read_text()
+        for said in ("ScriptRunContext", "streamlit run", "Traceback"):
+            assert said not in terminal, f"{said!r} in the app's terminal:\n{terminal[-2000:]}"
     finally:
         embedded.stop(data_dir)

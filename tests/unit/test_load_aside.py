@@ -11,7 +11,6 @@ when the worker dies part-way and the rest is read here, and when the store stop
 from __future__ import annotations
 
 import json
-import multiprocessing
 import os
 import signal
 from collections.abc import Sequence
@@ -21,6 +20,7 @@ from uuid import UUID
 
 import pytest
 
+from core import processes
 from core.checkpoint import WORKER_NICENESS
 from core.domain.chunks import ChunkingOptions, StoredChunk, workspace_tenant_id
 from core.domain.entities import RuleBasedExtractor
@@ -153,9 +153,12 @@ async def test_one_file_read_and_cut_in_the_worker_names_its_duplicates_as_one_r
 class _Killing(InMemoryChunkStore):
     """Kills the load's worker at its first write (the worker is then part-way)."""
 
+    killed = 0
+
     async def replace_sources(self, *args: Any, **kwargs: Any) -> list[int]:
-        for child in multiprocessing.active_children():
-            os.kill(child.pid or 0, signal.SIGKILL)
+        for child in processes.running():
+            os.kill(child.pid, signal.SIGKILL)
+            self.killed += 1
         return await super().replace_sources(*args, **kwargs)
 
 
@@ -163,7 +166,9 @@ async def test_a_load_whose_worker_dies_reads_the_rest_here_and_ends_the_same(
     corpus: list[Path],
 ) -> None:
     here, stored_here = await _load(corpus, aside=False)
-    aside, stored_aside = await _load(corpus, aside=True, store=_Killing())
+    killing = _Killing()
+    aside, stored_aside = await _load(corpus, aside=True, store=killing)
+    assert killing.killed >= 1, "no worker was killed: the test would prove nothing"
     assert _comparable(aside) == _comparable(here)
     assert stored_aside == stored_here
 
@@ -176,8 +181,8 @@ class _Watching(InMemoryChunkStore):
         self.niceness: set[int] = set()
 
     async def replace_sources(self, *args: Any, **kwargs: Any) -> list[int]:
-        for child in multiprocessing.active_children():
-            self.niceness.add(os.getpriority(os.PRIO_PROCESS, child.pid or 0))
+        for child in processes.running():
+            self.niceness.add(os.getpriority(os.PRIO_PROCESS, child.pid))
         return await super().replace_sources(*args, **kwargs)
 
 
@@ -291,7 +296,9 @@ async def test_an_upload_whose_worker_dies_reads_the_rest_here_and_ends_the_same
     uploads: list[Upload],
 ) -> None:
     here, stored_here = await _upload(uploads, aside=False)
-    aside, stored_aside = await _upload(uploads, aside=True, store=_Killing())
+    killing = _Killing()
+    aside, stored_aside = await _upload(uploads, aside=True, store=killing)
+    assert killing.killed >= 1, "no worker was killed: the test would prove nothing"
     assert _comparable(aside) == _comparable(here)
     assert stored_aside == stored_here
 

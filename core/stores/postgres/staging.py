@@ -20,17 +20,15 @@ from a search only when one is idle.
 from __future__ import annotations
 
 import asyncio
-import multiprocessing
 import threading
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from typing import Final
 from uuid import UUID
 
 from core.checkpoint import at_worker_priority
 from core.domain.chunks import StoredChunk
 from core.domain.tokenize import DEFAULT_PROFILE, Profile
+from core.processes import CallWorker, WorkerGone
 from core.stores.postgres.blocks import (
     Blocks,
     Staged,
@@ -45,45 +43,35 @@ from core.stores.postgres.pieces import listed
 #: (what one piece of long work may hold the loop for, ``pieces``) and the hop costs more.
 WORKER_PASSAGES: Final = 32
 
-_pool: ProcessPoolExecutor | None = None
-_pool_lock = threading.Lock()
+_worker: CallWorker | None = None
+_worker_lock = threading.Lock()
 
 
-def _executor() -> ProcessPoolExecutor:
-    """The process's one worker, started on first use ("spawn": a fork of a process running
-    an event loop and threads may inherit a held lock)."""
-    global _pool
-    with _pool_lock:
-        if _pool is None:
-            _pool = ProcessPoolExecutor(
-                1, mp_context=multiprocessing.get_context("spawn"), initializer=at_worker_priority
-            )
-        return _pool
-
-
-def _discard(pool: ProcessPoolExecutor) -> None:
-    global _pool
-    with _pool_lock:
-        if _pool is pool:
-            _pool = None
-    pool.shutdown(wait=False, cancel_futures=True)
+def _the_worker() -> CallWorker:
+    """The process's one worker, started on first use (``core.processes``: its own program, so
+    it never runs the caller's script or page again; a fork of a process running an event loop
+    and threads may inherit a held lock)."""
+    global _worker
+    with _worker_lock:
+        if _worker is None:
+            _worker = CallWorker(initializer=at_worker_priority)
+        return _worker
 
 
 async def terms_and_blocks_aside(
     texts: Sequence[str], profile: Profile
 ) -> tuple[list[int], Blocks]:
     """``terms_and_blocks`` in the worker for ``WORKER_PASSAGES`` texts or more (here if the
-    worker fails: killed, out of memory), else here."""
+    worker fails: killed, out of memory; the next big batch starts a new one), else here."""
     if len(texts) < WORKER_PASSAGES:
         return terms_and_blocks(texts, profile)
-    pool = _executor()
     try:
-        return await asyncio.get_running_loop().run_in_executor(
-            pool, terms_and_blocks, list(texts), profile
+        done: tuple[list[int], Blocks] = await asyncio.to_thread(
+            _the_worker().call, terms_and_blocks, list(texts), profile
         )
-    except (BrokenProcessPool, OSError, RuntimeError):
-        _discard(pool)  # the next big batch starts a new worker
+    except (WorkerGone, OSError):
         return terms_and_blocks(texts, profile)
+    return done
 
 
 async def stage_batch(batch: Sequence[StoredChunk], profiles: dict[UUID, Profile]) -> Staging:
