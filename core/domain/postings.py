@@ -300,6 +300,7 @@ def postings_candidates(
     chunks: RowChunks,
     id_rank: npt.NDArray[np.int64] | None = None,
     bits: TermBits | None = None,
+    admitted: npt.NDArray[np.int64] | None = None,
 ) -> LexicalCandidates:
     """The candidates of one query, in the store's truncation order, first ``limit`` of them.
 
@@ -311,10 +312,12 @@ def postings_candidates(
     then. ``stats`` are passed through (the store computes them from the same snapshot).
     ``bits`` (optional, rows in chunk-id order only) gives term j's rows as ``Bits`` (a store
     keeps the common terms'); without it they are packed from the postings when needed.
+    ``admitted`` (optional): the rows a filter admits (``core.domain.filters``), ascending;
+    only they may be candidates, and the matching rows it leaves out are ``filtered_out``.
     """
     return finish(
         postings_candidate_steps(
-            stats, terms, postings, doc_lengths, ids, limit, chunks, id_rank, bits
+            stats, terms, postings, doc_lengths, ids, limit, chunks, id_rank, bits, admitted
         )
     )
 
@@ -329,28 +332,46 @@ def postings_candidate_steps(
     chunks: RowChunks,
     id_rank: npt.NDArray[np.int64] | None = None,
     bits: TermBits | None = None,
+    admitted: npt.NDArray[np.int64] | None = None,
 ) -> Steps[LexicalCandidates]:
     """``postings_candidates`` in three steps (count, order, tf columns): for a 1,000-term
-    query each is a few milliseconds of numpy over every posting."""
+    query each is a few milliseconds of numpy over every posting. A filter's ``admitted``
+    rows restrict the counts (a bitset AND, or the count array zeroed outside them) before
+    the order is taken, so the limit counts admitted passages only."""
     if len(terms) != len(postings):
         raise ValueError(f"{len(terms)} terms but {len(postings)} postings")
     n_rows = len(doc_lengths)
+    filtered_out = 0
     if id_rank is None and len(terms) <= BIT_TERMS:
         sets = [
             posting_bits(rows, n_rows) if bits is None else bits(j)
             for j, (rows, _) in enumerate(postings)
             if len(rows)
         ]
+        if admitted is not None and sets:
+            allowed = posting_bits(admitted.astype(np.int32, copy=False), n_rows)
+            every = np.bitwise_or.reduce(sets)
+            filtered_out = int(np.bitwise_count(every & ~allowed).sum(dtype=np.int64))
+            sets = [each & allowed for each in sets]
         yield
         matching, chosen = bit_selection(sets, len(terms), limit)
         if chosen is None or not matching:
-            return LexicalCandidates(stats=stats, terms=tuple(terms), matching=matching)
+            return LexicalCandidates(
+                stats=stats, terms=tuple(terms), matching=matching, filtered_out=filtered_out
+            )
         selected = chosen
     else:
         counts = matched_counts(postings, n_rows)
+        if admitted is not None:
+            kept = np.zeros(n_rows, dtype=np.int64)
+            kept[admitted] = counts[admitted]
+            filtered_out = int(np.count_nonzero(counts)) - int(np.count_nonzero(kept))
+            counts = kept
         matching = n_rows - int(np.count_nonzero(counts == 0))
         if limit == 0 or not matching:
-            return LexicalCandidates(stats=stats, terms=tuple(terms), matching=matching)
+            return LexicalCandidates(
+                stats=stats, terms=tuple(terms), matching=matching, filtered_out=filtered_out
+            )
         yield
         selected = truncation_order(counts, len(terms), limit, id_rank)
     yield
@@ -369,6 +390,7 @@ def postings_candidate_steps(
         doc_lengths=doc_lengths[selected],
         tfs=tfs,
         matching=matching,
+        filtered_out=filtered_out,
         lookup=lookup,
     )
 

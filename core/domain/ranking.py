@@ -112,9 +112,12 @@ class LexicalCandidates(BaseModel):
     doc_lengths: npt.NDArray[np.int64] = Field(default_factory=_ints)
     #: tf per row and requested term, shape (rows, len(terms)).
     tfs: npt.NDArray[np.int64] = Field(default_factory=lambda: np.zeros((0, 0), dtype=np.int64))
-    #: Passages containing at least one requested term, before the limit cut (same snapshot);
-    #: never fewer than the candidates handed over.
+    #: Passages containing at least one requested term that the filter (if any) admits,
+    #: before the limit cut (same snapshot); never fewer than the candidates handed over.
     matching: int = Field(default=0, ge=0)
+    #: Passages containing a requested term that the filter excluded (0 without a filter):
+    #: what the filter removed, apart from what the limit cut.
+    filtered_out: int = Field(default=0, ge=0)
     #: Rows -> copies of their passages, from the snapshot the columns were read from.
     lookup: ChunkLookup = _no_chunks
     #: Rows about to be looked up -> what to await before (see ``RowsAhead``).
@@ -196,6 +199,7 @@ class LexicalCandidates(BaseModel):
             self.stats == other.stats
             and self.terms == other.terms
             and self.matching == other.matching
+            and self.filtered_out == other.filtered_out
             and list(self.ids) == list(other.ids)
             and np.array_equal(self.doc_lengths, other.doc_lengths)
             and np.array_equal(self.tfs, other.tfs)

@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict
 
 from core.domain.chunks import StoredChunk
 from core.domain.entities import Entity
+from core.domain.filters import PassageFilter
 from core.domain.judging import (
     Judgment,
     QuerySet,
@@ -185,10 +186,14 @@ class WorkspaceGuard:
         return await self._inner.get_by_entity(entity_id, tenant_id)
 
     async def lexical_candidates(
-        self, terms: Sequence[str], tenant_id: UUID, limit: int
+        self,
+        terms: Sequence[str],
+        tenant_id: UUID,
+        limit: int,
+        within: PassageFilter | None = None,
     ) -> LexicalCandidates:
         await self._check(tenant_id)
-        return await self._inner.lexical_candidates(terms, tenant_id, limit)
+        return await self._inner.lexical_candidates(terms, tenant_id, limit, within)
 
     async def list_sources(self, tenant_id: UUID) -> list[SourceSummary]:
         await self._check(tenant_id)

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from typing import Final
 from uuid import UUID
 
+from core.domain.filters import PassageFilter
 from core.domain.ranking import LexicalCandidates
 from core.stores.port import ChunkStore
 
@@ -87,7 +88,11 @@ def _too_many_cells(distinct: int, rows: int) -> ValueError:
 
 
 async def bounded_candidates(
-    store: ChunkStore, terms: Sequence[str], tenant: UUID, limit: int
+    store: ChunkStore,
+    terms: Sequence[str],
+    tenant: UUID,
+    limit: int,
+    within: PassageFilter | None = None,
 ) -> LexicalCandidates:
     """``store.lexical_candidates`` once it is known to fit ``MAX_CANDIDATE_CELLS``.
 
@@ -99,8 +104,8 @@ async def bounded_candidates(
     if distinct * limit > MAX_CANDIDATE_CELLS:
         rows = min(limit, await store.passage_count(tenant))
         if distinct * rows > MAX_CANDIDATE_CELLS:
-            counted = await store.lexical_candidates(terms, tenant, 0)
+            counted = await store.lexical_candidates(terms, tenant, 0, within)
             rows = min(limit, counted.matching)
             if distinct * rows > MAX_CANDIDATE_CELLS:
                 raise _too_many_cells(distinct, rows)
-    return await store.lexical_candidates(terms, tenant, limit)
+    return await store.lexical_candidates(terms, tenant, limit, within)

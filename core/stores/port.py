@@ -32,6 +32,7 @@ from core.domain.chunks import (
     workspace_tenant_id,
 )
 from core.domain.entities import Entity
+from core.domain.filters import PassageFilter
 from core.domain.judging import (
     Judgment,
     QuerySet,
@@ -271,9 +272,18 @@ class ChunkStore(Protocol):
         ...
 
     async def lexical_candidates(
-        self, terms: Sequence[str], tenant_id: UUID, limit: int
+        self,
+        terms: Sequence[str],
+        tenant_id: UUID,
+        limit: int,
+        within: PassageFilter | None = None,
     ) -> LexicalCandidates:
-        """Whole-corpus statistics and up to ``limit`` candidates, see DESIGN.md."""
+        """Whole-corpus statistics and up to ``limit`` candidates, see DESIGN.md.
+
+        ``within`` (``core.domain.filters``) restricts which passages may be candidates,
+        before the limit; the statistics stay the whole workspace's, and the matching
+        passages it excluded are counted apart (``filtered_out``). An empty filter is none.
+        """
         ...
 
     async def list_sources(self, tenant_id: UUID) -> list[SourceSummary]:

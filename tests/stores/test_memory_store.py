@@ -15,10 +15,11 @@ from core.domain.tokenize import tokenize
 from core.stores.memory import InMemoryChunkStore
 from core.stores.port import ChunkStore
 from tests.stores.compliance import ChunkStoreCompliance, make_chunk
+from tests.stores.compliance_filters import FilterCompliance
 from tests.stores.compliance_judging import JudgingCompliance
 
 
-class TestInMemoryChunkStore(ChunkStoreCompliance, JudgingCompliance):
+class TestInMemoryChunkStore(ChunkStoreCompliance, JudgingCompliance, FilterCompliance):
     @pytest.fixture
     async def store(self) -> AsyncIterator[ChunkStore]:
         yield InMemoryChunkStore()

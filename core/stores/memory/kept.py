@@ -20,7 +20,7 @@ write, merge and read of a row rewritten for what the untracked tuple already gi
 from __future__ import annotations
 
 import pickle
-from typing import Final
+from typing import Any, Final, cast
 from uuid import UUID
 
 from core.domain.chunks import StoredChunk
@@ -32,6 +32,7 @@ Kept = tuple[str, str, int, int, int, tuple[UUID, ...], bytes | None, str]
 SOURCE_ID: Final = 0
 TEXT: Final = 1
 ENTITY_IDS: Final = 5
+METADATA: Final = 6
 ID: Final = 7
 
 
@@ -47,6 +48,12 @@ def kept_passage(chunk: StoredChunk) -> Kept:
         pickle.dumps(chunk.metadata, pickle.HIGHEST_PROTOCOL) if chunk.metadata else None,
         chunk.id,
     )
+
+
+def kept_metadata(kept: Kept) -> dict[str, Any]:
+    """The passage's metadata (a copy: unpickled)."""
+    metadata = kept[METADATA]
+    return {} if metadata is None else cast(dict[str, Any], pickle.loads(metadata))
 
 
 def passage_copy(kept: Kept, tenant_id: UUID) -> StoredChunk:

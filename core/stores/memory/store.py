@@ -52,6 +52,7 @@ from core.checkpoint import checkpoint, giving_way, stepped, turn_due
 from core.domain.bm25 import CorpusStats
 from core.domain.chunks import StoredChunk
 from core.domain.entities import Entity
+from core.domain.filters import PassageFilter
 from core.domain.names import name_key
 from core.domain.postings import Posting
 from core.domain.ranking import LexicalCandidates
@@ -68,7 +69,7 @@ from core.stores.memory.kept import (
     kept_passage,
     passage_copy,
 )
-from core.stores.memory.reads import read_view
+from core.stores.memory.reads import admitted_rows, read_view
 from core.stores.memory.workspaces import InMemoryWorkspaces
 from core.stores.memory.writer import TEXT_PIECE_CHARS, TEXT_STEP_CHARS, SegmentWriter
 from core.stores.port import (
@@ -412,7 +413,11 @@ class InMemoryChunkStore(InMemoryJudging, InMemoryWorkspaces):
         return sorted(chunks, key=lambda chunk: (chunk.source_id, chunk.chunk_index, chunk.id))
 
     async def lexical_candidates(
-        self, terms: Sequence[str], tenant_id: UUID, limit: int
+        self,
+        terms: Sequence[str],
+        tenant_id: UUID,
+        limit: int,
+        within: PassageFilter | None = None,
     ) -> LexicalCandidates:
         if limit < 0:
             raise ValueError(f"limit must be >= 0, got {limit}")
@@ -422,6 +427,11 @@ class InMemoryChunkStore(InMemoryJudging, InMemoryWorkspaces):
         with self._lock:
             tenant = self._peek(tenant_id)
             image = tenant.image
+            mentioned = (
+                [i for e in within.entities for i in tenant.mentions.get(e, ())]
+                if within is not None and within.entities
+                else None
+            )
         # The image never changes: the rest reads it (its view) without the lock.
         view = await read_view(image)
         postings: list[Posting] = []
@@ -440,7 +450,10 @@ class InMemoryChunkStore(InMemoryJudging, InMemoryWorkspaces):
         def lookup(rows: Ints) -> list[StoredChunk]:
             return [passage_copy(chunks[row], tenant_id) for row in view.image_rows[rows].tolist()]
 
-        return await stepped(view.candidate_steps(stats, wanted, postings, limit, lookup))
+        admitted = None
+        if within is not None and not within.empty:
+            admitted = await admitted_rows(image, view, within, mentioned)
+        return await stepped(view.candidate_steps(stats, wanted, postings, limit, lookup, admitted))
 
     async def list_sources(self, tenant_id: UUID) -> list[SourceSummary]:
         with self._lock:

@@ -22,6 +22,7 @@ import numpy.typing as npt
 
 from core.checkpoint import checkpoint, stepped
 from core.domain.bm25 import CorpusStats
+from core.domain.filters import PassageFilter
 from core.domain.postings import postings_candidate_steps
 from core.domain.ranking import LexicalCandidates, candidate_score_steps, top_rows
 from core.domain.steps import Steps, finish
@@ -439,9 +440,12 @@ async def read_candidates(
     wanted: list[str],
     askable: list[str],
     limit: int,
+    within: PassageFilter | None = None,
 ) -> LexicalCandidates:
     """The candidate columns of ``wanted`` (``askable`` are those a store can hold), read in
-    one REPEATABLE READ snapshot; ``images`` is the store's cache, refreshed when stale."""
+    one REPEATABLE READ snapshot; ``images`` is the store's cache, refreshed when stale.
+    ``within``: only the ordinals its statement selects (``admitted_ordinals``, same snapshot)
+    may be candidates."""
     async with conn.transaction(isolation="repeatable_read", readonly=True):
         totals = await conn.fetchrow(
             "SELECT passages, tokens, next_ordinal, generation FROM tenant_counters "
@@ -470,6 +474,9 @@ async def read_candidates(
         )
         if image is None:
             return LexicalCandidates(stats=stats, terms=tuple(wanted))
+        admitted = None
+        if within is not None:
+            admitted = await admitted_ordinals(conn, tenant_id, within, len(image.lengths))
         texts = Texts(side, tenant_id)
         await checkpoint()
         postings = await stepped(live_posting_steps(wanted, blocks, image.id_rank))
@@ -483,6 +490,7 @@ async def read_candidates(
                 limit,
                 texts.rows(image.ids),
                 image.id_rank,
+                admitted=admitted,
             )
         )
         shown = await _likely_shown(terms, columns)
@@ -495,3 +503,54 @@ async def read_candidates(
             texts.held = await side.snapshots.hold(conn)
             columns = columns.model_copy(update={"ahead": texts.ahead(columns)})
         return columns
+
+
+def filter_sql(within: PassageFilter, first: int) -> tuple[str, list[object]]:
+    """The WHERE conditions of ``within`` over ``passages`` (parameters numbered from
+    ``first``) and their arguments: the rule of ``PassageFilter.admits`` in SQL (an integer
+    as JSON writes it: digits only, so a float's text never matches, as in Python)."""
+    conditions: list[str] = []
+    arguments: list[object] = []
+
+    def argument(value: object) -> str:
+        arguments.append(value)
+        return f"${first + len(arguments) - 1}"
+
+    if within.sources:
+        conditions.append(f"source_id = ANY({argument(list(within.sources))}::text[])")
+    if within.entities:
+        conditions.append(f"entity_ids && {argument(list(within.entities))}::uuid[]")
+    for match in within.metadata:
+        field, values = argument(match.field), argument(list(match.values))
+        conditions.append(
+            f"(CASE jsonb_typeof(metadata -> {field}::text) "  # noqa: S608 (numbered parameters)
+            f"WHEN 'array' THEN EXISTS (SELECT 1 FROM jsonb_array_elements(metadata -> "
+            f"{field}::text) e WHERE {_SCALAR_TEXT.format(v='e')} = ANY({values}::text[])) "
+            f"ELSE {_SCALAR_TEXT.format(v=f'(metadata -> {field}::text)')} = ANY({values}::text[]) "
+            "END)"
+        )
+    return " AND ".join(conditions) or "true", arguments
+
+
+#: A jsonb scalar's text as a filter compares it (``filters.metadata_text``); NULL otherwise.
+_SCALAR_TEXT = (
+    "(CASE WHEN jsonb_typeof({v}) IN ('string', 'boolean') THEN {v} #>> '{{}}' "
+    "WHEN jsonb_typeof({v}) = 'number' AND ({v} #>> '{{}}') ~ '^-?[0-9]+$' THEN {v} #>> '{{}}' "
+    "END)"
+)
+
+
+async def admitted_ordinals(
+    conn: asyncpg.Connection, tenant_id: UUID, within: PassageFilter, size: int
+) -> npt.NDArray[np.int64]:
+    """The ordinals (ascending, each < ``size``: the image's) of the passages ``within``
+    admits, in ``conn``'s snapshot: one statement, by the entity index when entities are
+    named, else by the tenant's rows."""
+    where, arguments = filter_sql(within, 2)
+    rows = await conn.fetch(
+        f"SELECT ordinal FROM passages WHERE tenant_id = $1 AND {where} ORDER BY ordinal",  # noqa: S608
+        tenant_id,
+        *arguments,
+    )
+    ordinals = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+    return ordinals[ordinals < size]

@@ -14,6 +14,7 @@ import asyncpg
 from core.domain.bm25 import CorpusStats
 from core.domain.chunks import StoredChunk
 from core.domain.entities import Entity
+from core.domain.filters import PassageFilter
 from core.domain.ranking import LexicalCandidates
 from core.domain.tokenize import DEFAULT_PROFILE, Profile
 from core.settings import DEFAULT_IMAGE_CACHE_PASSAGES
@@ -409,7 +410,11 @@ class PostgresChunkStore(PostgresJudging):
         return await self._run(read)
 
     async def lexical_candidates(
-        self, terms: Sequence[str], tenant_id: UUID, limit: int
+        self,
+        terms: Sequence[str],
+        tenant_id: UUID,
+        limit: int,
+        within: PassageFilter | None = None,
     ) -> LexicalCandidates:
         _check_limit(limit)
         wanted = distinct_terms(terms)
@@ -420,8 +425,9 @@ class PostgresChunkStore(PostgresJudging):
 
         async def read(conn: asyncpg.Connection) -> LexicalCandidates:
             return await read_candidates(
-                conn, self._images, self._side, tenant_id, terms, wanted, askable, limit
-            )
+                conn, self._images, self._side, tenant_id, terms, wanted, askable, limit,
+                None if within is None or within.empty else within,
+            )  # fmt: skip
 
         return await self._run(read)
 
