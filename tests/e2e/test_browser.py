@@ -229,11 +229,7 @@ def test_a_newcomer_loads_the_sample_searches_and_reads_an_explanation(
     page.get_by_text("why this score").first.click()
     expect(page.get_by_text("aeroelastic: 4.44", exact=False).first).to_be_visible()
     expect(page.get_by_text("divided by 2.2", exact=False).first).to_be_visible()
-    shot(page, "search")
-    if os.environ.get("LEXPLAIN_UPDATE_SCREENSHOT"):
-        # The README's picture; only on request, so a test run never dirties the tree.
-        (ROOT / "docs").mkdir(exist_ok=True)
-        page.screenshot(path=str(ROOT / "docs" / "screenshot.png"))
+    shot(page, "search")  # the README's picture is scripts/screenshot.py's, on the embedded store
 
 
 def test_a_shared_link_reproduces_the_view(server: str, page: Page) -> None:
