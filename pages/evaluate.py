@@ -42,7 +42,14 @@ from core.service import (
     RunSpec,
     compare_runs,
 )
-from pages.common import EVALUATE_JUDGMENTS_KEY, ndcg_histogram, offer_sample, screen, workspace
+from pages.common import (
+    EVALUATE_JUDGMENTS_KEY,
+    WORKSPACE_PARAM,
+    ndcg_histogram,
+    offer_sample,
+    screen,
+    workspace,
+)
 
 #: Session key of the chosen judgments: (label, queries bytes, qrels bytes).
 JUDGMENTS_KEY = EVALUATE_JUDGMENTS_KEY
@@ -325,6 +332,18 @@ def render_result(result: EvaluationComparison, passages: bool = False) -> None:
 
 service = screen()
 st.title("Evaluate")
+# First line: how this screen differs from Runs, the other one that evaluates.
+st.caption(
+    "Judgment files (BEIR, TREC) or this workspace's grades, with one or two limits, rankers "
+    "or workspaces side by side; nothing is saved. **Runs** evaluates this workspace's grades "
+    "and saves runs, to compare them later with significance tests."
+)
+st.page_link(
+    "pages/runs.py",
+    label="Runs: save and compare runs of this workspace's grades",
+    icon=":material/leaderboard:",
+    query_params={WORKSPACE_PARAM: workspace()},
+)
 st.markdown(
     "Judged quality of the ranking at one or two candidate **limits**: nDCG, Recall and MRR "
     "at k, per query and on average, with **Judged@k** (the share of the top k that has a "

@@ -23,7 +23,7 @@ from core.service import (
     RankerKind,
     RunSpec,
 )
-from pages.common import offer_sample, screen, workspace
+from pages.common import WORKSPACE_PARAM, offer_sample, screen, workspace
 
 #: Session key of the last evaluation: (set, by_document, ranker, runs).
 LAST_KEY = "runs_last"
@@ -40,6 +40,18 @@ COLUMNS = {
 service = screen()
 ws = workspace()
 st.title("Runs")
+# First line: how this screen differs from Evaluate, the other one that evaluates.
+st.caption(
+    "This workspace's grades (made on **Judge**), one run at a time; a saved run keeps the "
+    "grades as they stood, and saved runs are compared with significance tests. **Evaluate** "
+    "scores judgment files (BEIR, TREC), or two limits or rankers side by side, and saves nothing."
+)
+st.page_link(
+    "pages/evaluate.py",
+    label="Evaluate: judgment files, or two limits side by side",
+    icon=":material/fact_check:",
+    query_params={WORKSPACE_PARAM: ws},
+)
 if service.is_empty(workspace=ws):
     offer_sample(service)
     st.stop()

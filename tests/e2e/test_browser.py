@@ -50,6 +50,17 @@ QUERY = (
     "what similarity laws must be obeyed when constructing aeroelastic models of heated "
     "high speed aircraft ."
 )
+#: The sidebar's sections in order: each entry's visible name and its URL path (app.py).
+NAVIGATION = {
+    "Explore": [
+        ("Search", ""),
+        ("Truncation", "truncation"),
+        ("Compare rankings", "compare"),
+        ("Entities", "entities"),
+    ],
+    "Data": [("Upload", "upload"), ("Corpus", "corpus")],
+    "Judge and measure": [("Judge", "judge"), ("Runs", "runs"), ("Evaluate", "evaluate")],
+}
 
 
 def free_port() -> int:
@@ -218,11 +229,7 @@ def test_a_newcomer_loads_the_sample_searches_and_reads_an_explanation(
     page.get_by_text("why this score").first.click()
     expect(page.get_by_text("aeroelastic: 4.44", exact=False).first).to_be_visible()
     expect(page.get_by_text("divided by 2.2", exact=False).first).to_be_visible()
-    shot(page, "search")
-    if os.environ.get("LEXPLAIN_UPDATE_SCREENSHOT"):
-        # The README's picture; only on request, so a test run never dirties the tree.
-        (ROOT / "docs").mkdir(exist_ok=True)
-        page.screenshot(path=str(ROOT / "docs" / "screenshot.png"))
+    shot(page, "search")  # the README's picture is scripts/screenshot.py's, on the embedded store
 
 
 def test_a_shared_link_reproduces_the_view(server: str, page: Page) -> None:
@@ -345,12 +352,27 @@ def test_screens_with_tables_are_saved_at_1280_px_for_a_look(server: str, page: 
 
 
 def test_every_page_renders_and_is_saved_as_an_artifact(server: str, page: Page) -> None:
-    for path, heading in (("entities", "Entities"), ("corpus", "Corpus")):
-        page.goto(f"{server}/{path}?ws=e2e")
-        expect(page.get_by_role("heading", name=heading)).to_be_visible()
-        settle(page)
-        shot(page, path)
-    expect(page.locator(".js-plotly-plot")).to_have_count(1)
+    """Each sidebar section's entries, clicked by their visible names, open their own screen
+    at its own URL path (the paths links and tests use)."""
+    page.goto(f"{server}/?ws=e2e")
+    settle(page)
+    nav = page.get_by_test_id("stSidebarNav")
+    headers = nav.get_by_test_id("stNavSectionHeader")
+    # An entry's text is its icon's ligature, then its name: read the name alone.
+    expect(headers.get_by_test_id("stMarkdownContainer")).to_have_text(list(NAVIGATION))
+    for section, entries in NAVIGATION.items():
+        box = headers.filter(has=page.get_by_text(section, exact=True)).locator("xpath=..")
+        links = box.get_by_test_id("stSidebarNavLink").get_by_test_id("stMarkdownContainer")
+        expect(links).to_have_text([name for name, _ in entries])
+        for name, path in entries:
+            box.get_by_role("link", name=name, exact=True).click()
+            settle(page)
+            expect(page.get_by_role("heading", name=name, exact=True)).to_have_count(1)
+            assert page.url.split("?")[0] == f"{server}/{path}", (name, page.url)
+            assert "ws=e2e" in page.url
+            if name == "Corpus":  # the length histogram
+                expect(page.locator(".js-plotly-plot")).to_have_count(1)
+            shot(page, path or "search-page")
     page.goto(f"{server}/entities?ws=e2e-xss")
     settle(page)
     expect(page.locator(".lx-passage mark")).to_have_text(["Ada Lovelace"])

@@ -640,6 +640,29 @@ def test_every_page_runs_from_the_entry_point(cranfield: str, page: str, title: 
     assert at.title[0].value == title
 
 
+@pytest.mark.parametrize(
+    ("page", "title", "other", "other_name"),
+    [
+        ("pages/evaluate.py", "Evaluate", "runs", "**Runs**"),
+        ("pages/runs.py", "Runs", "evaluate", "**Evaluate**"),
+    ],
+)
+def test_each_evaluation_screen_first_says_what_the_other_is_for_and_links_to_it(
+    page: str, title: str, other: str, other_name: str
+) -> None:
+    ws = fresh()
+    at = app(ws)
+    at.switch_page(page).run()
+    no_exception(at)
+    kinds = [(node.type, node) for node in at.main if node.type != "main"]
+    assert [kind for kind, _ in kinds[:3]] == ["title", "caption", "page_link"]
+    assert kinds[0][1].value == title
+    assert other_name in kinds[1][1].value
+    link = kinds[2][1].proto
+    assert link.page == other
+    assert dict(parse_qsl(link.query_string)) == {"ws": ws}
+
+
 def test_pages_compute_no_numbers() -> None:
     """Pages format what core computed: no maths module, no formula module, in any page."""
     import ast
