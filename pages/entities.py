@@ -19,6 +19,7 @@ from core.service import (
     PASSAGE_MARK,
 )
 from pages.common import WORKSPACE_PARAM, offer_sample, screen, workspace
+from pages.narrowing import entity_search_params
 
 #: The query parameters of a search for an entity: core's default k and limit.
 SEARCH_PARAMS = {"k": str(DEFAULT_K), "limit": str(DEFAULT_LIMIT)}
@@ -97,10 +98,18 @@ chosen_id = st.selectbox(
     ),
 )
 chosen = by_id[chosen_id].entity
-if st.button(f"Search for “{chosen.name}”", key="search_entity"):
+left, right = st.columns(2)
+if left.button(f"Search for “{chosen.name}”", key="search_entity"):
     st.switch_page(
         "pages/search.py", query_params={"q": chosen.name, **SEARCH_PARAMS, WORKSPACE_PARAM: ws}
     )
+right.page_link(
+    "pages/search.py",
+    label=f"Search within its {count(by_id[chosen_id].passages, 'passage')}",
+    icon=":material/filter_alt:",
+    # No "q": Search keeps the query the analyst last typed, now narrowed to these passages.
+    query_params={WORKSPACE_PARAM: ws, **entity_search_params(chosen.entity_id)},
+)
 for passage in service.entity_passages(chosen.entity_id, workspace=ws):
     chunk = passage.chunk
     spans = [Span(start=m.start, end=m.end, label=chosen.name) for m in passage.mentions]

@@ -54,6 +54,7 @@ from pages.common import (
     workspace,
     write_query_params,
 )
+from pages.narrowing import narrowing
 
 #: What the limit means, next to its input.
 LIMIT_HELP = (
@@ -412,12 +413,13 @@ limit = int(
     )
 )
 write_url(query, k, limit)
+within = narrowing(service, workspace())
 
 if query and not query.strip():
     st.info("The query is only spaces: type words to search for.")
 elif query.strip():
     try:
-        result = service.search(query, k, limit, workspace=workspace())
+        result = service.search(query, k, limit, workspace=workspace(), within=within)
     except ValueError as exc:  # a bound of core.service.bounds, in its own words
         st.error(f"Not searched: {exc}.")
         st.stop()
@@ -430,12 +432,23 @@ elif query.strip():
         f"**Corpus:** N = {result.n_docs:,} passages, avgdl = {result.avg_doc_length:.2f} tokens"
     )
     if result.terms:
+        matching = "matching passages" if result.within is None else "matching passages admitted"
+        excluded = (
+            ""
+            if result.within is None
+            else f" &nbsp;·&nbsp; {result.filtered_out:,} excluded by the filter"
+        )
         corpus_line += (
-            f" &nbsp;·&nbsp; **{len(result.passages)} of {result.matching_passages:,} matching "
-            f"passages shown** &nbsp;·&nbsp; {result.cut_by_limit:,} cut by the limit "
+            f" &nbsp;·&nbsp; **{len(result.passages)} of {result.matching_passages:,} {matching} "
+            f"shown**{excluded} &nbsp;·&nbsp; {result.cut_by_limit:,} cut by the limit "
             f"({count(result.candidates_returned, 'candidate')} scored)"
         )
     st.markdown(corpus_line)
+    if result.within is not None:
+        st.caption(
+            f"Narrowed to {escape_text(result.within.describe())}. IDF and avgdl are the whole "
+            "workspace's (N above): the filter only decides which passages may be candidates."
+        )
     if result.empty_reason == "no terms left after stopwords":
         st.warning(
             "No results: no terms left after stopwords (every word of the query is a "

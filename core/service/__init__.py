@@ -38,6 +38,7 @@ from core.analysis.rankers import KIND_LABELS, MAX_K1, Ranker, RankerKind, RankM
 from core.domain.bm25 import ScoreExplanation
 from core.domain.chunks import ChunkingOptions
 from core.domain.entities import EXTRACTOR_LIMITS
+from core.domain.filters import MetadataMatch, PassageFilter
 from core.domain.judging import GRADE_NAMES
 from core.domain.tokenize import DEFAULT_PROFILE, Profile
 from core.service.access import (
@@ -158,9 +159,11 @@ __all__ = [
     "LimitedEntry",
     "LinkedWorkspace",
     "Mention",
+    "MetadataMatch",
     "NoAccess",
     "NotOwner",
     "ParityReport",
+    "PassageFilter",
     "PassageView",
     "PoolRanker",
     "PoolSpec",

@@ -65,6 +65,7 @@ class NoAccess(LookupError):
 EmptyReason = Literal[
     "no terms left after stopwords",
     "no passage contains any term",
+    "the filter excludes every passage that contains a term",
     "every match cut by the limit",
 ]
 
@@ -131,10 +132,14 @@ def lookalike(name: str, tenant_id: UUID, known: Iterable[Workspace]) -> Workspa
     return next((w for w in known if w.tenant_id != tenant_id and name_key(w.name) == key), None)
 
 
-def empty_reason(terms: Sequence[str], matching: int, shown: int) -> EmptyReason | None:
+def empty_reason(
+    terms: Sequence[str], matching: int, shown: int, filtered_out: int = 0
+) -> EmptyReason | None:
     """Nothing silently disappears: the first reason a result list is empty."""
     if not terms:
         return "no terms left after stopwords"
+    if matching == 0 and filtered_out:
+        return "the filter excludes every passage that contains a term"
     if matching == 0:
         return "no passage contains any term"
     if shown == 0:

@@ -17,6 +17,7 @@ from core.checkpoint import checkpoint, stepped
 from core.domain.bm25 import ScoreExplanation, explain_score
 from core.domain.chunks import StoredChunk
 from core.domain.entities import Entity
+from core.domain.filters import PassageFilter
 from core.domain.ranking import rank_steps
 from core.domain.tokenize import Profile, tokenize
 from core.service.common import (
@@ -69,6 +70,11 @@ class SearchResult(QueryView):
     #: Matching passages the limit cut before scoring.
     cut_by_limit: int
     passages: list[RankedPassage]
+    #: The filter the candidates were restricted to (None: the whole workspace).
+    within: PassageFilter | None = None
+    #: Passages containing a query term that the filter excluded (before the limit; 0
+    #: without a filter). ``matching_passages`` counts only those it admits.
+    filtered_out: int = 0
 
     def to_json(self) -> str:
         """The result list with every explanation, as JSON."""
@@ -127,30 +133,53 @@ class SearchResult(QueryView):
 class SearchActions(StoreRunner):
     """The Search screen's actions."""
 
-    def search(self, query: str, k: int = 10, limit: int = 1000, *, workspace: str) -> SearchResult:
-        """Rank the workspace's passages for ``query``; says why when nothing is found."""
-        check_k_limit(k, limit)
-        return self._call_query(query, self._search(query, k, limit, workspace))
+    def search(
+        self,
+        query: str,
+        k: int = 10,
+        limit: int = 1000,
+        *,
+        workspace: str,
+        within: PassageFilter | None = None,
+    ) -> SearchResult:
+        """Rank the workspace's passages for ``query``; says why when nothing is found.
 
-    async def _search(self, query: str, k: int, limit: int, workspace: str) -> SearchResult:
+        ``within`` narrows the candidates to sources, entities or metadata values before the
+        limit (``core.domain.filters``); the statistics stay the whole workspace's.
+        """
+        check_k_limit(k, limit)
+        if within is not None and within.empty:
+            within = None
+        return self._call_query(query, self._search(query, k, limit, workspace, within))
+
+    async def _search(
+        self, query: str, k: int, limit: int, workspace: str, within: PassageFilter | None
+    ) -> SearchResult:
         tenant = await tenant_of(self._store, workspace)
         profile = await workspace_profile(self._store, workspace)
-        key = ("search", tenant, profile, await self._store.generation(tenant), query, k, limit)
+        generation = await self._store.generation(tenant)
+        key = ("search", tenant, profile, generation, query, k, limit, within)
         cached = self._results.get(key)
         if isinstance(cached, SearchResult):
             return cached
-        result = await self._ranked(query, k, limit, workspace, profile)
+        result = await self._ranked(query, k, limit, workspace, profile, within)
         self._results.put(key, result)
         return result
 
     async def _ranked(
-        self, query: str, k: int, limit: int, workspace: str, profile: Profile
+        self,
+        query: str,
+        k: int,
+        limit: int,
+        workspace: str,
+        profile: Profile,
+        within: PassageFilter | None = None,
     ) -> SearchResult:
         tenant = await tenant_of(self._store, workspace)
         view = query_view(query, k, limit, workspace, profile)
         terms = view["terms"]
         # One read, one snapshot: the store counts what matched and hands over ``limit``.
-        handed = await bounded_candidates(self._store, terms, tenant, limit)
+        handed = await bounded_candidates(self._store, terms, tenant, limit, within)
         matching = handed.matching
         await checkpoint()
         ranked = await stepped(rank_steps(terms, handed, k))
@@ -175,7 +204,7 @@ class SearchActions(StoreRunner):
             n_docs, avg_doc_length = summary.passages, summary.avg_doc_length
         return SearchResult(
             **view,
-            empty_reason=empty_reason(terms, matching, len(passages)),
+            empty_reason=empty_reason(terms, matching, len(passages), handed.filtered_out),
             n_docs=n_docs,
             avg_doc_length=avg_doc_length,
             doc_frequencies=dict(stats.doc_frequencies),
@@ -183,6 +212,8 @@ class SearchActions(StoreRunner):
             candidates_returned=len(handed),
             cut_by_limit=handed.cut_by_limit,
             passages=passages,
+            within=within,
+            filtered_out=handed.filtered_out,
         )
 
     def explain(self, query: str, chunk_id: str, *, workspace: str) -> ScoreExplanation:

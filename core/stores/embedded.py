@@ -202,7 +202,7 @@ def check_data_dir(data_dir: Path, *, min_free_bytes: int = MIN_FREE_BYTES) -> N
         raise EmbeddedServerError(
             f"The data in {pgdata} was written by PostgreSQL {major}; the embedded server is "
             f"PostgreSQL {PG_MAJOR}. Nothing was changed. Dump it with that version's pg_dump "
-            "and restore it here (README: backup), or run a PostgreSQL "
+            "and restore it here (docs/data-and-backups.md), or run a PostgreSQL "
             f"{major} server on that folder and point LEXPLAIN_DATABASE_URL at it."
         )
     if major is None and pgdata.is_dir() and any(pgdata.iterdir()):

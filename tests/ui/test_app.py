@@ -482,7 +482,7 @@ def test_each_passage_of_an_entity_links_to_why_not_on_search() -> None:
     ).run()
     at.button(key="index_files").click().run()
     at.switch_page("pages/entities.py").run()
-    [link] = at.get("page_link")
+    [link] = [link for link in at.get("page_link") if "why=" in link.proto.query_string]
     params = dict(parse_qsl(link.proto.query_string))
     named = params["why"]
     # The link names the passage as the screens do (source and number), not by a 64-hex id.
@@ -685,3 +685,48 @@ def test_pages_compute_no_numbers() -> None:
             else:
                 continue
             assert not names & forbidden, f"{path.name} imports {sorted(names & forbidden)}"
+
+
+def test_a_search_narrowed_to_one_source_counts_what_the_filter_removed_apart_from_the_cut(
+    cranfield: str,
+) -> None:
+    whole = get_service().search(QUERY, 10, 1000, workspace=cranfield)
+    at = app(cranfield, q=QUERY, k="10", limit="1000")
+    at.query_params["src"] = ["184"]
+    at.run()
+    no_exception(at)
+    assert at.multiselect(key="narrow_src").value == ["184"]
+    assert [h[2] for h in headers(at)] == ["184"]
+    ledger = next(v for v in markdown(at) if v.startswith("**Corpus:**"))
+    # The statistics are the whole workspace's; only the candidates are narrowed.
+    assert f"N = {whole.n_docs:,} passages" in ledger
+    assert "1 of 1 matching passages admitted shown" in ledger
+    assert f"{whole.matching_passages - 1:,} excluded by the filter" in ledger
+    assert "0 cut by the limit" in ledger
+    assert any("IDF and avgdl are the whole workspace's" in c.value for c in at.caption)
+    # The passage scores exactly as it does unfiltered.
+    unfiltered = next(p for p in whole.passages if p.chunk.source_id == "184")
+    assert headers(at)[0][1] == f"{unfiltered.score:.2f}"
+
+
+def test_from_an_entity_one_click_searches_within_its_passages() -> None:
+    ws = fresh()
+    at = app(ws)
+    at.switch_page("pages/upload.py").run()
+    at.file_uploader[0].set_value(
+        [
+            ("a.txt", b"NASA tested the wing flutter.", "text/plain"),
+            ("b.txt", b"The wing flutter report was short.", "text/plain"),
+        ]
+    ).run()
+    at.button(key="index_files").click().run()
+    at.switch_page("pages/entities.py").run()
+    [within] = [link for link in at.get("page_link") if "ent=" in link.proto.query_string]
+    params = dict(parse_qsl(within.proto.query_string))
+    assert "q" not in params  # the analyst's own query is kept
+    follow = app(ws, q="wing flutter", **params)
+    follow.switch_page("pages/search.py").run()
+    no_exception(follow)
+    assert [h[2] for h in headers(follow)] == ["a.txt"]
+    ledger = next(v for v in markdown(follow) if v.startswith("**Corpus:**"))
+    assert "1 excluded by the filter" in ledger
