@@ -13,12 +13,16 @@ from __future__ import annotations
 import asyncio
 import gc
 import io
+import json
 import os
 import subprocess
 import sys
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from uuid import UUID
 
+import asyncpg
 import pytest
 
 from core.cli import load_into, main
@@ -26,6 +30,7 @@ from core.domain.chunks import ChunkingOptions, workspace_tenant_id
 from core.domain.entities import RuleBasedExtractor, load_entity_list
 from core.domain.ranking import rank_chunks
 from core.domain.tokenize import tokenize
+from core.service import LexplainService, RunSpec
 from core.settings import Settings
 from core.stores import embedded
 from core.stores.memory import InMemoryChunkStore
@@ -451,3 +456,232 @@ def test_an_embedded_server_a_load_starts_runs_at_the_priority_the_app_needs(
     assert done.returncode == 0, done.stdout + done.stderr
     (line,) = [row for row in done.stdout.splitlines() if row.startswith("server niceness")]
     assert int(line.split()[-1]) == os.nice(0), "the server started at the load's priority"
+
+
+# --- search and evaluate: the screens' numbers in a terminal ------------------------------
+
+#: The workspace the sample is loaded into, once for these tests, through the facade.
+SAMPLE = "cran"
+#: A query whose 132 matching passages a limit of 50 cuts, with terms each passage lacks.
+QUERY = "similarity laws for aeroelastic models"
+
+
+def table_rows(out: str) -> list[list[str]]:
+    """The cells of every table row printed (rich's body rows start with "│")."""
+    rows = [[c.strip() for c in line.split("│")[1:-1]] for line in out.splitlines()]
+    return [cells for cells in rows if cells and cells[0]]  # not a folded row's second line
+
+
+@pytest.fixture(scope="module")
+def sample_schema(database_url: str) -> Iterator[str]:
+    """A schema of its own (``pg_store`` empties its module's) holding the sample in ``SAMPLE``."""
+    schema = f"t_{uuid.uuid4().hex}"
+    service = LexplainService.from_settings(
+        Settings(database_url=database_url, database_schema=schema)
+    )
+    try:
+        service.load_sample(workspace=SAMPLE)
+    finally:
+        service.close()
+    yield schema
+
+    async def drop() -> None:
+        conn = await asyncpg.connect(database_url)
+        try:
+            await conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+        finally:
+            await conn.close()
+
+    asyncio.run(drop())
+
+
+@pytest.fixture
+def facade(
+    no_default_database: Path,
+    database_url: str,
+    sample_schema: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> Iterator[LexplainService]:
+    """The command line's store named by the environment, as the app's is, and the facade on it."""
+    monkeypatch.setenv("LEXPLAIN_DATABASE_URL", database_url)
+    monkeypatch.setenv("LEXPLAIN_DATABASE_SCHEMA", sample_schema)
+    service = LexplainService.from_settings()
+    yield service
+    service.close()
+
+
+@pytest.mark.postgres
+def test_search_json_holds_every_number_of_the_facades_result_in_elasticsearchs_explain_shape(
+    facade: LexplainService,
+) -> None:
+    status, out = run(
+        "search", QUERY, "--workspace", SAMPLE, "--k", "5", "--limit", "50", "--explain", "--json"
+    )
+    assert status == 0, out
+    expected = facade.search(QUERY, 5, 50, workspace=SAMPLE)
+    assert expected.cut_by_limit > 0 and len(expected.passages) == 5
+    lacking = [p for p in expected.passages if p.explanation.unmatched]
+    assert lacking, "every passage holds every term: the rows of a term it lacks go untested"
+    head, *passages = [json.loads(line) for line in out.splitlines()]
+    assert head == {
+        "kind": "query",
+        "workspace": SAMPLE,
+        "query": QUERY,
+        "k": 5,
+        "limit": 50,
+        "profile": expected.profile.value,
+        "terms": expected.terms,
+        "stopwords_dropped": expected.stopwords_dropped,
+        "n_docs": expected.n_docs,
+        "avg_doc_length": expected.avg_doc_length,
+        "doc_frequencies": expected.doc_frequencies,
+        "matching_passages": expected.matching_passages,
+        "candidates_returned": expected.candidates_returned,
+        "cut_by_limit": expected.cut_by_limit,
+        "shown": 5,
+        "empty_reason": None,
+    }
+    for line, passage in zip(passages, expected.passages, strict=True):
+        assert line["kind"] == "passage"
+        assert (line["rank"], line["chunk_id"], line["source_id"], line["candidate_position"]) == (
+            passage.rank, passage.chunk.id, passage.chunk.source_id, passage.candidate_position
+        )  # fmt: skip
+        explanation = passage.explanation
+        score = line["score"]
+        assert score["value"] == passage.score  # a JSON float reads back as the same float
+        parts = explanation.every_term()
+        assert [node["term"] for node in score["details"]] == [p.term for p in parts]
+        for node, part in zip(score["details"], parts, strict=True):
+            assert node["value"] == part.contribution
+            idf, tf_part = node["details"]
+            assert idf["value"] == part.idf and idf["description"].startswith("idf")
+            assert [d["value"] for d in idf["details"]] == [part.df, part.n_docs]
+            assert tf_part["value"] == part.tf_part and tf_part["description"].startswith("tf")
+            assert [d["value"] for d in tf_part["details"]] == [
+                part.tf, explanation.k1, explanation.b, part.doc_length, part.avg_doc_length
+            ]  # fmt: skip
+
+
+@pytest.mark.postgres
+def test_the_search_tables_show_the_facades_numbers_each_as_its_repr(
+    facade: LexplainService,
+) -> None:
+    status, out = run("search", QUERY, "--workspace", SAMPLE, "--k", "5", "--limit", "50",
+                      "--explain")  # fmt: skip
+    assert status == 0, out
+    expected = facade.search(QUERY, 5, 50, workspace=SAMPLE)
+    assert (
+        f"corpus: N = {expected.n_docs} passages, avgdl = {expected.avg_doc_length!r} tokens · "
+        f"5 of {expected.matching_passages} matching passages shown · {expected.cut_by_limit} cut "
+        f"by the limit ({expected.candidates_returned} scored)"
+    ) in out
+    rows = table_rows(out)
+    results = [r for r in rows if len(r) == 7]
+    assert [(r[0], r[1], r[2], r[3], r[4], r[5]) for r in results] == [
+        (str(p.rank), repr(p.score), p.chunk.source_id, str(p.chunk.chunk_index + 1),
+         str(p.candidate_position), p.chunk.id)
+        for p in expected.passages
+    ]  # fmt: skip
+    explained = [r for r in rows if len(r) == 9]
+    per_passage = len(expected.distinct_terms)
+    assert len(explained) == per_passage * len(expected.passages)
+    for i, passage in enumerate(expected.passages):
+        shown = {r[0]: r[1:] for r in explained[i * per_passage : (i + 1) * per_passage]}
+        assert shown == {
+            p.term: [str(p.tf), str(p.df), str(p.n_docs), repr(p.idf), str(p.doc_length),
+                     repr(p.avg_doc_length), repr(p.tf_part), repr(p.contribution)]
+            for p in passage.explanation.every_term()
+        }  # fmt: skip
+        assert f"total = {passage.score!r} (the sum of the contribution column)" in out
+
+
+@pytest.mark.postgres
+def test_without_explain_search_shows_the_scores_alone(facade: LexplainService) -> None:
+    expected = facade.search(QUERY, 3, 1000, workspace=SAMPLE)
+    status, out = run("search", QUERY, "--workspace", SAMPLE, "--k", "3")
+    assert status == 0, out
+    assert [r[1] for r in table_rows(out)] == [repr(p.score) for p in expected.passages]
+    status, out = run("search", QUERY, "--workspace", SAMPLE, "--k", "3", "--json")
+    assert status == 0, out
+    _, *passages = [json.loads(line) for line in out.splitlines()]
+    assert [(p["score"]["value"], p["score"]["details"]) for p in passages] == [
+        (p.score, []) for p in expected.passages
+    ]
+
+
+@pytest.mark.postgres
+def test_evaluate_prints_the_means_and_per_query_figures_of_evaluate_judged(
+    facade: LexplainService,
+) -> None:
+    graded = {"similarity laws for heated wings": [3, 0, 2], "flutter of panels": [1, 0, 0, 2]}
+    texts = [*graded, "boundary layer transition nobody graded"]
+    facade.save_query_set("cli set", "\n".join(texts), "lines", workspace=SAMPLE)
+    for query, grades in graded.items():
+        top = facade.search(query, workspace=SAMPLE).passages
+        for passage, grade in zip(top, grades, strict=False):
+            facade.grade(query, passage.chunk.id, grade, workspace=SAMPLE)
+    (expected,) = facade.evaluate_judged(
+        "cli set", 10, [RunSpec(workspace=SAMPLE, limit=20)], workspace=SAMPLE
+    )
+    assert len(expected.rows) == 2 and 0 < expected.mean_ndcg < 1
+
+    status, out = run("evaluate", "--workspace", SAMPLE, "--set", "cli set", "--limit", "20",
+                      "--json")  # fmt: skip
+    assert status == 0, out
+    means, *queries = [json.loads(line) for line in out.splitlines()]
+    assert means["kind"] == "means" and (means["k"], means["limit"]) == (10, 20)
+    assert means["queries"] == 2 and means["level"] == "passage"
+    for field in ("mean_ndcg", "mean_recall", "mean_mrr", "mean_judged_share",
+                  "mean_precision", "mean_ap"):  # fmt: skip
+        assert means[field] == getattr(expected, field), field
+    assert len(queries) == len(expected.rows)
+    for line, row in zip(queries, expected.rows, strict=True):
+        assert line["kind"] == "query"
+        for field in ("query_id", "query", "judged", "ndcg", "recall", "mrr", "judged_share",
+                      "precision", "average_precision"):  # fmt: skip
+            assert line[field] == getattr(row, field), field
+        assert line["ranked"] == expected.ranked[row.query_id]
+        assert line["grades"] == expected.grades[row.query_id]
+
+    status, out = run("evaluate", "--workspace", SAMPLE, "--set", "cli set", "--limit", "20")
+    assert status == 0, out
+    rows = table_rows(out)
+    assert rows[0] == [
+        repr(expected.mean_ndcg), repr(expected.mean_recall), repr(expected.mean_mrr),
+        repr(expected.mean_judged_share),
+    ]  # fmt: skip
+    assert rows[1:] == [
+        [row.query_id, row.query, str(row.judged), repr(row.ndcg), repr(row.recall),
+         repr(row.mrr), repr(row.judged_share)]
+        for row in expected.rows
+    ]  # fmt: skip
+    assert f"Judged@10 is {expected.mean_judged_share!r}" in out
+
+
+@pytest.mark.postgres
+def test_an_unknown_workspace_or_query_set_or_a_set_nobody_graded_is_exit_status_two(
+    facade: LexplainService,
+) -> None:
+    status, out = run("search", QUERY, "--workspace", "nowhere")
+    assert status == 2 and "there is no workspace 'nowhere' (workspaces: " in out
+    status, out = run("evaluate", "--workspace", "nowhere", "--set", "any")
+    assert status == 2 and "there is no workspace 'nowhere'" in out
+    status, out = run("evaluate", "--workspace", SAMPLE, "--set", "no such set")
+    assert status == 2 and "no query set “no such set”" in out
+    facade.save_query_set("ungraded", "transonic drag rise of swept wings", "lines",
+                          workspace=SAMPLE)  # fmt: skip
+    status, out = run("evaluate", "--workspace", SAMPLE, "--set", "ungraded")
+    assert status == 2 and "has a grade yet" in out
+    status, out = run("search", QUERY, "--workspace", SAMPLE, "--k", "0", "--json")
+    assert status == 2 and "k must be at least 1" in out
+
+
+@pytest.mark.postgres
+def test_a_query_of_stopwords_only_says_why_nothing_is_listed_and_exits_zero(
+    facade: LexplainService,
+) -> None:
+    status, out = run("search", "of the", "--workspace", SAMPLE)
+    assert status == 0 and "no results: no terms left after stopwords" in out
+    status, out = run("search", "of the", "--workspace", SAMPLE, "--json")
+    (head,) = [json.loads(line) for line in out.splitlines()]
+    assert head["empty_reason"] == "no terms left after stopwords" and head["n_docs"] == 1398
