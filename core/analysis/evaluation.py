@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Container, Iterable, Mapping, Sequence
+from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -177,6 +178,36 @@ def marked_grades(ranked_ids: Sequence[str], judgments: Mapping[str, int]) -> li
     return [judgments.get(doc) for doc in ranked_ids]
 
 
+#: The per-query metrics a run (and a tuning grid) can be measured by, as the screens name them.
+METRICS: Final[dict[str, str]] = {
+    "ndcg": "nDCG@k",
+    "recall": "recall@k",
+    "precision": "P@k",
+    "mrr": "MRR",
+}
+Metric = Literal["ndcg", "recall", "precision", "mrr"]
+
+
+def metric_value(
+    metric: Metric, ranked: Sequence[str], judgments: Mapping[str, int], k: int
+) -> float:
+    """One query's ``metric`` of its ranked ids against its judgments: the one place a run's
+    per-query metric is computed (Evaluate, Runs and the tuning grid)."""
+    if metric == "ndcg":
+        return ndcg_at_k(ranked, judgments, k)
+    if metric == "recall":
+        return recall_at_k(ranked, judgments, k)
+    if metric == "precision":
+        return precision_at_k(ranked, judgments, k)
+    return mrr(list(ranked)[:k], judgments)
+
+
+def mean_of(values: Iterable[float]) -> float:
+    """The mean a run reports (0.0 for no query): one summation order everywhere."""
+    kept = list(values)
+    return sum(kept) / (len(kept) or 1)
+
+
 def evaluate_run(
     queries: Mapping[str, str],
     qrels: Mapping[str, Mapping[str, int]],
@@ -209,28 +240,31 @@ def evaluate_run_steps(
             QueryScore(
                 query_id=query_id,
                 query=queries[query_id],
-                ndcg=ndcg_at_k(ranked_documents.get(query_id, []), qrels[query_id], k),
-                recall=recall_at_k(ranked_documents.get(query_id, []), qrels[query_id], k),
-                mrr=mrr(list(ranked_documents.get(query_id, []))[:k], qrels[query_id]),
+                ndcg=metric_value("ndcg", ranked_documents.get(query_id, []), qrels[query_id], k),
+                recall=metric_value(
+                    "recall", ranked_documents.get(query_id, []), qrels[query_id], k
+                ),
+                mrr=metric_value("mrr", ranked_documents.get(query_id, []), qrels[query_id], k),
                 judged=sum(1 for grade in qrels[query_id].values() if grade > 0),
-                precision=precision_at_k(ranked_documents.get(query_id, []), qrels[query_id], k),
+                precision=metric_value(
+                    "precision", ranked_documents.get(query_id, []), qrels[query_id], k
+                ),
                 average_precision=average_precision(
                     list(ranked_documents.get(query_id, []))[:k], qrels[query_id]
                 ),
                 judged_share=judged_at_k(ranked_documents.get(query_id, []), qrels[query_id], k),
             )
         )
-    count = len(rows) or 1
     return EvaluationRun(
         k=k,
         limit=limit,
         rows=rows,
-        mean_ndcg=sum(r.ndcg for r in rows) / count,
-        mean_recall=sum(r.recall for r in rows) / count,
-        mean_mrr=sum(r.mrr for r in rows) / count,
-        mean_precision=sum(r.precision for r in rows) / count,
-        mean_ap=sum(r.average_precision for r in rows) / count,
-        mean_judged_share=sum(r.judged_share for r in rows) / count,
+        mean_ndcg=mean_of(r.ndcg for r in rows),
+        mean_recall=mean_of(r.recall for r in rows),
+        mean_mrr=mean_of(r.mrr for r in rows),
+        mean_precision=mean_of(r.precision for r in rows),
+        mean_ap=mean_of(r.average_precision for r in rows),
+        mean_judged_share=mean_of(r.judged_share for r in rows),
         ranked={r.query_id: list(ranked_documents.get(r.query_id, []))[:k] for r in rows},
         grades={
             r.query_id: marked_grades(

@@ -23,6 +23,13 @@ Everything a page or test imports is re-exported here: ``from core.service impor
 
 from __future__ import annotations
 
+from core.analysis.diagnosis import (
+    CAUSE_NOTES,
+    LostCause,
+    LostPassage,
+    QueryDiagnosis,
+    RunDiagnosis,
+)
 from core.analysis.evaluation import EvaluationRun
 from core.analysis.judgment_files import JudgmentError, JudgmentFormat, QueryFormat
 from core.analysis.pooling import (
@@ -35,6 +42,7 @@ from core.analysis.pooling import (
     SetProgress,
 )
 from core.analysis.rankers import KIND_LABELS, MAX_K1, Ranker, RankerKind, RankMovement
+from core.analysis.tuning import DEFAULT_BS, DEFAULT_K1S, METRICS, GridSpec, TuningGrid, grid_values
 from core.domain.bm25 import ScoreExplanation
 from core.domain.chunks import ChunkingOptions
 from core.domain.entities import EXTRACTOR_LIMITS
@@ -52,7 +60,6 @@ from core.service.access import (
 from core.service.analysis import (
     NO_LIMIT,
     PASSAGE_MARK,
-    SAMPLE_QRELS,
     EvaluationComparison,
     JudgedCoverage,
     LimitedEntry,
@@ -78,6 +85,7 @@ from core.service.common import (
     LIMIT_MAX,
     NOT_FOUND_OR_NO_ACCESS,
     SAMPLE_QUERIES,
+    SAMPLE_QRELS,
     SAMPLE_QUERY_SET,
     UNLIMITED,
     EmptyReason,
@@ -105,7 +113,10 @@ from core.service.runner import ProgressCallback
 from core.service.search import PassageView, RankedPassage, SearchResult
 
 __all__ = [
+    "CAUSE_NOTES",
+    "DEFAULT_BS",
     "DEFAULT_K",
+    "DEFAULT_K1S",
     "DEFAULT_LIMIT",
     "DEFAULT_POOL",
     "DEFAULT_PROFILE",
@@ -124,6 +135,7 @@ __all__ = [
     "MAX_K1",
     "MAX_POOL_DEPTH",
     "MAX_QUERY_TERMS",
+    "METRICS",
     "NOT_FOUND_OR_NO_ACCESS",
     "NO_LIMIT",
     "PARITY_QUERIES",
@@ -150,6 +162,7 @@ __all__ = [
     "EvaluationComparison",
     "EvaluationRun",
     "FileReport",
+    "GridSpec",
     "JudgedCoverage",
     "JudgingPool",
     "JudgmentError",
@@ -158,6 +171,8 @@ __all__ = [
     "LimitCeiling",
     "LimitedEntry",
     "LinkedWorkspace",
+    "LostCause",
+    "LostPassage",
     "Mention",
     "MetadataMatch",
     "NoAccess",
@@ -170,12 +185,14 @@ __all__ = [
     "Profile",
     "ProgressCallback",
     "QueryComparison",
+    "QueryDiagnosis",
     "QueryFormat",
     "QueryView",
     "RankMovement",
     "RankedPassage",
     "Ranker",
     "RankerKind",
+    "RunDiagnosis",
     "RunSpec",
     "ScoreExplanation",
     "SearchResult",
@@ -184,10 +201,12 @@ __all__ = [
     "TermInfo",
     "TermPassage",
     "TruncationView",
+    "TuningGrid",
     "UnlimitedEntry",
     "WorkspaceAccess",
     "WorkspaceGuard",
     "compare_runs",
+    "grid_values",
     "local_mode",
     "signed_in_email",
 ]

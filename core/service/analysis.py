@@ -39,6 +39,7 @@ from core.domain.ranking import LexicalCandidates
 from core.domain.tokenize import tokenize
 from core.service.common import (
     MAX_EVALUATE_QUERIES,
+    SAMPLE_QRELS,
     SAMPLE_QUERIES,
     UNLIMITED,
     QueryView,
@@ -58,7 +59,6 @@ from core.stores.port import tenant_of
 #: Separates a source id from a passage number (1-based) where a passage is named in words.
 PASSAGE_MARK = "#"
 #: The sample's queries (BEIR jsonl) and graded judgments (BEIR qrels TSV).
-SAMPLE_QRELS = SAMPLE_QUERIES.with_name("qrels.tsv")
 
 
 class JudgedCoverage(BaseModel):

@@ -33,6 +33,7 @@ from core.domain.tokenize import (
 
 # The query bounds, for every screen family (which import only the runner and this module).
 from core.service.bounds import MAX_EVALUATE_QUERIES as MAX_EVALUATE_QUERIES
+from core.service.bounds import MAX_QUERY_TERMS as MAX_QUERY_TERMS
 from core.service.bounds import bounded_candidates as bounded_candidates
 from core.service.bounds import check_k as check_k
 from core.service.bounds import check_k_limit as check_k_limit
@@ -47,6 +48,8 @@ DEFAULT_K, DEFAULT_LIMIT = 10, 1000
 K_MAX, LIMIT_MAX = 100, 10_000_000
 #: The sample's queries (BEIR jsonl): Evaluate's file, and the query set the sample arrives as.
 SAMPLE_QUERIES = Path(__file__).resolve().parents[2] / "data" / "cranfield" / "queries.jsonl"
+#: The sample's judgments (BEIR qrels, Cranfield's grades 1-4).
+SAMPLE_QRELS = SAMPLE_QUERIES.with_name("qrels.tsv")
 #: The name of the set the sample collection's queries arrive as.
 SAMPLE_QUERY_SET: Final = "Cranfield queries"
 #: What a person is told about a workspace they may not open, or that does not exist.

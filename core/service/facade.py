@@ -19,6 +19,7 @@ from core.service.access import AccessActions
 from core.service.analysis import AnalysisActions
 from core.service.common import DEFAULT_WORKSPACE
 from core.service.corpus import CorpusActions
+from core.service.diagnosis import DiagnosisActions
 from core.service.grading import GradingActions
 from core.service.judging import JudgingActions
 from core.service.library import LibraryActions
@@ -44,6 +45,7 @@ class LexplainService(
     RankingsActions,
     JudgingActions,
     GradingActions,
+    DiagnosisActions,
     AccessActions,
 ):
     """One store on one background event loop; synchronous methods for the pages.

@@ -41,6 +41,7 @@ from core.domain.agreement import COMBINING_RULE, cohen_kappa, fleiss_kappa
 from core.domain.chunks import StoredChunk
 from core.domain.judging import (
     LOCAL_RATER,
+    TOP_GRADE,
     Judgment,
     QuerySet,
     QuerySetSummary,
@@ -52,6 +53,8 @@ from core.domain.judging import (
 from core.domain.tokenize import tokenize
 from core.service.common import (
     DEFAULT_LIMIT,
+    SAMPLE_QRELS,
+    SAMPLE_QUERY_SET,
     bounded_candidates,
     combine_judgments,
     read_query_set,
@@ -286,6 +289,21 @@ class JudgingActions(StoreRunner):
         queries = self.query_set(query_set, workspace=workspace).queries
         by_key = {(q.text if fmt is JudgmentFormat.CSV else q.query_id): q.text for q in queries}
         return self._call(self._import(pairs, by_key, workspace))
+
+    def import_sample_grades(self, *, workspace: str) -> JudgmentImport:
+        """The sample's qrels as grades of its query set (``SAMPLE_QUERY_SET``), so Runs can be
+        tried on the sample before anyone grades: Cranfield's scores 1-4 on the app's 0-3
+        scale (4 "complete answer" and 3 "high degree of relevance" both become 3 "perfect";
+        2 and 1 stay), under this rater's name marked "(imported)"."""
+        lines = SAMPLE_QRELS.read_text(encoding="utf-8").splitlines()
+        scaled = [lines[0]]
+        for line in lines[1:]:
+            query, doc, score = line.split("\t")
+            scaled.append(f"{query}\t{doc}\t{min(int(score), TOP_GRADE)}")
+        data = "\n".join(scaled) + "\n"
+        return self.import_judgments(
+            data, JudgmentFormat.BEIR, SAMPLE_QUERY_SET, workspace=workspace
+        )
 
     async def _import(
         self, pairs: Sequence[GradedPair], by_key: dict[str, str], workspace: str

@@ -1,0 +1,312 @@
+"""Why each relevant passage was lost: one cause per passage, from the run's own numbers.
+
+A judged run ends at a metric; the analyst's next question is why a query lost and whether any
+setting could have done better. BM25 over a bounded candidate scan loses a relevant passage in
+exactly one of three ways, tested in this order, each ruling out the next:
+
+1. *vocabulary mismatch*: it contains none of the query's terms (after the workspace's profile),
+   so no k1, b or limit can retrieve it: the ceiling of every lexical setting;
+2. *cut by the limit*: it matches, but the candidate rule (distinct query terms matched, then
+   id) put it past the limit, so it was never scored; the smallest limit that keeps it is its
+   position in that order;
+3. *outranked*: it was a candidate and scored below the k-th passage; the per-term difference
+   of contributions against the k-th says which term decided it.
+
+Top-k passages nobody graded are listed apart (Judged@k's hole): a lost relevant passage is not
+an unjudged one. Everything is read off the run's one unlimited candidate read per query (the
+read Evaluate makes), scored by the run's ranker through ``core.domain.bm25``; nothing here
+reads a store. The alternative, a second read per lost passage (the "why not?" of Search), cost
+a round trip per passage and could see another snapshot than the run's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from enum import StrEnum
+from typing import Final
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+
+from core.analysis.rankers import Ranker, score_all
+from core.domain.bm25 import CorpusStats, ScoreExplanation, inverse_document_frequency
+from core.domain.metrics import ndcg_at_k
+from core.domain.ranking import LexicalCandidates
+
+#: A passage's own terms shown for a vocabulary mismatch (what the analyst might have typed).
+OWN_TERMS: Final = 5
+#: The grade from which a judged passage counts as relevant.
+RELEVANT: Final = 1
+
+
+class LostCause(StrEnum):
+    """Why a relevant passage is not in the top k, in the order they are tested."""
+
+    VOCABULARY = "vocabulary mismatch"
+    LIMIT = "cut by the limit"
+    OUTRANKED = "outranked"
+    #: Graded, then deleted from the workspace: nothing of it is left to rank.
+    GONE = "no longer in the workspace"
+
+
+#: How each cause is said on a screen or a terminal.
+CAUSE_NOTES: Final[dict[LostCause, str]] = {
+    LostCause.VOCABULARY: "contains no query term: no k1, b or limit can retrieve it",
+    LostCause.LIMIT: "matches, but the limit cut it before scoring",
+    LostCause.OUTRANKED: "was scored, below the k-th passage",
+    LostCause.GONE: "was deleted after it was graded",
+}
+
+
+class OwnTerm(BaseModel):
+    """One of a passage's own terms with its tf and idf, ranked by tf x idf."""
+
+    model_config = ConfigDict(frozen=True)
+
+    term: str
+    tf: int
+    idf: float
+    weight: float
+
+
+class TermDifference(BaseModel):
+    """One query term's contribution to the lost passage and to the k-th, and the gap."""
+
+    model_config = ConfigDict(frozen=True)
+
+    term: str
+    idf: float
+    lost_tf: int
+    lost_tf_part: float
+    lost_contribution: float
+    kth_tf: int
+    kth_tf_part: float
+    kth_contribution: float
+    #: kth_contribution - lost_contribution: what the k-th gains over the lost passage here.
+    gap: float
+
+
+class LostPassage(BaseModel):
+    """One judged-relevant passage outside the top k, with its one cause and its evidence."""
+
+    model_config = ConfigDict(frozen=True)
+
+    chunk_id: str
+    grade: int
+    cause: LostCause
+    #: Query terms it lacks (every one, for a vocabulary mismatch), sorted.
+    missing_terms: list[str] = []
+    #: Vocabulary mismatch: its highest tf x idf terms (filled by the service, from its text).
+    own_terms: list[OwnTerm] = []
+    #: Cut by the limit / outranked: distinct query terms it contains.
+    matched_terms: int | None = None
+    #: Cut by the limit: 1-based position in the candidate order, the count of the last
+    #: candidate kept, and the smallest limit that keeps it (its position).
+    position: int | None = None
+    matched_at_cut: int | None = None
+    smallest_limit: int | None = None
+    #: Outranked: its rank among the scored candidates, its score, the k-th's score and id.
+    rank: int | None = None
+    score: float | None = None
+    kth_score: float | None = None
+    kth_chunk_id: str | None = None
+    #: Outranked: per query term, the lost passage against the k-th, largest gap first.
+    differences: list[TermDifference] = []
+
+    @property
+    def deciding_term(self) -> TermDifference | None:
+        """The term on which the k-th passage gains most over this one (outranked only)."""
+        return self.differences[0] if self.differences else None
+
+
+class QueryDiagnosis(BaseModel):
+    """One query of a run: its metric, every lost relevant passage, the unjudged top k."""
+
+    model_config = ConfigDict(frozen=True)
+
+    query_id: str
+    query: str
+    ndcg: float
+    #: 1 - nDCG@k: what the query lost against an ideal ranking of its grades.
+    ndcg_lost: float
+    relevant: int
+    lost: list[LostPassage]
+    #: Passages in the top k nobody graded, in rank order.
+    unjudged: list[str]
+
+
+class RunDiagnosis(BaseModel):
+    """A run's diagnosis: per query (most nDCG lost first) and the share of each cause."""
+
+    model_config = ConfigDict(frozen=True)
+
+    k: int
+    limit: int
+    queries: list[QueryDiagnosis]
+    relevant: int
+    lost: int
+    by_cause: dict[LostCause, int]
+    unjudged: int
+
+    def share(self, cause: LostCause) -> float:
+        """The share of the lost relevant passages that ``cause`` lost (0.0 when none was)."""
+        return self.by_cause.get(cause, 0) / self.lost if self.lost else 0.0
+
+    @property
+    def ceiling_note(self) -> str:
+        """The vocabulary-mismatch share as the ceiling it is, in the screens' words."""
+        share = self.share(LostCause.VOCABULARY)
+        return (
+            f"{share:.0%} of the lost relevant passages contain no query term: no lexical "
+            "setting (no k1, b or limit) can retrieve them; only other query words, stemming "
+            "or a non-lexical ranker can. The rest are within reach of a better limit or "
+            "better k1 and b."
+        )
+
+
+def _differences(
+    lost: ScoreExplanation, kth: ScoreExplanation, stats: CorpusStats
+) -> list[TermDifference]:
+    mine = {t.term: t for t in lost.terms}
+    theirs = {t.term: t for t in kth.terms}
+    rows = []
+    for term in sorted(set(mine) | set(theirs)):
+        a, b = mine.get(term), theirs.get(term)
+        either = a or b
+        idf = either.idf if either is not None else inverse_document_frequency(term, stats)
+        rows.append(
+            TermDifference(
+                term=term,
+                idf=idf,
+                lost_tf=a.tf if a else 0,
+                lost_tf_part=a.tf_part if a else 0.0,
+                lost_contribution=a.contribution if a else 0.0,
+                kth_tf=b.tf if b else 0,
+                kth_tf_part=b.tf_part if b else 0.0,
+                kth_contribution=b.contribution if b else 0.0,
+                gap=(b.contribution if b else 0.0) - (a.contribution if a else 0.0),
+            )
+        )
+    return sorted(rows, key=lambda r: (-r.gap, r.term))
+
+
+def diagnose_query(
+    query_id: str,
+    query: str,
+    terms: Sequence[str],
+    full: LexicalCandidates,
+    grades: Mapping[str, int],
+    k: int,
+    limit: int,
+    ranker: Ranker,
+) -> QueryDiagnosis:
+    """One query's lost relevant passages from its unlimited read ``full`` (every passage with a
+    query term, in the truncation order); ``grades``: chunk id -> grade. The run's top k is
+    ``ranker`` over the first ``limit`` candidates, as Evaluate ranks it. A graded passage that
+    is no candidate is a vocabulary mismatch here; the caller, who can ask the store, marks the
+    ones since deleted (``LostCause.GONE``)."""
+    head = full.head(limit)
+    order, scores = score_all(ranker, terms, head)
+    top = order[:k]
+    ids = full.ids
+    top_ids = [str(i) for i in ids[top]] if len(top) else []
+    ndcg = ndcg_at_k(top_ids, dict(grades), k)
+    relevant = sorted(c for c, g in grades.items() if g >= RELEVANT)
+    row_of = {str(ids[r]): r for r in np.flatnonzero(np.isin(ids, relevant)).tolist()}
+    rank_of = {int(row): i + 1 for i, row in enumerate(order.tolist())}
+    matched = full.matched_terms
+    asked = sorted(set(terms))
+    kth_row = int(top[-1]) if len(top) == k and k else None
+    scorer = ranker.scorer(terms, full) if kth_row is not None else None
+    kth_explained = (
+        scorer.explain(full.term_frequencies(kth_row), int(full.doc_lengths[kth_row]))
+        if scorer is not None and kth_row is not None
+        else None
+    )
+    lost: list[LostPassage] = []
+    shown = set(top_ids)
+    for chunk_id in relevant:
+        if chunk_id in shown:
+            continue
+        grade = grades[chunk_id]
+        row = row_of.get(chunk_id)
+        if row is None:
+            lost.append(
+                LostPassage(
+                    chunk_id=chunk_id,
+                    grade=grade,
+                    cause=LostCause.VOCABULARY,
+                    missing_terms=asked,
+                )
+            )
+            continue
+        has = set(full.term_frequencies(row))
+        missing = [t for t in asked if t not in has]
+        if row >= limit:
+            lost.append(
+                LostPassage(
+                    chunk_id=chunk_id,
+                    grade=grade,
+                    cause=LostCause.LIMIT,
+                    missing_terms=missing,
+                    matched_terms=int(matched[row]),
+                    position=row + 1,
+                    matched_at_cut=int(matched[limit - 1]) if limit > 0 else None,
+                    smallest_limit=row + 1,
+                )
+            )
+            continue
+        assert scorer is not None and kth_explained is not None and kth_row is not None
+        mine = scorer.explain(full.term_frequencies(row), int(full.doc_lengths[row]))
+        lost.append(
+            LostPassage(
+                chunk_id=chunk_id,
+                grade=grade,
+                cause=LostCause.OUTRANKED,
+                missing_terms=missing,
+                matched_terms=int(matched[row]),
+                position=row + 1,
+                rank=rank_of.get(row),
+                score=float(scores[row]),
+                kth_score=float(scores[kth_row]),
+                kth_chunk_id=str(ids[kth_row]),
+                differences=_differences(mine, kth_explained, full.stats),
+            )
+        )
+    unjudged = [chunk_id for chunk_id in top_ids if chunk_id not in grades]
+    return QueryDiagnosis(
+        query_id=query_id,
+        query=query,
+        ndcg=ndcg,
+        ndcg_lost=1.0 - ndcg if relevant else 0.0,
+        relevant=len(relevant),
+        lost=lost,
+        unjudged=unjudged,
+    )
+
+
+def own_terms(tfs: Mapping[str, int], stats: CorpusStats, most: int = OWN_TERMS) -> list[OwnTerm]:
+    """A passage's ``most`` highest tf x idf terms (``stats``: the df of each, whole corpus)."""
+    weighted = [
+        OwnTerm(term=t, tf=tf, idf=(idf := inverse_document_frequency(t, stats)), weight=tf * idf)
+        for t, tf in tfs.items()
+    ]
+    return sorted(weighted, key=lambda o: (-o.weight, o.term))[:most]
+
+
+def summarise(k: int, limit: int, queries: Sequence[QueryDiagnosis]) -> RunDiagnosis:
+    """The run's diagnosis: queries by nDCG lost (most first, then id), counts by cause."""
+    by_cause = dict.fromkeys(LostCause, 0)
+    for query in queries:
+        for passage in query.lost:
+            by_cause[passage.cause] += 1
+    ordered = sorted(queries, key=lambda q: (-q.ndcg_lost, q.query_id))
+    return RunDiagnosis(
+        k=k,
+        limit=limit,
+        queries=ordered,
+        relevant=sum(q.relevant for q in queries),
+        lost=sum(len(q.lost) for q in queries),
+        by_cause={c: n for c, n in by_cause.items() if n or c is not LostCause.GONE},
+        unjudged=sum(len(q.unjudged) for q in queries),
+    )

@@ -1,0 +1,166 @@
+"""Why each relevant passage was lost: hand-worked cases of each cause, on a real store's read.
+
+The corpus is built so each cause has one passage: one with no query term, one matching a single
+term behind twelve that match both (cut at limit 12), and a long one matching both that scores
+below the k-th. Expected values come from the truncation rule and ``core.domain.bm25``, worked
+out here, never from the diagnosis itself.
+"""
+
+from __future__ import annotations
+
+import math
+import uuid
+
+import pytest
+
+from core.analysis.diagnosis import LostCause, diagnose_query, own_terms, summarise
+from core.analysis.rankers import Ranker, RankerKind, score_all
+from core.domain.bm25 import CorpusStats, inverse_document_frequency
+from core.domain.chunks import StoredChunk
+from core.domain.ranking import LexicalCandidates
+from core.stores.memory import InMemoryChunkStore
+from tests.stores.compliance import make_chunk
+
+TERMS = ["flutter", "wing"]
+K, LIMIT = 3, 12
+WORKSPACE = Ranker.of(RankerKind.WORKSPACE)
+
+
+def _corpus(tenant: uuid.UUID) -> dict[str, StoredChunk]:
+    both = {f"both{i}": make_chunk(tenant, "s", f"wing flutter test{i}", i) for i in range(12)}
+    return {
+        **both,
+        "none": make_chunk(tenant, "s", "sensor calibration drift in the tunnel", 20),
+        "one": make_chunk(tenant, "s", "flutter alone here", 21),
+        "long": make_chunk(tenant, "s", "wing flutter " + "padding " * 60, 22),
+    }
+
+
+async def _read(chunks: dict[str, StoredChunk]) -> LexicalCandidates:
+    store = InMemoryChunkStore()
+    await store.upsert_many(list(chunks.values()))
+    tenant = next(iter(chunks.values())).tenant_id
+    return await store.lexical_candidates(TERMS, tenant, 10_000)
+
+
+@pytest.fixture
+async def case() -> tuple[dict[str, StoredChunk], LexicalCandidates]:
+    chunks = _corpus(uuid.uuid4())
+    return chunks, await _read(chunks)
+
+
+def _grades(chunks: dict[str, StoredChunk], **named: int) -> dict[str, int]:
+    return {chunks[name].id: grade for name, grade in named.items()}
+
+
+async def test_a_relevant_passage_with_no_query_term_is_a_vocabulary_mismatch(
+    case: tuple[dict[str, StoredChunk], LexicalCandidates],
+) -> None:
+    chunks, full = case
+    found = diagnose_query(
+        "q", "wing flutter", TERMS, full, _grades(chunks, none=2), K, LIMIT, WORKSPACE
+    )
+    (lost,) = found.lost
+    assert lost.cause is LostCause.VOCABULARY
+    assert lost.missing_terms == ["flutter", "wing"]
+    assert lost.position is None and lost.rank is None
+
+
+async def test_a_match_behind_the_limit_is_cut_with_the_smallest_limit_that_keeps_it(
+    case: tuple[dict[str, StoredChunk], LexicalCandidates],
+) -> None:
+    chunks, full = case
+    # Order: the 13 passages matching both terms (ids ascending), then "one" (a single term).
+    both = sorted(c.id for n, c in chunks.items() if n.startswith("both") or n == "long")
+    found = diagnose_query(
+        "q", "wing flutter", TERMS, full, _grades(chunks, one=1), K, LIMIT, WORKSPACE
+    )
+    (lost,) = found.lost
+    assert lost.cause is LostCause.LIMIT
+    assert lost.matched_terms == 1 and lost.matched_at_cut == 2
+    assert lost.position == len(both) + 1 == 14
+    assert lost.smallest_limit == 14
+    assert lost.missing_terms == ["wing"]
+    kept = diagnose_query(
+        "q", "wing flutter", TERMS, full, _grades(chunks, one=1), K, 14, WORKSPACE
+    )
+    assert all(p.cause is not LostCause.LIMIT for p in kept.lost)
+
+
+async def test_a_scored_passage_below_the_kth_is_outranked_by_the_term_that_decided_it(
+    case: tuple[dict[str, StoredChunk], LexicalCandidates],
+) -> None:
+    chunks, full = case
+    long_id = chunks["long"].id
+    found = diagnose_query(
+        "q", "wing flutter", TERMS, full, _grades(chunks, long=3), K, 100, WORKSPACE
+    )
+    (lost,) = found.lost
+    assert lost.cause is LostCause.OUTRANKED
+    order, scores = score_all(WORKSPACE, TERMS, full)
+    ids = [str(i) for i in full.ids[order]]
+    assert lost.rank == ids.index(long_id) + 1 > K
+    assert lost.score == scores[full.row_of(long_id)]
+    assert lost.kth_chunk_id == ids[K - 1] and lost.kth_score == scores[order[K - 1]]
+    # Both contain both terms once: the longer one loses on each, most on the rarer term.
+    deciding = lost.deciding_term
+    assert deciding is not None
+    rarer = min(TERMS, key=lambda t: full.stats.doc_frequencies[t])
+    assert deciding.term == rarer
+    assert deciding.idf == inverse_document_frequency(rarer, full.stats)
+    assert deciding.lost_tf == deciding.kth_tf == 1
+    assert deciding.kth_tf_part > deciding.lost_tf_part
+    assert [d.gap for d in lost.differences] == sorted(
+        (d.gap for d in lost.differences), reverse=True
+    )
+    assert math.isclose(sum(d.gap for d in lost.differences), lost.kth_score - lost.score)
+
+
+async def test_the_unjudged_top_k_is_listed_apart_from_the_lost(
+    case: tuple[dict[str, StoredChunk], LexicalCandidates],
+) -> None:
+    chunks, full = case
+    order, _ = score_all(WORKSPACE, TERMS, full.head(LIMIT))
+    top = [str(i) for i in full.ids[order[:K]]]
+    grades = {top[0]: 2, chunks["none"].id: 1}
+    found = diagnose_query("q", "wing flutter", TERMS, full, grades, K, LIMIT, WORKSPACE)
+    assert found.unjudged == top[1:]
+    assert [p.chunk_id for p in found.lost] == [chunks["none"].id]
+    assert 0 < found.ndcg < 1 and found.ndcg_lost == 1 - found.ndcg
+
+
+async def test_a_run_summary_counts_each_cause_and_orders_queries_by_ndcg_lost(
+    case: tuple[dict[str, StoredChunk], LexicalCandidates],
+) -> None:
+    chunks, full = case
+    every = diagnose_query(
+        "a",
+        "wing flutter",
+        TERMS,
+        full,
+        _grades(chunks, none=1, one=1, long=1),
+        K,
+        LIMIT,
+        WORKSPACE,
+    )
+    order, _ = score_all(WORKSPACE, TERMS, full.head(LIMIT))
+    best = diagnose_query(
+        "b", "wing flutter", TERMS, full, {str(full.ids[order[0]]): 1}, K, LIMIT, WORKSPACE
+    )
+    run = summarise(K, LIMIT, [best, every])
+    assert [q.query_id for q in run.queries] == ["a", "b"]
+    assert run.lost == 3 and run.relevant == 4
+    assert run.by_cause == {
+        LostCause.VOCABULARY: 1,
+        LostCause.LIMIT: 1,
+        LostCause.OUTRANKED: 1,
+    }
+    assert run.share(LostCause.VOCABULARY) == pytest.approx(1 / 3)
+    assert "33% of the lost relevant passages contain no query term" in run.ceiling_note
+
+
+def test_a_passages_own_terms_come_by_tf_times_idf() -> None:
+    stats = CorpusStats(n_docs=100, avg_doc_length=10.0, doc_frequencies={"a": 50, "b": 2, "c": 2})
+    found = own_terms({"a": 3, "b": 1, "c": 2}, stats, most=2)
+    assert [o.term for o in found] == ["c", "b"]
+    assert found[0].weight == 2 * inverse_document_frequency("c", stats)

@@ -1,0 +1,94 @@
+"""The diagnosis and the k1/b grid through the facade, on Cranfield with its qrels as grades.
+
+Cross-checked against the facade's other answers, never against themselves: a cut passage is
+one Search's "why not?" says the limit cut, a mismatch one it says contains no query term; the
+grid's value at the workspace's own k1 and b is Evaluate's mean, exactly.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from core.service import (
+    SAMPLE_QUERY_SET,
+    GridSpec,
+    LexplainService,
+    LostCause,
+    RunSpec,
+)
+from core.settings import Settings
+
+K, LIMIT = 10, 100
+
+
+@pytest.fixture(scope="module")
+def graded() -> Iterator[tuple[LexplainService, str]]:
+    service = LexplainService.from_settings(Settings(store="memory"))
+    name = f"diag-{uuid.uuid4().hex[:6]}"
+    service.load_sample(workspace=name)
+    service.import_sample_grades(workspace=name)
+    yield service, name
+    service.close()
+
+
+def test_every_lost_relevant_passage_has_the_cause_search_gives_it(
+    graded: tuple[LexplainService, str],
+) -> None:
+    service, ws = graded
+    run = service.diagnose(SAMPLE_QUERY_SET, K, LIMIT, workspace=ws)
+    assert run.lost > 100 and len(run.queries) == 225
+    assert sum(run.by_cause.values()) == run.lost
+    assert set(run.by_cause) == {LostCause.VOCABULARY, LostCause.LIMIT, LostCause.OUTRANKED}
+    assert all(n > 0 for n in run.by_cause.values())
+    assert [q.ndcg_lost for q in run.queries] == sorted(
+        (q.ndcg_lost for q in run.queries), reverse=True
+    )
+    checked = set()
+    for query in run.queries:
+        for lost in query.lost:
+            if lost.cause in checked:
+                continue
+            why = service.why_not(query.query, lost.chunk_id, K, LIMIT, workspace=ws)
+            if lost.cause is LostCause.VOCABULARY:
+                assert why.position is None and lost.own_terms
+            elif lost.cause is LostCause.LIMIT:
+                assert why.cut_by_limit and why.position == lost.smallest_limit
+            else:
+                assert not why.cut_by_limit and why.limited_rank is None
+                assert lost.rank is not None and lost.rank > K
+            checked.add(lost.cause)
+    assert len(checked) == 3
+
+
+def test_the_grid_at_the_workspaces_setting_is_evaluates_mean_and_its_best_is_its_maximum(
+    graded: tuple[LexplainService, str],
+) -> None:
+    service, ws = graded
+    grid = service.tune(
+        SAMPLE_QUERY_SET, K, LIMIT, workspace=ws, grid=GridSpec(k1s=(0.5, 1.2, 2.0), bs=(0.3, 0.75))
+    )
+    (run,) = service.evaluate_judged(
+        SAMPLE_QUERY_SET, K, [RunSpec(workspace=ws, limit=LIMIT)], workspace=ws
+    )
+    assert grid.workspace.mean == run.mean_ndcg
+    assert grid.means[1][1] == run.mean_ndcg  # b 0.75, k1 1.2 is on this grid
+    assert grid.best.mean == max(max(row) for row in grid.means)
+    assert grid.significance.queries == len(grid.query_ids) == len(run.rows)
+    assert "randomisation" in grid.verdict or "no setting" in grid.verdict
+
+
+def test_a_grid_by_document_at_the_workspaces_setting_is_evaluates_by_document_mean(
+    graded: tuple[LexplainService, str],
+) -> None:
+    service, ws = graded
+    grid = service.tune(
+        SAMPLE_QUERY_SET, K, LIMIT, workspace=ws, grid=GridSpec(k1s=(1.2,), bs=(0.75,)),
+        by_document=True,
+    )  # fmt: skip
+    (run,) = service.evaluate_judged(
+        SAMPLE_QUERY_SET, K, [RunSpec(workspace=ws, limit=LIMIT)], workspace=ws, by_document=True
+    )
+    assert grid.workspace.mean == run.mean_ndcg == grid.best.mean
