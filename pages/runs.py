@@ -14,14 +14,23 @@ import streamlit as st
 
 from core.analysis.presentation import count, escape_text
 from core.service import (
+    CAUSE_NOTES,
     DEFAULT_K,
     DEFAULT_LIMIT,
     K_MAX,
     LIMIT_MAX,
+    METRICS,
+    SAMPLE_QUERY_SET,
+    GridSpec,
     JudgmentError,
+    LostCause,
+    LostPassage,
     Ranker,
     RankerKind,
+    RunDiagnosis,
     RunSpec,
+    TuningGrid,
+    grid_values,
 )
 from pages.common import WORKSPACE_PARAM, offer_sample, screen, workspace
 
@@ -36,6 +45,139 @@ COLUMNS = {
     "average_precision": "AP",
     "judged_share": "Judged@k",
 }
+
+#: Session keys of the last diagnosis and the last grid (with its set).
+DIAGNOSIS_KEY, TUNING_KEY = "runs_diagnosis", "runs_tuning"
+
+
+def render_diagnosis(run: RunDiagnosis) -> None:
+    """The share of each cause (a bar chart), the ceiling in words, the queries by nDCG lost,
+    and one query's lost passages with the evidence for each cause."""
+    st.markdown(
+        f"**{count(run.lost, 'relevant passage')}** of {run.relevant:,} are outside the top "
+        f"{run.k} at limit {run.limit:,}; {count(run.unjudged, 'passage')} of the top {run.k}s "
+        "have no grade (Judged@k's hole: unknown, not lost)."
+    )
+    causes = list(run.by_cause)
+    chart = go.Figure(
+        go.Bar(
+            x=[run.share(c) for c in causes],
+            y=[c.value for c in causes],
+            orientation="h",
+            text=[f"{run.by_cause[c]:,} ({run.share(c):.0%})" for c in causes],
+            textposition="auto",
+        )
+    )
+    chart.update_layout(height=200, margin={"t": 10, "b": 10}, xaxis={"tickformat": ".0%"})
+    st.plotly_chart(chart, key="diagnosis_chart", config={"displayModeBar": False})
+    st.info(run.ceiling_note)
+    table = [
+        {
+            "query": q.query,
+            f"nDCG@{run.k}": q.ndcg,
+            "nDCG lost": q.ndcg_lost,
+            "relevant": q.relevant,
+            "lost": len(q.lost),
+            **{c.value: sum(1 for p in q.lost if p.cause is c) for c in causes},
+            "unjudged in top k": len(q.unjudged),
+        }
+        for q in run.queries
+    ]
+    st.dataframe(table, hide_index=True, key="diagnosis_table")
+    lossy = [q for q in run.queries if q.lost]
+    if not lossy:
+        return
+    picked = st.selectbox(
+        "Lost passages of",
+        range(len(lossy)),
+        format_func=lambda i: f"{lossy[i].query} (nDCG lost {lossy[i].ndcg_lost:.3f})",
+        key="diagnosis_query",
+    )
+    query = lossy[picked or 0]
+    for lost in query.lost:
+        with st.container(border=True):
+            st.markdown(lost_passage_markdown(lost, run.k), unsafe_allow_html=True)
+            if lost.cause is LostCause.OUTRANKED:
+                st.dataframe(
+                    [d.model_dump() for d in lost.differences],
+                    hide_index=True,
+                    key=f"diff-{query.query_id}-{lost.chunk_id}",
+                )
+
+
+def lost_passage_markdown(lost: LostPassage, k: int) -> str:
+    """One lost passage in words, every number core's (escaped: ids and terms are user data)."""
+    head = (
+        f"**{escape_text(lost.cause.value)}** · grade {lost.grade} · passage "
+        f"`{escape_text(lost.chunk_id[:12])}…` — {escape_text(CAUSE_NOTES[lost.cause])}"
+    )
+    lacks = ", ".join(escape_text(t) for t in lost.missing_terms) or "none"
+    if lost.cause is LostCause.VOCABULARY:
+        own = ", ".join(
+            f"{escape_text(o.term)} (tf {o.tf}, idf {o.idf:.2f})" for o in lost.own_terms
+        )
+        return f"{head}  \nlacks every query term: {lacks}  \nits own terms: {own or '—'}"
+    if lost.cause is LostCause.LIMIT:
+        return (
+            f"{head}  \nmatches {lost.matched_terms} query term(s) (lacks {lacks}); candidate "
+            f"#{lost.position:,}, while the last one kept matched {lost.matched_at_cut}; a "
+            f"limit of **{lost.smallest_limit:,}** makes it a candidate"
+        )
+    if lost.cause is LostCause.OUTRANKED:
+        deciding = lost.deciding_term
+        decided = (
+            f"decided on **{escape_text(deciding.term)}** (idf {deciding.idf:.4f}): TF part "
+            f"{deciding.lost_tf_part:.4f} here against {deciding.kth_tf_part:.4f} at rank {k}, "
+            f"a gap of {deciding.gap:.4f}"
+            if deciding is not None
+            else ""
+        )
+        return (
+            f"{head}  \nrank {lost.rank}, score {lost.score:.4f} against {lost.kth_score:.4f} "
+            f"at rank {k}; {decided}"
+        )
+    return head
+
+
+def render_tuning(set_name: str, grid: TuningGrid) -> None:
+    """The heatmap of mean metric over (k1, b), the best point and the workspace's marked,
+    the test in words, and saving the best point as a run."""
+    chart = go.Figure(
+        go.Heatmap(
+            z=grid.means, x=grid.k1s, y=grid.bs, colorscale="Viridis",
+            colorbar={"title": grid.metric_label},
+            hovertemplate="k1 %{x}, b %{y}: %{z:.4f}<extra></extra>",
+        )
+    )  # fmt: skip
+    for point, name, symbol in ((grid.best, "best", "star"), (grid.workspace, "workspace", "x")):
+        chart.add_trace(
+            go.Scatter(
+                x=[point.k1], y=[point.b], mode="markers+text", name=name, text=[name],
+                textposition="top center", marker={"symbol": symbol, "size": 14, "color": "white"},
+            )
+        )  # fmt: skip
+    chart.update_layout(
+        height=380, margin={"t": 10, "b": 10}, xaxis_title="k1", yaxis_title="b", showlegend=False
+    )
+    st.plotly_chart(chart, key="tuning_chart", config={"displayModeBar": False})
+    st.markdown(escape_text(grid.verdict))
+    if grid.significance.warning:
+        st.warning(escape_text(grid.significance.warning))
+    if st.button(f"Save k1 {grid.best.k1:g}, b {grid.best.b:g} as a run", key="tuning_save"):
+        best = Ranker.of(RankerKind.CUSTOM, grid.best.k1, grid.best.b)
+        (run,) = service.evaluate_judged(
+            set_name,
+            grid.k,
+            [RunSpec(workspace=ws, limit=grid.limit, ranker=best)],
+            workspace=ws,
+            by_document=grid.by_document,
+        )
+        saved = service.save_run(
+            f"{best.label} · limit {grid.limit} (tuned)", run, best, set_name, workspace=ws,
+            by_document=grid.by_document,
+        )  # fmt: skip
+        st.success(f"Saved “{saved.name}”: pick it below to compare it with another run.")
+
 
 service = screen()
 ws = workspace()
@@ -62,6 +204,13 @@ if not sets:
 
 st.subheader("Evaluate from this workspace's grades")
 chosen = st.selectbox("Query set", sets, key="runs_set")
+if chosen == SAMPLE_QUERY_SET and st.button(
+    "Use Cranfield's own judgments as grades",
+    key="runs_sample_grades",
+    help="The sample's qrels (1,837 pairs) as this set's grades: 4 and 3 become 3, 2 and 1 stay.",
+):
+    imported = service.import_sample_grades(workspace=ws)
+    st.success(f"{imported.stored:,} grades from Cranfield's judgments.")
 cols = st.columns(4)
 k = int(cols[0].number_input("k", 1, K_MAX, DEFAULT_K, key="runs_k"))
 limit = int(cols[1].number_input("Limit", 0, LIMIT_MAX, DEFAULT_LIMIT, key="runs_limit"))
@@ -103,6 +252,68 @@ if last is not None:
     if st.button("Save this run", key="runs_save"):
         saved = service.save_run(name, run, used, set_name, workspace=ws, by_document=level)
         st.success(f"Saved “{saved.name}”.")
+
+st.subheader("Why relevant passages were lost")
+st.caption(
+    "Every graded-relevant passage outside the top k gets one cause, tested in this order: "
+    "it contains no query term (no k1, b or limit can find it), the limit cut it before "
+    "scoring, or it was scored below the k-th passage. Judged by passage, at the k, limit and "
+    "ranker above."
+)
+if st.button("Diagnose", key="runs_diagnose"):
+    try:
+        with st.spinner("Reading each graded query once…"):
+            st.session_state[DIAGNOSIS_KEY] = service.diagnose(
+                chosen, k, limit, workspace=ws, ranker=ranker
+            )
+    except (JudgmentError, KeyError, ValueError) as exc:
+        st.error(str(exc))
+diagnosis = st.session_state.get(DIAGNOSIS_KEY)
+if diagnosis is not None:
+    render_diagnosis(diagnosis)
+
+st.subheader("Tune k1 and b on these grades")
+st.caption(
+    "Every (k1, b) of the grid ranks the same candidates (one read per query at the limit "
+    "above); the best point is tested against the workspace's k1 1.2, b 0.75 with the "
+    "paired randomisation test, so a best that could be noise says so."
+)
+tune_cols = st.columns(4)
+k1_range = tune_cols[0].slider("k1 from, to", 0.0, 5.0, (0.0, 3.0), 0.1, key="tune_k1")
+k1_step = tune_cols[1].number_input("k1 step", 0.1, 5.0, 0.5, 0.1, key="tune_k1_step")
+b_range = tune_cols[2].slider("b from, to", 0.0, 1.0, (0.0, 1.0), 0.05, key="tune_b")
+b_step = tune_cols[3].number_input("b step", 0.05, 1.0, 0.2, 0.05, key="tune_b_step")
+metric_name = st.selectbox(
+    "Metric",
+    list(METRICS),
+    format_func=lambda m: METRICS[m].replace("@k", f"@{k}"),
+    key="tune_metric",
+)
+if st.button("Tune", key="runs_tune"):
+    try:
+        spec = GridSpec(
+            k1s=grid_values(*k1_range, float(k1_step)),
+            bs=grid_values(*b_range, float(b_step)),
+            metric=metric_name,
+        )
+        bar = st.progress(0.0, text="Reading each graded query once…")
+
+        def progress(done: int, total: int, _: str) -> None:
+            bar.progress(done / total)
+
+        st.session_state[TUNING_KEY] = (
+            chosen,
+            service.tune(
+                chosen, k, limit, workspace=ws, grid=spec, by_document=by_document,
+                on_progress=progress,
+            ),
+        )  # fmt: skip
+        bar.empty()
+    except (JudgmentError, KeyError, ValueError) as exc:
+        st.error(str(exc))
+tuned = st.session_state.get(TUNING_KEY)
+if tuned is not None:
+    render_tuning(*tuned)
 
 st.subheader("Compare saved runs")
 saved_runs = service.saved_runs(workspace=ws)

@@ -5,9 +5,12 @@ Expected numbers come from the service (``evaluate_judged``, ``compare_saved_run
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from core.analysis.presentation import escape_text
 from core.service import SAMPLE_CORPUS, SAMPLE_QUERY_SET, RunSpec
 
 APP = str(SAMPLE_CORPUS.parents[2] / "app.py")
@@ -59,3 +62,63 @@ def test_two_runs_from_in_app_grades_are_saved_and_compared_with_a_p_value(
     assert list(versus["wins"]) == [v.outcome.wins]
     assert list(versus["t-test p"]) == [v.t_test.p_value]
     assert any("Only 6 queries" in w.value for w in at.warning)
+
+
+def test_the_sample_diagnosis_says_which_share_no_lexical_setting_could_find(
+    cranfield: str,
+) -> None:
+    from core.service import LostCause
+    from pages.common import get_service
+
+    at = page(cranfield)
+    at.button(key="runs_sample_grades").click().run()
+    at.number_input(key="runs_limit").set_value(100)
+    at.button(key="runs_diagnose").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    want = get_service().diagnose(SAMPLE_QUERY_SET, 10, 100, workspace=cranfield)
+    share = want.share(LostCause.VOCABULARY)
+    assert any(
+        f"{share:.0%} of the lost relevant passages contain no query term" in i.value
+        for i in at.info
+    )
+    (table,) = [d.value for d in at.dataframe if "nDCG lost" in d.value.columns]
+    assert list(table["query"]) == [q.query for q in want.queries]
+    assert list(table["lost"]) == [len(q.lost) for q in want.queries]
+    bars = json.loads(at.get("plotly_chart")[0].proto.spec)["data"][0]
+    assert bars["y"] == [c.value for c in want.by_cause]
+    assert bars["x"] == [want.share(c) for c in want.by_cause]
+    first = want.queries[0].lost[0]
+    assert any(first.cause.value in m.value for m in at.markdown)
+
+
+def test_tuning_draws_the_grid_marks_the_best_point_and_saves_it_as_a_run(
+    cranfield: str,
+) -> None:
+    from core.service import GridSpec
+    from pages.common import get_service
+
+    service = get_service()
+    service.import_sample_grades(workspace=cranfield)
+    at = page(cranfield)
+    at.number_input(key="runs_limit").set_value(100)
+    at.slider(key="tune_k1").set_value((0.5, 1.5))
+    at.number_input(key="tune_k1_step").set_value(0.5)
+    at.slider(key="tune_b").set_value((0.5, 1.0))
+    at.number_input(key="tune_b_step").set_value(0.25)
+    at.button(key="runs_tune").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    want = service.tune(
+        SAMPLE_QUERY_SET, 10, 100, workspace=cranfield,
+        grid=GridSpec(k1s=(0.5, 1.0, 1.5), bs=(0.5, 0.75, 1.0)),
+    )  # fmt: skip
+    spec = json.loads(at.get("plotly_chart")[-1].proto.spec)
+    heat, best, own = spec["data"]
+    assert heat["z"] == want.means and heat["x"] == want.k1s and heat["y"] == want.bs
+    assert (best["x"], best["y"]) == ([want.best.k1], [want.best.b])
+    assert (own["x"], own["y"]) == ([1.2], [0.75])
+    assert any(escape_text(want.verdict) in m.value for m in at.markdown)
+    before = len(service.saved_runs(workspace=cranfield))
+    at.button(key="tuning_save").click().run()
+    saved = service.saved_runs(workspace=cranfield)
+    assert len(saved) == before + 1 and "(tuned)" in saved[-1].name
+    assert f"k1 {want.best.k1:g}, b {want.best.b:g}" in saved[-1].name
