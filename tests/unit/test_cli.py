@@ -25,6 +25,7 @@ from uuid import UUID
 import asyncpg
 import pytest
 
+from core.analysis.diagnosis import CAUSE_NOTES
 from core.cli import load_into, main
 from core.domain.chunks import ChunkingOptions, workspace_tenant_id
 from core.domain.entities import RuleBasedExtractor, load_entity_list
@@ -685,3 +686,40 @@ def test_a_query_of_stopwords_only_says_why_nothing_is_listed_and_exits_zero(
     status, out = run("search", "of the", "--workspace", SAMPLE, "--json")
     (head,) = [json.loads(line) for line in out.splitlines()]
     assert head["empty_reason"] == "no terms left after stopwords" and head["n_docs"] == 1398
+
+
+@pytest.mark.postgres
+def test_diagnose_prints_the_facades_cause_of_every_lost_passage_and_the_share_of_each(
+    facade: LexplainService,
+) -> None:
+    from core.service import SAMPLE_QUERY_SET
+
+    facade.import_sample_grades(workspace=SAMPLE)
+    expected = facade.diagnose(SAMPLE_QUERY_SET, 10, 50, workspace=SAMPLE)
+    assert expected.lost > 0 and len(expected.by_cause) == 3
+
+    status, out = run(
+        "diagnose", "--workspace", SAMPLE, "--set", SAMPLE_QUERY_SET, "--limit", "50", "--json"
+    )
+    assert status == 0, out
+    summary, *lost = [json.loads(line) for line in out.splitlines()]
+    assert summary["kind"] == "summary" and summary["lost"] == expected.lost
+    assert summary["by_cause"] == {c.value: n for c, n in expected.by_cause.items()}
+    assert summary["shares"] == {c.value: expected.share(c) for c in expected.by_cause}
+    want = [(q, p) for q in expected.queries for p in q.lost]
+    assert len(lost) == len(want)
+    for line, (query, passage) in zip(lost, want, strict=True):
+        assert (line["query_id"], line["chunk_id"]) == (query.query_id, passage.chunk_id)
+        assert line["cause"] == passage.cause.value
+        assert line["ndcg"] == query.ndcg
+        assert line["smallest_limit"] == passage.smallest_limit
+        assert line["score"] == passage.score and line["kth_score"] == passage.kth_score
+
+    status, out = run("diagnose", "--workspace", SAMPLE, "--set", SAMPLE_QUERY_SET, "--limit", "50")
+    assert status == 0, out
+    rows = table_rows(out)
+    assert rows[: len(expected.by_cause)] == [
+        [c.value, str(n), repr(expected.share(c)), CAUSE_NOTES[c]]
+        for c, n in expected.by_cause.items()
+    ]
+    assert expected.ceiling_note[:40] in out
