@@ -15,11 +15,14 @@ from core.domain.tokenize import tokenize
 from core.stores.memory import InMemoryChunkStore
 from core.stores.port import ChunkStore
 from tests.stores.compliance import ChunkStoreCompliance, make_chunk
+from tests.stores.compliance_analysis import AnalysisCompliance
 from tests.stores.compliance_filters import FilterCompliance
 from tests.stores.compliance_judging import JudgingCompliance
 
 
-class TestInMemoryChunkStore(ChunkStoreCompliance, JudgingCompliance, FilterCompliance):
+class TestInMemoryChunkStore(
+    ChunkStoreCompliance, JudgingCompliance, FilterCompliance, AnalysisCompliance
+):
     @pytest.fixture
     async def store(self) -> AsyncIterator[ChunkStore]:
         yield InMemoryChunkStore()

@@ -22,6 +22,7 @@ from core.stores.postgres import MERGE_FACTOR, PREFETCH_ROWS, PostgresChunkStore
 from core.stores.postgres.schema import set_schema_version
 from core.stores.postgres.staging import WORKER_PASSAGES
 from tests.stores.compliance import ChunkStoreCompliance, corpus_chunks, make_chunk, snapshot
+from tests.stores.compliance_analysis import AnalysisCompliance
 from tests.stores.compliance_filters import FilterCompliance
 from tests.stores.compliance_judging import JudgingCompliance
 from tests.stores.test_postgres_failures import assert_derived_tables_agree
@@ -33,7 +34,9 @@ def database_url(both_database_urls: str) -> str:
     return both_database_urls
 
 
-class TestPostgresChunkStore(ChunkStoreCompliance, JudgingCompliance, FilterCompliance):
+class TestPostgresChunkStore(
+    ChunkStoreCompliance, JudgingCompliance, FilterCompliance, AnalysisCompliance
+):
     @pytest.fixture
     async def store(self, pg_store: PostgresChunkStore) -> ChunkStore:
         return pg_store
