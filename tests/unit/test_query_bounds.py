@@ -14,6 +14,7 @@ from uuid import UUID
 
 import pytest
 
+from core.domain.filters import PassageFilter
 from core.domain.ranking import LexicalCandidates
 from core.service import (
     MAX_EVALUATE_QUERIES,
@@ -42,9 +43,13 @@ class Watched(InMemoryChunkStore):
         self.cells: list[int] = []
 
     async def lexical_candidates(
-        self, terms: Sequence[str], tenant_id: UUID, limit: int
+        self,
+        terms: Sequence[str],
+        tenant_id: UUID,
+        limit: int,
+        within: PassageFilter | None = None,
     ) -> LexicalCandidates:
-        found = await super().lexical_candidates(terms, tenant_id, limit)
+        found = await super().lexical_candidates(terms, tenant_id, limit, within)
         self.cells.append(found.tfs.size)
         return found
 
