@@ -34,6 +34,7 @@ from core.analysis.pooling import (
     PoolSpec,
     SetProgress,
 )
+from core.analysis.predictors import QueryDifficulty
 from core.analysis.rankers import KIND_LABELS, MAX_K1, Ranker, RankerKind, RankMovement
 from core.domain.bm25 import ScoreExplanation
 from core.domain.chunks import ChunkingOptions
@@ -87,7 +88,7 @@ from core.service.common import (
 from core.service.corpus import TERM_BROWSER_LIMIT, CorpusView, TermInfo, TermPassage
 from core.service.facade import LexplainService, StoreUnavailable
 from core.service.grading import SEARCH_SET, CeilingJudgments, LimitCeiling
-from core.service.judging import DEFAULT_POOL
+from core.service.judging import DEFAULT_POOL, QueryHardness
 from core.service.library import (
     EXAMPLE_WITH_NAMES,
     EXAMPLE_WORKSPACE,
@@ -170,7 +171,9 @@ __all__ = [
     "Profile",
     "ProgressCallback",
     "QueryComparison",
+    "QueryDifficulty",
     "QueryFormat",
+    "QueryHardness",
     "QueryView",
     "RankMovement",
     "RankedPassage",
