@@ -6,6 +6,11 @@ shows one passage at a time with the query's terms highlighted and turns keys in
 0-3 grade and move on, right/left move without grading, up/down change query. It opens where
 the rater stopped (``SetProgress.resume_at``).
 
+"Order: hardest first" walks the set by core's pre-retrieval predictors
+(``service.queries_hardest_first``: the queries Search would call likely hard first), so graders
+start where rankings are weakest; up/down and "grade and move on" follow that order, and the
+positions shown stay the set's own.
+
 The grading panel is a fragment: a grade reruns the panel, not the page, and the panel reads
 its pool from session state (computed once per query) and moves it and the set's progress
 forward from the grade itself (``JudgingPool.graded_as``, ``SetProgress.with_pool``). Rerunning
@@ -50,6 +55,10 @@ POOLS_KEY, PROGRESS_KEY, ACTIVE_KEY = "judge_pools", "judge_progress", "judge_ac
 NOTE_KEY = "judge_note"
 #: Session key of the query set chosen.
 SET_KEY = "judge_set"
+#: Session key of the order the set is walked in, and of the (set, order) it was applied to.
+ORDER_KEY, ORDERED_KEY = "judge_order", "judge_ordered"
+#: The orders offered; the second is core's hardest-first order.
+AS_SAVED, HARDEST_FIRST = "as saved", "hardest first"
 #: The pool settings a rater starts from (core's).
 DEFAULTS = DEFAULT_POOL
 
@@ -80,6 +89,13 @@ if not sets:
     st.info("Make a query set above to start judging.")
     st.stop()
 chosen = st.selectbox("Query set", sets, key=SET_KEY)
+walk = st.selectbox(
+    "Order",
+    [AS_SAVED, HARDEST_FIRST],
+    key=ORDER_KEY,
+    help="Hardest first: the queries whose terms are common or whose matches the limit cuts "
+    "first (pre-retrieval predictors), so grading starts where rankings are likely weakest.",
+)
 
 with st.expander("Pool: which rankers propose passages, and how deep"):
     cols = st.columns([3, 1, 1, 1, 1])
@@ -119,6 +135,24 @@ if state.get(ACTIVE_KEY) != active:  # another set or other pool settings: start
         state.pop(key, None)
 state[POOLS_KEY] = {}  # a full run reads pools afresh (grades given on other screens)
 profile = service.workspace_profile(ws)
+hardest = service.queries_hardest_first(chosen, workspace=ws) if walk == HARDEST_FIRST else []
+# The set's positions in the order walked, and where each stands in it.
+order = [q.position for q in hardest] or list(range(state[PROGRESS_KEY].queries))
+rank_of = {position: i for i, position in enumerate(order)}
+if state.get(ORDERED_KEY) != (active, walk):  # another order: start at its first unfinished
+    state[ORDERED_KEY] = (active, walk)
+    state.pop(PASSAGE_KEY, None)
+    if hardest:
+        finished = state[PROGRESS_KEY].finished
+        state[QUERY_KEY] = next((q.position for q in hardest if q.text not in finished), order[0])
+    else:
+        state.pop(QUERY_KEY, None)
+
+
+def step(position: int, by: int) -> int:
+    """The query ``by`` places from ``position`` in the order walked (staying at either end)."""
+    at = min(max(rank_of.get(position, 0) + by, 0), len(order) - 1)
+    return order[at]
 
 
 def current_pool(position: int) -> JudgingPool:
@@ -155,7 +189,7 @@ def give(pool: JudgingPool, at: int, grade: int, svc: LexplainService) -> None:
     if at + 1 < len(after.passages):
         go(pool.position, at + 1)
     else:
-        go(pool.position + 1, None)
+        go(step(pool.position, 1), None)
 
 
 @st.fragment
@@ -173,6 +207,14 @@ def grading_panel(svc: LexplainService, profile: Profile) -> None:
         f"Query **{position + 1} of {pool.queries}**: {escape_text(pool.query)} · "
         f"graded {pool.graded} of {count(len(pool.passages), 'pooled passage')}"
     )
+    if hardest:
+        where = rank_of.get(position, 0)
+        difficulty = hardest[where].difficulty
+        line = difficulty.line if difficulty is not None else None
+        st.caption(
+            f"{where + 1} of {len(order)}, hardest first"
+            + (f" · {escape_text(line)}" if line else "")
+        )
     st.progress(pool.graded / len(pool.passages) if pool.passages else 1.0)
     st.caption(
         f"This set, for you: {len(progress.finished)} of "
@@ -185,8 +227,8 @@ def grading_panel(svc: LexplainService, profile: Profile) -> None:
     moves: list[tuple[str, str, str, Any]] = [
         ("← passage", "judge_back", "left", (position, at - 1)),
         ("passage →", "judge_skip", "right", (position, at + 1)),
-        ("↑ query", "judge_prev_query", "up", (position - 1, None)),
-        ("query ↓", "judge_next_query", "down", (position + 1, None)),
+        ("↑ query", "judge_prev_query", "up", (step(position, -1), None)),
+        ("query ↓", "judge_next_query", "down", (step(position, 1), None)),
     ]
     if not pool.passages:
         st.info("No passage of this workspace contains a term of this query: nothing to grade.")

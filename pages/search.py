@@ -444,6 +444,8 @@ elif query.strip():
             f"({count(result.candidates_returned, 'candidate')} scored)"
         )
     st.markdown(corpus_line)
+    if result.difficulty is not None and (hard := result.difficulty.line):
+        st.caption(escape_text(hard))  # core's words (core.analysis.predictors)
     if result.within is not None:
         st.caption(
             f"Narrowed to {escape_text(result.within.describe())}. IDF and avgdl are the whole "

@@ -41,6 +41,7 @@ from core.analysis.pooling import (
     PoolSpec,
     SetProgress,
 )
+from core.analysis.predictors import QueryDifficulty
 from core.analysis.rankers import KIND_LABELS, MAX_K1, Ranker, RankerKind, RankMovement
 from core.analysis.tuning import DEFAULT_BS, DEFAULT_K1S, METRICS, GridSpec, TuningGrid, grid_values
 from core.domain.bm25 import ScoreExplanation
@@ -95,7 +96,7 @@ from core.service.common import (
 from core.service.corpus import TERM_BROWSER_LIMIT, CorpusView, TermInfo, TermPassage
 from core.service.facade import LexplainService, StoreUnavailable
 from core.service.grading import SEARCH_SET, CeilingJudgments, LimitCeiling
-from core.service.judging import DEFAULT_POOL
+from core.service.judging import DEFAULT_POOL, QueryHardness
 from core.service.library import (
     EXAMPLE_WITH_NAMES,
     EXAMPLE_WORKSPACE,
@@ -186,7 +187,9 @@ __all__ = [
     "ProgressCallback",
     "QueryComparison",
     "QueryDiagnosis",
+    "QueryDifficulty",
     "QueryFormat",
+    "QueryHardness",
     "QueryView",
     "RankMovement",
     "RankedPassage",

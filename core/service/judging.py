@@ -34,9 +34,11 @@ from core.analysis.pooling import (
     pool_order,
     pooled_rows,
 )
+from core.analysis.predictors import QueryDifficulty, hardest_first, query_difficulty
 from core.analysis.rankers import Ranker
 from core.analysis.run_comparison import METRICS, RunsComparison, compare_saved
 from core.analysis.truncation import UNLIMITED
+from core.checkpoint import checkpoint
 from core.domain.agreement import COMBINING_RULE, cohen_kappa, fleiss_kappa
 from core.domain.chunks import StoredChunk
 from core.domain.judging import (
@@ -92,6 +94,19 @@ class JudgmentImport(BaseModel):
     stored: int
     unknown_queries: list[str]
     unknown_ids: list[str]
+
+
+class QueryHardness(BaseModel):
+    """One query of a set with its pre-retrieval predictors (``core.analysis.predictors``)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    #: 0-based position in the set as saved (what ``pool`` takes).
+    position: int
+    query_id: str
+    text: str
+    #: None for a query that cannot be searched (more terms than a query may have).
+    difficulty: QueryDifficulty | None
 
 
 class JudgingActions(StoreRunner):
@@ -406,6 +421,54 @@ class JudgingActions(StoreRunner):
                 for i in pool_order(query, list(found))
             ],
         )
+
+    def queries_hardest_first(
+        self, query_set: str, *, workspace: str, limit: int = DEFAULT_LIMIT
+    ) -> list[QueryHardness]:
+        """The set's queries, hardest first (``core.analysis.predictors.hardest_first``).
+
+        Pre-retrieval predictors only: one ``lexical_candidates(terms, tenant, 0)`` read per
+        query (df and the matching count, no candidates), and the cut a search at ``limit``
+        (Search's default) would make, ``matching - min(limit, matching)``. Pooling each query
+        to get its scores was rejected: a set of 225 queries would cost 225 unlimited reads
+        before the first passage is shown. Kept per workspace generation, like a search.
+        """
+        queries = self._set(query_set, workspace).queries
+        return self._call(self._hardest_first(queries, workspace, limit))
+
+    async def _hardest_first(
+        self, queries: Sequence[SetQuery], workspace: str, limit: int
+    ) -> list[QueryHardness]:
+        tenant = await tenant_of(self._store, workspace)
+        profile = await workspace_profile(self._store, workspace)
+        generation = await self._store.generation(tenant)
+        key = ("hardest", tenant, profile, generation, tuple(queries), limit)
+        cached = self._results.get(key)
+        if isinstance(cached, tuple):
+            return list(cached)
+        rated = []
+        for position, query in enumerate(queries):
+            terms = tokenize(query.text, profile)
+            difficulty = None
+            try:
+                read = await bounded_candidates(self._store, terms, tenant, 0)
+            except ValueError:  # more terms than a query may have: no predictors
+                pass
+            else:
+                cut = read.matching - min(limit, read.matching)
+                difficulty = query_difficulty(terms, read.stats, read.matching, cut)
+            rated.append(
+                QueryHardness(
+                    position=position,
+                    query_id=query.query_id,
+                    text=query.text,
+                    difficulty=difficulty,
+                )
+            )
+            await checkpoint()
+        ordered = [rated[i] for i in hardest_first([r.difficulty for r in rated])]
+        self._results.put(key, tuple(ordered))
+        return ordered
 
     def set_progress(
         self, query_set: str, *, workspace: str, spec: PoolSpec | None = None

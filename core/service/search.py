@@ -13,6 +13,7 @@ import io
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from core.analysis.predictors import QueryDifficulty, query_difficulty
 from core.checkpoint import checkpoint, stepped
 from core.domain.bm25 import ScoreExplanation, explain_score
 from core.domain.chunks import StoredChunk
@@ -75,6 +76,8 @@ class SearchResult(QueryView):
     #: Passages containing a query term that the filter excluded (before the limit; 0
     #: without a filter). ``matching_passages`` counts only those it admits.
     filtered_out: int = 0
+    #: The query performance predictors from the numbers above (None when no terms).
+    difficulty: QueryDifficulty | None = None
 
     def to_json(self) -> str:
         """The result list with every explanation, as JSON."""
@@ -198,6 +201,19 @@ class SearchActions(StoreRunner):
         ]
         stats = handed.stats
         n_docs, avg_doc_length = stats.n_docs, stats.avg_doc_length
+        # From the read's own numbers: no second read (core.analysis.predictors).
+        difficulty = (
+            query_difficulty(
+                terms,
+                stats,
+                matching,
+                handed.cut_by_limit,
+                [p.score for p in passages],
+                filtered_out=handed.filtered_out,
+            )
+            if terms
+            else None
+        )
         if not terms:
             # The store reads nothing for no terms (contract); the corpus is still there.
             summary = await self._store.corpus_summary(tenant)
@@ -214,6 +230,7 @@ class SearchActions(StoreRunner):
             passages=passages,
             within=within,
             filtered_out=handed.filtered_out,
+            difficulty=difficulty,
         )
 
     def explain(self, query: str, chunk_id: str, *, workspace: str) -> ScoreExplanation:
