@@ -94,6 +94,11 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     diagnose.add_argument(
         "--set", dest="query_set", required=True, metavar="SET", help="the query set's name"
     )
+    diagnose.add_argument(
+        "--by-document",
+        action="store_true",
+        help="judge documents, each at its best passage (a document's grade is its best passage's)",
+    )
     diagnose.add_argument("--json", action="store_true", help="one JSON object per line")
 
 
@@ -605,7 +610,10 @@ def diagnose(args: argparse.Namespace, console: Console) -> int:
         if workspace is None:
             return EXIT_UNUSABLE
         try:
-            run = service.diagnose(args.query_set, args.k, args.limit, workspace=workspace)
+            run = service.diagnose(
+                args.query_set, args.k, args.limit, workspace=workspace,
+                by_document=args.by_document,
+            )  # fmt: skip
         except KeyError as exc:
             console.print(f"error: {terminal_safe(exc.args[0])}", markup=False, highlight=False)
             return EXIT_UNUSABLE

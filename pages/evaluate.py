@@ -50,11 +50,14 @@ from pages.common import (
     screen,
     workspace,
 )
+from pages.losses import render_diagnosis
 
 #: Session key of the chosen judgments: (label, queries bytes, qrels bytes).
 JUDGMENTS_KEY = EVALUATE_JUDGMENTS_KEY
 #: Session key of the last evaluation and the inputs it answered.
 RESULT_KEY = "ev_result"
+#: Session key of run A's last diagnosis.
+DIAGNOSIS_KEY = "ev_diagnosis"
 #: Metrics of the table: label -> attribute of a QueryScore.
 METRICS = {"nDCG": "ndcg", "Recall": "recall", "MRR": "mrr", "Judged": "judged_share"}
 #: Where the judgments come from (the source radio's options).
@@ -493,3 +496,29 @@ if stored is not None and not none_present:
             "again for the current settings."
         )
     render_result(result, passages)
+
+st.subheader("Why relevant passages were lost (run A)")
+st.caption(
+    "Each judged-relevant document (with this workspace's grades by passage: passage) outside "
+    "run A's top k, with its one cause: it holds no query term, the limit cut it, or it was "
+    "scored below the k-th. The same diagnosis as on Runs."
+)
+if st.button("Diagnose run A", key="ev_diagnose", disabled=(judgments is None and graded is None)):
+    try:
+        with st.spinner("Reading each judged query once…"):
+            if graded is not None:
+                lost = service.diagnose(
+                    graded[0], k, limit_a, workspace=workspace(), ranker=ranker_a,
+                    by_document=graded[1],
+                )  # fmt: skip
+            elif judgments is not None:
+                lost = service.diagnose_files(
+                    judgments[1], judgments[2], k, limit_a, workspace=workspace(), ranker=ranker_a
+                )
+        st.session_state[DIAGNOSIS_KEY] = lost
+    except (JudgmentError, KeyError, ValueError) as exc:
+        st.session_state.pop(DIAGNOSIS_KEY, None)
+        st.error(f"Not diagnosed: {escape_text(str(exc))}")
+diagnosed = st.session_state.get(DIAGNOSIS_KEY)
+if diagnosed is not None:
+    render_diagnosis(diagnosed, "ev")

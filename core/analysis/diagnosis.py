@@ -26,6 +26,7 @@ from enum import StrEnum
 from typing import Final
 
 import numpy as np
+import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict
 
 from core.analysis.rankers import Ranker, score_all
@@ -45,8 +46,8 @@ class LostCause(StrEnum):
     VOCABULARY = "vocabulary mismatch"
     LIMIT = "cut by the limit"
     OUTRANKED = "outranked"
-    #: Graded, then deleted from the workspace: nothing of it is left to rank.
-    GONE = "no longer in the workspace"
+    #: Judged, but not in the workspace (deleted since, or never loaded): nothing to rank.
+    GONE = "not in the workspace"
 
 
 #: How each cause is said on a screen or a terminal.
@@ -54,7 +55,7 @@ CAUSE_NOTES: Final[dict[LostCause, str]] = {
     LostCause.VOCABULARY: "contains no query term: no k1, b or limit can retrieve it",
     LostCause.LIMIT: "matches, but the limit cut it before scoring",
     LostCause.OUTRANKED: "was scored, below the k-th passage",
-    LostCause.GONE: "was deleted after it was graded",
+    LostCause.GONE: "is judged but not in the workspace (deleted since, or never loaded)",
 }
 
 
@@ -205,18 +206,77 @@ def diagnose_query(
     ``ranker`` over the first ``limit`` candidates, as Evaluate ranks it. A graded passage that
     is no candidate is a vocabulary mismatch here; the caller, who can ask the store, marks the
     ones since deleted (``LostCause.GONE``)."""
-    head = full.head(limit)
-    order, scores = score_all(ranker, terms, head)
-    top = order[:k]
+    order, scores = score_all(ranker, terms, full.head(limit))
     ids = full.ids
-    top_ids = [str(i) for i in ids[top]] if len(top) else []
+    relevant = [c for c, g in grades.items() if g >= RELEVANT]
+    rows = {str(ids[r]): [r] for r in np.flatnonzero(np.isin(ids, relevant)).tolist()}
+    ranked = [str(i) for i in ids[order]] if len(order) else []
+    return _diagnosed(
+        query_id, query, terms, full, grades, k, limit, ranker, order, scores, ranked, rows
+    )
+
+
+def diagnose_documents(
+    query_id: str,
+    query: str,
+    terms: Sequence[str],
+    full: LexicalCandidates,
+    grades: Mapping[str, int],
+    k: int,
+    limit: int,
+    ranker: Ranker,
+    head_sources: Sequence[str],
+    document_rows: Mapping[str, Sequence[int]],
+) -> QueryDiagnosis:
+    """``diagnose_query`` judged by document, as qrels judge: a document is in the top k at its
+    best passage, and a lost one is diagnosed at the passage that came nearest (the best-scored
+    of its candidates, else its first in the candidate order, else none: a mismatch).
+    ``head_sources``: the source of each of the first ``limit`` rows; ``document_rows``: each
+    relevant document's rows in ``full`` (its passages that hold a query term)."""
+    order, scores = score_all(ranker, terms, full.head(limit))
+    best: dict[str, int] = {}
+    for row in order.tolist():
+        best.setdefault(head_sources[row], row)
+    ranked = list(best)
+    rows = {
+        document: sorted(found, key=lambda r: (r >= limit, r))
+        for document, found in document_rows.items()
+        if found
+    }
+    for document, row in best.items():  # a ranked document is diagnosed at its best passage
+        if document in rows:
+            rows[document] = [row]
+    order = np.asarray(list(best.values()), dtype=np.int64)
+    return _diagnosed(
+        query_id, query, terms, full, grades, k, limit, ranker, order, scores, ranked, rows
+    )
+
+
+def _diagnosed(
+    query_id: str,
+    query: str,
+    terms: Sequence[str],
+    full: LexicalCandidates,
+    grades: Mapping[str, int],
+    k: int,
+    limit: int,
+    ranker: Ranker,
+    order: npt.NDArray[np.int64],
+    scores: npt.NDArray[np.float64],
+    ranked: list[str],
+    rows: Mapping[str, Sequence[int]],
+) -> QueryDiagnosis:
+    """The causes, given the run's ranking: ``ranked`` (unit ids, passages or documents, best
+    first, each at the row ``order`` holds at the same position) and each relevant unit's rows
+    in ``full`` (the one it is diagnosed at first)."""
+    top_ids = ranked[:k]
     ndcg = ndcg_at_k(top_ids, dict(grades), k)
     relevant = sorted(c for c, g in grades.items() if g >= RELEVANT)
-    row_of = {str(ids[r]): r for r in np.flatnonzero(np.isin(ids, relevant)).tolist()}
-    rank_of = {int(row): i + 1 for i, row in enumerate(order.tolist())}
+    rank_of = {unit: i + 1 for i, unit in enumerate(ranked)}
     matched = full.matched_terms
     asked = sorted(set(terms))
-    kth_row = int(top[-1]) if len(top) == k and k else None
+    ids = full.ids
+    kth_row = int(order[k - 1]) if len(top_ids) == k and k else None
     scorer = ranker.scorer(terms, full) if kth_row is not None else None
     kth_explained = (
         scorer.explain(full.term_frequencies(kth_row), int(full.doc_lengths[kth_row]))
@@ -225,27 +285,25 @@ def diagnose_query(
     )
     lost: list[LostPassage] = []
     shown = set(top_ids)
-    for chunk_id in relevant:
-        if chunk_id in shown:
+    for unit in relevant:
+        if unit in shown:
             continue
-        grade = grades[chunk_id]
-        row = row_of.get(chunk_id)
-        if row is None:
+        grade = grades[unit]
+        found = rows.get(unit)
+        if not found:
             lost.append(
                 LostPassage(
-                    chunk_id=chunk_id,
-                    grade=grade,
-                    cause=LostCause.VOCABULARY,
-                    missing_terms=asked,
+                    chunk_id=unit, grade=grade, cause=LostCause.VOCABULARY, missing_terms=asked
                 )
             )
             continue
+        row = int(found[0])
         has = set(full.term_frequencies(row))
         missing = [t for t in asked if t not in has]
         if row >= limit:
             lost.append(
                 LostPassage(
-                    chunk_id=chunk_id,
+                    chunk_id=unit,
                     grade=grade,
                     cause=LostCause.LIMIT,
                     missing_terms=missing,
@@ -260,20 +318,20 @@ def diagnose_query(
         mine = scorer.explain(full.term_frequencies(row), int(full.doc_lengths[row]))
         lost.append(
             LostPassage(
-                chunk_id=chunk_id,
+                chunk_id=unit,
                 grade=grade,
                 cause=LostCause.OUTRANKED,
                 missing_terms=missing,
                 matched_terms=int(matched[row]),
                 position=row + 1,
-                rank=rank_of.get(row),
+                rank=rank_of.get(unit),
                 score=float(scores[row]),
                 kth_score=float(scores[kth_row]),
                 kth_chunk_id=str(ids[kth_row]),
                 differences=_differences(mine, kth_explained, full.stats),
             )
         )
-    unjudged = [chunk_id for chunk_id in top_ids if chunk_id not in grades]
+    unjudged = [unit for unit in top_ids if unit not in grades]
     return QueryDiagnosis(
         query_id=query_id,
         query=query,

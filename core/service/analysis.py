@@ -18,11 +18,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from core.analysis.evaluation import (
     EvaluationRun,
     QueryScore,
-    TooManyJudged,
     documents_in_rank_order,
     evaluate_run_steps,
     parse_qrels,
-    parse_queries,
 )
 from core.analysis.judgment_files import JudgmentError
 from core.analysis.rankers import Ranker, RankerKind, rank_with
@@ -38,7 +36,6 @@ from core.domain.chunks import StoredChunk
 from core.domain.ranking import LexicalCandidates
 from core.domain.tokenize import tokenize
 from core.service.common import (
-    MAX_EVALUATE_QUERIES,
     SAMPLE_QRELS,
     SAMPLE_QUERIES,
     UNLIMITED,
@@ -50,6 +47,7 @@ from core.service.common import (
     combine_judgments,
     decoded_file,
     empty_reason,
+    judged_files,
     query_view,
     workspace_profile,
 )
@@ -458,27 +456,7 @@ class AnalysisActions(StoreRunner):
         check_k(k)
         if not runs:
             raise ValueError("at least one limit is needed")
-        try:
-            queries = parse_queries(decoded_file(queries_data, "queries"))
-        except JudgmentError as exc:
-            raise JudgmentError(f"queries file: {exc}") from None
-        try:  # only the queries' judgments, and no more of them than one run scores
-            qrels = parse_qrels(
-                decoded_file(qrels_data, "qrels"), only=queries, most=MAX_EVALUATE_QUERIES
-            )
-        except JudgmentError as exc:
-            raise JudgmentError(f"qrels file: {exc}") from None
-        except TooManyJudged as exc:
-            raise ValueError(
-                f"{exc}; one Evaluate run scores at most {MAX_EVALUATE_QUERIES:,}: split the "
-                "queries file"
-            ) from None
-        judged = {query_id: text for query_id, text in queries.items() if query_id in qrels}
-        if not judged:
-            raise JudgmentError(
-                "no query of the queries file has a judgment in the qrels file "
-                "(the query ids differ)"
-            )
+        judged, qrels = judged_files(queries_data, qrels_data)
 
         specs = list(runs)
         return self._call_with_progress(

@@ -15,6 +15,7 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict
 
+from core.analysis.evaluation import TooManyJudged, parse_qrels, parse_queries
 from core.analysis.judgment_files import JudgmentError, QueryFormat, read_queries
 from core.analysis.truncation import UNLIMITED as UNLIMITED
 from core.domain.agreement import combined_grade
@@ -201,3 +202,32 @@ def decoded_file(data: bytes, what: str) -> str:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError:
         raise JudgmentError(f"the {what} file is not UTF-8 text") from None
+
+
+def judged_files(
+    queries_data: bytes, qrels_data: bytes
+) -> tuple[dict[str, str], dict[str, dict[str, int]]]:
+    """The judged queries (id -> text) of a queries file and a qrels file, and their judgments,
+    as Evaluate reads them: only the queries' judgments, no more queries than one run scores;
+    ``JudgmentError`` naming the file and line, ``ValueError`` past the bound."""
+    try:
+        queries = parse_queries(decoded_file(queries_data, "queries"))
+    except JudgmentError as exc:
+        raise JudgmentError(f"queries file: {exc}") from None
+    try:  # only the queries' judgments, and no more of them than one run scores
+        qrels = parse_qrels(
+            decoded_file(qrels_data, "qrels"), only=queries, most=MAX_EVALUATE_QUERIES
+        )
+    except JudgmentError as exc:
+        raise JudgmentError(f"qrels file: {exc}") from None
+    except TooManyJudged as exc:
+        raise ValueError(
+            f"{exc}; one Evaluate run scores at most {MAX_EVALUATE_QUERIES:,}: split the "
+            "queries file"
+        ) from None
+    judged = {query_id: text for query_id, text in queries.items() if query_id in qrels}
+    if not judged:
+        raise JudgmentError(
+            "no query of the queries file has a judgment in the qrels file (the query ids differ)"
+        )
+    return judged, qrels

@@ -11,16 +11,21 @@ per lost passage (Search's "why not?"), a round trip per passage.
 
 from __future__ import annotations
 
+import inspect
 from collections import Counter
 from collections.abc import Callable
 from typing import Final
 from uuid import UUID
 
+import numpy as np
+
 from core.analysis.diagnosis import (
+    RELEVANT,
     LostCause,
     LostPassage,
     QueryDiagnosis,
     RunDiagnosis,
+    diagnose_documents,
     diagnose_query,
     own_terms,
     summarise,
@@ -31,6 +36,7 @@ from core.analysis.tuning import GridSpec, TuningGrid, TuningQuery, tuning_steps
 from core.checkpoint import checkpoint, stepped
 from core.domain.bm25 import CorpusStats
 from core.domain.judging import QuerySet
+from core.domain.ranking import LexicalCandidates
 from core.domain.tokenize import Profile, tokenize
 from core.service.common import (
     MAX_QUERY_TERMS,
@@ -38,6 +44,7 @@ from core.service.common import (
     bounded_candidates,
     check_k_limit,
     combine_judgments,
+    judged_files,
     workspace_profile,
 )
 from core.service.runner import ProgressCallback, StoreRunner
@@ -73,58 +80,121 @@ class DiagnosisActions(StoreRunner):
         *,
         workspace: str,
         ranker: Ranker | None = None,
+        by_document: bool = False,
         on_progress: ProgressCallback | None = None,
     ) -> RunDiagnosis:
-        """Every graded query's lost relevant passages (by passage: grades judge passages),
-        each with its one cause, under ``ranker`` (the workspace's BM25 by default) at
-        ``limit``; the queries by nDCG@k lost, most first."""
+        """Every graded query's lost relevant passages (``by_document``: documents, each at its
+        best passage, as Runs' "by document" judges), each with its one cause, under
+        ``ranker`` (the workspace's BM25 by default) at ``limit``; the queries by nDCG@k lost,
+        most first."""
         check_k_limit(k, limit)
         used = ranker or Ranker.of(RankerKind.WORKSPACE)
-        found, grades = self._graded(query_set, workspace, False)
+        found, grades = self._graded(query_set, workspace, by_document)
+        queries = {q.query_id: q.text for q in found.queries if q.text in grades}
+        judged = {query_id: grades[text] for query_id, text in queries.items()}
         return self._call_with_progress(
-            lambda report: self._diagnose(found, grades, k, limit, used, workspace, report),
+            lambda report: self._diagnose(
+                queries, judged, k, limit, used, workspace, by_document, report
+            ),
+            on_progress,
+        )
+
+    def diagnose_files(
+        self,
+        queries_data: bytes,
+        qrels_data: bytes,
+        k: int,
+        limit: int,
+        *,
+        workspace: str,
+        ranker: Ranker | None = None,
+        on_progress: ProgressCallback | None = None,
+    ) -> RunDiagnosis:
+        """``diagnose`` for Evaluate's judgment files (BEIR or TREC qrels judge documents, so
+        by document), read as Evaluate reads them."""
+        check_k_limit(k, limit)
+        used = ranker or Ranker.of(RankerKind.WORKSPACE)
+        queries, qrels = judged_files(queries_data, qrels_data)
+        return self._call_with_progress(
+            lambda report: self._diagnose(queries, qrels, k, limit, used, workspace, True, report),
             on_progress,
         )
 
     async def _diagnose(
         self,
-        found: QuerySet,
+        queries: dict[str, str],
         grades: dict[str, dict[str, int]],
         k: int,
         limit: int,
         ranker: Ranker,
         workspace: str,
+        by_document: bool,
         report: Callable[[int, int, str], None],
     ) -> RunDiagnosis:
         tenant = await tenant_of(self._store, workspace)
         profile = await workspace_profile(self._store, workspace)
-        judged = [q for q in found.queries if q.text in grades]
         diagnosed: list[QueryDiagnosis] = []
-        for done, query in enumerate(judged, 1):
-            terms = tokenize(query.text, profile)
+        for done, (query_id, text) in enumerate(queries.items(), 1):
+            terms = tokenize(text, profile)
             try:
                 full = await bounded_candidates(self._store, terms, tenant, UNLIMITED)
             except ValueError as exc:
-                raise ValueError(f"query {query.query_id}: {exc}") from None
-            diagnosed.append(
-                diagnose_query(
-                    query.query_id, query.text, terms, full, grades[query.text], k, limit, ranker
+                raise ValueError(f"query {query_id}: {exc}") from None
+            judged = grades[query_id]
+            if by_document:
+                head = list(range(min(limit, len(full))))
+                ahead = full.chunks_ahead(head)
+                if inspect.isawaitable(ahead):  # a store reading them in one round trip
+                    await ahead
+                sources = [chunk.source_id for chunk in full.chunks(head)]
+                rows = await self._document_rows(full, judged, tenant)
+                diagnosed.append(
+                    diagnose_documents(
+                        query_id, text, terms, full, judged, k, limit, ranker, sources, rows
+                    )
                 )
-            )
-            report(done, len(judged), query.query_id)
+            else:
+                diagnosed.append(
+                    diagnose_query(query_id, text, terms, full, judged, k, limit, ranker)
+                )
+            report(done, len(queries), query_id)
             await checkpoint()
-        return summarise(k, limit, await self._explained(diagnosed, tenant, profile))
+        return summarise(k, limit, await self._explained(diagnosed, tenant, profile, by_document))
+
+    async def _document_rows(
+        self, full: LexicalCandidates, judged: dict[str, int], tenant: UUID
+    ) -> dict[str, list[int]]:
+        """Each relevant document's rows in ``full`` (its passages that hold a query term)."""
+        passages: dict[str, str] = {}
+        for document, grade in judged.items():
+            if grade >= RELEVANT:
+                for chunk in await self._store.get_by_source(document, tenant):
+                    passages[chunk.id] = document
+        rows: dict[str, list[int]] = {d: [] for d, g in judged.items() if g >= RELEVANT}
+        ids = full.ids
+        for row in np.flatnonzero(np.isin(ids, list(passages))).tolist():
+            rows[passages[str(ids[row])]].append(int(row))
+        return rows
 
     async def _explained(
-        self, queries: list[QueryDiagnosis], tenant: UUID, profile: Profile
+        self,
+        queries: list[QueryDiagnosis],
+        tenant: UUID,
+        profile: Profile,
+        by_document: bool = False,
     ) -> list[QueryDiagnosis]:
-        """The vocabulary mismatches with their own terms, and the deleted ones marked."""
+        """The vocabulary mismatches with their own terms (a document's: its passages' terms
+        summed), and the ones no longer in the workspace marked."""
         unreached = {p.chunk_id for q in queries for p in q.lost if p.cause is LostCause.VOCABULARY}
         counts: dict[str, Counter[str]] = {}
-        for chunk_id in sorted(unreached):
-            chunk = await self._store.get(chunk_id, tenant)
-            if chunk is not None:
-                counts[chunk_id] = Counter(tokenize(chunk.text, profile))
+        for unit in sorted(unreached):
+            if by_document:
+                chunks = await self._store.get_by_source(unit, tenant)
+            else:
+                one = await self._store.get(unit, tenant)
+                chunks = [] if one is None else [one]
+            if chunks:
+                counts[unit] = Counter(t for c in chunks for t in tokenize(c.text, profile))
             await checkpoint()
         words = sorted({t for c in counts.values() for t in c})
         frequencies: dict[str, int] = {}

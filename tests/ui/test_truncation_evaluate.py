@@ -442,3 +442,21 @@ def test_the_new_pages_run_from_the_entry_point_on_an_empty_workspace(
     at = page(path, f"empty-{uuid.uuid4().hex[:8]}")
     assert at.title[0].value == title
     assert "load_sample" in [b.key for b in at.button]
+
+
+def test_evaluate_diagnoses_run_a_of_the_sample_judgments_with_cores_causes(
+    cranfield: str,
+) -> None:
+    from core.service import LexplainService
+
+    at = page("pages/evaluate.py", cranfield)
+    at.button(key="ev_sample").click().run()
+    at.number_input(key="ev_limit_a").set_value(100).run()
+    at.button(key="ev_diagnose").click().run()
+    no_exception(at)
+    queries, qrels = LexplainService.sample_judgments()
+    want = get_service().diagnose_files(queries, qrels, 10, 100, workspace=cranfield)
+    assert any(want.ceiling_note in i.value for i in at.info)
+    (table,) = [d.value for d in at.dataframe if "nDCG lost" in d.value.columns]
+    assert list(table["query"]) == [q.query for q in want.queries]
+    assert list(table["nDCG@10"]) == [q.ndcg for q in want.queries]

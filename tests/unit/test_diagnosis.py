@@ -164,3 +164,43 @@ def test_a_passages_own_terms_come_by_tf_times_idf() -> None:
     found = own_terms({"a": 3, "b": 1, "c": 2}, stats, most=2)
     assert [o.term for o in found] == ["c", "b"]
     assert found[0].weight == 2 * inverse_document_frequency("c", stats)
+
+
+async def test_by_document_a_lost_document_is_diagnosed_at_the_passage_that_came_nearest() -> None:
+    from core.analysis.diagnosis import diagnose_documents
+
+    tenant = uuid.uuid4()
+    chunks = [make_chunk(tenant, f"b{i}", f"wing flutter test{i}", 0) for i in range(11)]
+    chunks += [
+        make_chunk(tenant, "D", "sensor drift only", 0),
+        make_chunk(tenant, "D", "flutter alone here", 1),
+        make_chunk(tenant, "D", "flutter again there", 2),
+        make_chunk(tenant, "E", "calibration notes", 0),
+        make_chunk(tenant, "E", "wing flutter " + "padding " * 60, 1),
+        make_chunk(tenant, "E", "wing flutter " + "padding " * 90, 2),
+        make_chunk(tenant, "F", "nothing to see", 0),
+    ]
+    limit = 13  # the 13 passages holding both terms; D's hold one and are cut
+    store = InMemoryChunkStore()
+    await store.upsert_many(chunks)
+    full = await store.lexical_candidates(TERMS, tenant, 10_000)
+    head = list(range(min(limit, len(full))))
+    sources = [c.source_id for c in full.chunks(head)]
+    ids = [str(i) for i in full.ids]
+    rows = {d: [ids.index(c.id) for c in chunks if c.source_id == d and c.id in ids] for d in "DEF"}
+    grades = {"D": 2, "E": 3, "F": 1, "b0": 1}
+    found = diagnose_documents(
+        "q", "wing flutter", TERMS, full, grades, K, limit, WORKSPACE, sources, rows
+    )
+    causes = {p.chunk_id: p for p in found.lost}
+    assert causes["F"].cause is LostCause.VOCABULARY
+    d_row = min(ids.index(c.id) for c in chunks if c.text.startswith("flutter a"))
+    assert causes["D"].cause is LostCause.LIMIT and causes["D"].smallest_limit == d_row + 1
+    e = causes["E"]
+    assert e.cause is LostCause.OUTRANKED and e.rank is not None and e.rank > K
+    assert e.matched_terms == 2
+    order, scores = score_all(WORKSPACE, TERMS, full.head(limit))
+    ranked_documents = list(dict.fromkeys(sources[r] for r in order))
+    assert e.score == max(scores[r] for r in rows["E"])  # its best passage
+    assert e.rank == ranked_documents.index("E") + 1
+    assert found.unjudged == [d for d in ranked_documents[:K] if d not in grades]

@@ -92,3 +92,35 @@ def test_a_grid_by_document_at_the_workspaces_setting_is_evaluates_by_document_m
         SAMPLE_QUERY_SET, K, [RunSpec(workspace=ws, limit=LIMIT)], workspace=ws, by_document=True
     )
     assert grid.workspace.mean == run.mean_ndcg == grid.best.mean
+
+
+def test_by_document_and_from_judgment_files_the_causes_are_the_passages_on_cranfield(
+    graded: tuple[LexplainService, str],
+) -> None:
+    # Cranfield's documents are one passage each: judged by document, every lost document has
+    # the cause its passage has; from the qrels file (grades 1-4) the same relevant set is lost.
+    service, ws = graded
+    passages = service.diagnose(SAMPLE_QUERY_SET, K, LIMIT, workspace=ws)
+    documents = service.diagnose(SAMPLE_QUERY_SET, K, LIMIT, workspace=ws, by_document=True)
+    queries, qrels = LexplainService.sample_judgments()
+    files = service.diagnose_files(queries, qrels, K, LIMIT, workspace=ws)
+    source_of = {
+        p.chunk_id: service.passage(p.chunk_id, workspace=ws).source_id  # type: ignore[union-attr]
+        for q in passages.queries
+        for p in q.lost
+    }
+
+    def causes(run: object, mapped: bool) -> set[tuple[str, str, str, int | None]]:
+        return {
+            (q.query_id, source_of[p.chunk_id] if mapped else p.chunk_id, p.cause.value, p.rank)
+            for q in run.queries  # type: ignore[attr-defined]
+            for p in q.lost
+        }
+
+    assert causes(documents, False) == causes(passages, True)
+    assert documents.by_cause == passages.by_cause
+    # The qrels also judge Cranfield's two empty records, which were never loaded.
+    absent = {c for c in causes(files, False) if c[2] == LostCause.GONE.value}
+    held = {s.source_id for s in service.list_sources(workspace=ws)}
+    assert absent and all(c[1] not in held for c in absent)
+    assert causes(files, False) - absent == causes(passages, True)
