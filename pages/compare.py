@@ -36,6 +36,7 @@ from pages.common import (
     workspace,
     write_query_params,
 )
+from pages.narrowing import narrowing
 
 #: Session keys of the query widgets (own keys: Search's widgets keep theirs).
 KEYS = {"q": "c_q", "k": "c_k", "limit": "c_limit"}
@@ -236,12 +237,14 @@ side_a, side_b = st.columns(2)
 ranker_a = ranker_inputs("A", side_a)
 ranker_b = ranker_inputs("B", side_b)
 
+within = narrowing(service, ws)
 if query.strip():
     chosen = st.session_state.get("c_passage")
     try:
         view = service.compare(
-            query, ranker_a, ranker_b, k, limit, workspace=ws, chosen=chosen or None
-        )
+            query, ranker_a, ranker_b, k, limit, workspace=ws, chosen=chosen or None,
+            within=within,
+        )  # fmt: skip
     except ValueError as exc:  # a bound of core.service.bounds, in its own words
         st.error(f"Not compared: {exc}.")
         st.stop()
@@ -254,10 +257,11 @@ if query.strip():
     if view.empty_reason:
         st.info(f"Nothing to compare: {view.empty_reason}.")
     else:
+        excluded = "" if view.within is None else f", {view.filtered_out:,} excluded by the filter"
         st.markdown(
             f"Overlap at {view.k}: **{comparison.shared} of {len(comparison.a)}** "
             f"({comparison.overlap:.0%}) · {comparison.ranked:,} candidates ranked by both "
-            f"(of {view.matching_passages:,} matching, limit {view.limit:,})"
+            f"(of {view.matching_passages:,} matching{excluded}, limit {view.limit:,})"
         )
         render_lists(view)
         st.subheader("Rank movement")

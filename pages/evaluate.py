@@ -51,6 +51,7 @@ from pages.common import (
     workspace,
 )
 from pages.losses import render_diagnosis
+from pages.narrowing import narrowing
 
 #: Session key of the chosen judgments: (label, queries bytes, qrels bytes).
 JUDGMENTS_KEY = EVALUATE_JUDGMENTS_KEY
@@ -402,9 +403,18 @@ workspace_b = str(
         disabled=not compare,
     )
 )
-specs = [RunSpec(workspace=workspace(), limit=limit_a, ranker=ranker_a)]
+# Both runs narrowed alike (a filter names this workspace's sources and entities).
+within = narrowing(service, workspace())
+specs = [RunSpec(workspace=workspace(), limit=limit_a, ranker=ranker_a, within=within)]
 if compare:
-    specs.append(RunSpec(workspace=workspace_b, limit=limit_b, ranker=ranker_b))
+    specs.append(
+        RunSpec(
+            workspace=workspace_b,
+            limit=limit_b,
+            ranker=ranker_b,
+            within=within if workspace_b == workspace() else None,
+        )
+    )
 #: Limits only (the workspace's ranker, one workspace): runs named by their limits.
 limits_only = all(
     s.ranker.kind is RankerKind.WORKSPACE and s.workspace == workspace() for s in specs
@@ -463,7 +473,7 @@ if run and (judgments is not None or graded is not None):
                 by_document=graded[1],
                 on_progress=progress,
             )
-        elif judgments is not None and limits_only:
+        elif judgments is not None and limits_only and within is None:
             runs = service.evaluate(
                 judgments[1], judgments[2], k, limits, workspace=workspace(), on_progress=progress
             )

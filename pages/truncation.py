@@ -42,6 +42,7 @@ from pages.common import (
     workspace,
     write_query_params,
 )
+from pages.narrowing import narrowing
 
 #: Session keys of the widgets (own keys: Search's widgets keep theirs).
 KEYS = {"q": "t_q", "k": "t_k", "limit": "t_limit"}
@@ -189,10 +190,11 @@ k = int(
     )
 )
 limit = int(st.session_state["t_limit"])
+within = narrowing(service, workspace())
 view = None
 if query.strip():
     try:
-        view = service.truncation(query, k, limit, workspace=workspace())
+        view = service.truncation(query, k, limit, workspace=workspace(), within=within)
     except ValueError as exc:  # a bound of core.service.bounds, in its own words
         st.error(f"Not analysed: {exc}.")
 # The slider's range follows the query; a new range is a new widget, which would start at its
@@ -234,12 +236,23 @@ else:
     if stemmed := stemming_line(view.surface_terms):
         st.markdown(f"**Indexed as** ({view.profile.value} profile): {stemmed}")
     report = view.report
-    if view.empty_reason in ("no terms left after stopwords", "no passage contains any term"):
+    if view.empty_reason in (
+        "no terms left after stopwords",
+        "no passage contains any term",
+        "the filter excludes every passage that contains a term",
+    ):
         st.warning(f"Nothing to compare: {view.empty_reason}.")
     else:
+        if view.within is not None:
+            st.caption(
+                f"Narrowed to {escape_text(view.within.describe())}: "
+                f"{view.filtered_out:,} passages holding a query term excluded by the filter, "
+                "before the limit; IDF and avgdl stay the whole workspace's."
+            )
+        admitted = "matching passages" if view.within is None else "admitted matching passages"
         st.markdown(
             f"**Candidate order:** {CANDIDATE_ORDER} &nbsp;·&nbsp; limit {view.limit:,} of "
-            f"{report.matching:,} matching passages &nbsp;·&nbsp; "
+            f"{report.matching:,} {admitted} &nbsp;·&nbsp; "
             f"**{len(report.cut)} of the unlimited top-{view.k} cut**, overlap "
             f"{report.overlap:.0%} &nbsp;·&nbsp; "
             f"**smallest safe limit: {report.smallest_safe_limit:,}** "

@@ -33,6 +33,7 @@ from core.analysis.truncation import (
 )
 from core.checkpoint import checkpoint, stepped
 from core.domain.chunks import StoredChunk
+from core.domain.filters import PassageFilter
 from core.domain.ranking import LexicalCandidates
 from core.domain.tokenize import tokenize
 from core.service.common import (
@@ -114,6 +115,10 @@ class TruncationView(QueryView):
     #: Matched-term count of the last candidate the limit keeps, when the limit cuts any:
     #: a cut passage matching as many terms lost on the passage-id tie-break alone.
     last_kept_terms: int | None = None
+    #: The filter both sides were read under (None: the whole workspace), and the passages
+    #: holding a query term it excluded (apart from what the limit cut).
+    within: PassageFilter | None = None
+    filtered_out: int = 0
 
 
 class QueryComparison(BaseModel):
@@ -220,12 +225,15 @@ class RunSpec(BaseModel):
     workspace: str
     limit: int = Field(ge=0)
     ranker: Ranker = Field(default_factory=lambda: Ranker.of(RankerKind.WORKSPACE))
+    #: Only the passages this admits may be candidates (None: the whole workspace).
+    within: PassageFilter | None = None
 
     @property
     def label(self) -> str:
         """How tables and the CSV name this run."""
         limit = "no limit" if self.limit >= NO_LIMIT else f"limit {self.limit}"
-        return f"{self.workspace} · {limit} · {self.ranker.label}"
+        narrowed = f" · within {self.within.describe()}" if self.within else ""
+        return f"{self.workspace} · {limit} · {self.ranker.label}{narrowed}"
 
 
 def _top_documents(
@@ -249,20 +257,32 @@ class AnalysisActions(StoreRunner):
     """The Truncation and Evaluate screens' actions, and Search's "why not?"."""
 
     def truncation(
-        self, query: str, k: int = 10, limit: int = 1000, *, workspace: str
+        self,
+        query: str,
+        k: int = 10,
+        limit: int = 1000,
+        *,
+        workspace: str,
+        within: PassageFilter | None = None,
     ) -> TruncationView:
-        """What ``limit`` costs this query: limited and unlimited top-k from one candidate read."""
+        """What ``limit`` costs this query: limited and unlimited top-k from one candidate read
+        (of the passages ``within`` admits, when given: both sides are then filtered, and the
+        filter's exclusions are counted apart, ``filtered_out``)."""
         check_k_limit(k, limit)
-        return self._call_query(query, self._truncation(query, k, limit, workspace))
+        if within is not None and within.empty:
+            within = None
+        return self._call_query(query, self._truncation(query, k, limit, workspace, within))
 
-    async def _truncation(self, query: str, k: int, limit: int, workspace: str) -> TruncationView:
+    async def _truncation(
+        self, query: str, k: int, limit: int, workspace: str, within: PassageFilter | None
+    ) -> TruncationView:
         view = query_view(
             query, k, limit, workspace, await workspace_profile(self._store, workspace)
         )
         terms = view["terms"]
         await checkpoint()  # tokenising 1,000 distinct words was ~2 ms
         full = await bounded_candidates(
-            self._store, terms, await tenant_of(self._store, workspace), UNLIMITED
+            self._store, terms, await tenant_of(self._store, workspace), UNLIMITED, within
         )
         await checkpoint()
         report = await stepped(truncation_steps(terms, full, k, limit))
@@ -298,7 +318,9 @@ class AnalysisActions(StoreRunner):
             )
         return TruncationView(
             **view,
-            empty_reason=empty_reason(terms, report.matching, len(limited)),
+            empty_reason=empty_reason(terms, report.matching, len(limited), full.filtered_out),
+            within=within,
+            filtered_out=full.filtered_out,
             report=report,
             unlimited=unlimited,
             limited=limited,
@@ -493,24 +515,30 @@ class AnalysisActions(StoreRunner):
             # one read at the largest limit serves them all: an unlimited read built every
             # matching passage's columns (300 queries at 100k: most of the time).
             widest = max(specs[i].limit for i in mine)
+            filters = {specs[i].within for i in mine}
             for query_id in queries:
                 terms = tokens[workspace, query_id]
                 try:
-                    full = await bounded_candidates(self._store, terms, tenant, widest)
+                    reads = {
+                        within: await bounded_candidates(self._store, terms, tenant, widest, within)
+                        for within in filters
+                    }
                 except ValueError as exc:
                     raise ValueError(f"query {query_id}: {exc}") from None
-                if passages:  # judged passage by passage: the top k passages, not documents
-                    for i in mine:
-                        top = rank_with(specs[i].ranker, terms, full.head(specs[i].limit), k)
-                        ranked[i][query_id] = [r.chunk.id for r in top]
-                else:
+                for within, full in reads.items():
+                    runs_of = [i for i in mine if specs[i].within == within]
+                    if passages:  # judged passage by passage: the top k passages, not documents
+                        for i in runs_of:
+                            top = rank_with(specs[i].ranker, terms, full.head(specs[i].limit), k)
+                            ranked[i][query_id] = [r.chunk.id for r in top]
+                        continue
                     # The workspace's own runs share one scoring of the query (top_document_steps).
-                    own = [i for i in mine if specs[i].ranker.kind is RankerKind.WORKSPACE]
+                    own = [i for i in runs_of if specs[i].ranker.kind is RankerKind.WORKSPACE]
                     limits = [specs[i].limit for i in own]
                     bulk = await stepped(top_document_steps(terms, full, k, limits))
                     for i, documents in zip(own, bulk, strict=True):
                         ranked[i][query_id] = documents
-                    for i in mine:
+                    for i in runs_of:
                         if i not in own:
                             handed = full.head(specs[i].limit)
                             ranked[i][query_id] = _top_documents(specs[i].ranker, terms, handed, k)

@@ -23,6 +23,7 @@ from core.analysis.rankers import (
 )
 from core.checkpoint import checkpoint, stepped
 from core.domain.bm25 import ScoreExplanation
+from core.domain.filters import PassageFilter
 from core.domain.tokenize import Profile
 from core.service.common import (
     QueryView,
@@ -50,6 +51,9 @@ class CompareView(QueryView):
     chosen: str | None = None
     explanation_a: ScoreExplanation | None = None
     explanation_b: ScoreExplanation | None = None
+    #: The filter the read was narrowed to (None: the whole workspace), and what it excluded.
+    within: PassageFilter | None = None
+    filtered_out: int = 0
 
 
 class RankingsActions(StoreRunner):
@@ -87,10 +91,16 @@ class RankingsActions(StoreRunner):
         *,
         workspace: str,
         chosen: str | None = None,
+        within: PassageFilter | None = None,
     ) -> CompareView:
-        """Rank one candidate read under ``a`` and ``b``; explain ``chosen`` under both."""
+        """Rank one candidate read under ``a`` and ``b``; explain ``chosen`` under both
+        (``within``: the read narrowed to the passages a filter admits)."""
         check_k_limit(k, limit)
-        return self._call_query(query, self._compare(query, a, b, k, limit, workspace, chosen))
+        if within is not None and within.empty:
+            within = None
+        return self._call_query(
+            query, self._compare(query, a, b, k, limit, workspace, chosen, within)
+        )
 
     async def _compare(
         self,
@@ -101,13 +111,14 @@ class RankingsActions(StoreRunner):
         limit: int,
         workspace: str,
         chosen: str | None,
+        within: PassageFilter | None = None,
     ) -> CompareView:
         tenant = await tenant_of(self._store, workspace)
         profile = await workspace_profile(self._store, workspace)
         view = query_view(query, k, limit, workspace, profile)
         terms = view["terms"]
         await checkpoint()  # tokenising 1,000 distinct words was ~2 ms
-        handed = await bounded_candidates(self._store, terms, tenant, limit)
+        handed = await bounded_candidates(self._store, terms, tenant, limit, within)
         await checkpoint()
         comparison = await stepped(compare_ranker_steps(terms, handed, k, a, b))
         if chosen is None and comparison.a:
@@ -124,7 +135,9 @@ class RankingsActions(StoreRunner):
                 chosen = None
         return CompareView(
             **view,
-            empty_reason=empty_reason(terms, handed.matching, len(comparison.a)),
+            empty_reason=empty_reason(
+                terms, handed.matching, len(comparison.a), handed.filtered_out
+            ),
             comparison=comparison,
             n_docs=handed.stats.n_docs,
             avg_doc_length=handed.stats.avg_doc_length,
@@ -133,4 +146,6 @@ class RankingsActions(StoreRunner):
             chosen=chosen,
             explanation_a=explanation_a,
             explanation_b=explanation_b,
+            within=within,
+            filtered_out=handed.filtered_out,
         )

@@ -132,3 +132,25 @@ def test_the_corpus_page_reindexes_a_workspace_to_the_other_profile(in_memory_st
     assert any("**english** profile" in m.value for m in at.markdown)
     assert [s.value for s in at.success] == ["Re-indexed 1 passage with the english profile."]
     assert service.search("model", 10, 10, workspace=name).passages[0].explanation.terms[0].tf == 2
+
+
+def test_compare_narrowed_to_two_sources_ranks_only_theirs_and_counts_the_rest_apart(
+    cranfield: str,
+) -> None:
+    from core.service import PassageFilter, RankerKind
+    from pages.common import get_service
+
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params["ws"] = cranfield
+    at.query_params["q"] = "aeroelastic models"
+    at.query_params["src"] = ["184", "486"]
+    at.run()
+    at.switch_page("pages/compare.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    want = get_service().compare(
+        "aeroelastic models", Ranker.of(RankerKind.WORKSPACE), Ranker.of(RankerKind.CLASSIC),
+        workspace=cranfield, within=PassageFilter(sources=("184", "486")),
+    )  # fmt: skip
+    assert {r.chunk.source_id for r in want.comparison.a} <= {"184", "486"}
+    assert want.filtered_out > 0
+    assert any(f"{want.filtered_out:,} excluded by the filter" in m.value for m in at.markdown)

@@ -460,3 +460,40 @@ def test_evaluate_diagnoses_run_a_of_the_sample_judgments_with_cores_causes(
     (table,) = [d.value for d in at.dataframe if "nDCG lost" in d.value.columns]
     assert list(table["query"]) == [q.query for q in want.queries]
     assert list(table["nDCG@10"]) == [q.ndcg for q in want.queries]
+
+
+def test_truncation_narrowed_to_sources_counts_the_filters_exclusions_apart(
+    cranfield: str,
+) -> None:
+    from core.service import PassageFilter
+
+    query = "similarity laws aeroelastic models"
+    at = page("pages/truncation.py", cranfield, q=query, k="5", limit="20")
+    at.query_params["src"] = ["184", "486", "12"]
+    at.run()
+    no_exception(at)
+    within = PassageFilter(sources=("184", "486", "12"))
+    want = get_service().truncation(query, 5, 20, workspace=cranfield, within=within)
+    assert want.filtered_out > 0
+    assert any(
+        f"{want.filtered_out:,} passages holding a query term excluded by the filter" in c.value
+        for c in at.caption
+    )
+    assert any(
+        f"{want.report.matching:,} admitted matching passages" in m.value for m in at.markdown
+    )
+
+
+def test_an_evaluate_run_narrowed_to_one_source_ranks_only_its_passages(
+    cranfield: str,
+) -> None:
+    from core.service import LexplainService, PassageFilter, RunSpec
+
+    queries, qrels = LexplainService.sample_judgments()
+    within = PassageFilter(sources=("184",))
+    (run,) = get_service().evaluate_runs(
+        queries, qrels, 10, [RunSpec(workspace=cranfield, limit=1000, within=within)]
+    )
+    assert {d for ranked in run.ranked.values() for d in ranked} <= {"184"}
+    assert any(ranked == ["184"] for ranked in run.ranked.values())
+    assert "within source" in run.label
