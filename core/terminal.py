@@ -587,7 +587,8 @@ def _evidence(lost: LostPassage, k: int) -> str:
         return f"lacks {', '.join(lost.missing_terms)}; its own terms: {own}"
     if lost.cause is LostCause.LIMIT:
         return (
-            f"matches {lost.matched_terms} term(s), candidate #{lost.position}, the last kept "
+            f"matches {lost.matched_terms} of the query's terms, candidate #{lost.position}, "
+            "the last kept "
             f"matched {lost.matched_at_cut}; smallest limit {lost.smallest_limit}"
         )
     if lost.cause is LostCause.OUTRANKED and lost.deciding_term is not None:

@@ -84,7 +84,8 @@ def lost_passage_markdown(lost: LostPassage, k: int) -> str:
         return f"{head}  \nlacks every query term: {lacks}  \nits own terms: {own or '—'}"
     if lost.cause is LostCause.LIMIT:
         return (
-            f"{head}  \nmatches {lost.matched_terms} query term(s) (lacks {lacks}); candidate "
+            f"{head}  \nmatches {count(lost.matched_terms or 0, 'query term')} (lacks {lacks}); "
+            "candidate "
             f"#{lost.position:,}, while the last one kept matched {lost.matched_at_cut}; a "
             f"limit of **{lost.smallest_limit:,}** makes it a candidate"
         )
