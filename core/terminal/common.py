@@ -1,0 +1,99 @@
+"""What the terminal's query commands share: opening the app's store, finding a workspace by the
+name a person gives, JSON lines, the arguments every query command takes."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import IO, Final
+
+from pydantic import ValidationError
+from rich.console import Console
+from rich.table import Table
+
+from core.ingest.names import terminal_safe
+from core.service.common import DEFAULT_K, DEFAULT_LIMIT
+from core.service.facade import LexplainService, StoreUnavailable
+from core.settings import Settings
+
+#: Exit status when the command could not run at all (as ``core.cli``'s).
+EXIT_UNUSABLE = 2
+
+
+def _query_arguments(command: argparse.ArgumentParser, k_means: str) -> None:
+    """What ``search`` and ``evaluate`` share: the workspace, k (``k_means`` says what it is
+    there), limit and the store."""
+    command.add_argument("--workspace", required=True, metavar="NAME", help="the workspace")
+    command.add_argument(
+        "--k", type=int, default=DEFAULT_K, metavar="N", help=f"{k_means} (default {DEFAULT_K})"
+    )
+    command.add_argument(
+        "--limit",
+        type=int,
+        default=DEFAULT_LIMIT,
+        metavar="N",
+        help=(
+            "candidates the store hands to BM25, chosen by matched-term count, before any "
+            f"scoring (default {DEFAULT_LIMIT})"
+        ),
+    )
+    command.add_argument("--database-url", metavar="URL", default=None, help="as for load")
+
+
+def load_settings(database_url: str | None) -> Settings:
+    """The app's settings, with ``--database-url`` (when given) in place of the environment's."""
+    if database_url:
+        return Settings(database_url=database_url)
+    return Settings()
+
+
+def _open_service(database_url: str | None, console: Console) -> LexplainService | None:
+    """The facade on the store the settings (or ``--database-url``) name, as the app opens it;
+    None once the reason is printed."""
+    try:
+        return LexplainService.from_settings(load_settings(database_url))
+    except ValidationError as exc:
+        problems = "; ".join(str(e["msg"]) for e in exc.errors())
+        console.print(f"error: settings: {problems}", markup=False, highlight=False)
+    except StoreUnavailable as exc:
+        console.print(f"error: {exc}", markup=False, highlight=False)
+    return None
+
+
+#: Workspaces an unknown name's message lists (the rest are counted).
+LISTED_WORKSPACES: Final = 10
+
+
+def _known_workspace(service: LexplainService, name: str, console: Console) -> str | None:
+    """The workspace's name as kept (``linked_workspace``: "secret" opens "Secret"); None once
+    it is said that there is none such (a search of it would find nothing, not say why)."""
+    try:
+        linked = service.linked_workspace(name)
+    except ValueError as exc:
+        console.print(f"error: {terminal_safe(str(exc))}", markup=False, highlight=False)
+        return None
+    if linked.outcome == "open":
+        return linked.name
+    names = service.list_workspaces()
+    known = ", ".join(repr(w) for w in names[:LISTED_WORKSPACES]) or "none"
+    if len(names) > LISTED_WORKSPACES:
+        known += f", … and {len(names) - LISTED_WORKSPACES} more"
+    console.print(
+        terminal_safe(f"error: there is no workspace {name!r} (workspaces: {known})"),
+        markup=False,
+        highlight=False,
+    )
+    return None
+
+
+def _json_line(stream: IO[str], record: dict[str, object]) -> None:
+    """One JSON object on one line; floats as ``repr`` writes them, so they read back exactly.
+
+    ASCII only: a name's control or bidirectional characters arrive escaped, never raw on a
+    terminal."""
+    stream.write(json.dumps(record, allow_nan=False) + "\n")
+
+
+def number_column(table: Table, name: str) -> None:
+    # Folded, never cut short: a number shown is the whole number.
+    table.add_column(name, justify="right", overflow="fold")
