@@ -5,17 +5,20 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import IO, Final
+from collections.abc import Callable
+from typing import IO, Final, TypeVar
 
 from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 
+from core.analysis.judgment_files import JudgmentError
 from core.ingest.names import terminal_safe
 from core.service.common import DEFAULT_K, DEFAULT_LIMIT
 from core.service.facade import LexplainService, StoreUnavailable
 from core.settings import Settings
 
+T = TypeVar("T")
 #: Exit status when the command could not run at all (as ``core.cli``'s).
 EXIT_UNUSABLE = 2
 
@@ -97,3 +100,29 @@ def _json_line(stream: IO[str], record: dict[str, object]) -> None:
 def number_column(table: Table, name: str) -> None:
     # Folded, never cut short: a number shown is the whole number.
     table.add_column(name, justify="right", overflow="fold")
+
+
+def on_a_set(
+    args: argparse.Namespace,
+    console: Console,
+    ask: Callable[[LexplainService, str], T],
+) -> T | None:
+    """``ask(service, workspace)`` for a command about a query set of ``--workspace`` (evaluate,
+    diagnose), on the app's store; None once why it could not is printed (the store, the
+    workspace, no such set, no grade yet, a bound)."""
+    service = _open_service(args.database_url, console)
+    if service is None:
+        return None
+    try:
+        workspace = _known_workspace(service, args.workspace, console)
+        if workspace is None:
+            return None
+        try:
+            return ask(service, workspace)
+        except KeyError as exc:  # no such set: its message names it
+            console.print(f"error: {terminal_safe(exc.args[0])}", markup=False, highlight=False)
+        except (JudgmentError, ValueError) as exc:  # no grade yet, or a bound
+            console.print(f"error: {terminal_safe(str(exc))}", markup=False, highlight=False)
+        return None
+    finally:
+        service.close()

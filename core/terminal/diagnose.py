@@ -10,9 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from core.analysis.diagnosis import CAUSE_NOTES, LostCause, LostPassage, RunDiagnosis
-from core.analysis.judgment_files import JudgmentError
-from core.ingest.names import terminal_safe
-from core.terminal.common import EXIT_UNUSABLE, _json_line, _known_workspace, _open_service
+from core.terminal.common import EXIT_UNUSABLE, _json_line, on_a_set
 
 
 def _diagnosis_lines(run: RunDiagnosis, args: argparse.Namespace, stream: IO[str]) -> None:
@@ -111,26 +109,15 @@ def _evidence(lost: LostPassage, k: int) -> str:
 def diagnose(args: argparse.Namespace, console: Console) -> int:
     """``python -m core diagnose --workspace NAME --set SET``: 0 when diagnosed, 2 when the
     command cannot run (store, workspace, no such set, no grade yet, a bound)."""
-    service = _open_service(args.database_url, console)
-    if service is None:
+    run = on_a_set(
+        args,
+        console,
+        lambda service, workspace: service.diagnose(
+            args.query_set, args.k, args.limit, workspace=workspace, by_document=args.by_document
+        ),
+    )
+    if run is None:
         return EXIT_UNUSABLE
-    try:
-        workspace = _known_workspace(service, args.workspace, console)
-        if workspace is None:
-            return EXIT_UNUSABLE
-        try:
-            run = service.diagnose(
-                args.query_set, args.k, args.limit, workspace=workspace,
-                by_document=args.by_document,
-            )  # fmt: skip
-        except KeyError as exc:
-            console.print(f"error: {terminal_safe(exc.args[0])}", markup=False, highlight=False)
-            return EXIT_UNUSABLE
-        except (JudgmentError, ValueError) as exc:
-            console.print(f"error: {terminal_safe(str(exc))}", markup=False, highlight=False)
-            return EXIT_UNUSABLE
-    finally:
-        service.close()
     if args.json:
         _diagnosis_lines(run, args, console.file)
     else:

@@ -10,15 +10,13 @@ from rich.table import Table
 from rich.text import Text
 
 from core.analysis.evaluation import EvaluationRun
-from core.analysis.judgment_files import JudgmentError
 from core.ingest.names import terminal_safe
 from core.service.analysis import RunSpec
 from core.terminal.common import (
     EXIT_UNUSABLE,
     _json_line,
-    _known_workspace,
-    _open_service,
     number_column,
+    on_a_set,
 )
 
 #: The means the Evaluate screen shows, by ``EvaluationRun`` field, and each query's figure
@@ -104,29 +102,20 @@ def _evaluate_tables(run: EvaluationRun, args: argparse.Namespace, console: Cons
 def evaluate(args: argparse.Namespace, console: Console) -> int:
     """``python -m core evaluate --workspace NAME --set SET``: 0 when evaluated, 2 when the
     command cannot run (store, workspace, no such set, no grade yet, a bound)."""
-    service = _open_service(args.database_url, console)
-    if service is None:
+    runs = on_a_set(
+        args,
+        console,
+        lambda service, workspace: service.evaluate_judged(
+            args.query_set,
+            args.k,
+            [RunSpec(workspace=workspace, limit=args.limit)],
+            workspace=workspace,
+            by_document=args.by_document,
+        ),
+    )
+    if runs is None:
         return EXIT_UNUSABLE
-    try:
-        workspace = _known_workspace(service, args.workspace, console)
-        if workspace is None:
-            return EXIT_UNUSABLE
-        try:
-            (run,) = service.evaluate_judged(
-                args.query_set,
-                args.k,
-                [RunSpec(workspace=workspace, limit=args.limit)],
-                workspace=workspace,
-                by_document=args.by_document,
-            )
-        except KeyError as exc:  # no such set: its message names it
-            console.print(f"error: {terminal_safe(exc.args[0])}", markup=False, highlight=False)
-            return EXIT_UNUSABLE
-        except (JudgmentError, ValueError) as exc:  # no grade yet, or a bound
-            console.print(f"error: {terminal_safe(str(exc))}", markup=False, highlight=False)
-            return EXIT_UNUSABLE
-    finally:
-        service.close()
+    (run,) = runs
     if args.json:
         _evaluate_lines(run, args, console.file)
     else:
