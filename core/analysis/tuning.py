@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import Final
 
 import numpy as np
+import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, model_validator
 
 from core.analysis.evaluation import (
@@ -137,12 +138,12 @@ def grid_values(low: float, high: float, step: float) -> tuple[float, ...]:
 
 
 def _ranked_steps(
-    query: TuningQuery, scorer: QueryScorer, k: int, sources: dict[int, str] | None
+    query: TuningQuery, scores: npt.NDArray[np.float64], k: int, sources: dict[int, str] | None
 ) -> Steps[list[str]]:
-    """The top ``k`` passage ids (or, with ``sources``, source ids: each document at its best
-    passage, rows looked up ahead as ``top_document_steps`` does, kept for the next point)."""
+    """The top ``k`` passage ids under ``scores`` (or, with ``sources``, source ids: each
+    document at its best passage, rows looked up ahead as ``top_document_steps`` does, kept for
+    the next point)."""
     candidates = query.candidates
-    scores = scorer.score_columns(candidates.terms, candidates.tfs, candidates.doc_lengths)
     if sources is None:
         rows = top_rows(scores, candidates.id_order, k)
         return [str(i) for i in candidates.ids_at(rows)]
@@ -162,22 +163,6 @@ def _ranked_steps(
         want *= 4
 
 
-def _point_steps(
-    queries: Sequence[TuningQuery],
-    k1: float,
-    b: float,
-    metric: Metric,
-    k: int,
-    sources: list[dict[int, str]] | None,
-) -> Steps[list[float]]:
-    scores = []
-    for i, q in enumerate(queries):
-        scorer = QueryScorer(q.terms, q.candidates.stats, k1=k1, b=b)
-        ranked = yield from _ranked_steps(q, scorer, k, None if sources is None else sources[i])
-        scores.append(metric_value(metric, ranked, q.grades, k))
-    return scores
-
-
 def tuning_steps(
     queries: Sequence[TuningQuery],
     spec: GridSpec,
@@ -185,18 +170,25 @@ def tuning_steps(
     limit: int,
     by_document: bool,
 ) -> Steps[TuningGrid]:
-    """The grid over ``queries`` (each read once), a step per point, then the test."""
+    """The grid over ``queries`` (each read once, every point scored in one pass:
+    ``QueryScorer.score_grid``), a step per query, then the test."""
     if not queries:
         raise ValueError("no judged query to tune on")
-    per_point: dict[tuple[float, float], list[float]] = {}
-    sources: list[dict[int, str]] | None = [{} for _ in queries] if by_document else None
-    for b in spec.bs:
-        for k1 in spec.k1s:
-            per_point[k1, b] = yield from _point_steps(queries, k1, b, spec.metric, k, sources)
-            yield
-    own = per_point.get((BM25_K1, BM25_B))
-    if own is None:
-        own = yield from _point_steps(queries, BM25_K1, BM25_B, spec.metric, k, sources)
+    points = [(k1, b) for b in spec.bs for k1 in spec.k1s]
+    on_grid = (BM25_K1, BM25_B) in points
+    if not on_grid:
+        points.append((BM25_K1, BM25_B))
+    per_point: dict[tuple[float, float], list[float]] = {point: [] for point in points}
+    for query in queries:
+        candidates = query.candidates
+        scorer = QueryScorer(query.terms, candidates.stats)  # the IDF: the same at every point
+        grid = scorer.score_grid(candidates.terms, candidates.tfs, candidates.doc_lengths, points)
+        sources: dict[int, str] | None = {} if by_document else None
+        for point, scores in zip(points, grid, strict=True):
+            ranked = yield from _ranked_steps(query, scores, k, sources)
+            per_point[point].append(metric_value(spec.metric, ranked, query.grades, k))
+        yield
+    own = per_point[BM25_K1, BM25_B] if on_grid else per_point.pop((BM25_K1, BM25_B))
     means = {point: mean_of(scores) for point, scores in per_point.items()}
     # The best mean; ties go to the point nearest the workspace's setting, then the smaller k1.
     best_point = min(means, key=lambda p: (-means[p], abs(p[0] - BM25_K1) + abs(p[1] - BM25_B), p))

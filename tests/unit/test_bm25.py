@@ -164,3 +164,24 @@ def test_an_explanation_built_without_validation_is_the_model_validation_would_b
     assert repr(explanation) == repr(again)
     with pytest.raises(ValidationError):
         explanation.terms[0].tf = 5  # frozen, as a validated one is
+
+
+@pytest.mark.parametrize("avgdl", [0.0, 7.3])
+def test_a_grid_of_k1_and_b_scores_each_point_to_the_bits_of_its_own_scorer(avgdl: float) -> None:
+    import numpy as np
+
+    rng = np.random.default_rng(7)
+    terms = [f"t{j}" for j in range(9)]
+    stats = CorpusStats(
+        n_docs=500,
+        avg_doc_length=avgdl,
+        doc_frequencies={t: int(rng.integers(1, 400)) for t in terms},
+    )
+    tfs = rng.integers(0, 4, size=(300, len(terms))) * (rng.random((300, len(terms))) < 0.4)
+    lengths = rng.integers(0 if avgdl == 0 else 1, 40, size=300)
+    settings = [(k1, b) for k1 in (0.0, 0.5, 1.2, 3.0) for b in (0.0, 0.35, 0.75, 1.0)]
+    asked = [*terms[1:], "absent"]
+    grid = QueryScorer(asked, stats).score_grid(terms, tfs, lengths, settings)
+    for (k1, b), row in zip(settings, grid, strict=True):
+        alone = QueryScorer(asked, stats, k1=k1, b=b).score_columns(terms, tfs, lengths)
+        assert row.tobytes() == alone.tobytes(), (k1, b)
