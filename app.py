@@ -21,7 +21,7 @@ import warnings
 # use, and two script threads of one server (a rerun starting while the run it replaces still
 # draws) importing it at once got the half-initialised module ("partially initialized module
 # 'pandas' has no attribute 'Series'", seen drawing the diagnosis chart in Chromium).
-import pandas  # noqa: F401
+import pandas  # type: ignore[import-untyped]  # noqa: F401
 import streamlit as st
 from authlib.deprecate import AuthlibDeprecationWarning  # type: ignore[import-untyped]
 
