@@ -124,3 +124,41 @@ def test_by_document_and_from_judgment_files_the_causes_are_the_passages_on_cran
     held = {s.source_id for s in service.list_sources(workspace=ws)}
     assert absent and all(c[1] not in held for c in absent)
     assert causes(files, False) - absent == causes(passages, True)
+
+
+@pytest.mark.parametrize("limit", [100, 1000])
+def test_the_diagnosis_read_at_the_limit_equals_the_one_read_unlimited(
+    graded: tuple[LexplainService, str], limit: int
+) -> None:
+    # The service reads unlimited only for a query with a relevant passage past the limit
+    # that holds a query term; every query diagnosed from an unlimited read gives the same.
+    from core.analysis.diagnosis import diagnose_query, summarise
+    from core.analysis.rankers import Ranker, RankerKind
+    from core.domain.tokenize import tokenize
+    from core.service.common import UNLIMITED, combine_judgments
+
+    service, ws = graded
+    got = service.diagnose(SAMPLE_QUERY_SET, K, limit, workspace=ws)
+    store, tenant = service._store, service.tenant(ws)
+    queries = service.query_set(SAMPLE_QUERY_SET, workspace=ws).queries
+    grades = combine_judgments(
+        service._call(store.list_judgments(tenant, [q.text for q in queries]))
+    )
+    ranker = Ranker.of(RankerKind.WORKSPACE)
+    reference = []
+    for query in queries:
+        if query.text not in grades:
+            continue
+        terms = tokenize(query.text)
+        full = service._call(store.lexical_candidates(terms, tenant, UNLIMITED))
+        reference.append(
+            diagnose_query(
+                query.query_id, query.text, terms, full, grades[query.text], K, limit, ranker
+            )
+        )
+    want = summarise(K, limit, reference)
+    assert [(q.query_id, [(p.chunk_id, p.cause, p.rank, p.smallest_limit) for p in q.lost])
+            for q in got.queries] == [
+        (q.query_id, [(p.chunk_id, p.cause, p.rank, p.smallest_limit) for p in q.lost])
+        for q in want.queries
+    ]  # fmt: skip
