@@ -126,13 +126,14 @@ def load() -> float:
     return os.getloadavg()[0]
 
 
-def clean_env() -> dict[str, str]:
+def clean_env(**more: str) -> dict[str, str]:
     """This environment without what would change the clone's store or interpreter."""
-    return {
+    env = {
         k: v
         for k, v in os.environ.items()
         if not k.startswith("LEXPLAIN_") and k not in DROPPED_ENV
     }
+    return env | more
 
 
 def uv_cache() -> dict[str, Any]:
@@ -168,7 +169,9 @@ def wait_healthy(url: str, proc: subprocess.Popen[str]) -> None:
 
 
 @contextlib.contextmanager
-def server(clone: Path, log_path: Path) -> Iterator[tuple[str, subprocess.Popen[str], float]]:
+def server(
+    clone: Path, log_path: Path, env: dict[str, str]
+) -> Iterator[tuple[str, subprocess.Popen[str], float]]:
     """``scripts/run`` in ``clone`` on a free port; yields (URL, process, start time).
 
     Stopped on exit: terminated and waited for, then the embedded PostgreSQL on the clone's
@@ -178,7 +181,7 @@ def server(clone: Path, log_path: Path) -> Iterator[tuple[str, subprocess.Popen[
     proc = subprocess.Popen(
         ["scripts/run", "--server.port", str(port), "--server.headless", "true"],
         cwd=clone,
-        env=clean_env(),
+        env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -201,25 +204,35 @@ def server(clone: Path, log_path: Path) -> Iterator[tuple[str, subprocess.Popen[
         log.close()
 
 
-def install(clone: Path) -> float:
-    """Seconds of ``venv_install requirements.lock`` in ``clone`` (scripts/run's install)."""
+def install(clone: Path, compile_bytecode: bool) -> float:
+    """Seconds of ``venv_install requirements.lock`` in ``clone`` (scripts/run's install).
+
+    ``compile_bytecode`` (a what-if, not what scripts/run does): then every module of the
+    .venv is compiled to bytecode, in the install's time, as ``uv pip install
+    --compile-bytecode`` would (uv writes no .pyc, so the first start compiles what it imports).
+    """
     started = time.monotonic()
+    script = "source scripts/setup.sh && venv_install requirements.lock"
+    if compile_bytecode:
+        script += " && .venv/bin/python -m compileall -q -j 0 .venv/lib >/dev/null"
     subprocess.run(
-        ["bash", "-c", "source scripts/setup.sh && venv_install requirements.lock"],
-        cwd=clone,
-        env=clean_env(),
-        check=True,
-        timeout=START_TIMEOUT_S,
+        ["bash", "-c", script], cwd=clone, env=clean_env(), check=True, timeout=START_TIMEOUT_S
     )
     return time.monotonic() - started
 
 
-def run_once(log_dir: Path, number: int) -> dict[str, Any]:
-    """One run from nothing: a new clone, a new .venv, a new data folder; seconds per step."""
+def run_once(
+    log_dir: Path, number: int, *, compile_bytecode: bool = False, import_times: bool = False
+) -> dict[str, Any]:
+    """One run from nothing: a new clone, a new .venv, a new data folder; seconds per step.
+
+    ``import_times``: the server runs with ``PYTHONPROFILEIMPORTTIME=1`` (each import's
+    microseconds, compiling included, in its stamped log: a profile, not a timing run)."""
     from playwright.sync_api import sync_playwright
 
     seconds: dict[str, float] = {}
     extra: dict[str, Any] = {"load before": load(), "uv cache": uv_cache()}
+    extra |= {"compile bytecode at install": compile_bytecode, "import times": import_times}
     folder = Path(tempfile.mkdtemp(prefix="lexplain-first-"))
     clone = folder / "clone"
     data_dir = clone / ".lexplain"
@@ -233,7 +246,7 @@ def run_once(log_dir: Path, number: int) -> dict[str, Any]:
             text=True,
             check=True,
         ).stdout.strip()
-        seconds["install"] = install(clone)
+        seconds["install"] = install(clone, compile_bytecode)
         extra["load after install"] = load()
 
         with sync_playwright() as playwright:
@@ -247,7 +260,8 @@ def run_once(log_dir: Path, number: int) -> dict[str, Any]:
                 page.wait_for_function(script, polling=POLL_MS, timeout=STEP_TIMEOUT_MS)
 
             log_path = log_dir / f"first-result-{number}.log"
-            with server(clone, log_path) as (url, proc, server_started):
+            env = clean_env(**({"PYTHONPROFILEIMPORTTIME": "1"} if import_times else {}))
+            with server(clone, log_path, env) as (url, proc, server_started):
                 wait_healthy(url, proc)
                 mark = time.monotonic()
                 seconds["server up"] = mark - server_started
@@ -286,6 +300,10 @@ def run_once(log_dir: Path, number: int) -> dict[str, Any]:
     finally:
         with contextlib.suppress(Exception):
             embedded.stop(data_dir)
+        # PostgreSQL's own log (initdb's and the start's lines are stamped by the server).
+        with contextlib.suppress(OSError):
+            pg_log = log_dir / f"first-result-{number}-postgres.log"
+            shutil.copyfile(data_dir / embedded.PGDATA_NAME / embedded.LOG_NAME, pg_log)
         extra["postgres stopped"] = embedded.running(data_dir) is None
         shutil.rmtree(folder, ignore_errors=True)
         extra["temp folder removed"] = not folder.exists()
@@ -312,13 +330,30 @@ def main() -> None:
         default=ROOT / "tests" / "artifacts",
         help="where each run's stamped server log is kept",
     )
+    parser.add_argument(
+        "--compile-bytecode",
+        action="store_true",
+        help="what-if: compile the .venv's bytecode at install (timed in the install)",
+    )
+    parser.add_argument(
+        "--import-times",
+        action="store_true",
+        help="profile: the server logs each import's time (PYTHONPROFILEIMPORTTIME)",
+    )
     args = parser.parse_args()
     if not Path(CHROMIUM).exists():
         sys.exit(f"{CHROMIUM} is missing: apt-get install chromium (never `playwright install`)")
     args.log_dir.mkdir(parents=True, exist_ok=True)
     runs = []
     for number in range(1, args.runs + 1):
-        runs.append(run_once(args.log_dir, number))
+        runs.append(
+            run_once(
+                args.log_dir,
+                number,
+                compile_bytecode=args.compile_bytecode,
+                import_times=args.import_times,
+            )
+        )
         print(json.dumps(runs[-1]), flush=True)
     print(table(runs))
     print(f"target: app time <= {TARGET_S:g} s")
