@@ -222,17 +222,25 @@ def install(clone: Path, compile_bytecode: bool) -> float:
 
 
 def run_once(
-    log_dir: Path, number: int, *, compile_bytecode: bool = False, import_times: bool = False
+    log_dir: Path,
+    number: int,
+    *,
+    compile_bytecode: bool = False,
+    import_times: bool = False,
+    patch: Path | None = None,
 ) -> dict[str, Any]:
     """One run from nothing: a new clone, a new .venv, a new data folder; seconds per step.
 
     ``import_times``: the server runs with ``PYTHONPROFILEIMPORTTIME=1`` (each import's
-    microseconds, compiling included, in its stamped log: a profile, not a timing run)."""
+    microseconds, compiling included, in its stamped log: a profile, not a timing run).
+    ``patch``: a what-if, ``git apply``-ed to the clone before the install (a change measured
+    before anyone commits it; the report names the patch)."""
     from playwright.sync_api import sync_playwright
 
     seconds: dict[str, float] = {}
     extra: dict[str, Any] = {"load before": load(), "uv cache": uv_cache()}
     extra |= {"compile bytecode at install": compile_bytecode, "import times": import_times}
+    extra["patch"] = str(patch) if patch else None
     folder = Path(tempfile.mkdtemp(prefix="lexplain-first-"))
     clone = folder / "clone"
     data_dir = clone / ".lexplain"
@@ -240,6 +248,8 @@ def run_once(
         started = time.monotonic()
         subprocess.run(["git", "clone", "--quiet", str(ROOT), str(clone)], check=True)
         seconds["clone"] = time.monotonic() - started
+        if patch is not None:
+            subprocess.run(["git", "-C", str(clone), "apply", str(patch.resolve())], check=True)
         extra["commit"] = subprocess.run(
             ["git", "-C", str(clone), "rev-parse", "--short", "HEAD"],
             capture_output=True,
@@ -340,6 +350,9 @@ def main() -> None:
         action="store_true",
         help="profile: the server logs each import's time (PYTHONPROFILEIMPORTTIME)",
     )
+    parser.add_argument(
+        "--patch", type=Path, help="what-if: a patch applied to each clone before the install"
+    )
     args = parser.parse_args()
     if not Path(CHROMIUM).exists():
         sys.exit(f"{CHROMIUM} is missing: apt-get install chromium (never `playwright install`)")
@@ -352,6 +365,7 @@ def main() -> None:
                 number,
                 compile_bytecode=args.compile_bytecode,
                 import_times=args.import_times,
+                patch=args.patch,
             )
         )
         print(json.dumps(runs[-1]), flush=True)
