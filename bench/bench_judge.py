@@ -19,11 +19,14 @@ import importlib
 import os
 import statistics
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from bench import bench_scale, scale_setup
+
+if TYPE_CHECKING:
+    from core.service import LexplainService
 
 #: Queries in the evaluated set and in each saved run (the issue's figure).
 SET_QUERIES = 300
@@ -83,17 +86,10 @@ def browser(grades: int) -> dict[str, Any]:
     }
 
 
-def runs(passages: int) -> dict[str, Any]:
-    """Evaluate 300 queries from in-app grades, save five runs, compare them (seconds)."""
-    from core.service import LexplainService, RunSpec
+def scale_service(opener: Any) -> LexplainService:
+    """A facade on the store ``opener`` opens (bench_scale's), with its workspace."""
+    from core.service import LexplainService
     from core.stores.port import Workspace
-
-    ids, texts, _ = scale_setup.zipf_corpus(passages)
-    started = time.perf_counter()
-    _, _, opener = bench_scale.build_memory(ids, texts)
-    built = time.perf_counter() - started
-    assert opener is not None
-    del texts
 
     async def factory() -> Any:
         store = await opener()
@@ -102,23 +98,44 @@ def runs(passages: int) -> dict[str, Any]:
         )
         return store
 
-    service = LexplainService(factory)
+    return LexplainService(factory)
+
+
+def graded_set(service: LexplainService, ws: str, name: str = "bench") -> list[str]:
+    """Save SET_QUERIES distinct Zipf queries as the set ``name`` and grade them as a rater
+    would: GRADED_PER_QUERY passages drawn from each query's top 20, grades 0-3 (seeded)."""
+    rng = np.random.default_rng(scale_setup.SEED + 3)
+    cdf = np.cumsum(1.0 / np.arange(1, scale_setup.VOCABULARY + 1) ** scale_setup.ZIPF_S)
+    cdf /= cdf[-1]
+    queries: list[str] = []
+    while len(queries) < SET_QUERIES:
+        words = np.searchsorted(cdf, rng.random(int(rng.integers(3, 7))))
+        text = " ".join(f"w{int(r)}" for r in words)
+        if text not in queries:
+            queries.append(text)
+    service.save_query_set(name, "\n".join(queries), "lines", workspace=ws)
+    for text in queries:  # grades as a rater would give them: from each query's top 20
+        hits = service.search(text, k=20, workspace=ws).passages
+        for n in rng.choice(len(hits), min(GRADED_PER_QUERY, len(hits)), replace=False):
+            service.grade(text, hits[int(n)].chunk.id, int(rng.integers(0, 4)), workspace=ws)
+    return queries
+
+
+def runs(passages: int) -> dict[str, Any]:
+    """Evaluate 300 queries from in-app grades, save five runs, compare them (seconds)."""
+    from core.service import RunSpec
+
+    ids, texts, _ = scale_setup.zipf_corpus(passages)
+    started = time.perf_counter()
+    _, _, opener = bench_scale.build_memory(ids, texts)
+    built = time.perf_counter() - started
+    assert opener is not None
+    del texts
+
+    service = scale_service(opener)
     ws = scale_setup.WORKSPACE
     try:
-        rng = np.random.default_rng(scale_setup.SEED + 3)
-        cdf = np.cumsum(1.0 / np.arange(1, scale_setup.VOCABULARY + 1) ** scale_setup.ZIPF_S)
-        cdf /= cdf[-1]
-        queries: list[str] = []
-        while len(queries) < SET_QUERIES:
-            words = np.searchsorted(cdf, rng.random(int(rng.integers(3, 7))))
-            text = " ".join(f"w{int(r)}" for r in words)
-            if text not in queries:
-                queries.append(text)
-        service.save_query_set("bench", "\n".join(queries), "lines", workspace=ws)
-        for text in queries:  # grades as a rater would give them: from each query's top 20
-            hits = service.search(text, k=20, workspace=ws).passages
-            for n in rng.choice(len(hits), min(GRADED_PER_QUERY, len(hits)), replace=False):
-                service.grade(text, hits[int(n)].chunk.id, int(rng.integers(0, 4)), workspace=ws)
+        graded_set(service, ws)
         started = time.perf_counter()
         service.evaluate_judged("bench", 10, [RunSpec(workspace=ws, limit=1000)], workspace=ws)
         evaluate_one = time.perf_counter() - started
