@@ -20,6 +20,7 @@ import pytest
 
 from core.domain.chunks import workspace_tenant_id
 from core.domain.entities import Entity
+from core.domain.filters import PassageFilter
 from core.domain.tokenize import Profile
 from core.service import (
     NOT_FOUND_OR_NO_ACCESS,
@@ -68,6 +69,12 @@ def test_someone_elses_workspace_cannot_be_read_written_or_deleted(
     ada.upload_files([FILE], workspace="ada-notes")
     for action in (
         lambda: bob.search("wings", workspace="ada-notes"),
+        lambda: bob.search(
+            "wings", workspace="ada-notes", within=PassageFilter(sources=("wings.txt",))
+        ),
+        lambda: bob.truncation(
+            "wings", workspace="ada-notes", within=PassageFilter(sources=("wings.txt",))
+        ),
         lambda: bob.list_sources(workspace="ada-notes"),
         lambda: bob.corpus(workspace="ada-notes"),
         lambda: bob.upload_files([FILE], workspace="ada-notes"),
@@ -189,6 +196,7 @@ async def test_the_guard_implements_the_whole_port_and_refuses_every_call_on_a_f
         "rater": BOB,
         "run": saved_run(theirs),
         "run_id": uuid.uuid4(),
+        "within": PassageFilter(sources=("s",)),
     }
     checked = []
     for name, _ in inspect.getmembers(ChunkStore, inspect.isfunction):
