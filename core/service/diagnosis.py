@@ -4,10 +4,11 @@ Both read each graded query of a set at the run's limit, as ``evaluate_judged`` 
 queries that have a grade, the grades combined over raters), and hand the columns to
 ``core.analysis``: ``diagnosis`` (one cause per lost relevant passage; a query is read again
 unlimited only when a relevant passage past the limit holds a query term, to find its position)
-and ``tuning`` (a k1 x b grid scored from the same columns). What needs the store beyond that read is done here, once per run: the text
-of the passages no query term reaches (their own highest tf x idf terms, one df read for all of
-them) and whether a graded passage still exists. Rejected: a method per screen that re-read
-per lost passage (Search's "why not?"), a round trip per passage.
+and ``tuning`` (a k1 x b grid scored from the same columns). What needs the store beyond that
+read is done here, once per run: the text of the passages no query term reaches (their own
+highest tf x idf terms, one df read for all of them) and whether a graded passage still exists.
+Rejected: a method per screen that re-read per lost passage (Search's "why not?"), a round
+trip per passage.
 """
 
 from __future__ import annotations
