@@ -25,7 +25,7 @@ server is terminated (what Ctrl-C in ``scripts/run`` amounts to) and waited for,
 PostgreSQL on the clone's data folder is stopped if the app left it running (said in the
 report), and the temporary folder is removed. Reported, never asserted; not part of the tests.
 
-    /work/main/.venv/bin/python -m bench.bench_first_result --runs 2      # a table, then JSON
+    .venv/bin/python -m bench.bench_first_result --runs 2      # a table, then JSON
 
 Needs Playwright (the dev lock) in the interpreter that runs it and ``/usr/bin/chromium``.
 """
