@@ -48,6 +48,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from bench.chromium import CHROMIUM, CHROMIUM_ARGS
 from core.stores import embedded
 
 #: This repository: what is cloned (its committed HEAD, not the work tree).
@@ -61,18 +62,6 @@ QUERY = (
 )
 #: The line the sample's load ends with (Cranfield: 1,398 documents, one passage each).
 LOADED = "Loaded 1,398 passages"
-#: Debian's Chromium and the arguments tests/e2e/test_browser.py launches it with.
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 #: Milliseconds between two checks of a step's end in the page.
 POLL_MS = 100
 #: Milliseconds any one browser step may take before the run fails.

@@ -34,17 +34,9 @@ from pathlib import Path
 from playwright.sync_api import Page, ViewportSize, expect, sync_playwright
 
 ROOT = Path(__file__).resolve().parents[1]
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+sys.path.insert(0, str(ROOT))  # run as a file: the repository's own modules importable
+from bench.chromium import CHROMIUM, CHROMIUM_ARGS  # noqa: E402 (after the path it needs)
+
 #: Cranfield query 1, as the README's tour searches it.
 QUERY = (
     "what similarity laws must be obeyed when constructing aeroelastic models of heated "

@@ -34,18 +34,6 @@ expect.set_options(timeout=30_000)
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "tests" / "artifacts"
-#: Debian's Chromium; Playwright's own browser download is never used.
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 QUERY = (
     "what similarity laws must be obeyed when constructing aeroelastic models of heated "
     "high speed aircraft ."
