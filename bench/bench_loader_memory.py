@@ -8,7 +8,7 @@ and the CPU seconds of the process and those it waited for (``cpu_s``); a run pa
 ``--timeout`` seconds is stopped and reported so. The probes: a 3 GB sparse file (refused
 from its size), six 42 MB text files, 56 MB of 7 M distinct words, a 40 MB JSONL of
 1 M tiny records and a 57 MB file of one line. The tests hold the mechanisms with small files
-(tests/unit/test_loader_bounds.py); the 1M records also run at full size (tests/probes).
+(tests/unit/ingest/test_loader_bounds.py); the 1M records also run at full size (tests/probes).
 ``--upload`` sends a file probe through the Upload path instead (the service's
 ``upload_files`` into the in-memory store, or with ``--embedded``, ``--stock`` or ``--citus``
 into that store, the bytes given whole as the page gives them). ``--stock`` loads into a

@@ -154,7 +154,7 @@ def tokenize_many(texts: Sequence[str], profile: Profile = DEFAULT_PROFILE) -> T
     ASCII batch (the usual corpus) is split with ``bytes.translate`` and ``split`` (a term is
     then a run of ASCII letters and digits: what ``TERM_PATTERN`` matches there), 4x faster
     than the pattern, which splits any other batch. The same terms as ``tokenize``, token for
-    token (tests/unit/test_tokenize.py); a text holding NUL cannot be joined, so such a batch
+    token (tests/unit/domain/test_tokenize.py); a text holding NUL cannot be joined, so such a batch
     is tokenised text by text. Rejected: a Python call per token (``tokenize`` per passage
     and a counter each: ~15 s of a 100k-passage load's worker time).
     """

@@ -14,7 +14,7 @@ character, its ``_id`` new) takes a short path: no check on it can refuse it or 
 none is run (the JSON parser's scanner is called directly, without ``json.loads``' wrappers).
 Every other line takes the full path, which decides what is refused and with which words; the
 short path only ever stores what the full path would store, identically
-(tests/unit/test_jsonl_reading.py compares both on hostile lines). It cut reading a tiny
+(tests/unit/ingest/test_jsonl_reading.py compares both on hostile lines). It cut reading a tiny
 record from ~15 to ~8 us of CPU; rejected: parsing a part's lines as one JSON array (faster
 still, but a value spread over two lines can hide there, so a problem's line could be wrong).
 """

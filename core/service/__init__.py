@@ -17,7 +17,7 @@ A package by screen family, so a new screen adds a module instead of growing one
 
 The service composes core (tokenizer, store port, ``rank_chunks``, indexing) and
 returns pydantic models the pages render; it never formats and never imports
-streamlit, so it is tested without a browser (tests/unit/test_service*.py).
+streamlit, so it is tested without a browser (tests/unit/service/).
 Everything a page or test imports is re-exported here: ``from core.service import X``.
 """
 

@@ -1,6 +1,6 @@
 """The probes of issues 13 and 21 loaded into PostgreSQL end as they do in memory (every path).
 
-The same folder as tests/unit/test_hostile_inputs.py, given to ``load_into`` with a real
+The same folder as tests/unit/service/test_hostile_inputs.py, given to ``load_into`` with a real
 PostgreSQL store: every file is stored or refused in plain words, the good ones are stored,
 and the refusals are the in-memory store's, word for word.
 """

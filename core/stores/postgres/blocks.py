@@ -3,7 +3,7 @@
 A batch's postings become one row per distinct term (ordinals and tf as big-endian int32,
 Lucene-style) before its transaction opens, and a query's rows are decoded back into
 ascending ordinals here; segment merging is decided here too. Kept apart from the SQL so
-it is unit-tested without a server (tests/unit/test_postgres_blocks.py); the rejected
+it is unit-tested without a server (tests/unit/stores/test_postgres_blocks.py); the rejected
 alternative, building blocks in SQL (string_agg of int4send per posting), sends a row per
 posting to the server, the write's former cost centre (docs/scaling.md).
 """
@@ -204,7 +204,7 @@ class Blocks:
     def of_texts(cls, tokens: TokenizedTexts, offset: int = 0) -> Blocks:
         """The blocks of a batch tokenised at once (``tokenize_many``), text i as ordinal
         ``offset + i``: equal to ``Blocks`` of each text's tf counter
-        (tests/unit/test_postgres_blocks.py), built with one sort of (term, text) keys
+        (tests/unit/stores/test_postgres_blocks.py), built with one sort of (term, text) keys
         instead of a counter per passage."""
         if offset + tokens.size > _MAX_ORDINAL + 1:
             raise ValueError(f"a workspace holds at most {_MAX_ORDINAL} passage ordinals")

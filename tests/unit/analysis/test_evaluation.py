@@ -15,7 +15,7 @@ from core.analysis.evaluation import (
     parse_queries,
 )
 
-DATA = Path(__file__).resolve().parents[2] / "data" / "cranfield"
+DATA = Path(__file__).resolve().parents[3] / "data" / "cranfield"
 
 
 def test_beir_and_trec_qrels_read_the_same() -> None:

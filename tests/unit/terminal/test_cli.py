@@ -39,7 +39,7 @@ from core.stores.port import ChunkStore
 from core.stores.select import open_store
 from tests.fixtures.files import docx_bytes, image_only_pdf_bytes, pdf_bytes
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 CRANFIELD = ROOT / "data" / "cranfield"
 
 

@@ -3,7 +3,7 @@
 The done-when figures of issue 12 are pinned here: Cranfield loaded twice (profiles
 ``plain`` and ``english``), evaluated with no limit at k 10, gives nDCG@10 0.4098 and
 0.4311, and the comparison between the two workspaces is their difference. The same
-figures from an independent reference: tests/unit/test_profile_reference.py.
+figures from an independent reference: tests/unit/domain/test_profile_reference.py.
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ from core.domain.chunks import StoredChunk
 from core.domain.ranking import LexicalCandidate, LexicalCandidates, RankedChunk, rank_chunks
 from core.domain.tokenize import tokenize
 
-DATA = Path(__file__).resolve().parents[2] / "data" / "cranfield"
+DATA = Path(__file__).resolve().parents[3] / "data" / "cranfield"
 TENANT = UUID("00000000-0000-0000-0000-0000000000c1")
 #: The results compared per query, as in the UI's default.
 K = 10

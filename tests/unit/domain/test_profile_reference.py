@@ -5,7 +5,7 @@ every matching document scored (no limit), k 10: nDCG@10 0.4098 with the plain
 profile and 0.4311 with the english one. Written here from the formula and PyStemmer
 alone, sharing nothing with core but the stopword list, so a regression in core's
 tokenizer, formula or metrics cannot move the reference with it. The same figures
-through a store and the Evaluate facade are pinned in tests/unit/test_service_profiles.py.
+through a store and the Evaluate facade are pinned in tests/unit/service/test_service_profiles.py.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import Stemmer
 
 from core.domain.tokenize import STOPWORDS
 
-DATA = Path(__file__).resolve().parents[2] / "data" / "cranfield"
+DATA = Path(__file__).resolve().parents[3] / "data" / "cranfield"
 #: The issue's figures, to four places.
 EXPECTED = {"plain": 0.4098, "english": 0.4311}
 

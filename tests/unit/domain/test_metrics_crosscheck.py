@@ -28,7 +28,7 @@ from core.domain.metrics import (
 )
 from core.domain.tokenize import tokenize
 
-CRANFIELD = Path(__file__).resolve().parents[2] / "data" / "cranfield"
+CRANFIELD = Path(__file__).resolve().parents[3] / "data" / "cranfield"
 #: Agreement demanded of every metric with the outside implementation.
 TOLERANCE = 1e-12
 #: Cut-offs checked.

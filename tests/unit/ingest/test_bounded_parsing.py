@@ -248,6 +248,6 @@ def test_the_parse_sandbox_starts_without_numpy_so_its_memory_cap_holds_the_pars
         capture_output=True,
         text=True,
         check=True,
-        cwd=Path(__file__).parents[2],
+        cwd=Path(__file__).parents[3],
     )
     assert out.stdout.strip() == "[]", out.stdout

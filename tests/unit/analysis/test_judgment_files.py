@@ -22,7 +22,7 @@ from core.analysis.judgment_files import (
     write_queries,
 )
 
-CRANFIELD = Path(__file__).resolve().parents[2] / "data" / "cranfield"
+CRANFIELD = Path(__file__).resolve().parents[3] / "data" / "cranfield"
 QUERIES = [
     SetQuery(query_id="1", text="wing flutter"),
     SetQuery(query_id="2", text='heat transfer, "laminar" <boundary> & layers'),

@@ -31,7 +31,7 @@ from core.settings import Settings
 from core.stores.memory import InMemoryChunkStore
 from core.stores.port import Workspace
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 DOCS = [
     "aeroelastic models of heated wings",
     "heated wings and heated bodies at high speed",

@@ -25,7 +25,7 @@ from core.domain.entities import (
     load_entity_list,
 )
 
-GOLD = Path(__file__).resolve().parents[1] / "data" / "entities_gold.jsonl"
+GOLD = Path(__file__).resolve().parents[2] / "data" / "entities_gold.jsonl"
 #: Measured span precision / recall / typed (span + kind) precision / recall, rounded down.
 SPAN_PRECISION_FLOOR = 0.97
 SPAN_RECALL_FLOOR = 0.89

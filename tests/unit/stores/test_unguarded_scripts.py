@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 #: Records of the facade's JSONL upload (past the reading worker's 4 MiB), and the store's
 #: passages (past the staging worker's batch of 32).
 RECORDS = {"facade": 2_400, "store": 200}
