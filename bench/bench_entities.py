@@ -2,7 +2,7 @@
 what it costs, on labelled English text none of us wrote.
 
 The set is ``tests/data/entities_eval/gum.jsonl``: 108 documents of the GUM corpus (news,
-interviews, biographies, travel guides, academic prose, court transcripts), about 4,100 named
+interviews, biographies, travel guides, academic prose, court transcripts), 4,438 named
 person/organisation/place mentions; its README says where it comes from, under which licence,
 and how ``scripts/gum_entities.py`` made it. Each extractor reads each whole document (as
 ``core.ingest.indexing.prepare`` does) and its mentions are scored against the gold names:

@@ -175,7 +175,7 @@ def named_spans(doc: Document) -> list[tuple[int, int, str]]:
             b = c
         while a < b and toks[a].form.casefold() in TITLES:
             a += 1
-        if toks[a].upos != "PROPN":
+        if not _is_name(toks[a]):
             continue
         spans.add((toks[a].start, toks[b].end, kind))
     ordered = sorted(spans, key=lambda s: (s[0], -s[1]))
