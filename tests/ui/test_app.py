@@ -461,7 +461,7 @@ def test_the_entities_page_marks_mentions_and_searches_for_an_entity() -> None:
     no_exception(at)
     assert any("by rules, not by a language model" in c.value for c in at.caption)
     table = rows(at, 0)
-    assert {"name": "NASA", "kind": "other", "passages": 2} in table
+    assert {"name": "NASA", "kind": "organisation", "passages": 2} in table
     at.text_input(key="entity_filter").input("nas").run()
     assert [r["name"] for r in rows(at, 0)] == ["NASA"]
     marks = [MARK.findall(v) for v in markdown(at) if v.startswith('<div class="lx-passage"')]
