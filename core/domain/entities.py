@@ -174,6 +174,7 @@ PLACE_ALIASES: frozenset[str] = frozenset(
         "ivory coast", "soviet union", "ussr", "eu", "uae", "washington d.c", "d.c",
         "hong kong", "taiwan", "palestine", "kosovo", "vatican", "antarctica", "oceania",
         "siberia", "scandinavia", "caribbean", "balkans", "new england", "midwest",
+        "north", "south", "east", "west", "northeast", "northwest", "southeast", "southwest",
     }
 )  # fmt: skip
 #: Nationality, language and religion words: adjectives or groups, not entities (one word).
@@ -769,7 +770,10 @@ class RuleBasedExtractor:
         surnames = {
             key.split(" ")[-1]: key
             for key, kind in best.items()
-            if kind == "person" and " " in key and key.split(" ")[-1] not in places
+            if kind == "person"
+            and " " in key
+            # "Millard Fillmore" ... "Fillmore" (a city too) only when a title or a role said so
+            and (key.split(" ")[-1] not in places or votes[key]["person"][0] >= _STRONG)
         }
         given: dict[str, str] = {}
         for key, kind in best.items():

@@ -288,3 +288,16 @@ def test_a_role_word_before_a_name_makes_a_person_and_an_article_makes_an_organi
         ("Debussy", "person"),
         ("Onion", "organisation"),
     ]
+
+
+def test_a_surname_that_is_also_a_city_is_the_person_only_when_a_title_named_the_person() -> None:
+    text = "President Millard Fillmore signed it. Fillmore later left Buffalo."
+    assert [(m.text, m.entity.name) for m in RuleBasedExtractor().extract(text)] == [
+        ("Millard Fillmore", "Millard Fillmore"),
+        ("Fillmore", "Millard Fillmore"),
+        ("Buffalo", "Buffalo"),
+    ]
+    assert found("Millard Fillmore visited. Crowds in Fillmore cheered.")[-1] == (
+        "Fillmore",
+        "place",
+    )
