@@ -94,7 +94,7 @@ from core.service.common import (
     QueryView,
 )
 from core.service.corpus import TERM_BROWSER_LIMIT, CorpusView, TermInfo, TermPassage
-from core.service.facade import LexplainService, StoreUnavailable
+from core.service.facade import LexplainService, StoreUnreachable
 from core.service.grading import SEARCH_SET, CeilingJudgments, LimitCeiling
 from core.service.judging import DEFAULT_POOL, QueryHardness
 from core.service.library import (
@@ -200,7 +200,7 @@ __all__ = [
     "ScoreExplanation",
     "SearchResult",
     "SetProgress",
-    "StoreUnavailable",
+    "StoreUnreachable",
     "TermInfo",
     "TermPassage",
     "TruncationView",

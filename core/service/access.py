@@ -20,34 +20,18 @@ local tool it always was: the raw store, every workspace visible.
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping, Sequence
-from typing import Final, Literal, Self
+import inspect
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, Final, Literal, Self, cast
 from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict
 
-from core.domain.chunks import StoredChunk
-from core.domain.entities import Entity
-from core.domain.filters import PassageFilter
-from core.domain.judging import (
-    Judgment,
-    QuerySet,
-    QuerySetSummary,
-    SavedRun,
-    SavedRunSummary,
-)
-from core.domain.ranking import LexicalCandidates
-from core.domain.tokenize import Profile
 from core.service.common import NOT_FOUND_OR_NO_ACCESS, NoAccess, lookalike
 from core.service.library import LibraryActions
 from core.service.runner import StoreRunner
 from core.stores.port import (
     ChunkStore,
-    CorpusSummary,
-    EntitySummary,
-    ReindexProgress,
-    SourceSummary,
-    TermFrequency,
     Workspace,
     member_email,
 )
@@ -62,6 +46,10 @@ class NotOwner(PermissionError):
 
 class WorkspaceGuard:
     """A ``ChunkStore`` that lets one signed-in person reach only their workspaces.
+
+    Its checked calls are derived from the port (``_guarded``, below the class) rather than
+    written out: 41 hand-written delegations were four copies of each signature to keep in
+    step. Written here are only the calls whose answer the guard shapes (workspaces).
 
     Reads and writes of a tenant need its owner or a member; deleting the workspace and
     managing members need its owner; ``list_workspaces`` shows only theirs; a new workspace
@@ -95,43 +83,6 @@ class WorkspaceGuard:
         for tenant_id in dict.fromkeys(tenant_ids):
             await self._check(tenant_id)
 
-    # -- writes -----------------------------------------------------------------------
-
-    async def upsert_many(self, chunks: Sequence[StoredChunk]) -> int:
-        await self._check_all([c.tenant_id for c in chunks])
-        return await self._inner.upsert_many(chunks)
-
-    async def replace_source(
-        self, source_id: str, tenant_id: UUID, chunks: Sequence[StoredChunk]
-    ) -> int:
-        await self._check(tenant_id)
-        return await self._inner.replace_source(source_id, tenant_id, chunks)
-
-    async def replace_sources(
-        self,
-        tenant_id: UUID,
-        sources: Sequence[tuple[str, Sequence[StoredChunk]]],
-        entities: Sequence[Entity] = (),
-    ) -> list[int]:
-        await self._check(tenant_id)
-        return await self._inner.replace_sources(tenant_id, sources, entities)
-
-    async def delete_by_source(self, source_id: str, tenant_id: UUID) -> int:
-        await self._check(tenant_id)
-        return await self._inner.delete_by_source(source_id, tenant_id)
-
-    async def delete_by_tenant(self, tenant_id: UUID) -> int:
-        await self._check_owner(tenant_id, "empty the workspace")
-        return await self._inner.delete_by_tenant(tenant_id)
-
-    async def delete_workspace(self, tenant_id: UUID) -> int:
-        await self._check_owner(tenant_id, "delete the workspace")
-        return await self._inner.delete_workspace(tenant_id)
-
-    async def upsert_entities(self, entities: Sequence[Entity], tenant_id: UUID) -> int:
-        await self._check(tenant_id)
-        return await self._inner.upsert_entities(entities, tenant_id)
-
     async def upsert_workspace(self, workspace: Workspace) -> None:
         """Rename a workspace of theirs, or create a new one that they own.
 
@@ -153,134 +104,6 @@ class WorkspaceGuard:
         # Two people creating one name at once: the store kept the first owner.
         await self._workspace(workspace.tenant_id)
 
-    async def reindex(
-        self, tenant_id: UUID, profile: Profile, on_progress: ReindexProgress | None = None
-    ) -> int:
-        await self._check(tenant_id)
-        return await self._inner.reindex(tenant_id, profile, on_progress)
-
-    async def add_member(self, tenant_id: UUID, email: str) -> bool:
-        await self._check_owner(tenant_id, "add members")
-        return await self._inner.add_member(tenant_id, email)
-
-    async def set_owner(self, tenant_id: UUID, email: str) -> None:
-        await self._check_owner(tenant_id, "hand the workspace over")
-        await self._inner.set_owner(tenant_id, email)
-
-    async def remove_member(self, tenant_id: UUID, email: str) -> bool:
-        await self._check_owner(tenant_id, "remove members")
-        return await self._inner.remove_member(tenant_id, email)
-
-    # -- reads ------------------------------------------------------------------------
-
-    async def get(self, chunk_id: str, tenant_id: UUID) -> StoredChunk | None:
-        await self._check(tenant_id)
-        return await self._inner.get(chunk_id, tenant_id)
-
-    async def get_by_source(self, source_id: str, tenant_id: UUID) -> list[StoredChunk]:
-        await self._check(tenant_id)
-        return await self._inner.get_by_source(source_id, tenant_id)
-
-    async def get_by_entity(self, entity_id: UUID, tenant_id: UUID) -> list[StoredChunk]:
-        await self._check(tenant_id)
-        return await self._inner.get_by_entity(entity_id, tenant_id)
-
-    async def lexical_candidates(
-        self,
-        terms: Sequence[str],
-        tenant_id: UUID,
-        limit: int,
-        within: PassageFilter | None = None,
-    ) -> LexicalCandidates:
-        await self._check(tenant_id)
-        return await self._inner.lexical_candidates(terms, tenant_id, limit, within)
-
-    async def list_sources(self, tenant_id: UUID) -> list[SourceSummary]:
-        await self._check(tenant_id)
-        return await self._inner.list_sources(tenant_id)
-
-    async def source_passage_counts(self, tenant_id: UUID) -> dict[str, int]:
-        await self._check(tenant_id)
-        return await self._inner.source_passage_counts(tenant_id)
-
-    async def list_entities(self, tenant_id: UUID) -> list[EntitySummary]:
-        await self._check(tenant_id)
-        return await self._inner.list_entities(tenant_id)
-
-    async def corpus_summary(self, tenant_id: UUID) -> CorpusSummary:
-        await self._check(tenant_id)
-        return await self._inner.corpus_summary(tenant_id)
-
-    async def passage_count(self, tenant_id: UUID) -> int:
-        await self._check(tenant_id)
-        return await self._inner.passage_count(tenant_id)
-
-    async def generation(self, tenant_id: UUID) -> int:
-        await self._check(tenant_id)
-        return await self._inner.generation(tenant_id)
-
-    async def doc_lengths(self, tenant_id: UUID) -> list[int]:
-        await self._check(tenant_id)
-        return await self._inner.doc_lengths(tenant_id)
-
-    async def terms_with_prefix(
-        self, prefix: str, tenant_id: UUID, limit: int
-    ) -> list[TermFrequency]:
-        await self._check(tenant_id)
-        return await self._inner.terms_with_prefix(prefix, tenant_id, limit)
-
-    async def get_entities(self, entity_ids: Sequence[UUID], tenant_id: UUID) -> list[Entity]:
-        await self._check(tenant_id)
-        return await self._inner.get_entities(entity_ids, tenant_id)
-
-    # -- judging: every call names its workspace, checked like any other ----------------
-
-    async def save_query_set(self, query_set: QuerySet) -> None:
-        await self._check(query_set.tenant_id)
-        await self._inner.save_query_set(query_set)
-
-    async def list_query_sets(self, tenant_id: UUID) -> list[QuerySetSummary]:
-        await self._check(tenant_id)
-        return await self._inner.list_query_sets(tenant_id)
-
-    async def get_query_set(self, tenant_id: UUID, name: str) -> QuerySet | None:
-        await self._check(tenant_id)
-        return await self._inner.get_query_set(tenant_id, name)
-
-    async def delete_query_set(self, tenant_id: UUID, name: str) -> bool:
-        await self._check(tenant_id)
-        return await self._inner.delete_query_set(tenant_id, name)
-
-    async def put_judgments(self, tenant_id: UUID, judgments: Sequence[Judgment]) -> int:
-        await self._check(tenant_id)
-        return await self._inner.put_judgments(tenant_id, judgments)
-
-    async def list_judgments(
-        self, tenant_id: UUID, queries: Sequence[str] | None = None
-    ) -> list[Judgment]:
-        await self._check(tenant_id)
-        return await self._inner.list_judgments(tenant_id, queries)
-
-    async def delete_judgment(self, tenant_id: UUID, query: str, chunk_id: str, rater: str) -> bool:
-        await self._check(tenant_id)
-        return await self._inner.delete_judgment(tenant_id, query, chunk_id, rater)
-
-    async def save_run(self, run: SavedRun) -> None:
-        await self._check(run.tenant_id)
-        await self._inner.save_run(run)
-
-    async def list_runs(self, tenant_id: UUID) -> list[SavedRunSummary]:
-        await self._check(tenant_id)
-        return await self._inner.list_runs(tenant_id)
-
-    async def get_run(self, tenant_id: UUID, run_id: UUID) -> SavedRun | None:
-        await self._check(tenant_id)
-        return await self._inner.get_run(tenant_id, run_id)
-
-    async def delete_run(self, tenant_id: UUID, run_id: UUID) -> bool:
-        await self._check(tenant_id)
-        return await self._inner.delete_run(tenant_id, run_id)
-
     async def get_workspace(self, tenant_id: UUID) -> Workspace | None:
         found = await self._inner.get_workspace(tenant_id)
         return found if found is not None and found.admits(self.email) else None
@@ -300,6 +123,65 @@ class WorkspaceGuard:
 
     async def close(self) -> None:
         """A view never closes the store it shares with every other session."""
+
+
+#: The port's calls only a workspace's owner may make, with what the refusal says they tried.
+OWNER_ONLY: Final[Mapping[str, str]] = {
+    "delete_by_tenant": "empty the workspace",
+    "delete_workspace": "delete the workspace",
+    "add_member": "add members",
+    "set_owner": "hand the workspace over",
+    "remove_member": "remove members",
+}
+#: The port's calls that name their workspace otherwise than by a ``tenant_id`` argument.
+TENANTS_OF: Final[Mapping[str, Callable[[Mapping[str, Any]], list[UUID]]]] = {
+    "upsert_many": lambda arguments: [chunk.tenant_id for chunk in arguments["chunks"]],
+    "save_query_set": lambda arguments: [arguments["query_set"].tenant_id],
+    "save_run": lambda arguments: [arguments["run"].tenant_id],
+}
+
+
+def port_calls() -> list[str]:
+    """Every call of the store port (``ChunkStore`` and the capabilities it unites)."""
+    return sorted(
+        name
+        for name, _ in inspect.getmembers(ChunkStore, inspect.isfunction)
+        if not name.startswith("_")
+    )
+
+
+def _guarded(name: str) -> Callable[..., Awaitable[Any]]:
+    """The guard's ``name``: check the workspace the call names, then make it on the store.
+
+    A member may make it, unless ``OWNER_ONLY`` names it; the workspace is the call's
+    ``tenant_id`` unless ``TENANTS_OF`` says how to find it. A call with neither is refused
+    when the guard is built (``TypeError`` at import), so a port method added later can
+    never pass through unchecked.
+    """
+    signature = inspect.signature(getattr(ChunkStore, name))
+    tenants = TENANTS_OF.get(name)
+    if tenants is None and "tenant_id" not in signature.parameters:
+        raise TypeError(f"WorkspaceGuard cannot tell which workspace the port's {name} names")
+    owner_only = OWNER_ONLY.get(name)
+
+    async def call(self: WorkspaceGuard, *args: Any, **kwargs: Any) -> Any:
+        arguments = signature.bind(self, *args, **kwargs).arguments
+        if owner_only is not None:
+            await self._check_owner(arguments["tenant_id"], owner_only)
+        else:
+            await self._check_all(
+                tenants(arguments) if tenants is not None else [arguments["tenant_id"]]
+            )
+        return await getattr(self._inner, name)(*args, **kwargs)
+
+    call.__name__ = call.__qualname__ = name
+    call.__doc__ = f"``ChunkStore.{name}`` for {'the owner' if owner_only else 'a member'} only."
+    return call
+
+
+for _name in port_calls():
+    if _name not in vars(WorkspaceGuard):
+        setattr(WorkspaceGuard, _name, _guarded(_name))
 
 
 class WorkspaceAccess(BaseModel):
@@ -342,8 +224,10 @@ class AccessActions(StoreRunner):
         if email is None:
             return self
         view = copy.copy(self)
-        view._store = WorkspaceGuard(self._store, email)
-        view.user = view._store.email
+        guard = WorkspaceGuard(self._store, email)
+        # The guard's checked calls are set on it at import, so mypy cannot see them.
+        view._store = cast(ChunkStore, guard)
+        view.user = guard.email
         return view
 
     def unowned_workspaces(self) -> int:

@@ -32,8 +32,11 @@ from core.stores.port import ChunkStore, open_workspace
 from core.stores.select import open_store
 
 
-class StoreUnavailable(RuntimeError):
-    """The configured store cannot be opened; the message says why and what to do."""
+class StoreUnreachable(RuntimeError):
+    """The configured store cannot be opened; the message says why and what to do.
+
+    Not the port's ``StoreUnavailable`` (a store that is open and could not do one call):
+    this one is raised before any store exists, so nothing can work until it is fixed."""
 
 
 class LexplainService(
@@ -66,14 +69,14 @@ class LexplainService(
     def from_settings(cls, settings: Settings | None = None) -> LexplainService:
         """The store the settings name (``core.stores.select.open_store``).
 
-        Raises ``StoreUnavailable`` with plain words when the settings are wrong or the store
+        Raises ``StoreUnreachable`` with plain words when the settings are wrong or the store
         cannot be opened (the embedded server cannot start, a server is unreachable).
         """
         try:
             settings = settings or Settings()
         except ValidationError as exc:
             problems = "; ".join(str(error["msg"]) for error in exc.errors())
-            raise StoreUnavailable(f"The LEXPLAIN_* settings are wrong: {problems}.") from exc
+            raise StoreUnreachable(f"The LEXPLAIN_* settings are wrong: {problems}.") from exc
         chosen = settings
         label = describe_store(chosen)
 
@@ -83,9 +86,9 @@ class LexplainService(
         try:
             return cls(factory, store_label=label, settings=chosen)
         except EmbeddedServerError as exc:
-            raise StoreUnavailable(str(exc)) from exc
+            raise StoreUnreachable(str(exc)) from exc
         except Exception as exc:  # asyncpg/OS errors: the message is what the user needs
-            raise StoreUnavailable(
+            raise StoreUnreachable(
                 f"Cannot open the store ({label}): {exc}. Check LEXPLAIN_DATABASE_URL and that "
                 "the server is running; nothing was changed."
             ) from exc

@@ -2,8 +2,8 @@
 
 A batch is checked whole before a store touches anything, so a bad passage or judgment fails
 the write and loses nothing already stored; each store calls these (the models' own checks are
-bypassed by ``model_construct``). Apart from ``core.stores.port`` (the contract itself), which
-was at the 600-line bound; rejected: a check per store, which would let them drift apart.
+bypassed by ``model_construct``). Apart from the port's ``text`` (what a store accepts at all):
+these check a batch as a whole. Rejected: a check per store, which would let them drift apart.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from rich.table import Table
 from core.analysis.judgment_files import JudgmentError
 from core.ingest.names import terminal_safe
 from core.service.common import DEFAULT_K, DEFAULT_LIMIT
-from core.service.facade import LexplainService, StoreUnavailable
+from core.service.facade import LexplainService, StoreUnreachable
 from core.settings import Settings
 
 T = TypeVar("T")
@@ -58,7 +58,7 @@ def _open_service(database_url: str | None, console: Console) -> LexplainService
     except ValidationError as exc:
         problems = "; ".join(str(e["msg"]) for e in exc.errors())
         console.print(f"error: settings: {problems}", markup=False, highlight=False)
-    except StoreUnavailable as exc:
+    except StoreUnreachable as exc:
         console.print(f"error: {exc}", markup=False, highlight=False)
     return None
 

@@ -4,9 +4,10 @@ store stores every record, without an error, and its processes stay under 1 GiB.
 The probe ("a 37 MB JSONL of 1M tiny documents: 2.36 GB and unfinished after 600 s") was
 ``load`` on the embedded default, so that is the path taken: the command line in its own
 process, as a user runs it (at its own lower priority), into a fresh embedded server. The
-smaller tests (tests/unit/ingest/test_loader_bounds.py, test_load_aside.py) hold each mechanism; only
-the full size shows that they add up: memory that grows with the records, not with a part,
-shows at a million (~0.7 GB more for every record held as a model) and hides at 50,000.
+smaller tests (tests/unit/ingest/test_loader_bounds.py, test_load_aside.py) hold each
+mechanism; only the full size shows that they add up: memory that grows with the records,
+not with a part, shows at a million (~0.7 GB more for every record held as a model) and
+hides at 50,000.
 Rejected: ``--dry-run``, which costs the same CPU (~75 s) but keeps every passage in the
 loader's in-memory store, a path no user loads a million records into; its peak is the
 in-memory store's size (895 MiB loader + 201 MiB reading worker summed, session 10), not the

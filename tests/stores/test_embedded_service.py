@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from core.service import LexplainService, StoreUnavailable
+from core.service import LexplainService, StoreUnreachable
 from core.settings import Settings
 from core.stores import embedded
 
@@ -77,7 +77,7 @@ def test_a_data_folder_the_embedded_server_cannot_use_stops_the_service_in_plain
     pgdata = settings.data_dir / "pgdata"
     pgdata.mkdir(parents=True)
     (pgdata / "PG_VERSION").write_text("21\n")
-    with pytest.raises(StoreUnavailable, match="PostgreSQL 21, newer than"):
+    with pytest.raises(StoreUnreachable, match="PostgreSQL 21, newer than"):
         LexplainService.from_settings(settings)
     assert sorted(p.name for p in pgdata.iterdir()) == ["PG_VERSION"]
 
@@ -87,5 +87,5 @@ def test_wrong_store_settings_stop_the_service_naming_the_settings(
 ) -> None:
     monkeypatch.setenv("LEXPLAIN_STORE", "postgres")
     monkeypatch.delenv("LEXPLAIN_DATABASE_URL", raising=False)
-    with pytest.raises(StoreUnavailable, match="LEXPLAIN_STORE=postgres needs"):
+    with pytest.raises(StoreUnreachable, match="LEXPLAIN_STORE=postgres needs"):
         LexplainService.from_settings()

@@ -1,8 +1,8 @@
 """The ceiling of a limit on the Truncation screen, through AppTest.
 
 The numbers are the service's (``limit_ceiling``, the call the page makes; its definition is
-hand-checked in tests/unit/analysis/test_limit_ceiling.py); what this adds is the screen: the choice of
-judgments, the chart's two lines, the table and the summary at the current limit.
+hand-checked in tests/unit/analysis/test_limit_ceiling.py); what this adds is the screen: the
+choice of judgments, the chart's two lines, the table and the summary at the current limit.
 """
 
 from __future__ import annotations

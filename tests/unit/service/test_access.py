@@ -221,6 +221,39 @@ async def test_the_guard_implements_the_whole_port_and_refuses_every_call_on_a_f
     assert (await inner.corpus_summary(theirs)).passages == 0
 
 
+#: What only a workspace's owner may do at the store, by the port's call (docs/sign-in.md).
+OWNER_ONLY_CALLS = {
+    "delete_by_tenant",
+    "delete_workspace",
+    "add_member",
+    "set_owner",
+    "remove_member",
+}
+
+
+async def test_a_member_may_use_the_workspace_but_only_its_owner_may_empty_share_or_delete_it() -> (
+    None
+):
+    inner = InMemoryChunkStore()
+    shared = workspace_tenant_id("shared")
+    await inner.upsert_workspace(
+        Workspace(tenant_id=shared, name="shared", owner=ADA, members=(BOB,))
+    )
+    bob = WorkspaceGuard(inner, BOB)
+    await bob.upsert_many([make_chunk(shared, "s", "ocean waves")])
+    assert (await bob.corpus_summary(shared)).passages == 1
+    for name in sorted(OWNER_ONLY_CALLS):
+        arguments: dict[str, Any] = {"tenant_id": shared}
+        if "email" in inspect.signature(getattr(ChunkStore, name)).parameters:
+            arguments["email"] = "carol@example.org"
+        with pytest.raises(NotOwner, match="only the workspace's owner"):
+            await getattr(bob, name)(**arguments)
+    assert await inner.get_workspace(shared) == Workspace(
+        tenant_id=shared, name="shared", owner=ADA, members=(BOB,)
+    )
+    assert (await inner.corpus_summary(shared)).passages == 1
+
+
 async def test_of_two_people_creating_one_name_at_once_the_second_is_refused() -> None:
     tenant = workspace_tenant_id("contested")
 
