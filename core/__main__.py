@@ -1,11 +1,11 @@
-"""``python -m core load PATH... --workspace NAME``: see ``core.cli``.
+"""``python -m core load PATH... --workspace NAME``: see ``core.terminal``.
 
 A ``load`` that cannot start the embedded server (``--dry-run``, or ``--database-url``: an
-external server) lowers its priority before it imports the rest: importing ``core.cli`` is
+external server) lowers its priority before it imports the rest: importing ``core.terminal`` is
 ~1.3 s of CPU, three quarters of a small load's (Cranfield's ``load --dry-run``: 1.35 of
 1.8 s), and it ran at full priority beside the app's searches (``bench_stall --store memory
 --work load``: 2.72x idle p99 in a quiet pass). A load that may start the embedded server
-lowers it once the store is open (``core.cli``), so the server keeps the app's priority.
+lowers it once the store is open (``core.terminal.load``), so the server keeps the app's priority.
 Rejected: reading the settings here to know (``core.settings`` alone is ~0.75 s of imports).
 """
 
@@ -31,6 +31,6 @@ def lower_priority_early(argv: Sequence[str]) -> bool:
 
 if __name__ == "__main__":
     lower_priority_early(sys.argv[1:])
-    from core.cli import main
+    from core.terminal import main
 
     sys.exit(main(program=True))

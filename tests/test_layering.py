@@ -82,7 +82,7 @@ def test_the_checker_sees_every_form_of_import() -> None:
 
 def test_every_module_of_core_sits_in_a_layer_folder_or_is_named_at_the_top() -> None:
     top = {p.stem for p in (ROOT / "core").glob("*.py")}
-    named = {"__init__", "__main__", "cli", "settings", "checkpoint", "processes"}
+    named = {"__init__", "__main__", "settings", "checkpoint", "processes"}
     assert top <= named, sorted(top)
     folders = {p.name for p in (ROOT / "core").iterdir() if p.is_dir() and p.name != "__pycache__"}
     assert folders == {"domain", "analysis", "ingest", "stores", "service", "terminal"}, sorted(

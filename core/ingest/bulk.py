@@ -1,5 +1,5 @@
 """How a bulk load runs differently from an upload: larger groups, rarer garbage collections,
-lower CPU priority. Kept beside the command line (``core.cli``) rather than in it, since each is
+lower CPU priority. Kept beside the command line (``core.terminal``) rather than in it, since each is
 a policy with its own measurement; the indexer and the stores know nothing of them.
 """
 
@@ -18,7 +18,7 @@ LOAD_NICENESS = 10
 
 
 #: Whether ``run_in_background`` has lowered this process's priority (once: ``core.__main__``
-#: may do it before its imports, ``core.cli`` after the store opened).
+#: may do it before its imports, ``core.terminal`` after the store opened).
 _in_background = False
 
 

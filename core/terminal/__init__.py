@@ -1,98 +1,87 @@
-"""The screens' numbers in a terminal: ``python -m core search|evaluate|diagnose``.
+"""The terminal: ``python -m core load|db|owner|search|evaluate|diagnose ...``, one package.
 
-``search`` prints what Search shows (``LexplainService.search``), ``evaluate`` what Runs shows
-for a query set's in-app grades (``evaluate_judged``), ``diagnose`` why each graded-relevant
-passage was lost (``diagnose``), from the same facade calls, as tables or as JSON lines (a
-score as Elasticsearch's explain writes one: value, description, details), so analysts can
-script, diff and share them. Every number is the facade's; nothing here computes one. Kept
-apart from ``core.cli`` (loading and administering the store), which dispatches here.
+| module | what |
+| --- | --- |
+| ``parser`` | the one parser: every command's arguments and help |
+| ``common`` | exit codes, opening the store or the facade, a workspace by name, JSON lines |
+| ``load`` | ``load``: files, folders or a BEIR folder into a workspace (the upload's path) |
+| ``db`` | ``db status|stop|parity|repair|pg_dump...``: the operator's store commands |
+| ``owner`` | ``owner NAME EMAIL``: give a workspace an owner |
+| ``search``, ``evaluate``, ``diagnose`` | the screens' numbers in a terminal |
+
+One package rather than ``core/cli.py`` beside ``core/terminal/``: two homes for one command
+line had two exit-code definitions and a dispatcher in each.
+
+``python -m core search QUERY --workspace NAME [--k N] [--limit N] [--explain] [--json]`` and
+``python -m core evaluate --workspace NAME --set SET [--k N] [--limit N] [--by-document]
+[--json]`` give a terminal or a notebook what the Search and Evaluate screens show, from the
+same facade calls on the same store (``LexplainService.from_settings``, so ``--database-url``
+and the ``LEXPLAIN_*`` settings choose it as for ``load``): ``search`` calls
+``LexplainService.search`` and ``evaluate`` calls ``evaluate_judged`` with the workspace's own
+BM25 at ``--limit`` (the grades given in the app). Nothing here computes a number: every one is
+printed as the facade returned it, floats as ``repr`` writes them (the shortest text that
+reads back as the same float), so two outputs diff exactly and a script gets the screen's
+numbers. As tables (rich), or with ``--json`` as JSON lines: the query (or the means) first,
+then one object per passage (or query). A passage's score is Elasticsearch's explain shape,
+``{"value", "description", "details"}``, whose details with ``--explain`` are each query
+term's contribution (idf times TF part), each with its inputs: the keys of Elasticsearch's
+``_explanation``, so what walks one walks the other. Rejected: the screens' four decimals (two
+outputs would agree where the numbers differ). Exit status: 0 when the command ran (a search
+that finds nothing included: it says why), 2 when it could not (the store, an unknown workspace
+or query set, a set nobody graded, a bound on k, limit or the query), with one plain message.
+``docs/command-line.md`` has examples.
 """
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
-from typing import Final
+import asyncio
+import sys
+from collections.abc import Callable, Sequence
+from typing import Final, TextIO
 
 from rich.console import Console
 
-from core.terminal.common import _query_arguments, load_settings
+from core.terminal.common import EXIT_UNUSABLE, PIPED_WIDTH
+from core.terminal.db import db, repair
 from core.terminal.diagnose import diagnose as diagnose_command
 from core.terminal.evaluate import evaluate as evaluate_command
+from core.terminal.load import load
+from core.terminal.owner import set_owner
+from core.terminal.parser import parser
 from core.terminal.search import search as search_command
 
-__all__ = ["COMMANDS", "add_commands", "load_settings"]
+__all__ = ["QUERY_COMMANDS", "main"]
 
-
-def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """The query commands' parsers, under ``python -m core``."""
-    search = commands.add_parser(
-        "search",
-        help="rank a workspace's passages for a query, as the Search screen does",
-        description=(
-            "Rank the workspace's passages for QUERY (LexplainService.search): the query's "
-            "terms, N, avgdl, how many passages matched and how many the limit cut, then each "
-            "ranked passage's score; --explain adds each query term's idf, TF part and "
-            "contribution. --json prints one JSON object per line instead: the query first, "
-            "then a line per passage whose score is {value, description, details} (the shape "
-            "of Elasticsearch's explain)."
-        ),
-    )
-    search.add_argument("query", metavar="QUERY", help="the query, as typed on the screen")
-    _query_arguments(search, "results listed")
-    search.add_argument(
-        "--explain", action="store_true", help="each query term's idf, TF part and contribution"
-    )
-    search.add_argument("--json", action="store_true", help="one JSON object per line")
-    evaluate = commands.add_parser(
-        "evaluate",
-        help="evaluate a query set of a workspace against its grades, as the Evaluate screen does",
-        description=(
-            "Evaluate the query set SET of the workspace against the grades given to it in the "
-            "app (LexplainService.evaluate_judged, the workspace's own BM25 at --limit): the "
-            "means (nDCG@k, Recall@k, MRR@k, Judged@k) and every graded query's figures. "
-            "Queries nobody graded are left out. --json prints one JSON object per line: the "
-            "means first, then a line per query."
-        ),
-    )
-    _query_arguments(evaluate, "the depth of every metric (nDCG@k, ...)")
-    evaluate.add_argument(
-        "--set", dest="query_set", required=True, metavar="SET", help="the query set's name"
-    )
-    evaluate.add_argument(
-        "--by-document",
-        action="store_true",
-        help="judge documents (a document's grade is its best passage's) instead of passages",
-    )
-    evaluate.add_argument("--json", action="store_true", help="one JSON object per line")
-    diagnose = commands.add_parser(
-        "diagnose",
-        help="why each graded-relevant passage of a query set was lost, as Runs shows it",
-        description=(
-            "For the query set SET of the workspace (its in-app grades, by passage; the "
-            "workspace's BM25 at --limit), every relevant passage outside the top k with its "
-            "one cause: vocabulary mismatch (it holds no query term), cut by the limit (and the "
-            "smallest limit that makes it a candidate), or outranked (its rank and score, the "
-            "k-th's, and the term that decided it). First the share of each cause, then the "
-            "queries by nDCG@k lost. --json prints one JSON object per line: the summary, then "
-            "a line per lost passage."
-        ),
-    )
-    _query_arguments(diagnose, "the depth the passages are lost from")
-    diagnose.add_argument(
-        "--set", dest="query_set", required=True, metavar="SET", help="the query set's name"
-    )
-    diagnose.add_argument(
-        "--by-document",
-        action="store_true",
-        help="judge documents, each at its best passage (a document's grade is its best passage's)",
-    )
-    diagnose.add_argument("--json", action="store_true", help="one JSON object per line")
-
-
-#: The commands this module runs, by name (``core.cli.main`` dispatches them here).
-COMMANDS: Final[dict[str, Callable[[argparse.Namespace, Console], int]]] = {
+#: The query commands (the screens' numbers in a terminal), by name.
+QUERY_COMMANDS: Final[dict[str, Callable[[argparse.Namespace, Console], int]]] = {
     "search": search_command,
     "evaluate": evaluate_command,
     "diagnose": diagnose_command,
 }
+
+
+def main(
+    argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, program: bool = False
+) -> int:
+    """Entry point of ``python -m core``; returns the exit status. ``program``: this process is
+    the command (``core/__main__.py``), so ``load`` may lower its own priority (never that of
+    a process that called ``main`` in passing, such as a test run)."""
+    args = parser().parse_args(argv)
+    if args.command == "load":
+        args.background = program and not args.full_priority
+    stream = stdout or sys.stdout
+    # Piped output (logs, CI) gets wide tables so file paths are not folded mid-name.
+    width = None if stream.isatty() else PIPED_WIDTH
+    console = Console(file=stream, soft_wrap=True, width=width)
+    if args.command == "load":
+        return asyncio.run(load(args, console))
+    if args.command == "db" and args.action == "repair":
+        return asyncio.run(repair(console))
+    if args.command == "db":
+        return db(args, console)
+    if args.command == "owner":
+        return asyncio.run(set_owner(args, console))
+    if args.command in QUERY_COMMANDS:
+        return QUERY_COMMANDS[args.command](args, console)
+    return EXIT_UNUSABLE  # pragma: no cover - argparse rejects unknown commands

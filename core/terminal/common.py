@@ -1,5 +1,6 @@
-"""What the terminal's query commands share: opening the app's store, finding a workspace by the
-name a person gives, JSON lines, the arguments every query command takes."""
+"""What the terminal's commands share: exit codes, opening the app's store (or the facade on it),
+finding a workspace by the name a person gives, JSON lines, the arguments every query command
+takes."""
 
 from __future__ import annotations
 
@@ -17,13 +18,24 @@ from core.ingest.names import terminal_safe
 from core.service.common import DEFAULT_K, DEFAULT_LIMIT
 from core.service.facade import LexplainService, StoreUnreachable
 from core.settings import Settings
+from core.stores import embedded
+from core.stores.port import ChunkStore
+from core.stores.select import open_store
 
 T = TypeVar("T")
-#: Exit status when the command could not run at all (as ``core.cli``'s).
+#: Environment variable holding the default database URL.
+DATABASE_URL_ENV = "LEXPLAIN_DATABASE_URL"
+#: The embedded server's client tools ``db`` runs with the connection filled in.
+DB_TOOLS = ("pg_dump", "pg_restore", "psql", "pg_dumpall")
+#: Console width when output is not a terminal.
+PIPED_WIDTH = 200
+#: Exit status when any document was rejected (``load``) or a check found a difference.
+EXIT_REJECTED = 1
+#: Exit status when the command could not run at all.
 EXIT_UNUSABLE = 2
 
 
-def _query_arguments(command: argparse.ArgumentParser, k_means: str) -> None:
+def query_arguments(command: argparse.ArgumentParser, k_means: str) -> None:
     """What ``search`` and ``evaluate`` share: the workspace, k (``k_means`` says what it is
     there), limit and the store."""
     command.add_argument("--workspace", required=True, metavar="NAME", help="the workspace")
@@ -126,3 +138,14 @@ def on_a_set(
         return None
     finally:
         service.close()
+
+
+async def open_store_or_say_why(database_url: str | None, console: Console) -> ChunkStore | None:
+    """The store the settings (or ``--database-url``) name; None once the reason is printed."""
+    try:
+        return await open_store(load_settings(database_url))
+    except (ValueError, embedded.EmbeddedServerError) as exc:
+        console.print(f"[red]error:[/red] {exc}", highlight=False)
+    except Exception as exc:  # asyncpg/OS errors: the message is what the user needs
+        console.print(f"[red]error:[/red] cannot open the database: {exc}", highlight=False)
+    return None

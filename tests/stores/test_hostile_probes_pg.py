@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from core.cli import load_into
 from core.domain.chunks import ChunkingOptions, workspace_tenant_id
 from core.ingest.indexing import IndexReport
 from core.stores.memory import InMemoryChunkStore
 from core.stores.postgres import PostgresChunkStore
+from core.terminal.load import load_into
 from tests.fixtures.probes import STORED_SOURCES, check_outcomes, outcomes_by_file, write_probes
 
 

@@ -7,10 +7,11 @@ import io
 
 import pytest
 
-from core.cli import EXIT_UNUSABLE, main
 from core.domain.chunks import workspace_tenant_id
 from core.stores.port import Workspace
 from core.stores.postgres import PostgresChunkStore
+from core.terminal import main
+from core.terminal.common import EXIT_UNUSABLE
 
 
 async def run(*argv: str) -> tuple[int, str]:

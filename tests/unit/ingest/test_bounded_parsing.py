@@ -19,7 +19,6 @@ from pathlib import Path
 
 import pytest
 
-from core.cli import collect_uploads
 from core.ingest import parse_worker
 from core.ingest.jsonlines import MAX_JSON_DEPTH
 from core.ingest.limits import (
@@ -33,6 +32,7 @@ from core.ingest.limits import (
 )
 from core.ingest.readers import read_file
 from core.ingest.results import ReadError
+from core.terminal.load import collect_uploads
 from tests.fixtures.files import (
     docx_bytes,
     docx_with_member,

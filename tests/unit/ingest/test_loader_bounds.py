@@ -22,7 +22,6 @@ from typing import Any
 
 import pytest
 
-from core.cli import load_into, main
 from core.domain.chunks import ChunkingOptions, SourceDocument, workspace_tenant_id
 from core.ingest import beir, folders
 from core.ingest.folders import read_paths, skipped_files
@@ -30,6 +29,8 @@ from core.ingest.names import terminal_safe
 from core.settings import Settings
 from core.stores.memory import InMemoryChunkStore
 from core.stores.port import Workspace
+from core.terminal import main
+from core.terminal.load import load_into
 
 
 def run_load(*argv: str) -> tuple[int, str]:
@@ -195,7 +196,7 @@ async def test_load_with_an_owner_gives_a_new_workspace_that_owner(tmp_path: Pat
 
 
 async def test_load_with_an_owner_refuses_a_workspace_someone_else_owns(tmp_path: Path) -> None:
-    from core.cli import OwnerMismatch
+    from core.terminal.load import OwnerMismatch
 
     (tmp_path / "a.txt").write_text("Flutter of heated wings.")
     store = InMemoryChunkStore()

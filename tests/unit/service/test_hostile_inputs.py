@@ -14,13 +14,14 @@ from typing import NamedTuple
 
 import pytest
 
-from core.cli import load_into, main
 from core.domain.chunks import ChunkingOptions, workspace_tenant_id
 from core.ingest.indexing import IndexReport
 from core.ingest.names import printable_name
 from core.service.facade import LexplainService
 from core.settings import Settings
 from core.stores.memory import InMemoryChunkStore
+from core.terminal import main
+from core.terminal.load import load_into
 from tests.fixtures.probes import (
     STORED_SOURCES,
     Probe,

@@ -176,9 +176,10 @@ async def test_the_load_command_creates_a_workspace_with_the_profile_asked(
     tmp_path: Path,
 ) -> None:
 
-    from core.cli import _parser, load_into
     from core.domain.chunks import ChunkingOptions, workspace_tenant_id
     from core.stores.memory import InMemoryChunkStore
+    from core.terminal.load import load_into
+    from core.terminal.parser import parser as _parser
 
     folder = tmp_path
     (folder / "m.txt").write_text("Models of heated models.", encoding="utf-8")

@@ -26,7 +26,6 @@ import asyncpg
 import pytest
 
 from core.analysis.diagnosis import CAUSE_NOTES
-from core.cli import load_into, main
 from core.domain.chunks import ChunkingOptions, workspace_tenant_id
 from core.domain.entities import RuleBasedExtractor, load_entity_list
 from core.domain.ranking import rank_chunks
@@ -37,6 +36,8 @@ from core.stores import embedded
 from core.stores.memory import InMemoryChunkStore
 from core.stores.port import ChunkStore
 from core.stores.select import open_store
+from core.terminal import main
+from core.terminal.load import load_into
 from tests.fixtures.files import docx_bytes, image_only_pdf_bytes, pdf_bytes
 
 ROOT = Path(__file__).resolve().parents[3]

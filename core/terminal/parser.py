@@ -1,0 +1,189 @@
+"""The one parser of ``python -m core``: every command's arguments and help, in one place.
+
+Kept apart from the commands themselves so ``--help`` reads as one page and a new command is
+one ``add_parser`` here plus its module (docs/layout.md's checklist).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from core.domain.tokenize import DEFAULT_PROFILE, Profile
+from core.ingest import bulk
+from core.terminal.common import (
+    DATABASE_URL_ENV,
+    DB_TOOLS,
+    query_arguments,
+)
+
+
+def parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m core", description="lexplain bulk operations")
+    commands = parser.add_subparsers(dest="command", required=True)
+    load = commands.add_parser(
+        "load",
+        help="load files, folders or a BEIR folder into a workspace",
+        description=(
+            "Load files (txt, md, html, pdf, docx, jsonl), folders of them (recursively), or a "
+            "BEIR folder (corpus.jsonl) into a workspace."
+        ),
+    )
+    load.add_argument(
+        "paths", nargs="+", metavar="PATH", type=Path, help="a file, a folder, or a BEIR folder"
+    )
+    load.add_argument(
+        "--workspace",
+        required=True,
+        metavar="NAME",
+        help="workspace to load into (created if new; the same name is the same workspace)",
+    )
+    load.add_argument(
+        "--profile",
+        choices=[p.value for p in Profile],
+        default=DEFAULT_PROFILE.value,
+        help=(
+            "tokenizer profile of a NEW workspace: plain, or english (Snowball stemming); "
+            "an existing workspace keeps its own"
+        ),
+    )
+    load.add_argument(
+        "--database-url",
+        metavar="URL",
+        default=None,
+        help=(
+            f"PostgreSQL URL (default: ${DATABASE_URL_ENV}; with neither: the embedded "
+            "PostgreSQL the app uses)"
+        ),
+    )
+    load.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="read, cut and check everything into memory; keep nothing",
+    )
+    load.add_argument(
+        "--owner",
+        metavar="EMAIL",
+        default=None,
+        help=(
+            "owner of a NEW workspace (with sign-in, only its owner and members open it); an "
+            "existing workspace must already have this owner"
+        ),
+    )
+    load.add_argument(
+        "--whole-documents", action="store_true", help="keep each document as one passage"
+    )
+    load.add_argument(
+        "--full-priority",
+        action="store_true",
+        help=(
+            f"run at normal CPU priority (by default a load runs at nice {bulk.LOAD_NICENESS}, and "
+            "so do the embedded server's processes serving it, so the app's searches go first)"
+        ),
+    )
+    load.add_argument(
+        "--entities",
+        metavar="LIST.csv",
+        type=Path,
+        help="CSV of name,kind,aliases (aliases separated by ';' or '|')",
+    )
+    db = commands.add_parser(
+        "db",
+        help=(
+            "the embedded PostgreSQL: status, stop, or run pg_dump/pg_restore/psql against it; "
+            "parity: check a workspace's store against an in-memory copy"
+        ),
+        description=(
+            "status: where the embedded server's data lives and whether it runs. stop: stop it "
+            "(even if an app still uses it). pg_dump|pg_restore|psql|pg_dumpall ARGS...: run "
+            "the embedded PostgreSQL's own tool against it (started for the duration if needed). "
+            "parity --workspace NAME [--queries N] [--limit N] [--database-url URL]: ask the "
+            "store and an in-memory copy of the workspace the same sampled queries and compare "
+            "every candidate and score bit for bit. repair: rebuild the counters and index of "
+            "any workspace of the configured store whose counters disagree with its passages, "
+            "and remove what deleted workspaces left."
+        ),
+    )
+    db.add_argument(
+        "action", choices=("status", "stop", "parity", "repair", *DB_TOOLS), metavar="ACTION"
+    )
+    db.add_argument("tool_args", nargs=argparse.REMAINDER, metavar="ARGS")
+    owner = commands.add_parser(
+        "owner",
+        help="give a workspace an owner (with sign-in, only its owner and members open it)",
+        description=(
+            "Make EMAIL the owner of the workspace NAME: for a workspace made without sign-in "
+            "or by load (it has none, so with sign-in nobody sees it), or to hand one over."
+        ),
+    )
+    owner.add_argument("workspace", metavar="NAME")
+    owner.add_argument("email", metavar="EMAIL")
+    owner.add_argument("--database-url", metavar="URL", default=None, help="as for load")
+    add_query_commands(commands)
+    return parser
+
+
+def add_query_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """The query commands' parsers, under ``python -m core``."""
+    search = commands.add_parser(
+        "search",
+        help="rank a workspace's passages for a query, as the Search screen does",
+        description=(
+            "Rank the workspace's passages for QUERY (LexplainService.search): the query's "
+            "terms, N, avgdl, how many passages matched and how many the limit cut, then each "
+            "ranked passage's score; --explain adds each query term's idf, TF part and "
+            "contribution. --json prints one JSON object per line instead: the query first, "
+            "then a line per passage whose score is {value, description, details} (the shape "
+            "of Elasticsearch's explain)."
+        ),
+    )
+    search.add_argument("query", metavar="QUERY", help="the query, as typed on the screen")
+    query_arguments(search, "results listed")
+    search.add_argument(
+        "--explain", action="store_true", help="each query term's idf, TF part and contribution"
+    )
+    search.add_argument("--json", action="store_true", help="one JSON object per line")
+    evaluate = commands.add_parser(
+        "evaluate",
+        help="evaluate a query set of a workspace against its grades, as the Evaluate screen does",
+        description=(
+            "Evaluate the query set SET of the workspace against the grades given to it in the "
+            "app (LexplainService.evaluate_judged, the workspace's own BM25 at --limit): the "
+            "means (nDCG@k, Recall@k, MRR@k, Judged@k) and every graded query's figures. "
+            "Queries nobody graded are left out. --json prints one JSON object per line: the "
+            "means first, then a line per query."
+        ),
+    )
+    query_arguments(evaluate, "the depth of every metric (nDCG@k, ...)")
+    evaluate.add_argument(
+        "--set", dest="query_set", required=True, metavar="SET", help="the query set's name"
+    )
+    evaluate.add_argument(
+        "--by-document",
+        action="store_true",
+        help="judge documents (a document's grade is its best passage's) instead of passages",
+    )
+    evaluate.add_argument("--json", action="store_true", help="one JSON object per line")
+    diagnose = commands.add_parser(
+        "diagnose",
+        help="why each graded-relevant passage of a query set was lost, as Runs shows it",
+        description=(
+            "For the query set SET of the workspace (its in-app grades, by passage; the "
+            "workspace's BM25 at --limit), every relevant passage outside the top k with its "
+            "one cause: vocabulary mismatch (it holds no query term), cut by the limit (and the "
+            "smallest limit that makes it a candidate), or outranked (its rank and score, the "
+            "k-th's, and the term that decided it). First the share of each cause, then the "
+            "queries by nDCG@k lost. --json prints one JSON object per line: the summary, then "
+            "a line per lost passage."
+        ),
+    )
+    query_arguments(diagnose, "the depth the passages are lost from")
+    diagnose.add_argument(
+        "--set", dest="query_set", required=True, metavar="SET", help="the query set's name"
+    )
+    diagnose.add_argument(
+        "--by-document",
+        action="store_true",
+        help="judge documents, each at its best passage (a document's grade is its best passage's)",
+    )
+    diagnose.add_argument("--json", action="store_true", help="one JSON object per line")
