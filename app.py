@@ -33,7 +33,7 @@ from core.service import (
     NoAccess,
     NotOwner,
     Profile,
-    StoreUnavailable,
+    StoreUnreachable,
     local_mode,
 )
 from pages.common import (
@@ -102,7 +102,7 @@ if SIGN_IN and signed_in_email() is None:
 
 try:
     service = current_service()
-except StoreUnavailable as exc:  # plain words, and nothing else can work without a store
+except StoreUnreachable as exc:  # plain words, and nothing else can work without a store
     st.error(f"lexplain cannot open its store. {exc}", icon=":material/database:")
     st.stop()
 

@@ -1,6 +1,6 @@
 """How a bulk load runs differently from an upload: larger groups, rarer garbage collections,
-lower CPU priority. Kept beside the command line (``core.terminal``) rather than in it, since each is
-a policy with its own measurement; the indexer and the stores know nothing of them.
+lower CPU priority. Kept beside the command line (``core.terminal``) rather than in it, since
+each is a policy with its own measurement; the indexer and the stores know nothing of them.
 """
 
 from __future__ import annotations
