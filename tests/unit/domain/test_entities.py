@@ -301,3 +301,8 @@ def test_a_surname_that_is_also_a_city_is_the_person_only_when_a_title_named_the
         "Fillmore",
         "place",
     )
+
+
+def test_capitalised_words_the_text_also_writes_in_lower_case_are_no_persons_name() -> None:
+    text = "Fans of Keep Fighting said they keep going. Jane Whitfield agreed."
+    assert found(text) == [("Keep Fighting", "other"), ("Jane Whitfield", "person")]
