@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from bench.chromium import CHROMIUM, CHROMIUM_ARGS
-from core.stores import embedded
+from core.stores.postgres import embedded
 
 #: This repository: what is cloned (its committed HEAD, not the work tree).
 ROOT = Path(__file__).resolve().parents[1]

@@ -41,7 +41,7 @@ from typing import Any
 
 from bench.process_tree import TreePeak, run_measured
 from bench.scale_setup import zipf_corpus
-from core.stores import embedded
+from core.stores.postgres import embedded
 
 ROOT = Path(__file__).resolve().parents[1]
 #: The workspace each load writes.
@@ -99,7 +99,7 @@ def stored(url: str | None, data_dir: Path | None, workspace: str = WORKSPACE) -
     """Passages the workspace holds, read back through the store (not assumed)."""
     from core.domain.chunks import workspace_tenant_id
     from core.stores.postgres import PostgresChunkStore
-    from core.stores.select import open_embedded
+    from core.stores.postgres.embedded_store import open_embedded
 
     async def count() -> int:
         if url is not None:

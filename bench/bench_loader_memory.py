@@ -41,7 +41,7 @@ import numpy as np
 from bench.bench_citus import cluster
 from bench.bench_load import SERVERS, errors_in, server
 from bench.process_tree import TreePeak, run_measured
-from core.stores.embedded import running
+from core.stores.postgres.embedded import running
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Letters words are made of (the tokenizer keeps them whole).

@@ -38,7 +38,7 @@ from core.domain.tokenize import tokenize
 from core.service.facade import LexplainService
 from core.service.runner import ResultCache
 from core.settings import Settings
-from core.stores.embedded import running
+from core.stores.postgres.embedded import running
 
 #: Passages of the issue's probed workspace.
 PASSAGES = 47_505

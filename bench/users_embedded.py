@@ -130,7 +130,7 @@ def start_server(data_dir: Path) -> tuple[subprocess.Popen[bytes], str]:
 
 def postmaster(data_dir: Path) -> int | None:
     """The embedded server's postmaster, once the app has started it."""
-    from core.stores import embedded
+    from core.stores.postgres import embedded
 
     found = embedded.running(data_dir)
     return found.pid if found is not None else None

@@ -36,8 +36,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from core.service.runner import StoreRunner
-from core.stores import embedded
-from core.stores.postgres import PostgresChunkStore
+from core.stores.postgres import PostgresChunkStore, embedded
 
 # Properties are checked for what they assert, not how fast one example runs: a per-example
 # deadline on a shared 2-core CI machine fails correct code at random.

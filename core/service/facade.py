@@ -27,8 +27,8 @@ from core.service.parity import ParityActions
 from core.service.rankings import RankingsActions
 from core.service.search import SearchActions
 from core.settings import Settings, describe_store
-from core.stores.embedded import EmbeddedServerError
 from core.stores.port import ChunkStore, open_workspace
+from core.stores.postgres.embedded import EmbeddedServerError
 from core.stores.select import open_store
 
 

@@ -18,8 +18,8 @@ from core.ingest.names import terminal_safe
 from core.service.common import DEFAULT_K, DEFAULT_LIMIT
 from core.service.facade import LexplainService, StoreUnreachable
 from core.settings import Settings
-from core.stores import embedded
 from core.stores.port import ChunkStore
+from core.stores.postgres import embedded
 from core.stores.select import open_store
 
 T = TypeVar("T")

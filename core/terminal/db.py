@@ -25,9 +25,8 @@ from core.ingest.names import terminal_safe
 from core.service.common import DEFAULT_LIMIT
 from core.service.parity import PARITY_QUERIES, ParityReport, check_parity
 from core.settings import Settings, display_path
-from core.stores import embedded
 from core.stores.port import tenant_of
-from core.stores.postgres import PostgresChunkStore
+from core.stores.postgres import PostgresChunkStore, embedded
 from core.terminal.common import (
     EXIT_UNUSABLE,
     open_store_or_say_why,

@@ -43,10 +43,11 @@ from core.ingest.indexing import (
 from core.ingest.limits import DEFAULT_MAX_BYTES
 from core.ingest.names import printable_name, terminal_safe
 from core.settings import describe_store
-from core.stores import embedded
 from core.stores.memory import InMemoryChunkStore
 from core.stores.port import ChunkStore, Workspace, member_email, new_tenant_id
-from core.stores.select import EmbeddedPostgresStore, open_store
+from core.stores.postgres import embedded
+from core.stores.postgres.embedded_store import EmbeddedPostgresStore
+from core.stores.select import open_store
 from core.terminal.common import (
     EXIT_REJECTED,
     EXIT_UNUSABLE,

@@ -21,7 +21,7 @@ from urllib.parse import urlencode
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from core.stores import embedded
+from core.stores.postgres import embedded
 
 # Helpers of the main browser test (the Chromium is tests/e2e/conftest.py's).
 from tests.e2e.test_browser import free_port, open_workspace, settle

@@ -31,7 +31,7 @@ from pathlib import Path
 from bench.process_tree import run_measured
 from core.domain.chunks import workspace_tenant_id
 from core.settings import Settings
-from core.stores import embedded
+from core.stores.postgres import embedded
 from core.stores.select import open_store
 from tests.fixtures.probes import tiny_records
 

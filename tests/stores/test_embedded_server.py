@@ -19,8 +19,8 @@ from typing import Any
 import asyncpg
 import pytest
 
-from core.stores import embedded
-from core.stores.embedded import EmbeddedServerError
+from core.stores.postgres import embedded
+from core.stores.postgres.embedded import EmbeddedServerError
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -73,7 +73,7 @@ HOLDER = textwrap.dedent(
     """
     import sys
     from pathlib import Path
-    from core.stores import embedded
+    from core.stores.postgres import embedded
     server = embedded.acquire(Path(sys.argv[1]), durable=False)
     print(server.pid, flush=True)
     sys.stdin.read()  # hold the server until the test closes our stdin

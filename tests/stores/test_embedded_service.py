@@ -13,7 +13,7 @@ import pytest
 
 from core.service import LexplainService, StoreUnreachable
 from core.settings import Settings
-from core.stores import embedded
+from core.stores.postgres import embedded
 
 ROOT = Path(__file__).resolve().parents[2]
 #: The first Cranfield records: a real corpus, small enough to load twice per run.

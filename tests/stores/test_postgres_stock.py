@@ -25,9 +25,8 @@ import pytest
 from core.domain.chunks import ChunkingOptions, SourceDocument, StoredChunk
 from core.ingest import indexing
 from core.ingest.indexing import NOT_WRITTEN, index_documents
-from core.stores import embedded
-from core.stores.postgres import PostgresChunkStore, resilience
-from core.stores.select import open_embedded
+from core.stores.postgres import PostgresChunkStore, embedded, resilience
+from core.stores.postgres.embedded_store import open_embedded
 
 #: Documents of the stock-server load (four batches of 5,000 written at once).
 LOAD_DOCUMENTS = 20_000

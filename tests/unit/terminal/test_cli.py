@@ -32,9 +32,9 @@ from core.domain.ranking import rank_chunks
 from core.domain.tokenize import tokenize
 from core.service import LexplainService, RunSpec
 from core.settings import Settings
-from core.stores import embedded
 from core.stores.memory import InMemoryChunkStore
 from core.stores.port import ChunkStore
+from core.stores.postgres import embedded
 from core.stores.select import open_store
 from core.terminal import main
 from core.terminal.load import load_into
@@ -443,7 +443,7 @@ def test_an_embedded_server_a_load_starts_runs_at_the_priority_the_app_needs(
     (tmp_path / "note.txt").write_text("Flutter of heated wings.")
     program = (
         "import os, runpy, sys;"
-        "from core.stores import embedded;"
+        "from core.stores.postgres import embedded;"
         "real = embedded.acquire;"
         "spy = lambda *a, **k: (s := real(*a, **k), print('server niceness',"
         " os.getpriority(os.PRIO_PROCESS, s.pid)))[0];"
