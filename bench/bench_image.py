@@ -1,7 +1,7 @@
 """A write's change to the PostgreSQL store's cached workspace image, at 100k or 1M passages.
 
 After a write into a workspace this process has searched, the next read brings its cached
-image (``core.stores.postgres.image.Image``: rank in id order, id and length per ordinal) up
+image (``core.stores.postgres.query_read.Image``: rank in id order, id and length per ordinal) up
 to date from what the write changed, on the service's loop. This times one Cranfield-sized
 write (1,398 passages removed, 1,398 added, random sha256 ids as the store's) in the loop
 thread's CPU: the whole change and its longest step (``Image.changed_steps``), three times,
@@ -21,7 +21,7 @@ import time
 
 import numpy as np
 
-from core.stores.postgres.image import Image
+from core.stores.postgres.query_read import Image
 
 #: Passages the write removes and adds (Cranfield's, as bench_stall's upload).
 WRITE = 1_398

@@ -70,7 +70,7 @@ from core.service import SAMPLE_CORPUS
 from core.service.facade import LexplainService
 from core.service.runner import ResultCache
 from core.settings import Settings
-from core.stores.memory.image import MERGE_FACTOR
+from core.stores.memory.index import MERGE_FACTOR
 
 ROOT = Path(__file__).resolve().parents[1]
 

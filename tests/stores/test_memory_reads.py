@@ -17,7 +17,7 @@ import pytest
 from core.domain.postings import posting_bits
 from core.stores.memory import InMemoryChunkStore
 from core.stores.memory import reads as memory_reads
-from core.stores.memory.image import MERGE_FACTOR, Image, Since
+from core.stores.memory.index import MERGE_FACTOR, Image, Since
 from core.stores.memory.reads import View, view_of
 from core.stores.port import passage_terms
 from tests.stores.compliance import make_chunk

@@ -22,7 +22,7 @@ from core.domain.postings import EMPTY_POSTING
 from core.domain.tokenize import DEFAULT_PROFILE, Profile
 from core.stores.memory import InMemoryChunkStore
 from core.stores.memory import store as memory_module
-from core.stores.memory.image import MERGE_FACTOR, Ints, Segment, image_of
+from core.stores.memory.index import MERGE_FACTOR, Ints, Segment, image_of
 from core.stores.memory.kept import kept_passage
 from core.stores.memory.writer import SegmentWriter, segment_of
 from core.stores.port import passage_terms

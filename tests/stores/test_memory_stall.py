@@ -32,10 +32,10 @@ from core.ingest.report import Tally
 from core.service.facade import LexplainService
 from core.settings import Settings
 from core.stores.memory import InMemoryChunkStore
-from core.stores.memory import image as memory_image
+from core.stores.memory import index as memory_image
 from core.stores.memory import store as memory
 from core.stores.memory import writer as memory_writer
-from core.stores.memory.image import Image
+from core.stores.memory.index import Image
 from core.stores.memory.writer import STEP_POSTINGS, TEXT_STEP_CHARS
 from core.stores.port import Workspace
 from tests.stores.compliance import make_chunk

@@ -23,7 +23,7 @@ from core.domain.tokenize import Profile
 from core.stores.memory import InMemoryChunkStore
 from core.stores.port import Workspace
 from core.stores.postgres import PostgresChunkStore, blocks, pieces
-from core.stores.postgres import image as image_module
+from core.stores.postgres import query_read as image_module
 from core.stores.postgres.staging import WORKER_PASSAGES
 from tests.fixtures.binary_copy import copied_rows
 from tests.stores.compliance import make_chunk

@@ -11,7 +11,7 @@ import pytest
 from core.analysis.truncation import UNLIMITED, top_document_steps, truncation_steps
 from core.checkpoint import stepped
 from core.stores.postgres import PostgresChunkStore, lookups
-from core.stores.postgres.image import PREFETCH_ROWS
+from core.stores.postgres.query_read import PREFETCH_ROWS
 from tests.stores.compliance import make_chunk
 
 pytestmark = pytest.mark.postgres

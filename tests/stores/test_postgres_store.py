@@ -541,7 +541,7 @@ async def test_a_write_brings_the_cached_image_up_to_date_without_reading_it_aga
     image again; what it ranks with equals an image read afresh, and the ranking a store with
     no cache gives."""
     from core.domain.ranking import rank_chunks
-    from core.stores.postgres import image as image_module
+    from core.stores.postgres import query_read as image_module
 
     reads: list[int] = []
     real = image_module.Image.load.__func__  # type: ignore[attr-defined]

@@ -5,7 +5,7 @@ before, ``memory_*.py``, which a reader had to find by name):
 
 - ``store``: ``InMemoryChunkStore``, the public face: writes built aside and swapped in under one
   lock, reads of the current image; why the store is shaped so is said there.
-- ``image``: the index, immutable images of CSR segments, their merges and id lookups.
+- ``index``: the index, immutable images of CSR segments, their merges and id lookups.
 - ``writer``: passages in, one segment out (tokenising a batch of texts at once).
 - ``reads``: an image's live postings as one CSR in chunk-id order, the view a search reads.
 - ``kept``: a passage as the store keeps it, an untracked tuple, and its copy on the way out.

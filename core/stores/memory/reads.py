@@ -1,6 +1,6 @@
 """The in-memory store's read view: an image's live postings as one CSR in chunk-id order.
 
-An ``Image`` (``memory.image``) keeps its rows in write order, in segments. Searched as they
+An ``Image`` (``memory.index``) keeps its rows in write order, in segments. Searched as they
 are, a term's posting is a slice per segment, concatenated with the segment's base added (a
 copy of every posting of every query term), and since rows are not in chunk-id order the
 kernel gathers ``id_rank`` for every matched row (the chunk-id tie-break) and binary-searches
@@ -55,7 +55,7 @@ from core.domain.postings import (
 )
 from core.domain.ranking import LexicalCandidates
 from core.domain.steps import Steps
-from core.stores.memory.image import Image, Ints, Objects, Segment, Since, shared_slots
+from core.stores.memory.index import Image, Ints, Objects, Segment, Since, shared_slots
 from core.stores.memory.kept import SOURCE_ID, kept_metadata
 
 #: Passages a metadata filter reads between two checkpoints (~1 us each).

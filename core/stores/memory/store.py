@@ -1,6 +1,6 @@
 """The in-memory chunk store: the reference every other adapter is held to.
 
-Per tenant it holds one immutable ``Image`` (``memory.image``): segments of CSR posting
+Per tenant it holds one immutable ``Image`` (``memory.index``): segments of CSR posting
 arrays, one per write batch, merged by size, with tombstones for deletes; the arrays are the
 only index. A query touches only the postings of its terms, and n_docs / avg_doc_length are
 O(1). The alternative, re-tokenising every passage per query, is simpler but makes a query
@@ -58,7 +58,7 @@ from core.domain.postings import Posting
 from core.domain.ranking import LexicalCandidates
 from core.domain.tokenize import DEFAULT_PROFILE, Profile
 from core.stores.checks import checked_for_write, each_checked_source
-from core.stores.memory.image import Image, Segment, image_of
+from core.stores.memory.index import Image, Segment, image_of
 from core.stores.memory.judging import InMemoryJudging
 from core.stores.memory.kept import (
     ENTITY_IDS,

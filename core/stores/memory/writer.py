@@ -6,7 +6,7 @@ scattering each posting to its place, a step per piece, so a write that gives wa
 loop for one piece. Texts are tokenised a batch of ``TEXT_PIECE_CHARS`` at a time
 (``tokenize_many``: each distinct word of the batch looked up and numbered once, its postings
 counted by one sort), or passages added as term counts (``add``; a re-index, a profile
-change). Kept apart from ``memory.image`` (the immutable images, their merges and lookups),
+change). Kept apart from ``memory.index`` (the immutable images, their merges and lookups),
 which it builds on; the alternative it replaces, a dict index updated per posting, cost a
 third of a 100k build.
 """
@@ -23,7 +23,7 @@ import numpy.typing as npt
 
 from core.domain.steps import Steps, finish
 from core.domain.tokenize import Profile, tokenize_many
-from core.stores.memory.image import Ints, Segment, posting_arrays
+from core.stores.memory.index import Ints, Segment, posting_arrays
 
 #: A passage's token count and tf per term (``port.passage_terms``).
 TermCounts = tuple[int, dict[str, int]]

@@ -15,7 +15,7 @@ term and does counts, truncation order and tf columns with numpy, on the same ro
 by the same rule as the in-memory store, so the two hand identical columns to ranking.
 Segments of one size tier are merged when ``MERGE_FACTOR`` accumulate. A deleted passage
 is a tombstone by absence: its ordinals stay in the blocks until nothing reads them,
-because readers map ordinals through an image of the live passages (``image.Image``, read
+because readers map ordinals through an image of the live passages (``query_read.Image``, read
 again only when the tenant's generation moved). df and counters stay maintained tables,
 written in the same transaction as every write. Only the likely shown passages' text
 crosses the wire (``PREFETCH_ROWS``, in the read's snapshot); any other is looked up on
@@ -44,12 +44,12 @@ is bounded (see ``resilience.Calls.attempt``); after the retries a write fails w
 The package, one module per job: ``schema`` (tables and migrations at connect),
 ``resilience`` (timeouts, retries, the cause-chain walker), ``blocks`` (pure numpy block
 building and decoding, unit-tested without a server), ``writes`` (write SQL and merges),
-``workspaces`` (workspace rows), ``lookups`` (passage text, the side connection), ``image``
+``workspaces`` (workspace rows), ``lookups`` (passage text, the side connection), ``query_read``
 (the read of one query) and ``store`` (``PostgresChunkStore``, the thin public face).
 """
 
 from core.stores.postgres.blocks import MAX_SEGMENTS, MERGE_FACTOR
-from core.stores.postgres.image import PREFETCH_ROWS
+from core.stores.postgres.query_read import PREFETCH_ROWS
 from core.stores.postgres.resilience import (
     ACQUIRE_TIMEOUT_S,
     CALL_TIMEOUT_S,

@@ -36,10 +36,10 @@ from core.stores.postgres import listings
 from core.stores.postgres.blocks import prefix_upper_bound, stage
 from core.stores.postgres.frequencies import top_terms
 from core.stores.postgres.giving import GivingWayConnection
-from core.stores.postgres.image import ImageCache, ImageChanges, read_candidates
 from core.stores.postgres.judging import PostgresJudging
 from core.stores.postgres.lookups import CHUNK_COLUMNS, SideReader, chunk_from_row
 from core.stores.postgres.pieces import checked_in_pieces
+from core.stores.postgres.query_read import ImageCache, ImageChanges, read_candidates
 from core.stores.postgres.repairs import repair_all
 from core.stores.postgres.resilience import (
     CALL_TIMEOUT_S,

@@ -23,10 +23,10 @@ from core.domain.tokenize import DEFAULT_PROFILE, Profile
 from core.stores.port import ReindexProgress, WorkspaceGone, passage_terms
 from core.stores.postgres.blocks import Blocks, Staged, Staging
 from core.stores.postgres.frequencies import add_dead
-from core.stores.postgres.image import ImageChanges
 from core.stores.postgres.merges import merge_segments
 from core.stores.postgres.passage_copy import passages_copy
 from core.stores.postgres.pieces import copy_data_in_pieces, copy_in_pieces, piece_rows
+from core.stores.postgres.query_read import ImageChanges
 from core.stores.postgres.staging import terms_and_blocks_aside
 
 #: New passages in one write (and at least a tenth of the tenant) that trigger ANALYZE after it.

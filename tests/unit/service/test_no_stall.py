@@ -636,8 +636,8 @@ async def test_an_image_build_reaches_a_thread_checkpoint_between_its_c_level_pi
     import sys
     from collections import Counter
 
-    from core.stores.memory import image as memory_image
-    from core.stores.memory.image import MERGE_FACTOR
+    from core.stores.memory import index as memory_image
+    from core.stores.memory.index import MERGE_FACTOR
 
     store = InMemoryChunkStore()
     tenant = uuid4()

@@ -11,8 +11,8 @@ import pytest
 
 from core.domain.steps import finish
 from core.settings import Settings
-from core.stores.postgres import image as image_module
-from core.stores.postgres.image import Image, ImageCache, ImageChanges
+from core.stores.postgres import query_read as image_module
+from core.stores.postgres.query_read import Image, ImageCache, ImageChanges
 
 
 def image(slots: int) -> Image:
