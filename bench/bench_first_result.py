@@ -48,8 +48,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from bench.chromium import CHROMIUM, CHROMIUM_ARGS
 from core.stores.postgres import embedded
+from tools.chromium import CHROMIUM, CHROMIUM_ARGS
 
 #: This repository: what is cloned (its committed HEAD, not the work tree).
 ROOT = Path(__file__).resolve().parents[1]

@@ -13,7 +13,7 @@ corpus of ``bench_scale`` written as one BEIR-style JSONL file:
   maintenance_work_mem 1 GB, max_connections 200).
 
 Reported: seconds, passages/s, passages read back through the store's own summary, the client's
-peak RSS (alone, and summed with its workers': ``bench.process_tree``), ERROR lines in
+peak RSS (alone, and summed with its workers': ``tools.process_tree``), ERROR lines in
 the server's log (a load must leave none), and each rate as a ratio to the tuned server's.
 
     .venv/bin/python -m bench.bench_load [--passages 100000] [--only embedded,stock,tuned]
@@ -39,9 +39,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from bench.process_tree import TreePeak, run_measured
 from bench.scale_setup import zipf_corpus
 from core.stores.postgres import embedded
+from tools.process_tree import TreePeak, run_measured
 
 ROOT = Path(__file__).resolve().parents[1]
 #: The workspace each load writes.
@@ -119,7 +119,7 @@ def timed_load(
     path: Path, env: dict[str, str], url: str | None, data_dir: Path | None = None
 ) -> dict[str, Any]:
     """One ``load`` in a new interpreter: its wall time, exit status, its own peak RSS and the
-    peak of its processes summed (``bench.process_tree``; the embedded server left out)."""
+    peak of its processes summed (``tools.process_tree``; the embedded server left out)."""
     command = [sys.executable, "-m", "core", "load", str(path), "--whole-documents"]
     command += ["--workspace", WORKSPACE, *LOAD_FLAGS]
     if url is not None:

@@ -2,7 +2,7 @@
 
 Each probe is written to a temporary folder and loaded by ``python -m core load PATH
 --dry-run`` (the in-memory store; ``--embedded``: into a fresh embedded store) in its own
-process; its peak RSS is read from ``/proc`` (``bench.process_tree``): the process's own, and
+process; its peak RSS is read from ``/proc`` (``tools.process_tree``): the process's own, and
 its processes' summed (the reading worker, the staging worker; the embedded server's left out),
 and the CPU seconds of the process and those it waited for (``cpu_s``); a run past
 ``--timeout`` seconds is stopped and reported so. The probes: a 3 GB sparse file (refused
@@ -40,8 +40,8 @@ import numpy as np
 
 from bench.bench_citus import cluster
 from bench.bench_load import SERVERS, errors_in, server
-from bench.process_tree import TreePeak, run_measured
 from core.stores.postgres.embedded import running
+from tools.process_tree import TreePeak, run_measured
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Letters words are made of (the tokenizer keeps them whole).

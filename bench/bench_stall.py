@@ -6,7 +6,7 @@ searches; the target is search p99 during an Evaluate under twice the idle p99. 
 runs the Search screen's call (``service.search``, k = 10, limit = 1000) over Cranfield's
 queries one after another with a short pause (a person typing, not a load test), in blocks
 alone (idle) alternated with blocks while another thread does long work again and again
-(``bench.alternation``: both sides sample the same minutes of a shared machine; ``--sequential``
+(``tools.alternation``: both sides sample the same minutes of a shared machine; ``--sequential``
 measures every idle search first, as up to session 11): ``--work evaluate``
 (default) the sample's Evaluate (225 queries, limits 100 and 1000); ``upload`` the sample
 loaded into another workspace (empty: deleted and created again each time); ``upload-more``
@@ -56,7 +56,6 @@ from pathlib import Path
 
 from pydantic import SecretStr
 
-from bench.alternation import BLOCKS, WorkGate, alternate
 from bench.loop_holds import LoopHolds
 from bench.loop_steps import LoopSteps
 from bench.loop_threads import WindowCpu
@@ -71,6 +70,7 @@ from core.service.facade import LexplainService
 from core.service.runner import ResultCache
 from core.settings import Settings
 from core.stores.memory.index import MERGE_FACTOR
+from tools.alternation import BLOCKS, WorkGate, alternate
 
 ROOT = Path(__file__).resolve().parents[1]
 

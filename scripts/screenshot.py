@@ -35,7 +35,7 @@ from playwright.sync_api import Page, ViewportSize, expect, sync_playwright
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # run as a file: the repository's own modules importable
-from bench.chromium import CHROMIUM, CHROMIUM_ARGS  # noqa: E402 (after the path it needs)
+from tools.chromium import CHROMIUM, CHROMIUM_ARGS  # noqa: E402 (after the path it needs)
 
 #: Cranfield query 1, as the README's tour searches it.
 QUERY = (

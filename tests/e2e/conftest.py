@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, sync_playwright
 
-from bench.chromium import CHROMIUM, CHROMIUM_ARGS
+from tools.chromium import CHROMIUM, CHROMIUM_ARGS
 
 #: This folder: a test outside it may use asyncio, so Playwright stops before it.
 HERE = Path(__file__).resolve().parent

@@ -11,7 +11,7 @@ hides at 50,000.
 Rejected: ``--dry-run``, which costs the same CPU (~75 s) but keeps every passage in the
 loader's in-memory store, a path no user loads a million records into; its peak is the
 in-memory store's size (895 MiB loader + 201 MiB reading worker summed, session 10), not the
-loader's bound. Memory is read from ``/proc`` (``bench/process_tree.py``): the
+loader's bound. Memory is read from ``/proc`` (``tools/process_tree.py``): the
 VmHWM of every process the load runs (the loader, its reading worker, its staging worker,
 initdb and pg_ctl), summed. The embedded server's processes are left out: its shared buffers
 are a cache sized to the machine (an eighth of its memory, up to 2 GB), not to the input, and
@@ -28,12 +28,12 @@ import os
 import sys
 from pathlib import Path
 
-from bench.process_tree import run_measured
 from core.domain.chunks import workspace_tenant_id
 from core.settings import Settings
 from core.stores.postgres import embedded
 from core.stores.select import open_store
 from tests.fixtures.probes import tiny_records
+from tools.process_tree import run_measured
 
 ROOT = Path(__file__).resolve().parents[2]
 #: Records in the probe (issue 21: "1M tiny documents").

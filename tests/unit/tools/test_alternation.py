@@ -1,4 +1,4 @@
-"""bench_stall's alternating blocks (bench/alternation.py): an idle search never overlaps a run
+"""bench_stall's alternating blocks (tools/alternation.py): an idle search never overlaps a run
 of the other work, every during block has the work running, and every run is measured whole."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from bench.alternation import WorkGate, alternate
+from tools.alternation import WorkGate, alternate
 
 
 def test_idle_blocks_overlap_no_run_of_the_work_and_during_blocks_overlap_runs() -> None:

@@ -1,4 +1,4 @@
-"""bench.process_tree: a command stopped at its timeout takes its children with it."""
+"""tools.process_tree: a command stopped at its timeout takes its children with it."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import sys
 import threading
 from pathlib import Path
 
-from bench.process_tree import run_measured
+from tools.process_tree import run_measured
 
 #: A parent that starts a child sharing its output pipe, both sleeping past the timeout.
 _PARENT = (
