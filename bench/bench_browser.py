@@ -31,6 +31,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from bench import bench_scale, scale_setup
+from tools.chromium import CHROMIUM, CHROMIUM_ARGS
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -40,9 +41,6 @@ QUERIES = 8
 LIMIT = 1000
 #: The pages timed.
 PAGES = ("Search", "Truncation")
-#: Debian's Chromium, as the end-to-end test uses it.
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"]
 #: Seconds a page may take before the run is recorded as failed for that query.
 PAGE_TIMEOUT_MS = 120_000
 

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from bench import bench_scale, scale_setup
+from tools.chromium import CHROMIUM, CHROMIUM_ARGS
 
 if TYPE_CHECKING:
     from core.service import LexplainService
@@ -40,20 +41,28 @@ def percentile(values: list[float], q: int) -> float:
     return float(np.percentile(values, q))
 
 
+def e2e_helpers() -> tuple[Any, Any, Any, Any]:
+    """The browser tests' launcher, settle, workspace opener and key warm-up, by name.
+
+    Imported by name (tests/ is not type-checked), so a rename there fails only when this runs:
+    tests/unit/tools/test_benches_import.py calls it. Chromium's path and arguments come from
+    ``tools.chromium``, as the browser tests' own do (session 16's bench read them from
+    test_browser after they moved and failed with an AttributeError).
+    """
+    e2e = importlib.import_module("tests.e2e.test_browser")
+    judge = importlib.import_module("tests.e2e.test_browser_judge")
+    return e2e.streamlit_app, e2e.settle, e2e.open_workspace, judge.wake_keys
+
+
 def browser(grades: int) -> dict[str, Any]:
     """Seconds from a digit pressed to the progress line showing it, ``grades`` times."""
     from playwright.sync_api import expect, sync_playwright
 
-    # The e2e launcher and key warm-up, imported by name: tests/ is not type-checked.
-    e2e: Any = importlib.import_module("tests.e2e.test_browser")
-    wake_keys = importlib.import_module("tests.e2e.test_browser_judge").wake_keys
-    settle, open_workspace = e2e.settle, e2e.open_workspace
+    streamlit_app, settle, open_workspace, wake_keys = e2e_helpers()
 
     took: list[float] = []
-    with e2e.streamlit_app(log_name="streamlit-bench-judge.log") as server, sync_playwright() as p:
-        chromium = p.chromium.launch(
-            executable_path=e2e.CHROMIUM, headless=True, args=e2e.CHROMIUM_ARGS
-        )
+    with streamlit_app(log_name="streamlit-bench-judge.log") as server, sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         page = chromium.new_page(viewport={"width": 1280, "height": 1600})
         open_workspace(page, f"{server}/judge?ws=bench-judge", "bench-judge")
         settle(page)
