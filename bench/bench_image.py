@@ -18,9 +18,11 @@ import hashlib
 import json
 import os
 import time
+from typing import Any, cast
 
 import numpy as np
 
+from bench.results import record
 from core.stores.postgres.query_read import Image
 
 #: Passages the write removes and adds (Cranfield's, as bench_stall's upload).
@@ -75,7 +77,16 @@ def run(passages: int) -> dict[str, object]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--passages", type=int, default=100_000)
-    print(json.dumps(run(parser.parse_args().passages), indent=2))
+    passages = parser.parse_args().passages
+    measured = run(passages)
+    print(json.dumps(measured, indent=2))
+    runs = cast(list[dict[str, Any]], measured["runs"])
+    fastest = min(runs, key=lambda r: float(r["cpu_ms"]))
+    record("image", [{
+        "workload": f"PostgreSQL image after a Cranfield-sized write, {passages:,} passages",
+        "lexplain": f"{fastest['cpu_ms']} ms CPU, longest step {fastest['longest_step_ms']} ms",
+        "command": f".venv/bin/python -m bench.bench_image --passages {passages}",
+    }])  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from bench import bench_scale, scale_setup
+from bench.results import record
 from tools.chromium import CHROMIUM, CHROMIUM_ARGS
 
 if TYPE_CHECKING:
@@ -181,10 +182,27 @@ def main() -> None:
     parser.add_argument("--passages", type=int, default=100_000)
     args = parser.parse_args()
     print(f"load average at start: {os.getloadavg()[0]:.1f}")
+    command = ".venv/bin/python -m bench.bench_judge"
     if args.part in ("runs", "all"):
-        print(runs(args.passages))
+        measured = runs(args.passages)
+        print(measured)
+        record("judge", [{
+            "workload": f"compare five saved runs of 300 queries, {args.passages:,} passages",
+            "lexplain": f"{measured['compare_5x300_s']:.2f} s",
+            "peer": "target 1 s",
+            "ratio": f"{measured['compare_5x300_s']:.2f}x target",
+            "command": f"{command} --part runs --passages {args.passages}",
+        }])  # fmt: skip
     if args.part in ("browser", "all"):
-        print(browser(args.grades))
+        timed = browser(args.grades)
+        print(timed)
+        record("judge", [{
+            "workload": f"grade -> next passage in Chromium, p50 / p95, {timed['grades']} grades",
+            "lexplain": f"{1000 * timed['p50_s']:.0f} / {1000 * timed['p95_s']:.0f} ms",
+            "peer": "target 200 ms",
+            "ratio": f"{timed['p50_s'] / 0.2:.2f}x target",
+            "command": f"{command} --part browser --grades {args.grades}",
+        }])  # fmt: skip
     print(f"load average at end: {os.getloadavg()[0]:.1f}")
 
 

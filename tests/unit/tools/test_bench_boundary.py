@@ -1,4 +1,4 @@
-"""bench/ only benchmarks: nothing outside it imports it, but a bench's own test.
+"""bench/ only benchmarks: nothing outside it imports it but the benches' own tests.
 
 Shared helpers (Chromium's launch settings, a process tree's peak memory, alternating samples)
 live in ``tools/``; a script, a test or core importing ``bench`` would make the benchmarks a
@@ -17,19 +17,12 @@ SKIPPED = ("bench", ".venv", "vendor", ".git")
 
 
 def imports_bench(source: str, module: str) -> bool:
-    """Whether ``source`` (the text of ``module``) imports from ``bench`` anything but its own
-    subject: a bench's own test (``test_bench_entities`` for ``bench.bench_entities``) may
-    import that bench, as any test imports what it tests; nothing else may."""
-    stem = module.rsplit(".", 1)[-1]
-    own = "bench." + stem.removeprefix("test_") if stem.startswith("test_bench_") else None
-
-    def allowed(name: str) -> bool:
-        return own is not None and (name in ("bench", own) or name.startswith(own + "."))
-
-    names = imported_modules(source, module)
-    return any(
-        (name == "bench" or name.startswith("bench.")) and not allowed(name) for name in names
-    )
+    """Whether ``source`` (the text of ``module``) imports ``bench`` or one of its modules and
+    is not a test of the benches themselves (``test_bench_*.py``: a bench's own test, or the
+    summary's), which import what they test as any test does."""
+    if module.rsplit(".", 1)[-1].startswith("test_bench_"):
+        return False
+    return "bench" in imported_modules(source, module)
 
 
 def project_files() -> list[Path]:
@@ -55,8 +48,7 @@ def test_the_boundary_check_sees_an_import_of_a_bench_and_passes_one_of_tools() 
     assert not imports_bench("from tools.chromium import CHROMIUM\n", "scripts.planted")
 
 
-def test_a_benchs_own_test_may_import_that_bench_and_no_other() -> None:
-    own = "from bench.bench_entities import score\n"
-    assert not imports_bench(own, "tests.unit.test_bench_entities")
-    other = "from bench.bench_load import server\n"
-    assert imports_bench(other, "tests.unit.test_bench_entities")
+def test_a_test_of_the_benches_may_import_them_and_another_test_may_not() -> None:
+    source = "from bench.bench_entities import score\n"
+    assert not imports_bench(source, "tests.unit.test_bench_entities")
+    assert imports_bench(source, "tests.unit.domain.test_entities")
