@@ -13,8 +13,9 @@ terms, same server). Peers have no candidate limit, so their two "limit" columns
 the same top-k search measured twice. Also in the run: Evaluate (300 judged queries x 3
 limits through the facade) for the lexplain engines, and the ``load`` command end to end (a
 new interpreter reading one JSONL file) at up to 100k into the embedded default, a stock-settings
-PostgreSQL and the tuned one (``bench_load``'s servers, started fresh for each). The
-README section ends with the issues' targets, computed from this run's figures.
+PostgreSQL and the tuned one (``bench_load``'s servers, started fresh for each). The run
+prints the issues' targets, computed from its figures; the in-memory store against bm25s at each
+size goes to bench/results/scale.json (bench/README.md's table).
 
 Build time includes tokenising (lexplain tokenises inside ``upsert_many``; bm25s and
 rank-bm25 get ``core.domain.tokenize`` timed in their build; tantivy tokenises itself). The
@@ -22,7 +23,7 @@ PostgreSQL engines' RSS is the Python client's only; the server is not counted.
 
     .venv/bin/uv pip install --python .venv/bin/python --require-hashes -r bench/requirements.lock
     source .ci/pg.sh && pg_start
-    .venv/bin/python -m bench.bench_scale            # writes bench/scale.json, README, PNG
+    .venv/bin/python -m bench.bench_scale            # writes bench/scale.json, results, PNG
     .venv/bin/python -m bench.bench_scale --sizes 10000 --engines memory,bm25s   # quick
 """
 
@@ -42,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.scale_report import RESULTS, load_table, plot, table, targets, write_readme
+from bench.scale_report import RESULTS, load_table, plot, record_figures, table, targets
 from bench.scale_setup import (
     ANALYSIS_QUERIES,
     BATCH,
@@ -408,7 +409,8 @@ def main() -> None:
     )
     if not args.no_write:
         RESULTS.write_text(json.dumps(results, indent=1), encoding="utf-8")
-        write_readme(results, note)
+        print(note)
+        record_figures(results, ".venv/bin/python -m bench.bench_scale " + " ".join(sys.argv[1:]))
         plot(results)
     print(table(results), load_table(results), targets(results), sep="\n\n")
 

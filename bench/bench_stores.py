@@ -6,7 +6,7 @@ Ingest is ``upsert_many`` in batches (the CLI loader's path: COPY into staging
 tables, then INSERT ... SELECT in one transaction per batch). The synthetic corpus
 is Zipf-distributed (s = 1.1 over a 200k-term vocabulary, 40-120 tokens per
 passage); its queries take 2-5 terms from ranks 50-20,000, so they hit long and
-short posting lists alike. Results go to the "Stores" section of bench/README.md.
+short posting lists alike. Results go to bench/results/stores.json (bench/README.md's table).
 
     source .ci/pg.sh && pg_start          # or any DATABASE_URL; uses schema bench_stores
     .venv/bin/python -m bench.bench_stores [--passages 100000]
@@ -18,7 +18,6 @@ import argparse
 import asyncio
 import json
 import os
-import platform
 import statistics
 import sys
 import time
@@ -29,6 +28,7 @@ from uuid import UUID
 import asyncpg
 import numpy as np
 
+from bench.results import record
 from core.domain.chunks import StoredChunk
 from core.domain.ranking import rank_chunks
 from core.domain.tokenize import tokenize
@@ -40,10 +40,6 @@ ROOT = Path(__file__).resolve().parents[1]
 
 #: The Cranfield collection shipped with the repository.
 DATA = ROOT / "data" / "cranfield"
-#: Where the table goes; only the section below is rewritten.
-README = ROOT / "bench" / "README.md"
-#: The section this benchmark owns in README.
-SECTION = "## Stores"
 #: Results per query, as in the UI's default.
 K = 10
 #: The candidate limits compared.
@@ -157,31 +153,26 @@ async def measure(
     return rows
 
 
-def write_section(rows: list[str], passages: int) -> None:
-    header = (
-        f"{SECTION}\n\n"
-        "`bench/bench_stores.py`: ingest through `upsert_many` (batches of "
-        f"{BATCH:,}), then per query `lexical_candidates` + `rank_chunks` (k = {K}), one at a "
-        "time, p50/p95 in ms over the query set (Cranfield: its 225 queries; Zipf: "
-        f"{SYNTHETIC_QUERIES} queries of 2-5 terms). Zipf: {passages:,} passages of 40-120 "
-        f"tokens, s = {ZIPF_S}, {VOCABULARY:,}-term vocabulary. PostgreSQL 15 from "
-        f"`.ci/pg.sh` (fsync off), {os.cpu_count()} cores, Python {platform.python_version()}, "
-        f"load average {LOAD_AT_START:.1f} at the start (the machine may be shared); absolute "
-        "times move from run to run, the shape is what to read.\n\n"
-        "| corpus | store | passages | ingest passages/s | p50 @100 | p95 @100 "
-        "| p50 @1000 | p95 @1000 |\n"
-        "|---|---|---:|---:|---:|---:|---:|---:|\n"
-    )
-    section = header + "\n".join(rows) + "\n"
-    text = README.read_text(encoding="utf-8") if README.exists() else "# Benchmarks\n"
-    if SECTION in text:
-        before, _, rest = text.partition(SECTION)
-        following = rest.find("\n## ")
-        after = rest[following + 1 :] if following >= 0 else ""
-        text = before + section + ("\n" + after if after else "")
-    else:
-        text = text.rstrip("\n") + "\n\n" + section
-    README.write_text(text, encoding="utf-8")
+def record_figures(rows: list[str], passages: int) -> None:
+    """Memory against PostgreSQL at limit 1000, per corpus, as bench/results/stores.json's rows
+    (the table's markdown rows, as printed, are ``| corpus | store | passages | rate | p50 @100
+    | p95 @100 | p50 @1000 | p95 @1000 |``)."""
+    cells = [[cell.strip() for cell in row.strip("|").split("|")] for row in rows]
+    by = {(c[0], c[1]): c for c in cells}
+    figures = []
+    for corpus in dict.fromkeys(c[0] for c in cells):
+        memory, postgres = by[(corpus, "memory")], by[(corpus, "PostgreSQL")]
+        figures.append(
+            {
+                "workload": f"{corpus} ({memory[2]} passages) search p50 @1000, k {K}",
+                "lexplain": f"memory {memory[6]} ms",
+                "peer": f"PostgreSQL store {postgres[6]} ms",
+                "ratio": f"{float(memory[6]) / float(postgres[6]):.2f}x",
+                "load": f"{LOAD_AT_START:.1f}",
+                "command": f".venv/bin/python -m bench.bench_stores --passages {passages}",
+            }
+        )
+    record("stores", figures)
 
 
 async def main() -> None:
@@ -193,7 +184,7 @@ async def main() -> None:
         sys.exit("set DATABASE_URL (e.g. `source .ci/pg.sh && pg_start`) or pass --dsn")
     rows = await measure("Cranfield", *cranfield(), args.dsn)
     rows += await measure("Zipf", *zipf(args.passages), args.dsn)
-    write_section(rows, args.passages)
+    record_figures(rows, args.passages)
     print("\n".join(rows))
 
 

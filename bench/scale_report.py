@@ -1,4 +1,5 @@
-"""bench_scale's report: the tables, the issues' targets computed from a run, the plot, README.
+"""bench_scale's report: the tables, the issues' targets computed from a run, the plot, the
+summary's rows (bench/results/scale.json).
 
 Apart from the runner so each stays under 600 lines; it reads only a run's result rows
 (``bench/scale.json``), so ``--replot`` and a reader of the JSON need nothing else.
@@ -10,10 +11,8 @@ from typing import Any
 
 from bench.scale_setup import ENGINES, EVALUATE_LIMITS, EVALUATE_QUERIES, LIMITS, LOADS, ROOT
 
-README = ROOT / "bench" / "README.md"
 RESULTS = ROOT / "bench" / "scale.json"
 PLOT = ROOT / "bench" / "scale.png"
-SECTION = "## Scale"
 
 
 def _fmt(value: Any, digits: int = 1) -> str:
@@ -176,22 +175,31 @@ def plot(results: list[dict[str, Any]]) -> None:
     figure.savefig(PLOT, dpi=110)
 
 
-def write_readme(results: list[dict[str, Any]], note: str) -> None:
-    text = README.read_text(encoding="utf-8")
-    body = (
-        f"{SECTION}\n\n`bench/bench_scale.py` (one run; each engine and corpus in its own "
-        f"process; raw figures in `bench/scale.json`). {note}\n\n{table(results)}\n\n"
-        f"![search p50 against corpus size](scale.png)\n\n"
-        f"The `load` command, end to end (a new interpreter reading one JSONL file, whole "
-        f"documents, into the embedded default, a stock-settings PostgreSQL and the tuned one, "
-        f"each fresh; bench/bench_load.py):\n\n{load_table(results)}\n\n"
-        f"The issues' targets, from the figures above (ratios are engine ÷ peer, lower is "
-        f"better):\n\n{targets(results)}\n"
-    )
-    if SECTION in text:
-        head, _, rest = text.partition(SECTION)
-        tail = rest.split("\n## ", 1)
-        text = head + body + ("\n## " + tail[1] if len(tail) > 1 else "")
-    else:
-        text = text.rstrip("\n") + "\n\n" + body
-    README.write_text(text, encoding="utf-8")
+def record_figures(results: list[dict[str, Any]], command: str) -> None:
+    """The in-memory store against bm25s at each size, as rows of bench/results/scale.json (the
+    whole run stays in ``bench/scale.json`` and the plot)."""
+    from bench.results import record
+
+    def engine(corpus: str, name: str) -> dict[str, Any] | None:
+        found = [r for r in results if r["corpus"] == corpus and r["engine"] == name]
+        return found[0] if found and "skipped" not in found[0] else None
+
+    rows = []
+    for corpus in dict.fromkeys(r["corpus"] for r in results):
+        memory, bm25s = engine(corpus, "memory"), engine(corpus, "bm25s")
+        if memory is None or bm25s is None:
+            continue
+        ms = [f"{memory[f'p50_{limit}']:.2f}" for limit in LIMITS]
+        peer = [f"{bm25s[f'p50_{limit}']:.2f}" for limit in LIMITS]
+        ratio = [f"{memory[f'p50_{limit}'] / bm25s[f'p50_{limit}']:.2f}x" for limit in LIMITS]
+        size = corpus if corpus == "cranfield" else f"{int(corpus):,} Zipf passages"
+        rows.append(
+            {
+                "workload": f"{size}, search p50 @{' / @'.join(map(str, LIMITS))}",
+                "lexplain": f"memory {' / '.join(ms)} ms",
+                "peer": f"bm25s {' / '.join(peer)} ms",
+                "ratio": " / ".join(ratio),
+                "command": command,
+            }
+        )
+    record("scale", rows)
