@@ -21,8 +21,7 @@ from urllib.parse import urlsplit
 from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from core.domain.chunks import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE
-from core.ingest.limits import DEFAULT_MAX_BYTES
+from core.domain.chunks import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, DEFAULT_MAX_BYTES
 
 #: The project folder (where app.py lives): the default data directory is inside it.
 PROJECT_DIR = Path(__file__).resolve().parents[1]

@@ -114,6 +114,18 @@ def test_a_layer_imports_only_itself_and_the_layers_below(layer: str, path: Path
     assert not upward and not never, f"{path.name} ({layer}) imports {sorted(upward | never)}"
 
 
+#: What the settings (read by every layer from the stores up) may import from core.
+SETTINGS_ALLOWED_CORE = ("core.domain",)
+
+
+def test_the_settings_import_nothing_of_core_above_the_domain() -> None:
+    path = ROOT / "core" / "settings.py"
+    upward = {
+        n for n in core_imports(path) if not allowed(n, "core.settings", SETTINGS_ALLOWED_CORE)
+    }
+    assert not upward, f"core/settings.py imports {sorted(upward)}: every layer reads the settings"
+
+
 def test_the_layer_rule_catches_a_domain_module_importing_a_store() -> None:
     source = "from core.stores.port import ChunkStore\n"
     path = ROOT / "core" / "domain" / "bm25.py"

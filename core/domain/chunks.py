@@ -191,6 +191,10 @@ class StoredChunk(BaseModel):
 # source[start:end]``), which is what showing a passage in context needs; a token window would
 # need a second offset map and would still cut where a tokenizer, not a reader, sees a boundary.
 
+#: Largest document file read by default (``LEXPLAIN_MAX_UPLOAD_MB``); bigger ones are refused
+#: before any parsing. Here, with the other defaults of a document, so that the settings and
+#: the readers share it without the settings importing the ingest layer.
+DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 #: Default passage length in characters.
 DEFAULT_CHUNK_SIZE = 1200
 #: Default characters shared by consecutive passages (so a sentence cut at a boundary is whole

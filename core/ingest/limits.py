@@ -17,11 +17,10 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from core.domain.chunks import DEFAULT_MAX_BYTES as DEFAULT_MAX_BYTES
 from core.ingest.jsonlines import MAX_JSON_DEPTH
 from core.ingest.results import mib
 
-#: Largest file read by default; bigger ones are refused before any parsing.
-DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 #: Address space of the worker process that parses one PDF or DOCX (RLIMIT_AS); a file that
 #: needs more is refused. The worker itself takes about 80 MiB of it.
 PARSE_MEMORY_BYTES = 1024 * 1024 * 1024
