@@ -26,18 +26,21 @@ from typing import Any
 
 #: Where the result files live (committed: the summary is regenerated from them).
 RESULTS = Path(__file__).resolve().parent / "results"
+#: Paths whose changes do not make a measured checkout dirty (the figures themselves).
+FIGURES = (":!bench/results", ":!bench/README.md")
 #: The columns every row has once recorded, in the summary's order.
 COLUMNS = ("workload", "lexplain", "peer", "ratio", "load", "date", "commit", "command")
 
 
 def _commit() -> str:
-    """The checkout's short commit, ``-dirty`` when its tracked files differ from it."""
+    """The checkout's short commit, ``-dirty`` when its tracked files other than the figures
+    (bench/results, bench/README.md) differ from it."""
     root = RESULTS.parent.parent
     head = subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True
     ).stdout.strip()
     dirty = subprocess.run(
-        ["git", "status", "--porcelain", "--untracked-files=no"],
+        ["git", "status", "--porcelain", "--untracked-files=no", "--", ".", *FIGURES],
         cwd=root,
         capture_output=True,
         text=True,
