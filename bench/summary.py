@@ -5,12 +5,12 @@
     .venv/bin/python -m bench.summary --check    # exit 1 if it differs from the result files
 
 Every result file present is a row group, whoever wrote it: the shape ``bench/results.py``
-writes (``{"bench", "rows"}``) or a bare list of rows, as a bench with its own writer
-keeps (``bench_entities``). A row's missing columns are read from what it has: ``load`` as a
-list takes its first value, ``date`` as a timestamp its day, a missing ``lexplain`` the row's
-other plain fields, a missing ``command`` ``python -m bench.bench_<file>`` when that module
-exists. A row whose ``source`` is not "measured" (copied from bench/history.md or an issue, not
-rerun) is marked ``†``.
+writes (``{"bench", "rows"}``) or a bare list of rows, as a bench with its own writer keeps
+(``bench_entities``). A row's missing columns are read from what it has: ``load`` as a list
+takes its first value, ``date`` as a timestamp its day, a missing ``lexplain`` the row's other
+plain fields and any nested ``all`` F1 (an extractor's score), a missing ``command``
+``python -m bench.bench_<file>`` when that module exists. A row whose ``source`` is not
+"measured" (copied from bench/history.md or an issue, not rerun) is marked ``†``.
 Rejected: a hand-kept table (it drifts from the benches; tests/unit/tools/test_bench_summary.py
 fails when the README is not what this writes).
 """
@@ -55,14 +55,25 @@ def _rows(path: Path) -> list[dict[str, Any]]:
     return list(body) if isinstance(body, list) else list(body["rows"])
 
 
+def _headline(value: Any, path: tuple[str, ...] = ()) -> list[str]:
+    """The ``all`` -> ``f1`` leaves of a nested figure (an extractor's score), by their path."""
+    if not isinstance(value, dict):
+        return []
+    if isinstance(value.get("all"), dict) and "f1" in value["all"]:
+        return [f"{' '.join(path)} F1 {value['all']['f1']}".strip()]
+    return [found for key, inner in value.items() for found in _headline(inner, (*path, key))]
+
+
 def _cells(stem: str, row: dict[str, Any], folder: Path) -> list[str]:
     lexplain = row.get("lexplain")
     if lexplain is None:
-        lexplain = ", ".join(
+        plain = [
             f"{key} {_text(value)}"
             for key, value in row.items()
             if key not in SHOWN_ELSEWHERE and not isinstance(value, dict | list)
-        )
+        ]
+        nested = [found for value in row.values() for found in _headline(value)]
+        lexplain = ", ".join(plain + nested)
     command = row.get("command")
     if command is None:
         module = f"bench_{stem}" if not stem.startswith("bench_") else stem
