@@ -36,14 +36,15 @@ from core.service import (
     MAX_POOL_DEPTH,
     POOL_DEPTH,
     POOL_RANKER_LABELS,
+    POOL_RANKERS,
     JudgingPool,
     JudgmentError,
     JudgmentFormat,
     LexplainService,
-    PoolRanker,
     PoolSpec,
     Profile,
     QueryFormat,
+    RankerKind,
     SetProgress,
 )
 from pages.common import offer_sample, screen, workspace
@@ -101,14 +102,14 @@ with st.expander("Pool: which rankers propose passages, and how deep"):
     cols = st.columns([3, 1, 1, 1, 1])
     rankers = cols[0].multiselect(
         "Rankers",
-        list(PoolRanker),
+        list(POOL_RANKERS),
         default=list(DEFAULTS.rankers),
         format_func=lambda r: POOL_RANKER_LABELS[r],
         key="judge_rankers",
     )
     depth = cols[1].number_input("Depth d", 1, MAX_POOL_DEPTH, POOL_DEPTH, key="judge_depth")
     limit = cols[2].number_input("Limit", 1, LIMIT_MAX, DEFAULT_LIMIT, key="judge_limit")
-    custom = PoolRanker.CUSTOM in rankers
+    custom = RankerKind.CUSTOM in rankers
     k1 = cols[3].number_input(
         "k1", 0.0, MAX_K1, DEFAULTS.k1, 0.1, key="judge_k1", disabled=not custom
     )

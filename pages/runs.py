@@ -19,6 +19,7 @@ from core.service import (
     K_MAX,
     LIMIT_MAX,
     METRICS,
+    RUN_KINDS,
     SAMPLE_QUERY_SET,
     GridSpec,
     JudgmentError,
@@ -122,7 +123,7 @@ if chosen == SAMPLE_QUERY_SET and st.button(
 cols = st.columns(4)
 k = int(cols[0].number_input("k", 1, K_MAX, DEFAULT_K, key="runs_k"))
 limit = int(cols[1].number_input("Limit", 0, LIMIT_MAX, DEFAULT_LIMIT, key="runs_limit"))
-kinds = [RankerKind.WORKSPACE.value, RankerKind.CLASSIC.value]
+kinds = [kind.value for kind in RUN_KINDS]
 kind = cols[2].selectbox("Ranker", kinds, key="runs_ranker")
 by_document = cols[3].toggle("By document", key="runs_by_document")
 ranker = Ranker.of(kind)

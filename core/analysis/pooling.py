@@ -20,12 +20,11 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from enum import StrEnum
 from typing import Final, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from core.analysis.rankers import MAX_K1, Ranker, RankerKind, score_all
+from core.analysis.rankers import MAX_K1, RANKERS, Ranker, RankerKind, score_all
 from core.domain.bm25 import BM25_B, BM25_K1
 from core.domain.chunks import StoredChunk
 from core.domain.ranking import LexicalCandidates, candidate_scores, top_rows
@@ -36,25 +35,21 @@ POOL_DEPTH: Final = 10
 MAX_POOL_DEPTH: Final = 100
 
 
-class PoolRanker(StrEnum):
-    """A ranker that may add its top ``depth`` to a pool."""
-
-    #: The workspace's BM25 over the candidates its limit keeps (what Search shows).
-    LIMITED = "limited"
-    #: The same BM25 without a limit: pools the passages the limit cut.
-    UNLIMITED = "unlimited"
-    #: The textbook BM25 (``core.domain.classic``), unlimited.
-    CLASSIC = "classic"
-    #: BM25 with the pool's own k1 and b, unlimited.
-    CUSTOM = "custom"
-
-
+#: A pool ranker: ``LIMITED`` or the kind of a ``RANKERS`` row with a pool label (which pools
+#: over every candidate, unlimited).
+PoolRanker = str
+#: The workspace's BM25 over the candidates its limit keeps (what Search shows): the one pool
+#: ranker that is not a row of the ranker table.
+LIMITED: Final = "limited"
+#: Every pool ranker, in the order the Judge screen offers them.
+POOL_RANKERS: Final[tuple[PoolRanker, ...]] = (
+    LIMITED,
+    *(row.kind.value for row in RANKERS if row.pool is not None),
+)
 #: How the Judge screen names each pool ranker.
 POOL_RANKER_LABELS: Final[dict[PoolRanker, str]] = {
-    PoolRanker.LIMITED: "workspace BM25 at its limit",
-    PoolRanker.UNLIMITED: "workspace BM25, no limit",
-    PoolRanker.CLASSIC: "textbook BM25",
-    PoolRanker.CUSTOM: "BM25 with its own k1 and b",
+    LIMITED: "workspace BM25 at its limit",
+    **{row.kind.value: row.pool for row in RANKERS if row.pool is not None},
 }
 
 
@@ -63,11 +58,7 @@ class PoolSpec(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    rankers: tuple[PoolRanker, ...] = (
-        PoolRanker.LIMITED,
-        PoolRanker.UNLIMITED,
-        PoolRanker.CLASSIC,
-    )
+    rankers: tuple[PoolRanker, ...] = (LIMITED, RankerKind.WORKSPACE, RankerKind.CLASSIC)
     depth: int = Field(default=POOL_DEPTH, ge=1, le=MAX_POOL_DEPTH)
     #: The workspace's limit for the limited ranker (the service's default is Search's).
     limit: int = Field(ge=1)
@@ -78,17 +69,20 @@ class PoolSpec(BaseModel):
     def _some_ranker(self) -> Self:
         if not self.rankers:
             raise ValueError("a pool needs at least one ranker")
+        unknown = [r for r in self.rankers if r not in POOL_RANKER_LABELS]
+        if unknown:
+            raise ValueError(f"no pool ranker {unknown[0]!r} (one of: {', '.join(POOL_RANKERS)})")
         return self
 
     def handed(self, full: LexicalCandidates) -> list[tuple[Ranker, LexicalCandidates]]:
         """Each chosen ranker with the candidates it ranks (the limited one sees the head)."""
-        each = {
-            PoolRanker.LIMITED: (Ranker.of(RankerKind.WORKSPACE), full.head(self.limit)),
-            PoolRanker.UNLIMITED: (Ranker.of(RankerKind.WORKSPACE), full),
-            PoolRanker.CLASSIC: (Ranker.of(RankerKind.CLASSIC), full),
-            PoolRanker.CUSTOM: (Ranker.of(RankerKind.CUSTOM, self.k1, self.b), full),
-        }
-        return [each[r] for r in dict.fromkeys(self.rankers)]
+        handed: list[tuple[Ranker, LexicalCandidates]] = []
+        for chosen in dict.fromkeys(self.rankers):
+            if chosen == LIMITED:
+                handed.append((Ranker.of(RankerKind.WORKSPACE), full.head(self.limit)))
+            else:
+                handed.append((Ranker.of(chosen, self.k1, self.b), full))
+        return handed
 
 
 class PoolPassage(BaseModel):

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from enum import StrEnum
-from typing import Final
+from typing import Final, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -80,36 +80,87 @@ class Ranker(BaseModel):
         return cls(kind=kind, k1=BM25_K1 if k1 is None else k1, b=BM25_B if b is None else b)
 
     @property
+    def row(self) -> RankerRow:
+        """This ranker's row of ``RANKERS``."""
+        return RANKER_ROWS[self.kind]
+
+    @property
     def idf_form(self) -> IdfForm:
-        return IdfForm.CLASSIC if self.kind is RankerKind.CLASSIC else IdfForm.LUCENE
+        return self.row.idf_form
 
     @property
     def label(self) -> str:
         """How the screens name this ranker."""
-        if self.kind is RankerKind.WORKSPACE:
-            return f"workspace BM25 (k1 {self.k1:g}, b {self.b:g})"
-        if self.kind is RankerKind.CLASSIC:
-            return f"textbook BM25 (k1 {self.k1:g}, b {self.b:g}, classic idf)"
-        return f"BM25 k1 {self.k1:g}, b {self.b:g}"
+        return self.row.label.format(k1=self.k1, b=self.b)
 
     def scorer(self, terms: Sequence[str], candidates: LexicalCandidates) -> QueryScorer:
         return QueryScorer(terms, candidates.stats, k1=self.k1, b=self.b, idf_form=self.idf_form)
 
 
+class RankerRow(NamedTuple):
+    """Everything about one ranker kind that is not its formula: one row of ``RANKERS``."""
+
+    kind: RankerKind
+    #: (k1, b) when the kind fixes them; None when they are the analyst's.
+    fixed: tuple[float, float] | None
+    idf_form: IdfForm
+    #: How a choice offers the kind (Compare, Evaluate, Runs): its parameters from constants,
+    #: so a screen never writes k1 or b itself.
+    choice: str
+    #: How a ranker of this kind is named, with ``{k1}`` and ``{b}`` filled in.
+    label: str
+    #: How the Judge screen offers it as a pool ranker (over every candidate, unlimited);
+    #: None when a pool may not use it.
+    pool: str | None
+    #: Whether Runs offers it as a saved run's ranker (custom points come from Tune).
+    in_runs: bool
+
+
+#: The ranker table: one row per kind. A new ranker is a ``RankerKind`` member, a row here and,
+#: when its IDF is new, an ``IdfForm`` with its function in ``core.domain.bm25``; the screens'
+#: choices, labels and the judging pools derive from this.
+RANKERS: Final[tuple[RankerRow, ...]] = (
+    RankerRow(
+        kind=RankerKind.WORKSPACE,
+        fixed=(BM25_K1, BM25_B),
+        idf_form=IdfForm.LUCENE,
+        choice=f"workspace BM25 (k1 {BM25_K1:g}, b {BM25_B:g})",
+        label="workspace BM25 (k1 {k1:g}, b {b:g})",
+        pool="workspace BM25, no limit",
+        in_runs=True,
+    ),
+    RankerRow(
+        kind=RankerKind.CLASSIC,
+        fixed=(CLASSIC_K1, CLASSIC_B),
+        idf_form=IdfForm.CLASSIC,
+        choice=(
+            f"textbook BM25 (core/domain/classic.py: k1 {CLASSIC_K1:g}, b {CLASSIC_B:g}, "
+            "classic idf)"
+        ),
+        label="textbook BM25 (k1 {k1:g}, b {b:g}, classic idf)",
+        pool="textbook BM25",
+        in_runs=True,
+    ),
+    RankerRow(
+        kind=RankerKind.CUSTOM,
+        fixed=None,
+        idf_form=IdfForm.LUCENE,
+        choice="BM25 with your k1 and b",
+        label="BM25 k1 {k1:g}, b {b:g}",
+        pool="BM25 with its own k1 and b",
+        in_runs=False,
+    ),
+)
+#: ``RANKERS`` by kind.
+RANKER_ROWS: Final[dict[RankerKind, RankerRow]] = {row.kind: row for row in RANKERS}
 #: Kinds whose parameters are not the analyst's to set.
 _FIXED: Final[dict[RankerKind, tuple[float, float]]] = {
-    RankerKind.WORKSPACE: (BM25_K1, BM25_B),
-    RankerKind.CLASSIC: (CLASSIC_K1, CLASSIC_B),
+    row.kind: row.fixed for row in RANKERS if row.fixed is not None
 }
-#: How a ranker kind is offered in a choice (Compare, Evaluate): one wording for every screen,
-#: its parameters from the constants above, so a screen never writes k1 or b itself.
-KIND_LABELS: Final[dict[RankerKind, str]] = {
-    RankerKind.WORKSPACE: f"workspace BM25 (k1 {BM25_K1:g}, b {BM25_B:g})",
-    RankerKind.CLASSIC: (
-        f"textbook BM25 (core/domain/classic.py: k1 {CLASSIC_K1:g}, b {CLASSIC_B:g}, classic idf)"
-    ),
-    RankerKind.CUSTOM: "BM25 with your k1 and b",
-}
+#: How a ranker kind is offered in a choice (Compare, Evaluate): one wording for every screen.
+KIND_LABELS: Final[dict[RankerKind, str]] = {row.kind: row.choice for row in RANKERS}
+#: The kinds Runs offers for a saved run, in the table's order.
+RUN_KINDS: Final[tuple[RankerKind, ...]] = tuple(row.kind for row in RANKERS if row.in_runs)
 
 
 def score_all(

@@ -36,13 +36,21 @@ from core.analysis.pooling import (
     MAX_POOL_DEPTH,
     POOL_DEPTH,
     POOL_RANKER_LABELS,
+    POOL_RANKERS,
     JudgingPool,
     PoolRanker,
     PoolSpec,
     SetProgress,
 )
 from core.analysis.predictors import QueryDifficulty
-from core.analysis.rankers import KIND_LABELS, MAX_K1, Ranker, RankerKind, RankMovement
+from core.analysis.rankers import (
+    KIND_LABELS,
+    MAX_K1,
+    RUN_KINDS,
+    Ranker,
+    RankerKind,
+    RankMovement,
+)
 from core.analysis.tuning import DEFAULT_BS, DEFAULT_K1S, METRICS, GridSpec, TuningGrid, grid_values
 from core.domain.bm25 import ScoreExplanation
 from core.domain.chunks import ChunkingOptions
@@ -142,8 +150,10 @@ __all__ = [
     "PARITY_QUERIES",
     "PASSAGE_MARK",
     "POOL_DEPTH",
+    "POOL_RANKERS",
     "POOL_RANKER_LABELS",
     "QUERY_BOUNDS_NOTE",
+    "RUN_KINDS",
     "SAMPLE_CORPUS",
     "SAMPLE_LABEL",
     "SAMPLE_QRELS",

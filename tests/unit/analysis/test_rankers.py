@@ -195,3 +195,24 @@ def test_each_what_if_result_is_explained_under_its_own_ranker(ranker: Ranker) -
             ranker.idf_form,
         )
         assert explanation.score == result.score
+
+
+def test_every_ranker_kind_has_one_row_and_every_choice_and_label_derives_from_it() -> None:
+    from core.analysis.pooling import LIMITED, POOL_RANKER_LABELS, POOL_RANKERS, PoolSpec
+    from core.analysis.rankers import KIND_LABELS, RANKERS, RUN_KINDS
+
+    assert [row.kind for row in RANKERS] == list(RankerKind)
+    assert set(KIND_LABELS) == set(RankerKind)
+    for row in RANKERS:
+        ranker = Ranker.of(row.kind, 0.9, 0.4)
+        assert ranker.idf_form is row.idf_form
+        assert (ranker.k1, ranker.b) == (row.fixed or (0.9, 0.4))
+        assert ranker.label == row.label.format(k1=ranker.k1, b=ranker.b)
+        assert (row.kind.value in POOL_RANKERS) == (row.pool is not None)
+        assert (row.kind in RUN_KINDS) == row.in_runs
+    assert POOL_RANKERS[0] == LIMITED and set(POOL_RANKER_LABELS) == set(POOL_RANKERS)
+    assert Ranker.of(RankerKind.WORKSPACE).label == "workspace BM25 (k1 1.2, b 0.75)"
+    assert Ranker.of(RankerKind.CLASSIC).label == "textbook BM25 (k1 1.5, b 0.75, classic idf)"
+    assert Ranker.of(RankerKind.CUSTOM, 2, 0.5).label == "BM25 k1 2, b 0.5"
+    with pytest.raises(ValueError, match="no pool ranker 'nonsense'"):
+        PoolSpec(rankers=("nonsense",), limit=10)

@@ -11,12 +11,12 @@ from collections.abc import Iterator
 import pytest
 from pydantic import ValidationError
 
+from core.analysis.pooling import LIMITED
 from core.analysis.rankers import Ranker, RankerKind
 from core.service import (
     DEFAULT_POOL,
     SAMPLE_QUERY_SET,
     LexplainService,
-    PoolRanker,
     PoolSpec,
 )
 from core.settings import Settings
@@ -36,7 +36,7 @@ def _first_query(service: LexplainService) -> str:
 
 def test_a_pool_of_one_ranker_is_that_rankers_top_d(service: LexplainService) -> None:
     query = _first_query(service)
-    spec = PoolSpec(rankers=(PoolRanker.LIMITED,), depth=4, limit=50)
+    spec = PoolSpec(rankers=(LIMITED,), depth=4, limit=50)
     pool = service.pool(SAMPLE_QUERY_SET, 0, workspace="default", spec=spec)
     top = service.search(query, k=4, limit=50, workspace="default").passages
     assert {p.chunk_id for p in pool.passages} == {p.chunk.id for p in top}
@@ -44,7 +44,7 @@ def test_a_pool_of_one_ranker_is_that_rankers_top_d(service: LexplainService) ->
 
 def test_the_k1_b_variant_pools_its_own_top_d(service: LexplainService) -> None:
     query = _first_query(service)
-    variant = PoolSpec(rankers=(PoolRanker.CUSTOM,), depth=10, limit=1000, k1=0.3, b=0.1)
+    variant = PoolSpec(rankers=(RankerKind.CUSTOM,), depth=10, limit=1000, k1=0.3, b=0.1)
     pool = service.pool(SAMPLE_QUERY_SET, 0, workspace="default", spec=variant)
     view = service.compare(
         query,
@@ -80,7 +80,7 @@ def test_progress_counts_finished_queries_and_resumes_at_the_last_unfinished_one
     svc = LexplainService.from_settings(Settings(store="memory"))
     try:
         svc.load_sample(workspace="default")
-        spec = PoolSpec(rankers=(PoolRanker.LIMITED,), depth=2, limit=1000)
+        spec = PoolSpec(rankers=(LIMITED,), depth=2, limit=1000)
         fresh = svc.set_progress(SAMPLE_QUERY_SET, workspace="default", spec=spec)
         assert (fresh.queries, fresh.started, fresh.finished, fresh.resume_at) == (
             225,
