@@ -4,7 +4,7 @@ The layers are folders of ``core`` (``domain``, ``analysis``, ``ingest``, ``stor
 ``service``), and the rules are about import prefixes, so a module added to a folder is
 held to its layer's rule without anyone updating a list. An AST check rather than
 import-linter: no extra tool, no config file to keep in step, and the rules read as the
-sentences DESIGN.md writes them.
+sentences docs/layout.md writes them.
 """
 
 from __future__ import annotations

@@ -19,6 +19,13 @@ The service composes core (tokenizer, store port, ``rank_chunks``, indexing) and
 returns pydantic models the pages render; it never formats and never imports
 streamlit, so it is tested without a browser (tests/unit/service/).
 Everything a page or test imports is re-exported here: ``from core.service import X``.
+
+Modules:
+
+- ``bounds``: How much one query may ask for, refused in plain words before anything is read
+- ``diagnosis``: After an evaluation: why each relevant passage was lost, and which k1 and b …
+- ``judging``: Query sets and judgments of a workspace: what the Judge and Evaluate screens call
+- ``parity``: Parity a user can check: a workspace's store against an in-memory copy of its passages
 """
 
 from __future__ import annotations

@@ -9,8 +9,8 @@
 | ``owner`` | ``owner NAME EMAIL``: give a workspace an owner |
 | ``search``, ``evaluate``, ``diagnose`` | the screens' numbers in a terminal |
 
-One package rather than ``core/cli.py`` beside ``core/terminal/``: two homes for one command
-line had two exit-code definitions and a dispatcher in each.
+One package rather than a ``cli`` module beside this package, as it was: two homes for one
+command line had two exit-code definitions and a dispatcher in each.
 
 ``python -m core search QUERY --workspace NAME [--k N] [--limit N] [--explain] [--json]`` and
 ``python -m core evaluate --workspace NAME --set SET [--k N] [--limit N] [--by-document]

@@ -79,7 +79,7 @@ class PassageStore(Protocol):
         limit: int,
         within: PassageFilter | None = None,
     ) -> LexicalCandidates:
-        """Whole-corpus statistics and up to ``limit`` candidates, see DESIGN.md.
+        """Whole-corpus statistics and up to ``limit`` candidates, in the order this module states.
 
         ``within`` (``core.domain.filters``) restricts which passages may be candidates,
         before the limit; the statistics stay the whole workspace's, and the matching

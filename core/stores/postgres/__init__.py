@@ -46,6 +46,20 @@ The package, one module per job: ``schema`` (tables and migrations at connect),
 building and decoding, unit-tested without a server), ``writes`` (write SQL and merges),
 ``workspaces`` (workspace rows), ``lookups`` (passage text, the side connection), ``query_read``
 (the read of one query) and ``store`` (``PostgresChunkStore``, the thin public face).
+
+Modules:
+
+- ``citus``: Citus: every table distributed by ``tenant_id``, co-located, so a workspace lives on …
+- ``embedded``: The embedded PostgreSQL: a real server on a data directory inside the project folder
+- ``embedded_store``: The PostgreSQL store on the embedded server: the adapter with the server's …
+- ``giving``: Connections whose long work gives way as soon as an answer is in
+- ``judging``: The PostgreSQL store's judging half: query sets, judgments and saved runs
+- ``listings``: What a workspace holds, listed or counted: its sources, its entities, its summary
+- ``passage_copy``: A batch's passage rows as one binary COPY built in numpy, a field at a time, …
+- ``pieces``: A write's Python work in pieces of ``PIECE_ROWS`` rows, each ended by a checkpoint
+- ``repairs``: ``python -m core db repair``: each workspace's counters checked against its …
+- ``snapshots``: A read's snapshot kept for the passages looked up after the read returned
+- ``staging``: A big batch's tokenising and block building in a worker process beside the writer
 """
 
 from core.stores.postgres.blocks import MAX_SEGMENTS, MERGE_FACTOR
