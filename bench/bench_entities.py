@@ -37,27 +37,25 @@ The separate environment, made once (about 540 MB: spaCy 3.8, its dependencies a
 
     nice .venv/bin/python -m bench.bench_entities [--split held_out] [--spacy-python PATH]
 
-Results go to ``bench/results/entities.json`` (one row per extractor and split).
+Results go to ``bench/results/entities.json`` through ``bench.results.record``: one row per
+split, the rules as lexplain and spaCy as the peer, every P/R/F1 under ``metrics``.
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
-import os
 import subprocess
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from bench.results import record
 from core.domain.entities import RuleBasedExtractor
 
 #: The evaluation set (see its README).
 EVAL_SET = Path(__file__).resolve().parent.parent / "tests" / "data" / "entities_eval" / "gum.jsonl"
-#: Where the figures are written.
-RESULTS = Path(__file__).resolve().parent / "results" / "entities.json"
 #: The kinds the set labels.
 KINDS: tuple[str, ...] = ("person", "organisation", "place")
 #: spaCy labels mapped to lexplain's kinds; labels not here (DATE, CARDINAL ...) are dropped.
@@ -187,13 +185,36 @@ def run_spacy(
     return spans, float(answer["seconds"]), f"spaCy {answer['spacy']}, {answer['model']}"
 
 
-def _commit() -> str:
-    try:
-        return subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return ""
+def _figure(row: dict[str, Any]) -> str:
+    typed, exact = row["metrics"]["overlap"]["all"], row["metrics"]["exact"]["all"]
+    return (
+        f"{typed['f1']:.2f} (P {typed['p']:.2f} R {typed['r']:.2f}; exact {exact['f1']:.2f}), "
+        f"{row['ms_per_1k_chars']:.2f} ms/1k chars"
+    )
+
+
+def summary_rows(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per split for bench/README.md: the rules as lexplain, spaCy as the peer."""
+    out = []
+    for split in dict.fromkeys(row["split"] for row in rows):
+        ours = next(r for r in rows if r["split"] == split and r["tool"].startswith("lexplain"))
+        peer = next((r for r in rows if r["split"] == split and r is not ours), None)
+        figure: dict[str, Any] = {
+            "workload": ours["workload"],
+            "lexplain": _figure(ours),
+            "command": "python -m bench.bench_entities --spacy-python PATH",
+            "metrics": {ours["tool"]: ours["metrics"]},
+            "ms_per_1k_chars": {ours["tool"]: ours["ms_per_1k_chars"]},
+        }
+        if peer is not None:
+            f1 = ours["metrics"]["overlap"]["all"]["f1"], peer["metrics"]["overlap"]["all"]["f1"]
+            speed = peer["ms_per_1k_chars"] / ours["ms_per_1k_chars"]
+            figure["peer"] = f"{peer['tool']}: {_figure(peer)}"
+            figure["ratio"] = f"F1 {f1[0] / f1[1]:.2f}x, {speed:.0f}x faster"
+            figure["metrics"][peer["tool"]] = peer["metrics"]
+            figure["ms_per_1k_chars"][peer["tool"]] = peer["ms_per_1k_chars"]
+        out.append(figure)
+    return out
 
 
 def _table(rows: Iterable[dict[str, Any]]) -> str:
@@ -237,27 +258,15 @@ def main() -> None:
             ]
             rows.append(
                 {
-                    "workload": f"entities GUM {split} ({len(chosen)} documents, "
-                    f"{sum(len(gold[i]) for i in chosen)} names)",
+                    "workload": f"entities, GUM {split}: {len(chosen)} documents, "
+                    f"{sum(len(gold[i]) for i in chosen)} names; typed F1, overlapping span",
                     "tool": tool,
                     "split": split,
                     "metrics": score([predicted[i] for i in chosen], [gold[i] for i in chosen]),
                     "ms_per_1k_chars": round(seconds * 1000 / (chars / 1000), 3),
-                    "load": [round(x, 2) for x in os.getloadavg()],
-                    "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-                    "commit": _commit(),
                 }
             )
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    previous: list[dict[str, Any]] = []
-    if RESULTS.exists():
-        previous = json.loads(RESULTS.read_text(encoding="utf-8"))
-    kept = [
-        r
-        for r in previous
-        if (r["tool"], r["split"]) not in {(n["tool"], n["split"]) for n in rows}
-    ]
-    RESULTS.write_text(json.dumps(kept + rows, indent=1) + "\n", encoding="utf-8")
+    record("entities", summary_rows(rows))
     print(_table(rows))
 
 
