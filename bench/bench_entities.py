@@ -56,6 +56,8 @@ from core.domain.entities import RuleBasedExtractor
 
 #: The evaluation set (see its README).
 EVAL_SET = Path(__file__).resolve().parent.parent / "tests" / "data" / "entities_eval" / "gum.jsonl"
+#: How the figures in bench/README.md are reproduced (the spaCy environment as made above).
+COMMAND = ".venv/bin/python -m bench.bench_entities --spacy-python /tmp/spacy-venv/bin/python"
 #: The kinds the set labels.
 KINDS: tuple[str, ...] = ("person", "organisation", "place")
 #: spaCy labels mapped to lexplain's kinds; labels not here (DATE, CARDINAL ...) are dropped.
@@ -202,7 +204,7 @@ def summary_rows(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         figure: dict[str, Any] = {
             "workload": ours["workload"],
             "lexplain": _figure(ours),
-            "command": "python -m bench.bench_entities --spacy-python PATH",
+            "command": COMMAND,
             "metrics": {ours["tool"]: ours["metrics"]},
             "ms_per_1k_chars": {ours["tool"]: ours["ms_per_1k_chars"]},
         }
