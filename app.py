@@ -112,11 +112,17 @@ def create_workspace() -> None:
     name = str(st.session_state.get("new_workspace_name", ""))
     try:
         profile = str(st.session_state.get("new_workspace_profile", DEFAULT_PROFILE))
-        st.session_state[WORKSPACE_KEY] = service.create_workspace(name, profile)
+        existed = service.workspace_name(name) in service.list_workspaces()
+        st.session_state[WORKSPACE_KEY] = chosen = service.create_workspace(name, profile)
     except ValueError as exc:
         st.session_state[NOTICE_KEY] = f"No workspace created: {exc}."
     else:
         st.session_state["new_workspace_name"] = ""
+        if existed:  # switching silently let the analyst believe a new, empty one was made
+            st.session_state[NOTICE_KEY] = (
+                f"The workspace “{chosen}” already exists: nothing was created, it is now "
+                "selected (with its own passages and tokenizer profile)."
+            )
 
 
 def create_linked_workspace(name: str) -> None:

@@ -16,7 +16,7 @@ import streamlit as st
 from streamlit.auth_util import get_secrets_auth_section
 from streamlit.runtime.pages_manager import PagesManager
 
-from core.analysis.presentation import escape_text
+from core.analysis.presentation import escape_text, link_int
 from core.service import (
     DEFAULT_K,
     DEFAULT_LIMIT,
@@ -287,7 +287,7 @@ def ndcg_histogram(runs: Sequence[EvaluationRun], names: Sequence[str]) -> go.Fi
 
 def try_sample_query(query_key: str) -> None:
     """Button callback: the suggested query goes into the page's query box (and the shared one)."""
-    st.session_state[query_key] = st.session_state[SHARED["q"]] = SAMPLE_QUERY
+    st.session_state[query_key] = st.session_state[SHARED_QUERY] = SAMPLE_QUERY
 
 
 def offer_sample(service: LexplainService, query_key: str | None = None) -> None:
@@ -334,47 +334,63 @@ def offer_sample(service: LexplainService, query_key: str | None = None) -> None
 QUERY_DEFAULTS: dict[str, Any] = {"q": "", "k": DEFAULT_K, "limit": DEFAULT_LIMIT}
 
 
-def _int_param(value: str | None, default: int, low: int, high: int) -> int:
-    try:
-        return min(max(int(value or ""), low), high)
-    except ValueError:
-        return default
+#: Session key of the query the query screens share: a query typed on one is there on the
+#: others. Only the query: k and limit are each screen's own (Truncation's limit followed the
+#: analyst to Search and cut its results without a word, issue 48).
+SHARED_QUERY = "_shared_q"
 
 
-#: Session keys of the query, k and limit that Search and Truncation share (one per session):
-#: each page's widgets start from them, so a query typed on one screen is there on the other.
-SHARED = {"q": "_shared_q", "k": "_shared_k", "limit": "_shared_limit"}
+def _kept(key: str) -> str:
+    """Non-widget copy of a screen's k or limit: survives page switches (Streamlit drops the
+    state of widgets that did not render)."""
+    return f"_kept_{key}"
+
+
+def _notes_key(marker: str) -> str:
+    return f"{marker}_notes"
 
 
 def sync_query_params(keys: Mapping[str, str], defaults: Mapping[str, Any], marker: str) -> None:
-    """Adopt q/k/limit from the URL when a link carries them and they changed.
+    """Adopt q/k/limit from the URL when a link carries them and they changed, and say on
+    screen what a link asked for that is not used as given.
 
-    ``keys`` maps the URL names (q, k, limit) to this page's widget keys. The values live
-    in the session's ``SHARED`` keys, which survive page switches (Streamlit drops the
-    state of widgets that did not render) and are the same for Search and Truncation.
-    ``marker`` remembers the URL this page last adopted.
+    ``keys`` maps the URL names (q, k, limit) to this page's widget keys. ``marker``
+    remembers the URL this page last adopted. A k or limit out of range or not a number is
+    replaced by core's rule (``link_int``), and its sentence stays on screen while the
+    widget still holds the replacement.
     """
     params = st.query_params
     url = (params.get("q"), params.get("k"), params.get("limit"))
+    notes = _notes_key(marker)
     if "q" in params and url != st.session_state.get(marker):
         st.session_state[marker] = url
-        st.session_state[SHARED["q"]] = params.get("q", "")
-        st.session_state[SHARED["k"]] = _int_param(params.get("k"), defaults["k"], 1, K_MAX)
-        st.session_state[SHARED["limit"]] = _int_param(
-            params.get("limit"), defaults["limit"], 0, LIMIT_MAX
-        )
-        for name, key in keys.items():
-            st.session_state[key] = st.session_state[SHARED[name]]
+        st.session_state[SHARED_QUERY] = st.session_state[keys["q"]] = params.get("q", "")
+        read = {
+            "k": link_int("k", params.get("k"), defaults["k"], 1, K_MAX),
+            # 0 is let through: core refuses it in its own words (a limit of 0 scores nothing).
+            "limit": link_int("limit", params.get("limit"), defaults["limit"], 0, LIMIT_MAX),
+        }
+        st.session_state[notes] = []
+        for name, value in read.items():
+            st.session_state[keys[name]] = st.session_state[_kept(keys[name])] = int(value.value)
+            if value.note:
+                st.session_state[notes].append((keys[name], int(value.value), value.note))
     for name, key in keys.items():
         if key not in st.session_state:
-            st.session_state[key] = st.session_state.get(SHARED[name], defaults[name])
+            kept = SHARED_QUERY if name == "q" else _kept(key)
+            st.session_state[key] = st.session_state.get(kept, defaults[name])
+    for key, used, note in st.session_state.get(notes, []):
+        if st.session_state.get(key) == used:
+            st.warning(note, icon=":material/link:")
 
 
 def write_query_params(
     keys: Mapping[str, str], marker: str, query: str, k: int, limit: int
 ) -> None:
-    """Put q/k/limit in the URL (a shareable link) and in the session's shared keys."""
-    for name, value in (("q", query), ("k", k), ("limit", limit)):
-        st.session_state[SHARED[name]] = value
+    """Put q/k/limit in the URL (a shareable link), the query in the session's shared key and
+    k and limit in this screen's own."""
+    st.session_state[SHARED_QUERY] = query
+    st.session_state[_kept(keys["k"])] = k
+    st.session_state[_kept(keys["limit"])] = limit
     st.query_params.update({"q": query, "k": str(k), "limit": str(limit)})
     st.session_state[marker] = (query, str(k), str(limit))

@@ -23,6 +23,7 @@ from core.analysis.presentation import (
     explanation_rows,
     formula_lines,
     idf_line,
+    link_float,
     rankers_summary,
     stemming_line,
 )
@@ -58,36 +59,52 @@ TERM_FORMATS = {
 PASSAGE_PARAM = "p"
 
 
-def _float(value: str | None, default: float, low: float, high: float) -> float:
-    try:
-        number = float(value or "")
-    except ValueError:
-        return default
-    return min(max(number, low), high) if number == number else default
+#: Session key of the sentences about the link's rankers that were not used as given.
+RANKER_NOTES_KEY = "_compare_rankers_notes"
 
 
 def sync_rankers_from_url() -> None:
-    """Adopt the rankers (and the chosen passage) when the URL carries them and they changed."""
+    """Adopt the rankers (and the chosen passage) when the URL carries them and they changed;
+    a ranker, k1 or b the link asks for and that cannot be used is replaced with a sentence
+    (core's rule, ``link_float``), never silently."""
     params = st.query_params
     url = tuple(params.get(name) for names in SIDES.values() for name in names)
     url += (params.get(PASSAGE_PARAM),)
     if url != st.session_state.get("_compare_rankers_url"):
         st.session_state["_compare_rankers_url"] = url
+        notes: list[tuple[str, object, str]] = []
         for side, (kind, k1, b) in SIDES.items():
+            asked = params.get(kind)
             try:
-                chosen = RankerKind(params.get(kind, SIDE_DEFAULTS[side].value))
+                chosen = RankerKind(asked or SIDE_DEFAULTS[side].value)
             except ValueError:
                 chosen = SIDE_DEFAULTS[side]
+                notes.append(
+                    (
+                        f"c_kind_{side}",
+                        chosen,
+                        f"The link asked for {kind}={asked!r}, which is not a ranker: ranker "
+                        f"{side} is {KIND_LABELS[chosen]} instead.",
+                    )
+                )
             st.session_state[f"c_kind_{side}"] = chosen
-            st.session_state[f"c_k1_{side}"] = _float(
-                params.get(k1), CUSTOM_DEFAULT.k1, 0.0, MAX_K1
-            )
-            st.session_state[f"c_b_{side}"] = _float(params.get(b), CUSTOM_DEFAULT.b, 0.0, 1.0)
+            for name, key, start, high in (
+                (k1, f"c_k1_{side}", CUSTOM_DEFAULT.k1, MAX_K1),
+                (b, f"c_b_{side}", CUSTOM_DEFAULT.b, 1.0),
+            ):
+                number = link_float(name, params.get(name), start, 0.0, high)
+                st.session_state[key] = number.value
+                if number.note:
+                    notes.append((key, number.value, number.note))
         st.session_state["c_passage"] = params.get(PASSAGE_PARAM)
+        st.session_state[RANKER_NOTES_KEY] = notes
     for side, default in SIDE_DEFAULTS.items():
         st.session_state.setdefault(f"c_kind_{side}", default)
         st.session_state.setdefault(f"c_k1_{side}", CUSTOM_DEFAULT.k1)
         st.session_state.setdefault(f"c_b_{side}", CUSTOM_DEFAULT.b)
+    for key, used, note in st.session_state.get(RANKER_NOTES_KEY, []):
+        if st.session_state.get(key) == used:  # said while the replacement stands
+            st.warning(note, icon=":material/link:")
 
 
 def ranker_inputs(side: str, column: Any) -> Ranker:
@@ -177,6 +194,12 @@ def render_chosen(view: CompareView) -> None:
     if not options:
         return
     if st.session_state.get("c_passage") not in options:
+        if asked := st.session_state.get("c_passage"):
+            st.warning(
+                f"The link asked to explain passage p={escape_text(repr(asked))}, which is not "
+                "among these results: the passage below is explained instead.",
+                icon=":material/link:",
+            )
         st.session_state["c_passage"] = view.chosen if view.chosen in options else options[0]
     st.selectbox(
         "Passage to explain under both rankers",

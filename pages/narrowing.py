@@ -13,13 +13,16 @@ from uuid import UUID
 
 import streamlit as st
 
-from core.analysis.presentation import count
+from core.analysis.presentation import count, unknown_filter_line
 from core.service import LexplainService, MetadataMatch, PassageFilter
 
 #: URL names of the three kinds of choice.
 SOURCE_PARAM, ENTITY_PARAM, META_PARAM = "src", "ent", "meta"
 #: Session keys of the widgets, and of the URL they last adopted.
 SOURCES_KEY, ENTITIES_KEY, META_KEY, URL_KEY = "narrow_src", "narrow_ent", "narrow_meta", "_narrow"
+#: Session key of the link's sources and entities this workspace does not have (named on screen
+#: until another link is adopted: dropping them silently showed every match unfiltered).
+UNKNOWN_KEY = "_narrow_unknown"
 #: What a filter does to the numbers, said where it is set.
 RULE = (
     "A filter only decides which passages may be candidates, before the limit: IDF and avgdl "
@@ -39,6 +42,32 @@ def _adopt_url() -> None:
         st.session_state[SOURCES_KEY] = list(url[0])
         st.session_state[ENTITIES_KEY] = list(url[1])
         st.session_state[META_KEY] = "\n".join(url[2])
+        st.session_state[UNKNOWN_KEY] = None  # decided against the workspace's lists below
+
+
+def _unknown_named(sources: list[str], entities: set[str]) -> None:
+    """Name the link's values this workspace does not have (core's sentence), once decided
+    per adopted link; they are left out of the filter, which the sentence says."""
+    unknown = st.session_state.get(UNKNOWN_KEY)
+    if unknown is None:
+        asked_sources, asked_entities = (
+            st.session_state.get(SOURCES_KEY, []),
+            st.session_state.get(ENTITIES_KEY, []),
+        )
+        unknown = (
+            [s for s in asked_sources if s not in set(sources)],
+            len([s for s in asked_sources if s in set(sources)]),
+            [e for e in asked_entities if e not in entities],
+            len([e for e in asked_entities if e in entities]),
+        )
+        st.session_state[UNKNOWN_KEY] = unknown
+    bad_sources, known_sources, bad_entities, known_entities = unknown
+    for line in (
+        unknown_filter_line("source", "sources", bad_sources, known_sources),
+        unknown_filter_line("entity", "entities", bad_entities, known_entities),
+    ):
+        if line:
+            st.warning(line, icon=":material/filter_alt_off:")
 
 
 def _metadata(lines: str) -> tuple[tuple[MetadataMatch, ...], list[str]]:
@@ -68,6 +97,9 @@ def narrowing(service: LexplainService, workspace: str) -> PassageFilter | None:
     """The controls, in an expander (open while a filter is set); the filter they make, None
     for none. The choices are written back to the URL."""
     _adopt_url()
+    sources = [s.source_id for s in service.list_sources(workspace=workspace)]
+    entities = {str(e.entity.entity_id): e for e in service.list_entities(workspace=workspace)}
+    _unknown_named(sources, set(entities))  # above the expander: said even while it is closed
     active = bool(
         st.session_state.get(SOURCES_KEY)
         or st.session_state.get(ENTITIES_KEY)
@@ -75,13 +107,11 @@ def narrowing(service: LexplainService, workspace: str) -> PassageFilter | None:
     )
     with st.expander("Narrow to sources, entities or metadata", expanded=active):
         st.caption(RULE)
-        sources = [s.source_id for s in service.list_sources(workspace=workspace)]
         kept = [s for s in st.session_state.get(SOURCES_KEY, []) if s in set(sources)]
         st.session_state[SOURCES_KEY] = kept
         chosen_sources = st.multiselect(
             "Sources", sources, key=SOURCES_KEY, placeholder="any source"
         )
-        entities = {str(e.entity.entity_id): e for e in service.list_entities(workspace=workspace)}
         st.session_state[ENTITIES_KEY] = [
             e for e in st.session_state.get(ENTITIES_KEY, []) if e in entities
         ]

@@ -485,3 +485,85 @@ def rankers_summary(
     return (
         f"{where}. Scores of two rankers are on different scales and are not compared; {weights}."
     )
+
+
+class LinkValue(BaseModel):
+    """A number a link asked for, the number a screen uses, and the sentence saying why they
+    differ (None when the link's value is used as given)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    value: float
+    note: str | None = None
+
+
+def _link_number(
+    name: str, raw: str | None, default: float, low: float, high: float, whole: bool
+) -> LinkValue:
+    """One rule for every number a link carries: used as given when it is one and in range,
+    else replaced by the default (not a number) or the nearest bound, with a sentence naming
+    what was asked, what is used and why. Clamping silently was rejected (issue 48): a link's
+    ``k=0`` became 1 and its reader never knew."""
+
+    def shown(v: float) -> str:
+        return f"{v:,.0f}" if whole else f"{v:g}"
+
+    asked = f"The link asked for {name}={raw!r}" if raw is not None else ""
+    try:
+        number = float(int(raw or "")) if whole else float(raw or "")
+    except ValueError:
+        kind = "a whole number" if whole else "a number"
+        return LinkValue(
+            value=default,
+            note=f"{asked}, which is not {kind}: the default {name}={shown(default)} is used.",
+        )
+    if number != number:  # NaN
+        return LinkValue(
+            value=default,
+            note=f"{asked}, which is not a number: the default {name}={shown(default)} is used.",
+        )
+    if number < low:
+        return LinkValue(
+            value=low,
+            note=f"{asked}, but {name} is at least {shown(low)}: {name}={shown(low)} is used.",
+        )
+    if number > high:
+        return LinkValue(
+            value=high,
+            note=f"{asked}, but {name} is at most {shown(high)} here: "
+            f"{name}={shown(high)} is used.",
+        )
+    return LinkValue(value=number)
+
+
+def link_int(name: str, raw: str | None, default: int, low: int, high: int) -> LinkValue:
+    """A whole-number URL parameter (k, limit) read by ``_link_number``'s rule; absent is the
+    default, without a sentence."""
+    if raw is None:
+        return LinkValue(value=default)
+    return _link_number(name, raw.strip(), default, low, high, whole=True)
+
+
+def link_float(name: str, raw: str | None, default: float, low: float, high: float) -> LinkValue:
+    """A decimal URL parameter (a ranker's k1 or b) read by ``_link_number``'s rule."""
+    if raw is None:
+        return LinkValue(value=default)
+    return _link_number(name, raw.strip(), default, low, high, whole=False)
+
+
+def unknown_filter_line(what: str, plural: str, unknown: Sequence[str], kept: int) -> str:
+    """The sentence naming a link's filter values this workspace does not have (``what``:
+    "source", "entity"; ``plural`` its plural), and what the filter does without them (``kept``:
+    the link's values it has); empty for none."""
+    if not unknown:
+        return ""
+    names = ", ".join(f"“{escape_text(u)}”" for u in unknown)
+    consequence = (
+        f"; the link's other {count(kept, what, plural)} still narrow the results"
+        if kept
+        else f", so the results are not narrowed by {what}"
+    )
+    return (
+        f"The link narrows to {count(len(unknown), what, plural)} "
+        f"this workspace does not have: {names}. Left out of the filter{consequence}."
+    )
