@@ -185,3 +185,49 @@ def test_a_grid_of_k1_and_b_scores_each_point_to_the_bits_of_its_own_scorer(avgd
     for (k1, b), row in zip(settings, grid, strict=True):
         alone = QueryScorer(asked, stats, k1=k1, b=b).score_columns(terms, tfs, lengths)
         assert row.tobytes() == alone.tobytes(), (k1, b)
+
+
+def _bits(explanation: ScoreExplanation) -> list[object]:
+    """Every number of an explanation as exact bits (floats by ``hex``), in order."""
+    floats = (explanation.score, explanation.length_norm, explanation.avg_doc_length)
+    rows = [
+        (t.term, t.tf, t.df, t.n_docs, t.doc_length, t.idf.hex(), t.tf_part.hex(),
+         t.contribution.hex(), t.length_norm.hex(), t.avg_doc_length.hex())
+        for t in explanation.terms
+    ]  # fmt: skip
+    return [[f.hex() for f in floats], rows, explanation.unmatched, explanation.unmatched_df,
+            explanation.n_docs, explanation.doc_length, explanation.model_fields_set]  # fmt: skip
+
+
+@given(
+    n_docs=st.integers(min_value=0, max_value=10_000),
+    avgdl=st.sampled_from([0.0, 0.5, 7.3, 151.25]),
+    k1=st.sampled_from([0.0, 1.2, 3.0]),
+    b=st.sampled_from([0.0, 0.75, 1.0]),
+    seed=st.integers(min_value=0, max_value=2**32 - 1),
+)
+def test_explaining_many_rows_at_once_gives_each_the_bits_of_its_own_explanation(
+    n_docs: int, avgdl: float, k1: float, b: float, seed: int
+) -> None:
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    columns = [f"t{j}" for j in range(6)]
+    stats = CorpusStats(
+        n_docs=n_docs,
+        avg_doc_length=avgdl if n_docs else 0.0,
+        doc_frequencies={t: int(rng.integers(0, n_docs + 1)) for t in columns},
+    )
+    tfs = rng.integers(0, 5, size=(12, len(columns))) * (rng.random((12, len(columns))) < 0.5)
+    lengths = tfs.sum(axis=1) + rng.integers(0, 60, size=12)
+    # A query term outside the columns, and a column the query does not ask for.
+    asked = [*columns[1:], "absent", "t3"]
+    scorer = QueryScorer(asked, stats, k1=k1, b=b)
+    many = scorer.explain_columns(columns, tfs, lengths)
+    assert len(many) == len(lengths)
+    for i, explanation in enumerate(many):
+        mapping = {t: int(tf) for t, tf in zip(columns, tfs[i], strict=True) if tf}
+        alone = scorer.explain(mapping, int(lengths[i]))
+        assert explanation == alone
+        assert _bits(explanation) == _bits(alone)
+        assert explanation.score == scorer.score(mapping, int(lengths[i]))

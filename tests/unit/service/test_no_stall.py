@@ -584,9 +584,11 @@ def test_explained_results_and_scores_build_their_scorer_in_steps_of_their_own(
         service._store.lexical_candidates(terms, service.tenant("cranfield"), 1000)
     )
     events: list[str] = []
-    explain = QueryScorer.explain
+    explain = QueryScorer.explain_columns
     monkeypatch.setattr(
-        QueryScorer, "explain", lambda *a, **kw: events.append("explain") or explain(*a, **kw)
+        QueryScorer,
+        "explain_columns",
+        lambda *a, **kw: events.append("explain") or explain(*a, **kw),
     )
     scorer = Ranker.scorer
     monkeypatch.setattr(
