@@ -92,10 +92,12 @@ class TermContribution(BaseModel):
     avg_doc_length: float
     #: Saturated, length-normalised TF factor: tf*(k1+1) / (tf + k1*(1 - b + b*dl/avgdl)).
     tf_part: float
-    #: idf * tf_part; 0 when the passage lacks the term.
+    #: weight * idf * tf_part (as ``(weight * idf) * tf_part``); 0 when the passage lacks it.
     contribution: float
     #: The length-normalisation denominator term k1*(1 - b + b*dl/avgdl).
     length_norm: float
+    #: The query term's weight: 1 for a typed term, else what an expansion gave it.
+    weight: float = 1.0
 
 
 #: One fields set for every TermContribution ``explain_columns`` builds (the model is frozen).
@@ -128,6 +130,8 @@ class ScoreExplanation(BaseModel):
     doc_length: int = 0
     #: The length-normalisation denominator term k1*(1 - b + b*dl/avgdl) of this passage.
     length_norm: float = 0.0
+    #: Every query term's weight that is not 1 (a typed query has none), by term.
+    weights: dict[str, float] = Field(default_factory=dict)
 
     def every_term(self) -> list[TermContribution]:
         """Every query term's row, sorted by term: the matched ones and, built now, the rest."""
@@ -144,6 +148,7 @@ class ScoreExplanation(BaseModel):
                 tf_part=0.0,
                 contribution=0.0,
                 length_norm=self.length_norm,
+                weight=self.weights.get(term, 1.0),
             )
             for term, df in zip(self.unmatched, self.unmatched_df, strict=True)
         ]
@@ -209,6 +214,32 @@ def _tf_part(
     return cast("float | npt.NDArray[np.float64]", tf * (k1 + 1.0) / (tf + norm))
 
 
+#: Largest weight a query term may carry (an expansion's weights are at most 1 each; a typed
+#: weight past this is a mistake, and products past it lose the explanation's readability).
+MAX_TERM_WEIGHT: Final = 1_000.0
+
+
+def checked_weights(terms: Sequence[str], weights: Mapping[str, float] | None) -> dict[str, float]:
+    """The weights of ``terms`` that are not 1, checked: finite, > 0 and at most
+    ``MAX_TERM_WEIGHT``; a weight of a term not in ``terms`` is refused (it would weigh
+    nothing and say otherwise). ``ValueError`` names the term and the weight."""
+    if not weights:
+        return {}
+    asked = set(terms)
+    kept: dict[str, float] = {}
+    for term, weight in weights.items():
+        if term not in asked:
+            raise ValueError(f"a weight for {term!r}, which is not a query term")
+        if not (math.isfinite(weight) and 0.0 < weight <= MAX_TERM_WEIGHT):
+            raise ValueError(
+                f"the weight of {term!r} must be a number above 0 and at most "
+                f"{MAX_TERM_WEIGHT:g}, got {weight!r}"
+            )
+        if weight != 1.0:
+            kept[term] = float(weight)
+    return dict(sorted(kept.items()))
+
+
 class QueryScorer:
     """One query against one corpus: distinct terms sorted, df and idf looked up once.
 
@@ -216,7 +247,7 @@ class QueryScorer:
     idf per candidate would repeat the same work for every one of them.
     """
 
-    __slots__ = ("_b", "_idf_form", "_index", "_k1", "_stats", "_terms")
+    __slots__ = ("_b", "_idf_form", "_index", "_k1", "_plain", "_stats", "_terms", "_weights")
 
     def __init__(
         self,
@@ -226,7 +257,11 @@ class QueryScorer:
         k1: float = BM25_K1,
         b: float = BM25_B,
         idf_form: IdfForm = IdfForm.LUCENE,
+        weights: Mapping[str, float] | None = None,
     ) -> None:
+        """``weights``: a weight per query term (absent: 1); each term's idf is multiplied by
+        its weight once, here, so every score and explanation uses ``(weight * idf) * tf_part``
+        and a weight of 1 gives exactly today's bits (``1.0 * idf`` is ``idf``)."""
         if not (math.isfinite(k1) and k1 >= 0):
             raise ValueError(f"k1 must be a finite number >= 0, got {k1}")
         if not 0.0 <= b <= 1.0:
@@ -236,8 +271,16 @@ class QueryScorer:
         self._k1 = k1
         self._b = b
         self._idf_form = idf_form
+        distinct = sorted(set(terms))
+        self._weights = checked_weights(distinct, weights)
+        # The idf of each weighted term, as the explanation shows it beside its weight.
+        self._plain = {t: idf(stats.df(t), stats.n_docs) for t in self._weights}
+        # Each entry: (term, df, weight * idf), the factor every score multiplies tf_part by.
         self._terms = [
-            (term, stats.df(term), idf(stats.df(term), stats.n_docs)) for term in sorted(set(terms))
+            (term, stats.df(term), self._weights[term] * self._plain[term])
+            if term in self._weights
+            else (term, stats.df(term), idf(stats.df(term), stats.n_docs))
+            for term in distinct
         ]
         self._index = {entry[0]: entry for entry in self._terms}
 
@@ -379,6 +422,7 @@ class QueryScorer:
         score = 0.0
         for term in matched:
             _, df, idf = index[term]
+            weight = self._weights.get(term, 1.0)
             tf = term_frequencies[term]
             tf_part = _tf_part(tf, norm, k1)
             contribution = idf * tf_part if tf_part else 0.0
@@ -393,13 +437,15 @@ class QueryScorer:
                         "tf": tf,
                         "df": df,
                         "n_docs": stats.n_docs,
-                        "idf": idf,
+                        "idf": self._plain.get(term, idf),
                         "doc_length": doc_length,
                         "avg_doc_length": stats.avg_doc_length,
                         "tf_part": tf_part,
                         "contribution": contribution,
                         "length_norm": norm,
+                        "weight": weight,
                     },
+                    _CONTRIBUTION_FIELDS,
                 )
             )
         return built(
@@ -416,6 +462,7 @@ class QueryScorer:
                 "avg_doc_length": stats.avg_doc_length,
                 "doc_length": doc_length,
                 "length_norm": norm,
+                "weights": self._weights,
             },
         )
 
@@ -461,6 +508,7 @@ class QueryScorer:
                 strict=True,
             ):
                 term, df, idf = used[j]
+                weight = self._weights.get(term, 1.0)
                 cells[i].append(
                     built(
                         TermContribution,
@@ -469,12 +517,13 @@ class QueryScorer:
                             "tf": count,
                             "df": df,
                             "n_docs": stats.n_docs,
-                            "idf": idf,
+                            "idf": self._plain.get(term, idf),
                             "doc_length": lengths[i],
                             "avg_doc_length": avgdl,
                             "tf_part": tf_part,
                             "contribution": share,
                             "length_norm": norms[i],
+                            "weight": weight,
                         },
                         _CONTRIBUTION_FIELDS,
                     )
@@ -506,6 +555,7 @@ class QueryScorer:
                         "avg_doc_length": avgdl,
                         "doc_length": lengths[i],
                         "length_norm": norms[i],
+                        "weights": self._weights,
                     },
                 )
             )

@@ -18,7 +18,7 @@ built only for the k that are returned.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import cached_property
 from typing import Any, Final, NamedTuple
 
@@ -80,6 +80,8 @@ class _Scored(NamedTuple):
     copy with other rows or statistics has other objects, so it never reuses them)."""
 
     terms: tuple[str, ...]
+    #: The query's term weights that are not 1, sorted (empty for a typed query).
+    weights: tuple[tuple[str, float], ...]
     stats: CorpusStats
     tfs: npt.NDArray[np.int64]
     doc_lengths: npt.NDArray[np.int64]
@@ -292,14 +294,19 @@ EXPLAIN_BLOCK_CELLS: Final = 4_096
 
 
 def candidate_scores(
-    terms: Sequence[str], candidates: LexicalCandidates
+    terms: Sequence[str],
+    candidates: LexicalCandidates,
+    weights: Mapping[str, float] | None = None,
 ) -> npt.NDArray[np.float64]:
-    """Every row's BM25 score for ``terms`` (0.0 for a row with none of them; read-only)."""
-    return finish(candidate_score_steps(terms, candidates))
+    """Every row's BM25 score for ``terms`` (0.0 for a row with none of them; read-only);
+    ``weights``: the query terms' weights, when any is not 1 (``QueryScorer``)."""
+    return finish(candidate_score_steps(terms, candidates, weights))
 
 
 def candidate_score_steps(
-    terms: Sequence[str], candidates: LexicalCandidates
+    terms: Sequence[str],
+    candidates: LexicalCandidates,
+    weights: Mapping[str, float] | None = None,
 ) -> Steps[npt.NDArray[np.float64]]:
     """``candidate_scores`` in steps (``core.domain.steps``).
 
@@ -308,23 +315,25 @@ def candidate_score_steps(
     is ~0.1-0.3 s of the loop). Rejected: passing scores along beside the candidates, which
     every analysis's signature would carry for one store's prefetch."""
     key = tuple(terms)
+    weighed = tuple(sorted((t, float(w)) for t, w in (weights or {}).items() if w != 1.0))
     kept = candidates._scored
     if (
         kept is not None
         and kept.terms == key
+        and kept.weights == weighed
         and kept.stats is candidates.stats
         and kept.tfs is candidates.tfs
         and kept.doc_lengths is candidates.doc_lengths
     ):
         return kept.scores
-    scorer = QueryScorer(terms, candidates.stats)
+    scorer = QueryScorer(terms, candidates.stats, weights=weights)
     yield
     scores = yield from scorer.score_column_steps(
         candidates.terms, candidates.tfs, candidates.doc_lengths
     )
     scores.flags.writeable = False
     candidates._scored = _Scored(
-        key, candidates.stats, candidates.tfs, candidates.doc_lengths, scores
+        key, weighed, candidates.stats, candidates.tfs, candidates.doc_lengths, scores
     )
     return scores
 
@@ -345,13 +354,21 @@ def top_rows(
     return rows[order[:k]]
 
 
-def rank_chunks(terms: Sequence[str], candidates: LexicalCandidates, k: int) -> list[RankedChunk]:
+def rank_chunks(
+    terms: Sequence[str],
+    candidates: LexicalCandidates,
+    k: int,
+    weights: Mapping[str, float] | None = None,
+) -> list[RankedChunk]:
     """The top ``k`` candidates by BM25, ties broken by chunk id ascending."""
-    return finish(rank_steps(terms, candidates, k))
+    return finish(rank_steps(terms, candidates, k, weights))
 
 
 def rank_steps(
-    terms: Sequence[str], candidates: LexicalCandidates, k: int
+    terms: Sequence[str],
+    candidates: LexicalCandidates,
+    k: int,
+    weights: Mapping[str, float] | None = None,
 ) -> Steps[list[RankedChunk]]:
     """``rank_chunks`` in steps: the scoring's blocks, then one step per explained result (a
     1,000-term query's scoring and explanations were ~0.1 s in one piece)."""
@@ -359,9 +376,9 @@ def rank_steps(
         raise ValueError(f"k must be >= 0, got {k}")
     if k == 0 or not terms:
         return []
-    scores = yield from candidate_score_steps(terms, candidates)
+    scores = yield from candidate_score_steps(terms, candidates, weights)
     rows = top_rows(scores, candidates.id_order, k)
-    return (yield from ranked_row_steps(terms, candidates, rows, scores))
+    return (yield from ranked_row_steps(terms, candidates, rows, scores, weights))
 
 
 def ranked_rows(
@@ -369,9 +386,10 @@ def ranked_rows(
     candidates: LexicalCandidates,
     rows: npt.NDArray[np.int64],
     scores: npt.NDArray[np.float64],
+    weights: Mapping[str, float] | None = None,
 ) -> list[RankedChunk]:
     """The rows given, as explained results; each explanation sums to the row's score."""
-    return finish(ranked_row_steps(terms, candidates, rows, scores))
+    return finish(ranked_row_steps(terms, candidates, rows, scores, weights))
 
 
 def ranked_row_steps(
@@ -379,11 +397,12 @@ def ranked_row_steps(
     candidates: LexicalCandidates,
     rows: npt.NDArray[np.int64],
     scores: npt.NDArray[np.float64],
+    weights: Mapping[str, float] | None = None,
 ) -> Steps[list[RankedChunk]]:
     """``ranked_rows`` in steps of ``EXPLAIN_BLOCK_CELLS`` result x term cells; the scorer (an
     IDF per distinct term) and the passages' copies are steps of their own (~2 ms each for
     1,000 terms and 100 rows)."""
-    scorer = QueryScorer(terms, candidates.stats)
+    scorer = QueryScorer(terms, candidates.stats, weights=weights)
     yield
     chunks = candidates.chunks(rows)
     yield
