@@ -18,9 +18,12 @@ import streamlit as st
 
 from core.analysis.presentation import (
     CANDIDATE_ORDER,
+    EMPTY_QUERY_NOTE,
+    EMPTY_REASON_SENTENCES,
     FORMULA,
     IDF_FORMULA,
     SCORE_NOTE,
+    SPACES_QUERY_NOTE,
     chip_html,
     clip_end,
     compare_explanations,
@@ -31,6 +34,7 @@ from core.analysis.presentation import (
     formula_lines,
     highlight_html,
     mark_counts,
+    query_terms_markdown,
     stemming_line,
     term_colours,
     term_spans,
@@ -415,17 +419,19 @@ limit = int(
 write_url(query, k, limit)
 within = narrowing(service, workspace())
 
-if query and not query.strip():
-    st.info("The query is only spaces: type words to search for.")
-elif query.strip():
+if not query:  # a fresh screen, or Enter on an empty box: say what to type
+    st.info(EMPTY_QUERY_NOTE)
+elif not query.strip():
+    st.info(SPACES_QUERY_NOTE)
+else:
     try:
         result = service.search(query, k, limit, workspace=workspace(), within=within)
     except ValueError as exc:  # a bound of core.service.bounds, in its own words
         st.error(f"Not searched: {exc}.")
         st.stop()
-    terms = " ".join(f"`{escape_text(t)}`" for t in result.terms) or "(none)"
-    dropped = ", ".join(escape_text(t) for t in result.stopwords_dropped) or "none"
-    st.markdown(f"**Terms:** {terms}  \ndropped as stopwords: {dropped}")
+    st.markdown(
+        query_terms_markdown(result.terms, result.stopwords_dropped, result.characters_dropped)
+    )
     if stemmed := stemming_line(result.surface_terms):
         st.markdown(f"**Indexed as** ({result.profile.value} profile): {stemmed}")
     corpus_line = (
@@ -451,13 +457,9 @@ elif query.strip():
             f"Narrowed to {escape_text(result.within.describe())}. IDF and avgdl are the whole "
             "workspace's (N above): the filter only decides which passages may be candidates."
         )
-    if result.empty_reason == "no terms left after stopwords":
-        st.warning(
-            "No results: no terms left after stopwords (every word of the query is a "
-            "stopword, and stopwords are never indexed)."
-        )
-    elif result.empty_reason:
-        st.warning(f"No results: {result.empty_reason}.")
+    if result.empty_reason:
+        reason = result.empty_reason
+        st.warning(f"No results: {EMPTY_REASON_SENTENCES.get(reason, reason)}.")
         if result.empty_reason == "every match cut by the limit":
             render_why_not(result)
     else:

@@ -21,7 +21,16 @@ from typing import Any
 
 import streamlit as st
 
-from core.analysis.presentation import CANDIDATE_ORDER, TIE_NOTE, escape_text, stemming_line
+from core.analysis.presentation import (
+    CANDIDATE_ORDER,
+    EMPTY_QUERY_NOTE,
+    EMPTY_REASON_SENTENCES,
+    SPACES_QUERY_NOTE,
+    TIE_NOTE,
+    escape_text,
+    query_terms_markdown,
+    stemming_line,
+)
 from core.service import (
     QUERY_BOUNDS_NOTE,
     CeilingJudgments,
@@ -227,21 +236,23 @@ if view is not None:
 write_url(query, k, limit)
 
 if view is None:
-    if not query.strip():  # otherwise core's refusal is shown above
-        st.info("Type a query to compare its limited and unlimited rankings.")
+    if not query:  # otherwise core's refusal is shown above
+        st.info(EMPTY_QUERY_NOTE)
+    elif not query.strip():
+        st.info(SPACES_QUERY_NOTE)
 else:
-    terms = " ".join(f"`{escape_text(t)}`" for t in view.terms) or "(none)"
-    dropped = ", ".join(escape_text(t) for t in view.stopwords_dropped) or "none"
-    st.markdown(f"**Terms:** {terms}  \ndropped as stopwords: {dropped}")
+    st.markdown(query_terms_markdown(view.terms, view.stopwords_dropped, view.characters_dropped))
     if stemmed := stemming_line(view.surface_terms):
         st.markdown(f"**Indexed as** ({view.profile.value} profile): {stemmed}")
     report = view.report
     if view.empty_reason in (
+        "no letters or digits to search for",
         "no terms left after stopwords",
         "no passage contains any term",
         "the filter excludes every passage that contains a term",
     ):
-        st.warning(f"Nothing to compare: {view.empty_reason}.")
+        reason = view.empty_reason
+        st.warning(f"Nothing to compare: {EMPTY_REASON_SENTENCES.get(reason, reason)}.")
     else:
         if view.within is not None:
             st.caption(

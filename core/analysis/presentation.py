@@ -567,3 +567,48 @@ def unknown_filter_line(what: str, plural: str, unknown: Sequence[str], kept: in
         f"The link narrows to {count(len(unknown), what, plural)} "
         f"this workspace does not have: {names}. Left out of the filter{consequence}."
     )
+
+
+#: What a query screen says before anything is typed (or after Enter on an empty box).
+EMPTY_QUERY_NOTE: Final = (
+    "Type the words to search for and press Enter, e.g. “aeroelastic models of heated "
+    "aircraft”: a query is its words (runs of letters and digits), stopwords aside."
+)
+#: What a query screen says when the query is only spaces.
+SPACES_QUERY_NOTE: Final = "The query is only spaces: type words to search for."
+#: The longer sentence a query screen shows for each reason its list is empty (core's reasons).
+EMPTY_REASON_SENTENCES: Final[dict[str, str]] = {
+    "no letters or digits to search for": (
+        "no letters or digits to search for (a query is searched by its words, runs of "
+        "letters and digits; the characters listed as dropped above are not searched)"
+    ),
+    "no terms left after stopwords": (
+        "no terms left after stopwords (every word of the query is a stopword, and stopwords "
+        "are never indexed)"
+    ),
+}
+
+
+def _counted(items: Sequence[str], code: bool) -> str:
+    """Each distinct item once, in first-seen order, with ``×n`` when it occurs n > 1 times."""
+    counts = Counter(items)
+    shown = (f"`{escape_text(t)}`" if code else escape_text(t) for t in counts)
+    return ", ".join(
+        f"{s} ×{counts[t]}" if counts[t] > 1 else s for s, t in zip(shown, counts, strict=True)
+    )
+
+
+def query_terms_markdown(
+    terms: Sequence[str], stopwords: Sequence[str], characters: Sequence[str]
+) -> str:
+    """The query as tokenised, for the top of a query screen: each distinct term once with
+    its count (a pasted page of 500 words showed 500 chips), the stopwords dropped likewise,
+    and the characters no term holds (emoji, punctuation), which were dropped without a word.
+    """
+    line = f"**Terms:** {_counted(terms, code=True) or '(none)'}"
+    line += f"  \ndropped as stopwords: {_counted(stopwords, code=False) or 'none'}"
+    if characters:
+        line += "  \ndropped as neither letters nor digits: " + " ".join(
+            f"“{escape_text(c)}”" for c in characters
+        )
+    return line

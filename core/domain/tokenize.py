@@ -107,6 +107,14 @@ def raw_terms(text: str) -> list[str]:
     return TERM_PATTERN.findall(_normalise(text))
 
 
+def dropped_characters(text: str) -> list[str]:
+    """The characters of ``text`` no term holds (punctuation, symbols, emoji, "_"), spaces
+    aside, distinct, in first-seen order and normalised as the terms are: what a query loses
+    besides its stopwords, so a screen can name it instead of losing it without a word."""
+    between = TERM_PATTERN.sub(" ", _normalise(text))
+    return list(dict.fromkeys(c for c in between if not c.isspace()))
+
+
 def index_terms(terms: list[str], profile: Profile = DEFAULT_PROFILE) -> list[str]:
     """The indexed form of already-split, non-stopword terms under ``profile``, in order."""
     if profile is Profile.ENGLISH:

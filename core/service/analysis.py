@@ -318,7 +318,9 @@ class AnalysisActions(StoreRunner):
             )
         return TruncationView(
             **view,
-            empty_reason=empty_reason(terms, report.matching, len(limited), full.filtered_out),
+            empty_reason=empty_reason(
+                terms, report.matching, len(limited), full.filtered_out, view["query"]
+            ),
             within=within,
             filtered_out=full.filtered_out,
             report=report,

@@ -27,6 +27,7 @@ from core.domain.tokenize import (
     DEFAULT_PROFILE,
     STOPWORDS,
     Profile,
+    dropped_characters,
     raw_terms,
     surface_terms,
     tokenize,
@@ -67,6 +68,7 @@ class NoAccess(LookupError):
 
 #: Why a search returned nothing, in the words the page shows.
 EmptyReason = Literal[
+    "no letters or digits to search for",
     "no terms left after stopwords",
     "no passage contains any term",
     "the filter excludes every passage that contains a term",
@@ -89,6 +91,8 @@ class QueryView(BaseModel):
     distinct_terms: list[str]
     #: Query words dropped as stopwords, in query order.
     stopwords_dropped: list[str]
+    #: Characters of the query no term holds (punctuation, emoji), distinct, in query order.
+    characters_dropped: list[str] = []
     #: The workspace's tokenizer profile, which made ``terms``.
     profile: Profile = DEFAULT_PROFILE
     #: Each distinct query word and the term it is indexed as ("models" → "model").
@@ -111,6 +115,7 @@ def query_view(
         "terms": terms,
         "distinct_terms": sorted(set(terms)),
         "stopwords_dropped": [t for t in raw_terms(query) if t in STOPWORDS],
+        "characters_dropped": dropped_characters(query),
         "profile": profile,
         "surface_terms": surface_terms(query, profile),
     }
@@ -137,9 +142,12 @@ def lookalike(name: str, tenant_id: UUID, known: Iterable[Workspace]) -> Workspa
 
 
 def empty_reason(
-    terms: Sequence[str], matching: int, shown: int, filtered_out: int = 0
+    terms: Sequence[str], matching: int, shown: int, filtered_out: int = 0, query: str = ""
 ) -> EmptyReason | None:
-    """Nothing silently disappears: the first reason a result list is empty."""
+    """Nothing silently disappears: the first reason a result list is empty. ``query`` tells
+    a query of no words at all (emoji, punctuation) from one of stopwords only."""
+    if not terms and not raw_terms(query):
+        return "no letters or digits to search for"
     if not terms:
         return "no terms left after stopwords"
     if matching == 0 and filtered_out:

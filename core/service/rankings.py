@@ -136,7 +136,7 @@ class RankingsActions(StoreRunner):
         return CompareView(
             **view,
             empty_reason=empty_reason(
-                terms, handed.matching, len(comparison.a), handed.filtered_out
+                terms, handed.matching, len(comparison.a), handed.filtered_out, view["query"]
             ),
             comparison=comparison,
             n_docs=handed.stats.n_docs,

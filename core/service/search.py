@@ -220,7 +220,9 @@ class SearchActions(StoreRunner):
             n_docs, avg_doc_length = summary.passages, summary.avg_doc_length
         return SearchResult(
             **view,
-            empty_reason=empty_reason(terms, matching, len(passages), handed.filtered_out),
+            empty_reason=empty_reason(
+                terms, matching, len(passages), handed.filtered_out, view["query"]
+            ),
             n_docs=n_docs,
             avg_doc_length=avg_doc_length,
             doc_frequencies=dict(stats.doc_frequencies),

@@ -25,7 +25,7 @@ from core.analysis.evaluation import (
     parse_qrels,
     parse_queries,
 )
-from core.analysis.presentation import escape_text
+from core.analysis.presentation import EMPTY_REASON_SENTENCES, escape_text
 from core.analysis.truncation import TruncationReport, analyse_truncation, why_not
 from core.domain.bm25 import explain_score
 from core.domain.chunks import ChunkingOptions, workspace_tenant_id
@@ -200,8 +200,12 @@ def test_the_truncation_page_shows_cores_rankings_and_marks_cut_passages(
     assert cut_trace["marker"]["color"] == "#E45756"
 
 
-def test_search_and_truncation_share_one_query_k_and_limit(cranfield: str) -> None:
-    """A click in the menu drops the URL's parameters: the session carries the query over."""
+def test_search_and_truncation_share_the_query_and_keep_their_own_k_and_limit(
+    cranfield: str,
+) -> None:
+    """A click in the menu drops the URL's parameters: the session carries the query over; k
+    and limit stay each screen's own (Truncation's limit followed the analyst to Search and cut
+    its results without a word, issue 48)."""
     at = AppTest.from_file(APP, default_timeout=60)
     at.query_params["ws"] = cranfield
     at.run()
@@ -213,14 +217,18 @@ def test_search_and_truncation_share_one_query_k_and_limit(cranfield: str) -> No
     at.switch_page("pages/truncation.py").run()
     no_exception(at)
     assert at.text_input(key="t_q").value == "boundary layer transition"
-    assert (at.number_input(key="t_k").value, at.slider(key="t_limit").value) == (5, 300)
+    assert (at.number_input(key="t_k").value, at.slider(key="t_limit").value) == (10, 1000)
     at.slider(key="t_limit").set_value(40).run()
     for name in ("q", "k", "limit"):
         at.query_params.pop(name, None)
     at.switch_page("pages/search.py").run()
     no_exception(at)
     assert at.text_input(key="q").value == "boundary layer transition"
-    assert (at.number_input(key="k").value, at.number_input(key="limit").value) == (5, 40)
+    assert (at.number_input(key="k").value, at.number_input(key="limit").value) == (5, 300)
+    for name in ("q", "k", "limit"):
+        at.query_params.pop(name, None)
+    at.switch_page("pages/truncation.py").run()
+    assert at.slider(key="t_limit").value == 40  # Truncation's own limit, kept for it
 
 
 def test_a_cut_decided_by_the_passage_id_tie_break_says_so(cranfield: str, direct: Direct) -> None:
@@ -295,7 +303,8 @@ def test_an_exact_limit_typed_beside_the_slider_moves_it_on_the_querys_own_scale
 )
 def test_an_empty_truncation_says_why(cranfield: str, query: str, reason: str) -> None:
     at = page("pages/truncation.py", cranfield, q=query)
-    assert [w.value for w in at.warning] == [f"Nothing to compare: {reason}."]
+    sentence = EMPTY_REASON_SENTENCES.get(reason, reason)
+    assert [w.value for w in at.warning] == [f"Nothing to compare: {sentence}."]
     assert not at.get("plotly_chart")
 
 
