@@ -1,0 +1,226 @@
+"""Query expansion by pseudo-relevance feedback (RM3), with where every added weight came from.
+
+RM3 as Anserini computes it by default, with each float summed in a stated order so both stores
+(which hand ranking identical columns) give identical weights:
+
+1. the top ``fb_docs`` passages of the unexpanded ranking (score descending, then id) are the
+   feedback; passage D's share is its score over the feedback's scores summed in rank order;
+2. P(w|D) = tf(w, D) / dl(D) over D's terms after the workspace's profile (the tokenizer that
+   indexed it, so tf and dl are the index's own);
+3. R(w) = the sum, over the feedback in rank order, of share(D) * P(w|D);
+4. the ``fb_terms`` highest R(w) are kept (ties by term ascending) and renormalised to sum 1,
+   their sum taken in that kept order;
+5. each distinct query term has P(t|Q) = 1 / (number of distinct query terms), and a term's
+   weight is ``original_weight * P(t|Q) + (1 - original_weight) * R(t)``: a term in both gets
+   both parts, a weight of 0 (a query term when ``original_weight`` is 0) is dropped.
+
+Then the weighted, expanded term set is ranked again (``core.domain.ranking`` with weights; the
+candidate rule is the store's, on the expanded terms). Kept here, in the analysis layer, because
+it is arithmetic on passages a ranking returned; the stores only read candidates, as for any
+query. Rejected: asking a store for each feedback passage's term counts (one more port method
+on every server): tokenising the ten passages' text with the workspace's profile gives the same
+counts the index holds, by the one tokenizer.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from typing import Final, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from core.domain.ranking import RankedChunk
+from core.domain.tokenize import Profile, tokenize
+
+#: Anserini's RM3 defaults: feedback passages, kept expansion terms, the query's own share.
+FB_DOCS: Final = 10
+FB_TERMS: Final = 10
+ORIGINAL_WEIGHT: Final = 0.5
+#: Most feedback passages or expansion terms one expansion takes.
+MAX_FEEDBACK: Final = 100
+
+
+class ExpansionSpec(BaseModel):
+    """How a query is expanded: the method and its parameters, refused outside their ranges."""
+
+    model_config = ConfigDict(frozen=True)
+
+    method: Literal["rm3"] = "rm3"
+    fb_docs: int = Field(default=FB_DOCS, ge=1, le=MAX_FEEDBACK)
+    fb_terms: int = Field(default=FB_TERMS, ge=1, le=MAX_FEEDBACK)
+    original_weight: float = Field(default=ORIGINAL_WEIGHT, ge=0.0, le=1.0, allow_inf_nan=False)
+
+    @property
+    def label(self) -> str:
+        """How the screens name it."""
+        return (
+            f"RM3 (feedback passages {self.fb_docs}, terms {self.fb_terms}, "
+            f"original weight {self.original_weight:g})"
+        )
+
+
+class FeedbackPassage(BaseModel):
+    """One passage the expansion learned from."""
+
+    model_config = ConfigDict(frozen=True)
+
+    chunk_id: str
+    source_id: str
+    chunk_index: int
+    #: Its rank in the unexpanded ranking (1-based) and its score there.
+    rank: int
+    score: float
+    #: Its score over the feedback's summed scores: how much its terms weigh.
+    share: float
+    #: Its length after the profile (dl); 0: it has no term left, and taught nothing.
+    doc_length: int
+
+
+class TermSource(BaseModel):
+    """What one feedback passage gave one term: share(D) * tf(w, D) / dl(D)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    chunk_id: str
+    tf: int
+    part: float
+
+
+class ExpansionTerm(BaseModel):
+    """A term of the expanded query with its weight and both parts of it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    term: str
+    weight: float
+    #: Whether the analyst typed it.
+    typed: bool
+    #: original_weight * P(t|Q): the typed query's part (0 for an added term).
+    query_part: float
+    #: (1 - original_weight) * R(t) renormalised over the kept terms (0 if not kept).
+    feedback_part: float
+    #: R(t) before renormalising: the feedback passages' parts summed in rank order.
+    relevance: float
+    #: Each feedback passage that holds the term, in rank order.
+    sources: list[TermSource] = Field(default_factory=list)
+
+
+class Expansion(BaseModel):
+    """An expanded query: the terms with their weights, and what they came from."""
+
+    model_config = ConfigDict(frozen=True)
+
+    spec: ExpansionSpec
+    feedback: list[FeedbackPassage]
+    #: Every term of the expanded query, by weight descending, then term.
+    terms: list[ExpansionTerm]
+    #: Said on screen when the expansion could not do what was asked (no feedback, fewer
+    #: feedback passages than asked, a passage with no terms); None when it did.
+    note: str | None = None
+
+    @property
+    def weights(self) -> dict[str, float]:
+        """Term -> weight, the input ``QueryScorer`` takes."""
+        return {t.term: t.weight for t in self.terms}
+
+    @property
+    def added(self) -> list[str]:
+        """The terms the expansion added (not typed), by weight."""
+        return [t.term for t in self.terms if not t.typed]
+
+
+def rm3(
+    query_terms: Sequence[str],
+    feedback: Sequence[RankedChunk],
+    profile: Profile,
+    spec: ExpansionSpec,
+) -> Expansion:
+    """The RM3 expansion of ``query_terms`` from ``feedback``, the unexpanded ranking's top
+    passages in rank order (at most ``spec.fb_docs`` of them are used)."""
+    distinct = sorted(set(query_terms))
+    if not distinct:
+        raise ValueError("the query has no terms to expand")
+    used = list(feedback[: spec.fb_docs])
+    notes: list[str] = []
+    if not used:
+        notes.append("no passage matched the query, so there was nothing to learn from")
+    elif len(used) < spec.fb_docs:
+        notes.append(
+            f"only {len(used)} passage{'s' if len(used) != 1 else ''} matched, so the feedback "
+            f"is {len(used)} of the {spec.fb_docs} asked for"
+        )
+    total = 0.0
+    for ranked in used:
+        total += ranked.score
+    passages: list[FeedbackPassage] = []
+    relevance: dict[str, float] = {}
+    sources: dict[str, list[TermSource]] = {}
+    empty = 0
+    for rank, ranked in enumerate(used, start=1):
+        tokens = tokenize(ranked.chunk.text, profile)
+        share = ranked.score / total if total > 0 else 0.0
+        passages.append(
+            FeedbackPassage(
+                chunk_id=ranked.chunk.id,
+                source_id=ranked.chunk.source_id,
+                chunk_index=ranked.chunk.chunk_index,
+                rank=rank,
+                score=ranked.score,
+                share=share,
+                doc_length=len(tokens),
+            )
+        )
+        if not tokens:
+            empty += 1
+            continue
+        dl = len(tokens)
+        for term, tf in sorted(Counter(tokens).items()):
+            part = share * (tf / dl)
+            relevance[term] = relevance.get(term, 0.0) + part
+            sources.setdefault(term, []).append(
+                TermSource(chunk_id=ranked.chunk.id, tf=tf, part=part)
+            )
+    if empty:
+        notes.append(
+            f"{empty} feedback passage{'s' if empty != 1 else ''} had no terms left after the "
+            "profile and added nothing"
+        )
+    kept = sorted(relevance.items(), key=lambda item: (-item[1], item[0]))[: spec.fb_terms]
+    norm = 0.0
+    for _, value in kept:
+        norm += value
+    feedback_weight = 1.0 - spec.original_weight
+    from_feedback = {term: feedback_weight * (value / norm) for term, value in kept if norm > 0}
+    if not from_feedback:
+        notes.append("the query is searched as typed")
+        typed_only = [
+            ExpansionTerm(
+                term=t, weight=1.0, typed=True, query_part=1.0, feedback_part=0.0, relevance=0.0
+            )
+            for t in distinct
+        ]
+        return Expansion(spec=spec, feedback=passages, terms=typed_only, note="; ".join(notes))
+    query_share = spec.original_weight * (1.0 / len(distinct))
+    asked = set(distinct)
+    terms: list[ExpansionTerm] = []
+    for term in sorted(asked | from_feedback.keys()):
+        typed = term in asked
+        query_part = query_share if typed else 0.0
+        feedback_part = from_feedback.get(term, 0.0)
+        weight = query_part + feedback_part
+        if weight <= 0.0:
+            continue
+        terms.append(
+            ExpansionTerm(
+                term=term,
+                weight=weight,
+                typed=typed,
+                query_part=query_part,
+                feedback_part=feedback_part,
+                relevance=relevance.get(term, 0.0),
+                sources=sources.get(term, []) if term in from_feedback else [],
+            )
+        )
+    terms.sort(key=lambda t: (-t.weight, t.term))
+    return Expansion(spec=spec, feedback=passages, terms=terms, note="; ".join(notes) or None)
