@@ -350,14 +350,18 @@ def explanation_rows(
     explanation: ScoreExplanation, columns: Sequence[str] | None = None
 ) -> list[dict[str, object]]:
     """The explanation as table rows (matched terms by contribution, then unmatched by idf);
-    only ``columns`` when given (e.g. ``RANKER_COLUMNS``)."""
+    only ``columns`` when given (e.g. ``RANKER_COLUMNS``). An expanded query's explanation
+    (some weight not 1) has a "weight" column after "term": contribution = weight * idf * TF
+    part; a typed query's has none, as before."""
     parts = sorted(
         explanation.every_term(),
         key=lambda p: (p.tf == 0, -p.contribution, -p.idf, p.term),
     )
+    weighted = bool(explanation.weights)
     rows = [
         {
             "term": p.term,
+            **({"weight": p.weight} if weighted else {}),
             "tf": p.tf,
             "df": p.df,
             "N": p.n_docs,

@@ -10,22 +10,31 @@ from __future__ import annotations
 
 import csv
 import io
+from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from core.analysis.expansion import Expansion, ExpansionSpec, rm3
 from core.analysis.predictors import QueryDifficulty, query_difficulty
 from core.checkpoint import checkpoint, stepped
 from core.domain.bm25 import ScoreExplanation, explain_score
 from core.domain.chunks import StoredChunk
 from core.domain.entities import Entity
 from core.domain.filters import PassageFilter
-from core.domain.ranking import rank_steps
+from core.domain.ranking import (
+    LexicalCandidates,
+    RankedChunk,
+    candidate_score_steps,
+    rank_steps,
+    top_rows,
+)
 from core.domain.tokenize import Profile, tokenize
 from core.service.common import (
     UNLIMITED,
     QueryView,
     bounded_candidates,
     check_k_limit,
+    check_query_terms,
     empty_reason,
     entity_names,
     query_view,
@@ -56,6 +65,12 @@ class RankedPassage(BaseModel):
     entities: list[Entity] = Field(default_factory=list)
     #: 1-based position in the store's candidate order (matched-term count desc, id asc).
     candidate_position: int
+    #: With an expansion: its rank in the unexpanded ranking at the same limit (None: it held
+    #: no typed term, or the limit cut it there). Without one: None.
+    rank_before: int | None = None
+    #: With an expansion, for a passage that entered the top k: the added term contributing
+    #: most to its score (None: it was in the unexpanded top k too, or no added term helped).
+    brought_by: str | None = None
 
 
 class SearchResult(QueryView):
@@ -78,6 +93,9 @@ class SearchResult(QueryView):
     filtered_out: int = 0
     #: The query performance predictors from the numbers above (None when no terms).
     difficulty: QueryDifficulty | None = None
+    #: The expansion the passages were ranked with (None: the query as typed). With one, the
+    #: statistics, counts and candidates are those of the expanded term set's read.
+    expansion: Expansion | None = None
 
     def to_json(self) -> str:
         """The result list with every explanation, as JSON."""
@@ -133,6 +151,16 @@ class SearchResult(QueryView):
         return out.getvalue()
 
 
+def brought_by(explanation: ScoreExplanation, added: set[str]) -> str | None:
+    """The added term contributing most to a passage's score (ties: the first by term)."""
+    best = max(
+        (p for p in explanation.terms if p.term in added and p.contribution > 0),
+        key=lambda p: (p.contribution, [-ord(c) for c in p.term]),
+        default=None,
+    )
+    return None if best is None else best.term
+
+
 class SearchActions(StoreRunner):
     """The Search screen's actions."""
 
@@ -144,28 +172,37 @@ class SearchActions(StoreRunner):
         *,
         workspace: str,
         within: PassageFilter | None = None,
+        expand: ExpansionSpec | None = None,
     ) -> SearchResult:
         """Rank the workspace's passages for ``query``; says why when nothing is found.
 
         ``within`` narrows the candidates to sources, entities or metadata values before the
         limit (``core.domain.filters``); the statistics stay the whole workspace's.
+        ``expand``: rank again with the query expanded (``core.analysis.expansion``) from the
+        unexpanded ranking's top passages at the same limit and filter.
         """
         check_k_limit(k, limit)
         if within is not None and within.empty:
             within = None
-        return self._call_query(query, self._search(query, k, limit, workspace, within))
+        return self._call_query(query, self._search(query, k, limit, workspace, within, expand))
 
     async def _search(
-        self, query: str, k: int, limit: int, workspace: str, within: PassageFilter | None
+        self,
+        query: str,
+        k: int,
+        limit: int,
+        workspace: str,
+        within: PassageFilter | None,
+        expand: ExpansionSpec | None = None,
     ) -> SearchResult:
         tenant = await tenant_of(self._store, workspace)
         profile = await workspace_profile(self._store, workspace)
         generation = await self._store.generation(tenant)
-        key = ("search", tenant, profile, generation, query, k, limit, within)
+        key = ("search", tenant, profile, generation, query, k, limit, within, expand)
         cached = self._results.get(key)
         if isinstance(cached, SearchResult):
             return cached
-        result = await self._ranked(query, k, limit, workspace, profile, within)
+        result = await self._ranked(query, k, limit, workspace, profile, within, expand)
         self._results.put(key, result)
         return result
 
@@ -177,17 +214,39 @@ class SearchActions(StoreRunner):
         workspace: str,
         profile: Profile,
         within: PassageFilter | None = None,
+        expand: ExpansionSpec | None = None,
     ) -> SearchResult:
         tenant = await tenant_of(self._store, workspace)
         view = query_view(query, k, limit, workspace, profile)
         terms = view["terms"]
         # One read, one snapshot: the store counts what matched and hands over ``limit``.
         handed = await bounded_candidates(self._store, terms, tenant, limit, within)
-        matching = handed.matching
         await checkpoint()
         ranked = await stepped(rank_steps(terms, handed, k))
+        # From the read's own numbers: no second read (core.analysis.predictors).
+        difficulty = (
+            query_difficulty(
+                terms,
+                handed.stats,
+                handed.matching,
+                handed.cut_by_limit,
+                [r.score for r in ranked],
+                filtered_out=handed.filtered_out,
+            )
+            if terms
+            else None
+        )
+        expansion: Expansion | None = None
+        before: dict[str, int] = {}
+        if expand is not None and terms:
+            expansion, before, handed, ranked = await self._expanded(
+                terms, handed, k, limit, tenant, profile, within, expand
+            )
+        matching = handed.matching
         position = {chunk_id: i + 1 for i, chunk_id in enumerate(handed.ids)}
         names = await entity_names(self._store, [r.chunk for r in ranked], tenant)
+        top_before = {chunk_id for chunk_id, rank in before.items() if rank <= k}
+        added = set(expansion.added) if expansion is not None else set()
         passages = [
             RankedPassage(
                 rank=i + 1,
@@ -196,24 +255,17 @@ class SearchActions(StoreRunner):
                 explanation=r.explanation,
                 entities=[names[e] for e in r.chunk.entity_ids if e in names],
                 candidate_position=position[r.chunk.id],
+                rank_before=before.get(r.chunk.id),
+                brought_by=(
+                    brought_by(r.explanation, added)
+                    if expansion is not None and r.chunk.id not in top_before
+                    else None
+                ),
             )
             for i, r in enumerate(ranked)
         ]
         stats = handed.stats
         n_docs, avg_doc_length = stats.n_docs, stats.avg_doc_length
-        # From the read's own numbers: no second read (core.analysis.predictors).
-        difficulty = (
-            query_difficulty(
-                terms,
-                stats,
-                matching,
-                handed.cut_by_limit,
-                [p.score for p in passages],
-                filtered_out=handed.filtered_out,
-            )
-            if terms
-            else None
-        )
         if not terms:
             # The store reads nothing for no terms (contract); the corpus is still there.
             summary = await self._store.corpus_summary(tenant)
@@ -233,7 +285,35 @@ class SearchActions(StoreRunner):
             within=within,
             filtered_out=handed.filtered_out,
             difficulty=difficulty,
+            expansion=expansion,
         )
+
+    async def _expanded(
+        self,
+        terms: list[str],
+        handed: LexicalCandidates,
+        k: int,
+        limit: int,
+        tenant: UUID,
+        profile: Profile,
+        within: PassageFilter | None,
+        spec: ExpansionSpec,
+    ) -> tuple[Expansion, dict[str, int], LexicalCandidates, list[RankedChunk]]:
+        """The expansion of ``terms`` from their ranking's top ``spec.fb_docs`` (in ``handed``,
+        the read at ``limit``), every passage's unexpanded rank, and the expanded read and
+        ranking: the candidate rule applies to the expanded term set (a second read)."""
+        feedback = await stepped(rank_steps(terms, handed, spec.fb_docs))
+        expansion = rm3(terms, feedback, profile, spec)
+        scores = await stepped(candidate_score_steps(terms, handed))
+        order = top_rows(scores, handed.id_order, len(handed))
+        before = {str(handed.ids[row]): i + 1 for i, row in enumerate(order.tolist())}
+        weights = expansion.weights
+        expanded = sorted(weights)
+        check_query_terms(expanded, "the expanded query")
+        again = await bounded_candidates(self._store, expanded, tenant, limit, within)
+        await checkpoint()
+        ranked = await stepped(rank_steps(expanded, again, k, weights))
+        return expansion, before, again, ranked
 
     def explain(self, query: str, chunk_id: str, *, workspace: str) -> ScoreExplanation:
         """The explanation of one passage for ``query``, whether or not it was ranked."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from core.analysis.expansion import FB_DOCS, FB_TERMS, ORIGINAL_WEIGHT
 from core.domain.tokenize import DEFAULT_PROFILE, Profile
 from core.ingest import bulk
 from core.terminal.common import (
@@ -143,6 +144,28 @@ def add_query_commands(commands: argparse._SubParsersAction[argparse.ArgumentPar
         "--explain", action="store_true", help="each query term's idf, TF part and contribution"
     )
     search.add_argument("--json", action="store_true", help="one JSON object per line")
+    search.add_argument(
+        "--expand",
+        choices=("rm3",),
+        default=None,
+        help=(
+            "expand the query by pseudo-relevance feedback (RM3) from its own top passages, "
+            "then rank again; prints each added term's weight and where it came from"
+        ),
+    )
+    search.add_argument(
+        "--fb-docs", type=int, default=FB_DOCS, metavar="N", help=f"feedback passages ({FB_DOCS})"
+    )
+    search.add_argument(
+        "--fb-terms", type=int, default=FB_TERMS, metavar="N", help=f"terms kept ({FB_TERMS})"
+    )
+    search.add_argument(
+        "--original-weight",
+        type=float,
+        default=ORIGINAL_WEIGHT,
+        metavar="X",
+        help=f"the typed query's share of the weights, 0..1 ({ORIGINAL_WEIGHT:g})",
+    )
     evaluate = commands.add_parser(
         "evaluate",
         help="evaluate a query set of a workspace against its grades, as the Evaluate screen does",

@@ -6,10 +6,12 @@ from __future__ import annotations
 import argparse
 from typing import IO, Final
 
+from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from core.analysis.expansion import ExpansionSpec
 from core.analysis.presentation import explanation_rows
 from core.domain.bm25 import IdfForm, ScoreExplanation, TermContribution
 from core.ingest.names import terminal_safe
@@ -34,12 +36,20 @@ def _leaf(value: object, description: str) -> dict[str, object]:
 
 
 def _term_node(part: TermContribution, explanation: ScoreExplanation) -> dict[str, object]:
-    """One term's part of a score: contribution = idf * tf part, each with its inputs."""
+    """One term's part of a score: contribution = idf * tf part (weight * idf * tf part for a
+    weighted term of an expanded query), each with its inputs."""
+    weighted = part.term in explanation.weights
+    formula = "(weight * idf) * tf part" if weighted else "idf * tf part"
     return {
         "value": part.contribution,
-        "description": f"term {part.term!r}: contribution, computed as idf * tf part from:",
+        "description": f"term {part.term!r}: contribution, computed as {formula} from:",
         "term": part.term,
         "details": [
+            *(
+                [_leaf(part.weight, "weight, the term's weight in the expanded query")]
+                if weighted
+                else []
+            ),
             {
                 "value": part.idf,
                 "description": f"idf, computed as {IDF_FORMULAS[explanation.idf_form]} from:",
@@ -105,6 +115,7 @@ def _search_lines(result: SearchResult, explain: bool, stream: IO[str]) -> None:
             "cut_by_limit": result.cut_by_limit,
             "shown": len(result.passages),
             "empty_reason": result.empty_reason,
+            **({"expansion": result.expansion.model_dump()} if result.expansion else {}),
         },
     )
     for passage in result.passages:
@@ -117,6 +128,11 @@ def _search_lines(result: SearchResult, explain: bool, stream: IO[str]) -> None:
                 "source_id": passage.chunk.source_id,
                 "chunk_index": passage.chunk.chunk_index,
                 "candidate_position": passage.candidate_position,
+                **(
+                    {"rank_before": passage.rank_before, "brought_by": passage.brought_by}
+                    if result.expansion is not None
+                    else {}
+                ),
                 "score": score_node(passage, explain),
             },
         )
@@ -156,6 +172,8 @@ def _search_tables(result: SearchResult, explain: bool, console: Console) -> Non
     if result.empty_reason is not None:
         console.print(f"no results: {result.empty_reason}", markup=False, highlight=False)
         return
+    if result.expansion is not None:
+        console.print(_expansion_table(result))
     table = Table(title="Results")
     table.add_column("rank", justify="right")
     number_column(table, "score")
@@ -163,9 +181,16 @@ def _search_tables(result: SearchResult, explain: bool, console: Console) -> Non
     table.add_column("passage", justify="right")
     table.add_column("candidate", justify="right")
     table.add_column("passage id", overflow="fold")
+    if result.expansion is not None:
+        table.add_column("before", justify="right")
+        table.add_column("brought by", overflow="fold")
     table.add_column("text")
     for passage in result.passages:
         chunk = passage.chunk
+        moved: list[str | Text] = []
+        if result.expansion is not None:
+            before = "-" if passage.rank_before is None else str(passage.rank_before)
+            moved = [before, Text(terminal_safe(passage.brought_by or ""))]
         table.add_row(
             str(passage.rank),
             repr(passage.score),
@@ -173,6 +198,7 @@ def _search_tables(result: SearchResult, explain: bool, console: Console) -> Non
             str(chunk.chunk_index + 1),
             str(passage.candidate_position),
             chunk.id,
+            *moved,
             _snippet(chunk.text),
         )
     console.print(table)
@@ -191,6 +217,31 @@ def _search_tables(result: SearchResult, explain: bool, console: Console) -> Non
 EXPLANATION_COLUMNS: Final = ("term", "tf", "df", "N", "idf", "dl", "avgdl", "TF part")
 
 
+def _expansion_table(result: SearchResult) -> Table:
+    """The expanded query: each term's weight, its two parts, and the feedback it came from."""
+    assert result.expansion is not None
+    expansion = result.expansion
+    rank = {p.chunk_id: p.rank for p in expansion.feedback}
+    title = f"Expanded query: {expansion.spec.label}"
+    if expansion.note:
+        title += f" ({expansion.note})"
+    table = Table(title=Text(terminal_safe(title)))
+    table.add_column("term", overflow="fold")
+    for name in ("weight", "query part", "feedback part"):
+        number_column(table, name)
+    table.add_column("from feedback passages (rank: part)", overflow="fold")
+    for term in expansion.terms:
+        sources = ", ".join(f"{rank[s.chunk_id]}: {s.part!r}" for s in term.sources)
+        table.add_row(
+            Text(terminal_safe(term.term + ("" if term.typed else " (added)"))),
+            repr(term.weight),
+            repr(term.query_part),
+            repr(term.feedback_part),
+            sources or "-",
+        )
+    return table
+
+
 def _explanation_table(passage: RankedPassage) -> Table:
     """One passage's explanation, a row per query term in the screen's order."""
     chunk = passage.chunk
@@ -200,11 +251,13 @@ def _explanation_table(passage: RankedPassage) -> Table:
     )
     table = Table(title=Text(title))
     table.add_column("term", overflow="fold")
-    for name in (*EXPLANATION_COLUMNS[1:], "contribution"):
+    weighted = ("weight",) if passage.explanation.weights else ()
+    columns = (*weighted, *EXPLANATION_COLUMNS[1:], "contribution")
+    for name in columns:
         number_column(table, name)
     for row in explanation_rows(passage.explanation):
         cells = [Text(terminal_safe(str(row["term"])))]
-        for name in (*EXPLANATION_COLUMNS[1:], "contribution"):
+        for name in columns:
             value = row[name]
             cells.append(Text(repr(value) if isinstance(value, float) else str(value)))
         table.add_row(*cells)
@@ -222,7 +275,25 @@ def search(args: argparse.Namespace, console: Console) -> int:
         if workspace is None:
             return EXIT_UNUSABLE
         try:
-            result = service.search(args.query, args.k, args.limit, workspace=workspace)
+            expand = (
+                ExpansionSpec(
+                    fb_docs=args.fb_docs,
+                    fb_terms=args.fb_terms,
+                    original_weight=args.original_weight,
+                )
+                if args.expand
+                else None
+            )
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"--{'-'.join(str(e['loc'][0]).split('_'))}: {e['msg']}" for e in exc.errors()
+            )
+            console.print(f"error: not searched: {problems}", markup=False, highlight=False)
+            return EXIT_UNUSABLE
+        try:
+            result = service.search(
+                args.query, args.k, args.limit, workspace=workspace, expand=expand
+            )
         except ValueError as exc:  # a bound of core.service.bounds, in its own words
             console.print(f"error: not searched: {exc}", markup=False, highlight=False)
             return EXIT_UNUSABLE

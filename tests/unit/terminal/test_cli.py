@@ -26,6 +26,7 @@ import asyncpg
 import pytest
 
 from core.analysis.diagnosis import CAUSE_NOTES
+from core.analysis.expansion import ExpansionSpec
 from core.domain.chunks import ChunkingOptions, workspace_tenant_id
 from core.domain.entities import RuleBasedExtractor, load_entity_list
 from core.domain.ranking import rank_chunks
@@ -724,3 +725,45 @@ def test_diagnose_prints_the_facades_cause_of_every_lost_passage_and_the_share_o
         for c, n in expected.by_cause.items()
     ]
     assert expected.ceiling_note[:40] in out
+
+
+@pytest.mark.postgres
+def test_search_expand_rm3_prints_the_facades_expansion_and_each_weight_as_a_factor(
+    facade: LexplainService,
+) -> None:
+    status, out = run(
+        "search", QUERY, "--workspace", SAMPLE, "--k", "5", "--explain", "--json",
+        "--expand", "rm3", "--fb-docs", "8", "--fb-terms", "12", "--original-weight", "0.6",
+    )  # fmt: skip
+    assert status == 0, out
+    spec = ExpansionSpec(fb_docs=8, fb_terms=12, original_weight=0.6)
+    expected = facade.search(QUERY, 5, 1000, workspace=SAMPLE, expand=spec)
+    assert expected.expansion is not None and expected.expansion.added
+    head, *passages = [json.loads(line) for line in out.splitlines()]
+    assert head["expansion"] == json.loads(expected.expansion.model_dump_json())
+    assert head["doc_frequencies"] == expected.doc_frequencies
+    for line, passage in zip(passages, expected.passages, strict=True):
+        assert (line["chunk_id"], line["rank_before"], line["brought_by"]) == (
+            passage.chunk.id, passage.rank_before, passage.brought_by
+        )  # fmt: skip
+        assert line["score"]["value"] == passage.score
+        for node, part in zip(
+            line["score"]["details"], passage.explanation.every_term(), strict=True
+        ):
+            weight, idf, tf_part = node["details"]
+            assert weight["value"] == part.weight == expected.expansion.weights[part.term]
+            assert (node["value"], idf["value"], tf_part["value"]) == (
+                part.contribution, part.idf, part.tf_part
+            )  # fmt: skip
+            assert "(weight * idf) * tf part" in node["description"]
+
+
+@pytest.mark.postgres
+def test_an_expansion_parameter_out_of_range_is_refused_in_one_line(
+    facade: LexplainService,
+) -> None:
+    status, out = run("search", QUERY, "--workspace", SAMPLE, "--expand", "rm3", "--fb-docs", "0")
+    assert status == 2
+    assert out.strip().splitlines() == [
+        "error: not searched: --fb-docs: Input should be greater than or equal to 1"
+    ]
