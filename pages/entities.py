@@ -1,8 +1,10 @@
 """Entities: who and what the passages mention, and where. Rendering only.
 
-A filterable table, then one entity's passages in the store's order with its
-mentions marked (offsets recorded at ingest, not re-extracted), and a button
-that runs a search for it. The extractor's limits are stated, not hidden.
+Counts by kind, a table searched by name, filtered by kind and sorted by the passages that
+mention an entity (all from ``service.entity_overview``: the page filters and counts nothing),
+then one entity's passages in the store's order with its mentions marked (offsets recorded at
+ingest, not re-extracted), and a button that runs a search for it. The extractor's limits are
+stated, not hidden.
 """
 
 from __future__ import annotations
@@ -13,16 +15,22 @@ from core.analysis.presentation import Span, clip_end, count, escape_text, highl
 from core.service import (
     DEFAULT_K,
     DEFAULT_LIMIT,
+    ENTITY_KIND_HEADINGS,
+    ENTITY_KINDS,
+    ENTITY_ORDERS,
     EXAMPLE_WITH_NAMES,
     EXAMPLE_WORKSPACE,
     EXTRACTOR_LIMITS,
     PASSAGE_MARK,
+    EntityOrder,
 )
 from pages.common import WORKSPACE_PARAM, offer_sample, screen, workspace
 from pages.narrowing import entity_search_params
 
 #: The query parameters of a search for an entity: core's default k and limit.
 SEARCH_PARAMS = {"k": str(DEFAULT_K), "limit": str(DEFAULT_LIMIT)}
+#: What each order is called on the screen.
+ORDER_LABELS: dict[EntityOrder, str] = {"passages": "passages mentioned", "name": "name"}
 #: A one-time message after the example was added elsewhere.
 EXAMPLE_NOTICE = "_example_notice"
 
@@ -78,15 +86,35 @@ if not entities:
 
 if notice := st.session_state.pop(EXAMPLE_NOTICE, None):
     st.warning(escape_text(notice))
-needle = st.text_input("Filter by name", key="entity_filter").casefold().strip()
-shown = [e for e in entities if needle in e.entity.name.casefold()]
+overview = service.entity_overview(
+    workspace=ws,
+    name=st.text_input("Search names", key="entity_filter", placeholder="e.g. warhol"),
+    kind=st.session_state.get("entity_kind"),
+    order=st.session_state.get("entity_order", ENTITY_ORDERS[0]),
+)
+for column, kind in zip(st.columns(len(ENTITY_KINDS)), ENTITY_KINDS, strict=True):
+    column.metric(ENTITY_KIND_HEADINGS[kind], f"{overview.by_kind[kind]:,}")
+left, right = st.columns(2)
+left.selectbox(
+    "Kind",
+    ENTITY_KINDS,
+    index=None,
+    key="entity_kind",
+    placeholder="any kind",
+    format_func=lambda kind: ENTITY_KIND_HEADINGS[kind],
+)
+right.radio(
+    "Sort by", ENTITY_ORDERS, key="entity_order", horizontal=True, format_func=ORDER_LABELS.get
+)
+shown = overview.shown
+st.caption(f"{len(shown):,} of {count(overview.total, 'entity', 'entities')} shown")
 st.dataframe(
     [{"name": e.entity.name, "kind": e.entity.kind, "passages": e.passages} for e in shown],
     hide_index=True,
     key="entity-table",
 )
 if not shown:
-    st.info("No entity matches the filter.")
+    st.info("No entity matches the search.")
     st.stop()
 by_id = {str(e.entity.entity_id): e for e in shown}
 chosen_id = st.selectbox(

@@ -454,7 +454,7 @@ else:
         st.caption(escape_text(hard))  # core's words (core.analysis.predictors)
     if result.within is not None:
         st.caption(
-            f"Narrowed to {escape_text(result.within.describe())}. IDF and avgdl are the whole "
+            f"Narrowed to {escape_text(result.within_words)}. IDF and avgdl are the whole "
             "workspace's (N above): the filter only decides which passages may be candidates."
         )
     if result.empty_reason:

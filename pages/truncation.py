@@ -256,7 +256,7 @@ else:
     else:
         if view.within is not None:
             st.caption(
-                f"Narrowed to {escape_text(view.within.describe())}: "
+                f"Narrowed to {escape_text(view.within_words)}: "
                 f"{view.filtered_out:,} passages holding a query term excluded by the filter, "
                 "before the limit; IDF and avgdl stay the whole workspace's."
             )

@@ -19,6 +19,7 @@ the reference every store's reading of it (numpy rows, SQL) is tested against.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 from uuid import UUID
 
@@ -96,13 +97,18 @@ class PassageFilter(BaseModel):
                 return False
         return True
 
-    def describe(self) -> str:
-        """The filter in words, for a screen or a terminal ("" when it restricts nothing)."""
+    def describe(self, entity_names: Mapping[UUID, str] | None = None) -> str:
+        """The filter in words, for a screen or a terminal ("" when it restricts nothing).
+
+        An entity is named by ``entity_names`` when it holds its id (an analyst reads
+        "Andy Warhol", not a UUID), by its id otherwise.
+        """
+        names = entity_names or {}
         parts = []
         if self.sources:
             parts.append(_alternatives("source", self.sources))
         if self.entities:
-            parts.append(_alternatives("entity", [str(e) for e in self.entities]))
+            parts.append(_alternatives("entity", [names.get(e, str(e)) for e in self.entities]))
         for match in self.metadata:
             parts.append(_alternatives(match.field, match.values))
         return " and ".join(parts)

@@ -8,7 +8,8 @@ A package by screen family, so a new screen adds a module instead of growing one
 | ``common`` | the query view, the empty-result rule, entity names |
 | ``search`` | Search: ranked passages and their explanations |
 | ``analysis`` | Truncation, "why not?", Evaluate |
-| ``library`` | Upload, sources, Entities, workspaces |
+| ``library`` | Upload, sources, an entity's passages, workspaces |
+| ``entities`` | Entities: counts by kind, the name search and the order |
 | ``access`` | sign-in: a person's guarded view, owners and members |
 | ``corpus`` | Corpus: counts, lengths, the term browser |
 | ``rankings`` | Compare rankings, workspace tokenizer profiles |
@@ -61,7 +62,7 @@ from core.analysis.rankers import (
 from core.analysis.tuning import DEFAULT_BS, DEFAULT_K1S, METRICS, GridSpec, TuningGrid, grid_values
 from core.domain.bm25 import ScoreExplanation
 from core.domain.chunks import ChunkingOptions
-from core.domain.entities import EXTRACTOR_LIMITS
+from core.domain.entities import ENTITY_KINDS, EXTRACTOR_LIMITS, EntityKind
 from core.domain.filters import MetadataMatch, PassageFilter
 from core.domain.judging import GRADE_NAMES
 from core.domain.tokenize import DEFAULT_PROFILE, Profile
@@ -109,6 +110,7 @@ from core.service.common import (
     QueryView,
 )
 from core.service.corpus import TERM_BROWSER_LIMIT, CorpusView, TermInfo, TermPassage
+from core.service.entities import ENTITY_KIND_HEADINGS, ENTITY_ORDERS, EntityOrder, EntityOverview
 from core.service.facade import LexplainService, StoreUnreachable
 from core.service.grading import SEARCH_SET, CeilingJudgments, LimitCeiling
 from core.service.judging import DEFAULT_POOL, QueryHardness
@@ -137,6 +139,9 @@ __all__ = [
     "DEFAULT_POOL",
     "DEFAULT_PROFILE",
     "DEFAULT_WORKSPACE",
+    "ENTITY_KINDS",
+    "ENTITY_KIND_HEADINGS",
+    "ENTITY_ORDERS",
     "EVALUATE_BOUNDS_NOTE",
     "EXAMPLE_WITH_NAMES",
     "EXAMPLE_WORKSPACE",
@@ -176,6 +181,9 @@ __all__ = [
     "CompareView",
     "CorpusView",
     "EmptyReason",
+    "EntityKind",
+    "EntityOrder",
+    "EntityOverview",
     "EntityPassage",
     "EvaluationComparison",
     "EvaluationRun",

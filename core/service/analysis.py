@@ -48,6 +48,7 @@ from core.service.common import (
     combine_judgments,
     decoded_file,
     empty_reason,
+    filter_words,
     judged_files,
     query_view,
     workspace_profile,
@@ -118,6 +119,8 @@ class TruncationView(QueryView):
     #: The filter both sides were read under (None: the whole workspace), and the passages
     #: holding a query term it excluded (apart from what the limit cut).
     within: PassageFilter | None = None
+    #: That filter in words, its entities by name ("" without a filter).
+    within_words: str = ""
     filtered_out: int = 0
 
 
@@ -281,9 +284,8 @@ class AnalysisActions(StoreRunner):
         )
         terms = view["terms"]
         await checkpoint()  # tokenising 1,000 distinct words was ~2 ms
-        full = await bounded_candidates(
-            self._store, terms, await tenant_of(self._store, workspace), UNLIMITED, within
-        )
+        tenant = await tenant_of(self._store, workspace)
+        full = await bounded_candidates(self._store, terms, tenant, UNLIMITED, within)
         await checkpoint()
         report = await stepped(truncation_steps(terms, full, k, limit))
         await checkpoint()  # the report's last piece, then the view of it: ~2 ms each
@@ -322,6 +324,7 @@ class AnalysisActions(StoreRunner):
                 terms, report.matching, len(limited), full.filtered_out, view["query"]
             ),
             within=within,
+            within_words=await filter_words(self._store, within, tenant),
             filtered_out=full.filtered_out,
             report=report,
             unlimited=unlimited,

@@ -21,6 +21,7 @@ from core.analysis.truncation import UNLIMITED as UNLIMITED
 from core.domain.agreement import combined_grade
 from core.domain.chunks import StoredChunk
 from core.domain.entities import Entity
+from core.domain.filters import PassageFilter
 from core.domain.judging import Judgment, QuerySet
 from core.domain.names import name_key
 from core.domain.tokenize import (
@@ -167,6 +168,14 @@ async def entity_names(
     if not wanted:
         return {}
     return {e.entity_id: e for e in await store.get_entities(wanted, tenant)}
+
+
+async def filter_words(store: ChunkStore, within: PassageFilter | None, tenant: UUID) -> str:
+    """``within`` in words, its entities by name (one read; "" without a filter)."""
+    if within is None:
+        return ""
+    named = await store.get_entities(list(within.entities), tenant) if within.entities else []
+    return within.describe({e.entity_id: e.name for e in named})
 
 
 def read_query_set(tenant_id: UUID, name: str, data: bytes | str, fmt: QueryFormat) -> QuerySet:

@@ -20,6 +20,7 @@ from core.service.analysis import AnalysisActions
 from core.service.common import DEFAULT_WORKSPACE
 from core.service.corpus import CorpusActions
 from core.service.diagnosis import DiagnosisActions
+from core.service.entities import EntityActions
 from core.service.grading import GradingActions
 from core.service.judging import JudgingActions
 from core.service.library import LibraryActions
@@ -43,6 +44,7 @@ class LexplainService(
     SearchActions,
     AnalysisActions,
     LibraryActions,
+    EntityActions,
     CorpusActions,
     ParityActions,
     RankingsActions,

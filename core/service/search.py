@@ -37,6 +37,7 @@ from core.service.common import (
     check_query_terms,
     empty_reason,
     entity_names,
+    filter_words,
     query_view,
     workspace_profile,
 )
@@ -88,6 +89,8 @@ class SearchResult(QueryView):
     passages: list[RankedPassage]
     #: The filter the candidates were restricted to (None: the whole workspace).
     within: PassageFilter | None = None
+    #: That filter in words, its entities by name ("" without a filter).
+    within_words: str = ""
     #: Passages containing a query term that the filter excluded (before the limit; 0
     #: without a filter). ``matching_passages`` counts only those it admits.
     filtered_out: int = 0
@@ -283,6 +286,7 @@ class SearchActions(StoreRunner):
             cut_by_limit=handed.cut_by_limit,
             passages=passages,
             within=within,
+            within_words=await filter_words(self._store, within, tenant),
             filtered_out=handed.filtered_out,
             difficulty=difficulty,
             expansion=expansion,

@@ -18,6 +18,7 @@ from __future__ import annotations
 from core.domain.entities.entity_list import EntityListError, ListedEntity, load_entity_list
 from core.domain.entities.lexicon import place_names
 from core.domain.entities.model import (
+    ENTITY_KINDS,
     ENTITY_NAMESPACE,
     Entity,
     EntityExtractor,
@@ -30,6 +31,7 @@ from core.domain.entities.model import (
 from core.domain.entities.rules import EXTRACTOR_LIMITS, RuleBasedExtractor, entity_list_extractor
 
 __all__ = [
+    "ENTITY_KINDS",
     "ENTITY_NAMESPACE",
     "EXTRACTOR_LIMITS",
     "Entity",

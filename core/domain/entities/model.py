@@ -10,13 +10,15 @@ from __future__ import annotations
 import re
 import unicodedata
 import uuid
-from typing import Literal, Protocol
+from typing import Literal, Protocol, get_args
 from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 #: What an entity can be; "other" covers acronyms and names of unknown kind.
 EntityKind = Literal["person", "organisation", "place", "other"]
+#: Every kind, in the order screens list them.
+ENTITY_KINDS: tuple[EntityKind, ...] = get_args(EntityKind)
 #: The namespace of every EntityId (a fixed, random UUID; never change it).
 ENTITY_NAMESPACE: UUID = UUID("6f1d3c52-9a0e-4b8e-bb0b-2f5c1e7d4a91")
 #: Runs of whitespace collapse to one space in a normalised name.

@@ -1,0 +1,95 @@
+"""The Entities screen an analyst can use: counts by kind, a name search, a kind, an order, and
+a search narrowed to an entity that names it.
+
+The numbers on screen are compared with the facade's (``entity_overview``), which
+tests/unit/service/test_entity_overview.py checks against the extractor: the page must show
+them, not count again.
+"""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from core.analysis.presentation import escape_text
+from core.service import ENTITY_KIND_HEADINGS, ENTITY_KINDS
+from pages.common import get_service
+
+APP = str(Path(__file__).resolve().parents[2] / "app.py")
+DOCS = {
+    "a.txt": "Andy Warhol painted soup in Paris for NASA.",
+    "b.txt": "The Louvre in Paris hosted Andy Warhol and Marcel Duchamp.",
+    "c.txt": "Later, Warhol met NASA engineers in Paris.",
+}
+
+pytestmark = pytest.mark.usefixtures("in_memory_store")
+
+
+def loaded() -> str:
+    workspace = f"ui-{uuid.uuid4().hex[:8]}"
+    service = get_service()
+    service.create_workspace(workspace)
+    reports = service.upload_files([(n, t.encode()) for n, t in DOCS.items()], workspace=workspace)
+    assert all(r.error is None for r in reports)
+    return workspace
+
+
+def screen(workspace: str, page: str = "pages/entities.py", **params: str) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params["ws"] = workspace
+    for key, value in params.items():
+        at.query_params[key] = value
+    at.run()
+    at.switch_page(page).run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def table(at: AppTest) -> list[dict[str, Any]]:
+    return list(at.dataframe[0].value.to_dict(orient="records"))
+
+
+def test_the_screen_shows_the_facades_count_of_each_kind() -> None:
+    workspace = loaded()
+    at = screen(workspace)
+    overview = get_service().entity_overview(workspace=workspace)
+    shown = {m.label: m.value for m in at.metric}
+    assert shown == {ENTITY_KIND_HEADINGS[k]: f"{overview.by_kind[k]:,}" for k in ENTITY_KINDS}
+    assert shown["People"] == str(overview.by_kind["person"]) != "0"
+
+
+def test_the_name_search_kind_and_order_change_the_table_as_the_facade_says() -> None:
+    workspace = loaded()
+    at = screen(workspace)
+    # By passages mentioned by default: Paris is in all three.
+    assert table(at)[0] == {"name": "Paris", "kind": "place", "passages": 3}
+    at.text_input(key="entity_filter").input("WARHOL").run()
+    want = get_service().entity_overview(workspace=workspace, name="WARHOL").shown
+    assert [r["name"] for r in table(at)] == [s.entity.name for s in want]
+    assert "Andy Warhol" in [r["name"] for r in table(at)]
+    at.text_input(key="entity_filter").input("").run()
+    at.radio(key="entity_order").set_value("name").run()
+    names = [r["name"] for r in table(at)]
+    assert names == sorted(names, key=str.casefold) and names[0] == "Andy Warhol"
+    at.selectbox(key="entity_kind").set_value("place").run()
+    assert table(at) == [{"name": "Paris", "kind": "place", "passages": 3}]
+    at.text_input(key="entity_filter").input("zeppelin").run()
+    assert any("No entity matches the search" in i.value for i in at.info)
+
+
+def test_searching_within_an_entity_names_it_instead_of_its_id() -> None:
+    workspace = loaded()
+    at = screen(workspace)
+    at.text_input(key="entity_filter").input("andy warhol").run()
+    [within] = [link for link in at.get("page_link") if "ent=" in link.proto.query_string]
+    params = dict(parse_qsl(within.proto.query_string))
+    follow = screen(workspace, "pages/search.py", q="soup paris", **params)
+    [narrowed] = [c.value for c in follow.caption if c.value.startswith("Narrowed to")]
+    named = escape_text('entity "Andy Warhol"')
+    assert narrowed.startswith(f"Narrowed to {named}.")
+    assert params["ent"] not in narrowed
