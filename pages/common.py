@@ -16,7 +16,7 @@ import streamlit as st
 from streamlit.auth_util import get_secrets_auth_section
 from streamlit.runtime.pages_manager import PagesManager
 
-from core.analysis.presentation import escape_text, link_int
+from core.analysis.presentation import escape_text, link_int, log_ticks
 from core.service import (
     DEFAULT_K,
     DEFAULT_LIMIT,
@@ -214,6 +214,8 @@ def sweep_chart(view: TruncationView, ceiling: LimitCeiling | None = None) -> go
         xaxis={
             "title": f"limit (candidates handed to BM25, log scale; {report.matching:,} match)",
             "type": "log",
+            "tickvals": (ticks := log_ticks(max([p.limit for p in report.sweep], default=1))),
+            "ticktext": [f"{t:,}" for t in ticks],
         },
         yaxis_title=f"share of the unlimited top-{view.k} kept"
         + ("; nDCG" if ceiling is not None and ceiling.points else ""),

@@ -19,12 +19,15 @@ from core.analysis.presentation import (
     FORMULA,
     IDF_FORMULAS,
     RANKER_COLUMNS,
+    SCORE_FORMAT,
     escape_text,
     explanation_rows,
     formula_lines,
     idf_line,
     link_float,
+    query_terms_markdown,
     rankers_summary,
+    score_text,
     stemming_line,
 )
 from core.service import KIND_LABELS, MAX_K1, QUERY_BOUNDS_NOTE, CompareView, Ranker, RankerKind
@@ -164,7 +167,7 @@ def render_lists(view: CompareView) -> None:
                 arrow = ""
             lines.append(
                 f"{rank}. {label_of(r.chunk.source_id, r.chunk.chunk_index)} &nbsp; "
-                f"**{r.score:.4f}** {arrow}"
+                f"**{score_text(r.score)}** {arrow}"
             )
         column.markdown("  \n".join(lines) or "_nothing_", unsafe_allow_html=True)
 
@@ -182,7 +185,15 @@ def render_movements(view: CompareView) -> None:
         }
         for m in view.comparison.movements
     ]
-    st.dataframe(rows, hide_index=True, key="c-movements")
+    st.dataframe(
+        rows,
+        hide_index=True,
+        key="c-movements",
+        column_config={
+            name: st.column_config.NumberColumn(name, format=SCORE_FORMAT)
+            for name in ("score A", "score B")
+        },
+    )
 
 
 def render_chosen(view: CompareView) -> None:
@@ -272,8 +283,7 @@ if query.strip():
         st.error(f"Not compared: {exc}.")
         st.stop()
     write_url(view, ranker_a, ranker_b)
-    terms = " ".join(f"`{escape_text(t)}`" for t in view.distinct_terms) or "(none)"
-    st.markdown(f"**Terms:** {terms}")
+    st.markdown(query_terms_markdown(view.terms, view.stopwords_dropped, view.characters_dropped))
     if stemmed := stemming_line(view.surface_terms):
         st.markdown(f"**Indexed as** ({view.profile.value} profile): {stemmed}")
     comparison = view.comparison

@@ -531,4 +531,4 @@ if st.button("Diagnose run A", key="ev_diagnose", disabled=(judgments is None an
         st.error(f"Not diagnosed: {escape_text(str(exc))}")
 diagnosed = st.session_state.get(DIAGNOSIS_KEY)
 if diagnosed is not None:
-    render_diagnosis(diagnosed, "ev")
+    render_diagnosis(diagnosed, "ev", lambda unit: service.unit_label(unit, workspace=workspace()))

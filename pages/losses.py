@@ -7,6 +7,9 @@ for both screens, so the two show a diagnosis in one way.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import plotly.graph_objects as go
 import streamlit as st
 
@@ -14,10 +17,30 @@ from core.analysis.presentation import count, escape_text
 from core.service import CAUSE_NOTES, LostCause, LostPassage, RunDiagnosis
 
 
-def render_diagnosis(run: RunDiagnosis, key: str) -> None:
+def difference_rows(lost: LostPassage, k: int) -> list[dict[str, Any]]:
+    """An outranked passage's per-term evidence under an analyst's headers (the fields'
+    snake_case names, ``lost_tf_part`` and ``kth_contribution``, were the table's headers)."""
+    return [
+        {
+            "term": d.term,
+            "idf": d.idf,
+            "tf here": d.lost_tf,
+            "TF part here": d.lost_tf_part,
+            "contribution here": d.lost_contribution,
+            f"tf at rank {k}": d.kth_tf,
+            f"TF part at rank {k}": d.kth_tf_part,
+            f"contribution at rank {k}": d.kth_contribution,
+            "gap": d.gap,
+        }
+        for d in lost.differences
+    ]
+
+
+def render_diagnosis(run: RunDiagnosis, key: str, label: Callable[[str], str]) -> None:
     """The share of each cause (a bar chart), the ceiling in words, the queries by nDCG lost,
     and one query's lost passages with the evidence for each cause; ``key`` keeps two screens'
-    widgets apart."""
+    widgets apart; ``label`` names a lost unit as Search does (``service.unit_label``), read
+    only for the query shown."""
     st.markdown(
         f"**{count(run.lost, 'relevant passage')}** of {run.relevant:,} are outside the top "
         f"{run.k} at limit {run.limit:,}; {count(run.unjudged, 'passage')} of the top {run.k}s "
@@ -61,20 +84,23 @@ def render_diagnosis(run: RunDiagnosis, key: str) -> None:
     query = lossy[picked or 0]
     for lost in query.lost:
         with st.container(border=True):
-            st.markdown(lost_passage_markdown(lost, run.k), unsafe_allow_html=True)
+            st.markdown(
+                lost_passage_markdown(lost, run.k, label(lost.chunk_id)), unsafe_allow_html=True
+            )
             if lost.cause is LostCause.OUTRANKED:
                 st.dataframe(
-                    [d.model_dump() for d in lost.differences],
+                    difference_rows(lost, run.k),
                     hide_index=True,
                     key=f"{key}-diff-{query.query_id}-{lost.chunk_id}",
                 )
 
 
-def lost_passage_markdown(lost: LostPassage, k: int) -> str:
-    """One lost passage in words, every number core's (escaped: ids and terms are user data)."""
+def lost_passage_markdown(lost: LostPassage, k: int, label: str) -> str:
+    """One lost passage in words, named by ``label`` ("source 184 · passage 1"), every number
+    core's (escaped: ids and terms are user data)."""
     head = (
-        f"**{escape_text(lost.cause.value)}** · grade {lost.grade} · passage "
-        f"`{escape_text(lost.chunk_id[:12])}…` — {escape_text(CAUSE_NOTES[lost.cause])}"
+        f"**{escape_text(lost.cause.value)}** · grade {lost.grade} · {escape_text(label)} — "
+        f"{escape_text(CAUSE_NOTES[lost.cause])}"
     )
     lacks = ", ".join(escape_text(t) for t in lost.missing_terms) or "none"
     if lost.cause is LostCause.VOCABULARY:

@@ -70,6 +70,8 @@ def render_tuning(set_name: str, grid: TuningGrid) -> None:
     )
     st.plotly_chart(chart, key="tuning_chart", config={"displayModeBar": False})
     st.markdown(escape_text(grid.verdict))
+    if grid.edge_note:
+        st.info(escape_text(grid.edge_note))
     if grid.significance.warning:
         st.warning(escape_text(grid.significance.warning))
     if st.button(f"Save k1 {grid.best.k1:g}, b {grid.best.b:g} as a run", key="tuning_save"):
@@ -179,7 +181,7 @@ if st.button("Diagnose", key="runs_diagnose"):
         st.error(str(exc))
 diagnosis = st.session_state.get(DIAGNOSIS_KEY)
 if diagnosis is not None:
-    render_diagnosis(diagnosis, "runs")
+    render_diagnosis(diagnosis, "runs", lambda unit: service.unit_label(unit, workspace=ws))
 
 st.subheader("Tune k1 and b on these grades")
 st.caption(

@@ -35,6 +35,8 @@ from core.analysis.presentation import (
     highlight_html,
     mark_counts,
     query_terms_markdown,
+    score_text,
+    shown_of_matching,
     stemming_line,
     term_colours,
     term_spans,
@@ -199,7 +201,7 @@ def render_passage(
         # Header, bar, text and marks in one element: each element is a message the server
         # builds, hashes and sends, and the browser lays out (bench/bench_rerun.py).
         st.markdown(
-            f"**#{passage.rank}** &nbsp; **{passage.score:.2f}** &nbsp; "
+            f"**#{passage.rank}** &nbsp; **{score_text(passage.score)}** &nbsp; "
             f"source {escape_text(chunk.source_id)} · passage {chunk.chunk_index + 1} · "
             f"chars {chunk.start_char}–{chunk.end_char}\n\n"
             + contribution_bar_html(passage.explanation, colours, scale)
@@ -435,18 +437,21 @@ else:
     if stemmed := stemming_line(result.surface_terms):
         st.markdown(f"**Indexed as** ({result.profile.value} profile): {stemmed}")
     corpus_line = (
-        f"**Corpus:** N = {result.n_docs:,} passages, avgdl = {result.avg_doc_length:.2f} tokens"
+        f"**Corpus:** N = {count(result.n_docs, 'passage')}, "
+        f"avgdl = {result.avg_doc_length:.2f} tokens"
     )
     if result.terms:
-        matching = "matching passages" if result.within is None else "matching passages admitted"
         excluded = (
             ""
             if result.within is None
             else f" &nbsp;·&nbsp; {result.filtered_out:,} excluded by the filter"
         )
         corpus_line += (
-            f" &nbsp;·&nbsp; **{len(result.passages)} of {result.matching_passages:,} {matching} "
-            f"shown**{excluded} &nbsp;·&nbsp; {result.cut_by_limit:,} cut by the limit "
+            " &nbsp;·&nbsp; "
+            + shown_of_matching(
+                len(result.passages), result.matching_passages, result.within is not None
+            )
+            + f"{excluded} &nbsp;·&nbsp; {result.cut_by_limit:,} cut by the limit "
             f"({count(result.candidates_returned, 'candidate')} scored)"
         )
     st.markdown(corpus_line)

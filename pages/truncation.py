@@ -28,6 +28,7 @@ from core.analysis.presentation import (
     SPACES_QUERY_NOTE,
     TIE_NOTE,
     escape_text,
+    limit_of_matching,
     query_terms_markdown,
     stemming_line,
 )
@@ -260,10 +261,10 @@ else:
                 f"{view.filtered_out:,} passages holding a query term excluded by the filter, "
                 "before the limit; IDF and avgdl stay the whole workspace's."
             )
-        admitted = "matching passages" if view.within is None else "admitted matching passages"
         st.markdown(
-            f"**Candidate order:** {CANDIDATE_ORDER} &nbsp;·&nbsp; limit {view.limit:,} of "
-            f"{report.matching:,} {admitted} &nbsp;·&nbsp; "
+            f"**Candidate order:** {CANDIDATE_ORDER} &nbsp;·&nbsp; "
+            f"{limit_of_matching(view.limit, report.matching, view.within is not None)}"
+            " &nbsp;·&nbsp; "
             f"**{len(report.cut)} of the unlimited top-{view.k} cut**, overlap "
             f"{report.overlap:.0%} &nbsp;·&nbsp; "
             f"**smallest safe limit: {report.smallest_safe_limit:,}** "

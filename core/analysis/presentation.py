@@ -616,3 +616,50 @@ def query_terms_markdown(
             f"“{escape_text(c)}”" for c in characters
         )
     return line
+
+
+def passage_label(source_id: str, chunk_index: int) -> str:
+    """A passage as every screen names it: "source 184 · passage 1" (1-based; unescaped)."""
+    return f"source {source_id} · passage {chunk_index + 1}"
+
+
+#: Decimals of a score in a result list (Search, Truncation, Compare); an explanation's total
+#: and its table carry 4, as the per-term numbers that sum to it.
+SCORE_PLACES: Final = 2
+#: Plotly/Streamlit number format of a listed score (``SCORE_PLACES``).
+SCORE_FORMAT: Final = f"%.{SCORE_PLACES}f"
+
+
+def score_text(score: float) -> str:
+    """A listed score as every screen writes it (``SCORE_PLACES`` decimals): Compare showed
+    4 where Search showed 2 for the same passage."""
+    return f"{score:.{SCORE_PLACES}f}"
+
+
+def shown_of_matching(shown: int, matching: int, filtered: bool) -> str:
+    """ "**10 shown** of 631 matching passages" (English for one or many; "the filter admits"
+    when a filter decided the candidates): it read "1 of 1 matching passages admitted shown"."""
+    admitted = " the filter admits" if filtered else ""
+    return f"**{shown:,} shown** of {count(matching, 'matching passage')}{admitted}"
+
+
+def limit_of_matching(limit: int, matching: int, filtered: bool) -> str:
+    """The limit against the matching passages in words: "limit 20 of 631 matching passages",
+    or, when the limit is not below them, "limit 1,000: all 635 matching passages are
+    candidates" (it read "limit 1,000 of 635 matching passages")."""
+    what = "matching passages the filter admits" if filtered else "matching passages"
+    if limit >= matching:
+        return f"limit {limit:,}: all {matching:,} {what} are candidates"
+    return f"limit {limit:,} of {matching:,} {what}"
+
+
+def log_ticks(high: int) -> list[int]:
+    """Tick values of a log axis from 1 up to the first of 1, 2, 5 × 10^n at or above ``high``,
+    each to be labelled with its whole value (Plotly's own labels read "1 2 5 10 2 5 100")."""
+    ticks, decade = [], 1
+    while True:
+        for step in (1, 2, 5):
+            ticks.append(step * decade)
+            if step * decade >= max(high, 1):
+                return ticks
+        decade *= 10

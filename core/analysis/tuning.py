@@ -86,6 +86,29 @@ class TuningGrid(BaseModel):
         return METRICS[self.metric].replace("@k", f"@{self.k}")
 
     @property
+    def edge_note(self) -> str | None:
+        """Where the best point lies on an edge of the grid that could be widened, the
+        sentence saying so (the best may lie outside the range tried); None inside it."""
+        edges = []
+        for name, value, values, low, high in (
+            ("k1", self.best.k1, self.k1s, 0.0, 100.0),
+            ("b", self.best.b, self.bs, 0.0, 1.0),
+        ):
+            if len(values) < 2:
+                continue
+            if value == max(values) and value < high:
+                edges.append(f"the largest {name} tried ({value:g}): a larger {name}")
+            elif value == min(values) and value > low:
+                edges.append(f"the smallest {name} tried ({value:g}): a smaller {name}")
+        if not edges:
+            return None
+        return (
+            "The best point lies on the grid's edge, at "
+            + "; and at ".join(edges)
+            + " may do better. Widen the range and tune again."
+        )
+
+    @property
     def verdict(self) -> str:
         """The best point in plain words, never claimed on noise."""
         gain = self.best.mean - self.workspace.mean

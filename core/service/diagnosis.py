@@ -33,6 +33,7 @@ from core.analysis.diagnosis import (
     summarise,
 )
 from core.analysis.judgment_files import JudgmentError
+from core.analysis.presentation import passage_label
 from core.analysis.rankers import Ranker, RankerKind
 from core.analysis.tuning import GridSpec, TuningGrid, TuningQuery, tuning_steps
 from core.checkpoint import checkpoint, stepped
@@ -73,6 +74,18 @@ class DiagnosisActions(StoreRunner):
         if not any(q.text in grades for q in found.queries):
             raise JudgmentError(f"no query of the set “{query_set}” has a grade yet")
         return found, grades
+
+    def unit_label(self, unit_id: str, *, workspace: str) -> str:
+        """How the screens name a judged unit a diagnosis lists: "source 184 · passage 1" for a
+        passage id, "source 184" for a document judged by source id, as Search names them (a
+        64-hex id meant nothing to an analyst); a unit no longer in the workspace says so."""
+        tenant = self._tenant(workspace)
+        chunk = self._call(self._store.get(unit_id, tenant))
+        if chunk is not None:
+            return passage_label(chunk.source_id, chunk.chunk_index)
+        if self._call(self._store.get_by_source(unit_id, tenant)):
+            return f"source {unit_id}"
+        return f"a passage no longer in the workspace ({unit_id[:12]}…)"
 
     def diagnose(
         self,

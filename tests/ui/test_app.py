@@ -198,7 +198,7 @@ def test_cranfield_query_1_shows_core_ranking_and_explanations(
         f"N = {expected.stats.n_docs:,} passages, avgdl = {expected.stats.avg_doc_length:.2f}"
         in text
     )
-    assert f"10 of {expected.matching:,} matching passages shown" in text
+    assert f"**10 shown** of {expected.matching:,} matching passages" in text
 
     # Marks per term equal the tf the explanation used, for every result (a long passage's
     # whole text is built when its "show all" is opened).
@@ -700,7 +700,7 @@ def test_a_search_narrowed_to_one_source_counts_what_the_filter_removed_apart_fr
     ledger = next(v for v in markdown(at) if v.startswith("**Corpus:**"))
     # The statistics are the whole workspace's; only the candidates are narrowed.
     assert f"N = {whole.n_docs:,} passages" in ledger
-    assert "1 of 1 matching passages admitted shown" in ledger
+    assert "**1 shown** of 1 matching passage the filter admits" in ledger
     assert f"{whole.matching_passages - 1:,} excluded by the filter" in ledger
     assert "0 cut by the limit" in ledger
     assert any("IDF and avgdl are the whole workspace's" in c.value for c in at.caption)

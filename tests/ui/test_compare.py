@@ -55,7 +55,7 @@ def test_a_link_shows_both_rankings_their_overlap_and_the_movement(cranfield: st
     assert f"Overlap at 5: **{want.shared} of {len(want.a)}**" in text
     for ranked in (want.a, want.b):
         for r in ranked:
-            assert f"{escape_text(r.chunk.source_id)} · passage 1 &nbsp; **{r.score:.4f}**" in text
+            assert f"{escape_text(r.chunk.source_id)} · passage 1 &nbsp; **{r.score:.2f}**" in text
     movements = at.dataframe[0].value
     assert list(movements["rank B"]) == [m.rank_b for m in want.movements]
     assert list(movements["movement (A→B)"]) == [m.movement for m in want.movements]
@@ -71,7 +71,7 @@ def test_a_custom_ranker_comes_from_the_url_and_the_choices_go_back_into_it(
     want = expected(cranfield, Ranker.of("custom", k1=0.5, b=0.3), Ranker.of("workspace"), 3, 50)
     text = "\n".join(m.value for m in at.markdown)
     assert "BM25 k1 0.5, b 0.3" in text
-    assert f"**{want.a[0].score:.4f}**" in text
+    assert f"**{want.a[0].score:.2f}**" in text
     at.selectbox(key="c_kind_B").set_value("classic").run()
     assert not at.exception
     assert (param(at, "rb"), param(at, "ra"), param(at, "ka"), param(at, "ba")) == (

@@ -489,7 +489,8 @@ def test_truncation_narrowed_to_sources_counts_the_filters_exclusions_apart(
         for c in at.caption
     )
     assert any(
-        f"{want.report.matching:,} admitted matching passages" in m.value for m in at.markdown
+        f"{want.report.matching:,} matching passages the filter admits" in m.value
+        for m in at.markdown
     )
 
 

@@ -1,0 +1,61 @@
+"""The sentences and number formats the screens share read as English (issue 48 item 5).
+
+"1 of 1 matching passages admitted shown", "limit 1,000 of 635 matching passages" and a log
+axis labelled "1 2 5 10 2 5 100" were what the screens said; these hold core's replacements.
+"""
+
+from __future__ import annotations
+
+from core.analysis.presentation import (
+    limit_of_matching,
+    log_ticks,
+    score_text,
+    shown_of_matching,
+)
+from core.analysis.tuning import GridPoint, TuningGrid
+from core.domain.comparison import randomisation_test
+
+
+def test_shown_of_matching_is_english_for_one_or_many_and_names_the_filter() -> None:
+    assert shown_of_matching(1, 1, filtered=True) == (
+        "**1 shown** of 1 matching passage the filter admits"
+    )
+    assert shown_of_matching(10, 631, filtered=False) == "**10 shown** of 631 matching passages"
+
+
+def test_a_limit_not_below_the_matching_passages_says_all_are_candidates() -> None:
+    assert limit_of_matching(1_000, 635, filtered=False) == (
+        "limit 1,000: all 635 matching passages are candidates"
+    )
+    assert limit_of_matching(20, 635, filtered=False) == "limit 20 of 635 matching passages"
+
+
+def test_a_log_axis_has_every_tick_up_to_the_largest_value() -> None:
+    assert log_ticks(631) == [1, 2, 5, 10, 20, 50, 100, 200, 500, 1_000]
+    assert log_ticks(1) == [1]
+
+
+def test_a_listed_score_has_one_format() -> None:
+    assert score_text(12.34567) == "12.35"
+
+
+def grid(best: tuple[float, float], k1s: list[float], bs: list[float]) -> TuningGrid:
+    scores = [0.5, 0.6, 0.7]
+    return TuningGrid(
+        k1s=k1s, bs=bs, metric="ndcg", k=10, limit=100, by_document=False,
+        means=[[0.5] * len(k1s)] * len(bs),
+        best=GridPoint(k1=best[0], b=best[1], mean=0.6),
+        workspace=GridPoint(k1=1.2, b=0.75, mean=0.5),
+        query_ids=["1", "2", "3"], best_scores=scores, workspace_scores=scores,
+        significance=randomisation_test(scores, scores),
+    )  # fmt: skip
+
+
+def test_tunings_best_point_on_a_widenable_edge_is_said() -> None:
+    note = grid((3.0, 0.5), [0.5, 1.0, 3.0], [0.25, 0.5, 1.0]).edge_note
+    assert note == (
+        "The best point lies on the grid's edge, at the largest k1 tried (3): a larger k1 may "
+        "do better. Widen the range and tune again."
+    )
+    assert grid((1.0, 0.5), [0.5, 1.0, 3.0], [0.25, 0.5, 1.0]).edge_note is None
+    assert grid((1.0, 1.0), [0.5, 1.0, 3.0], [0.25, 0.5, 1.0]).edge_note is None  # b <= 1
