@@ -46,6 +46,44 @@ COLUMNS = {
 
 #: Session keys of the last diagnosis and the last grid (with its set).
 DIAGNOSIS_KEY, TUNING_KEY = "runs_diagnosis", "runs_tuning"
+#: Suffix of the session key holding what a result was computed from (settings, grades): a
+#: result whose inputs have changed since is marked out of date, never shown as current.
+INPUTS = "_inputs"
+
+
+def grades_state(query_set: str) -> tuple[int, str]:
+    """The set's grades as a comparable state: how many, and the latest grade's time (a grade
+    replaced or added changes it)."""
+    texts = [q.text for q in service.query_set(query_set, workspace=ws).queries]
+    grades = service.judgments(workspace=ws, queries=texts)
+    return len(grades), max((g.judged_at.isoformat() for g in grades), default="")
+
+
+def remember_inputs(key: str, settings: tuple[object, ...]) -> None:
+    """Keep what the result under ``key`` was computed from: ``settings`` and the grades."""
+    st.session_state[key + INPUTS] = (settings, grades_state(chosen))
+
+
+def out_of_date(key: str, settings: tuple[object, ...], button: str) -> None:
+    """Say so above a result whose settings or grades changed since it was computed."""
+    kept = st.session_state.get(key + INPUTS)
+    if kept is None:
+        return
+    then_settings, then_grades = kept
+    changed = [
+        what
+        for what, moved in (
+            ("the settings above", then_settings != settings),
+            ("the grades", then_grades != grades_state(chosen)),
+        )
+        if moved
+    ]
+    if changed:
+        st.warning(
+            f"Out of date: {' and '.join(changed)} changed since this was computed. "
+            f"Click {button} again for current numbers.",
+            icon=":material/history:",
+        )
 
 
 def render_tuning(set_name: str, grid: TuningGrid) -> None:
@@ -118,10 +156,18 @@ chosen = st.selectbox("Query set", sets, key="runs_set")
 if chosen == SAMPLE_QUERY_SET and st.button(
     "Use Cranfield's own judgments as grades",
     key="runs_sample_grades",
-    help="The sample's qrels (1,837 pairs) as this set's grades: 4 and 3 become 3, 2 and 1 stay.",
+    help="The sample's qrels as this set's grades: 4 and 3 become 3, 2 and 1 stay. A pair "
+    "naming a document the sample did not load (an empty one) is not stored, and is named.",
 ):
     imported = service.import_sample_grades(workspace=ws)
-    st.success(f"{imported.stored:,} grades from Cranfield's judgments.")
+    st.success(f"{count(imported.stored, 'grade')} from Cranfield's judgments.")
+    if imported.unknown_ids:  # the tooltip said 1,837 pairs, the banner 1,836 grades
+        st.info(
+            "Not stored: the judgments of "
+            f"{count(len(imported.unknown_ids), 'document')} this workspace does not hold "
+            f"({escape_text(', '.join(imported.unknown_ids))}): the sample leaves out empty "
+            "documents."
+        )
 cols = st.columns(4)
 k = int(cols[0].number_input("k", 1, K_MAX, DEFAULT_K, key="runs_k"))
 limit = int(cols[1].number_input("Limit", 0, LIMIT_MAX, DEFAULT_LIMIT, key="runs_limit"))
@@ -129,6 +175,8 @@ kinds = [kind.value for kind in RUN_KINDS]
 kind = cols[2].selectbox("Ranker", kinds, key="runs_ranker")
 by_document = cols[3].toggle("By document", key="runs_by_document")
 ranker = Ranker.of(kind)
+#: What an evaluation or a diagnosis is computed from, besides the grades.
+settings = (chosen, k, limit, kind, by_document)
 if st.button("Evaluate", key="runs_evaluate", type="primary"):
     try:
         (run,) = service.evaluate_judged(
@@ -142,10 +190,12 @@ if st.button("Evaluate", key="runs_evaluate", type="primary"):
         st.error(str(exc))
     else:
         st.session_state[LAST_KEY] = (chosen, by_document, ranker, run)
+        remember_inputs(LAST_KEY, settings)
 
 last = st.session_state.get(LAST_KEY)
 if last is not None:
     set_name, level, used, run = last
+    out_of_date(LAST_KEY, settings, "Evaluate")
     means = st.columns(len(COLUMNS))
     values = [run.mean_ndcg, run.mean_precision, run.mean_recall, run.mean_mrr, run.mean_ap]
     for column, label, value in zip(
@@ -177,10 +227,12 @@ if st.button("Diagnose", key="runs_diagnose"):
             st.session_state[DIAGNOSIS_KEY] = service.diagnose(
                 chosen, k, limit, workspace=ws, ranker=ranker, by_document=by_document
             )
+            remember_inputs(DIAGNOSIS_KEY, settings)
     except (JudgmentError, KeyError, ValueError) as exc:
         st.error(str(exc))
 diagnosis = st.session_state.get(DIAGNOSIS_KEY)
 if diagnosis is not None:
+    out_of_date(DIAGNOSIS_KEY, settings, "Diagnose")
     render_diagnosis(diagnosis, "runs", lambda unit: service.unit_label(unit, workspace=ws))
 
 st.subheader("Tune k1 and b on these grades")
@@ -200,6 +252,8 @@ metric_name = st.selectbox(
     format_func=lambda m: METRICS[m].replace("@k", f"@{k}"),
     key="tune_metric",
 )
+#: What a tuning is computed from, besides the grades (its ranker is the grid's).
+tuning_settings = (chosen, k, limit, by_document, k1_range, k1_step, b_range, b_step, metric_name)
 if st.button("Tune", key="runs_tune"):
     try:
         spec = GridSpec(
@@ -220,10 +274,12 @@ if st.button("Tune", key="runs_tune"):
             ),
         )  # fmt: skip
         bar.empty()
+        remember_inputs(TUNING_KEY, tuning_settings)
     except (JudgmentError, KeyError, ValueError) as exc:
         st.error(str(exc))
 tuned = st.session_state.get(TUNING_KEY)
 if tuned is not None:
+    out_of_date(TUNING_KEY, tuning_settings, "Tune")
     render_tuning(*tuned)
 
 st.subheader("Compare saved runs")

@@ -70,6 +70,16 @@ def test_a_sampled_randomisation_test_lands_near_scipy_and_repeats_itself(
     assert randomisation_test(a, b).p_value == ours.p_value
 
 
+def test_a_sampled_randomisation_test_gives_one_p_whatever_the_order_or_side_of_the_runs() -> None:
+    """Tune and Compare listed the same pairs in two orders and said p 0.0013 and 0.0011."""
+    a, b = _pairs(7, 225, 0.03)
+    order = list(range(len(a)))
+    random.Random(3).shuffle(order)
+    p = randomisation_test(a, b).p_value
+    assert randomisation_test([a[i] for i in order], [b[i] for i in order]).p_value == p
+    assert randomisation_test(b, a).p_value == p
+
+
 def test_identical_runs_are_not_significantly_different() -> None:
     a = [0.1, 0.5, 0.7, 0.2] * 10
     assert paired_t_test(a, a).p_value == 1.0
