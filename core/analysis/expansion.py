@@ -30,6 +30,9 @@ from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from core.analysis.diagnosis import LostCause, RunDiagnosis
+from core.analysis.evaluation import EvaluationRun, Metric, mean_of
+from core.domain.comparison import SignificanceResult, randomisation_test
 from core.domain.ranking import RankedChunk
 from core.domain.tokenize import Profile, tokenize
 
@@ -224,3 +227,121 @@ def rm3(
         )
     terms.sort(key=lambda t: (-t.weight, t.term))
     return Expansion(spec=spec, feedback=passages, terms=terms, note="; ".join(notes) or None)
+
+
+class LedgerRow(BaseModel):
+    """One query under the typed and the expanded run: the metric, and what moved."""
+
+    model_config = ConfigDict(frozen=True)
+
+    query_id: str
+    query: str
+    before: float
+    after: float
+    change: float
+    #: Relevant ids (grade >= 1) in the expanded top k and not in the typed one.
+    recovered: list[str]
+    #: Of ``recovered``, those the typed run's diagnosis called a vocabulary mismatch.
+    recovered_mismatch: list[str]
+    #: Relevant ids in the typed top k that the expanded one lost.
+    lost: list[str]
+
+
+class ExpansionLedger(BaseModel):
+    """Helped and hurt, query by query, with the paired randomisation test of the change."""
+
+    model_config = ConfigDict(frozen=True)
+
+    metric: Metric
+    k: int
+    expansion: str
+    #: Queries by change, most helped first.
+    rows: list[LedgerRow]
+    helped: int
+    hurt: int
+    unchanged: int
+    mean_before: float
+    mean_after: float
+    significance: SignificanceResult
+    recovered: int
+    recovered_mismatch: int
+    #: Relevant passages the typed run lost to a vocabulary mismatch: the ceiling the
+    #: expansion can lift (``recovered_mismatch`` of them it did).
+    mismatch: int
+
+
+def expansion_ledger(
+    typed: EvaluationRun,
+    expanded: EvaluationRun,
+    diagnosis: RunDiagnosis,
+    expansion: str,
+    metric: Metric = "ndcg",
+) -> ExpansionLedger:
+    """The ledger of ``expanded`` against ``typed`` (the same queries, k and grades), with
+    ``diagnosis`` the typed run's (which relevant passages it lost to a vocabulary mismatch).
+    The test is ``randomisation_test`` (expanded minus typed), as Runs' comparisons use."""
+    mismatch = {
+        (q.query_id, lost.chunk_id)
+        for q in diagnosis.queries
+        for lost in q.lost
+        if lost.cause is LostCause.VOCABULARY
+    }
+    after = {row.query_id: row for row in expanded.rows}
+    rows: list[LedgerRow] = []
+    for row in typed.rows:
+        other = after[row.query_id]
+
+        def relevant(run: EvaluationRun, query_id: str = row.query_id) -> list[str]:
+            ids, grades = run.ranked.get(query_id, []), run.grades.get(query_id, [])
+            return [i for i, g in zip(ids, grades, strict=False) if g is not None and g >= 1]
+
+        was, now = relevant(typed), relevant(expanded)
+        recovered = [i for i in now if i not in set(was)]
+        before_value, after_value = (
+            getattr(row, METRIC_FIELDS[metric]),
+            getattr(other, METRIC_FIELDS[metric]),
+        )
+        rows.append(
+            LedgerRow(
+                query_id=row.query_id,
+                query=row.query,
+                before=before_value,
+                after=after_value,
+                change=after_value - before_value,
+                recovered=recovered,
+                recovered_mismatch=[i for i in recovered if (row.query_id, i) in mismatch],
+                lost=[i for i in was if i not in set(now)],
+            )
+        )
+    ordered = typed_order(rows, typed)
+    rows.sort(key=lambda r: (-r.change, r.query_id))
+    return ExpansionLedger(
+        metric=metric,
+        k=typed.k,
+        expansion=expansion,
+        rows=rows,
+        helped=sum(r.change > 0 for r in rows),
+        hurt=sum(r.change < 0 for r in rows),
+        unchanged=sum(r.change == 0 for r in rows),
+        mean_before=mean_of(r.before for r in ordered),
+        mean_after=mean_of(r.after for r in ordered),
+        significance=randomisation_test([r.after for r in ordered], [r.before for r in ordered]),
+        recovered=sum(len(r.recovered) for r in rows),
+        recovered_mismatch=sum(len(r.recovered_mismatch) for r in rows),
+        mismatch=len(mismatch),
+    )
+
+
+#: Each metric's field of a ``QueryScore``.
+METRIC_FIELDS: Final[dict[str, str]] = {
+    "ndcg": "ndcg",
+    "recall": "recall",
+    "precision": "precision",
+    "mrr": "mrr",
+}
+
+
+def typed_order(rows: Sequence[LedgerRow], typed: EvaluationRun) -> list[LedgerRow]:
+    """``rows`` in the typed run's query order (the order its means are taken in)."""
+    by_id = {r.query_id: r for r in rows}
+    return [by_id[row.query_id] for row in typed.rows]

@@ -17,7 +17,7 @@ every store and let a concurrent write slip between the two reads.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from enum import StrEnum
 from typing import Final, NamedTuple
 
@@ -93,8 +93,20 @@ class Ranker(BaseModel):
         """How the screens name this ranker."""
         return self.row.label.format(k1=self.k1, b=self.b)
 
-    def scorer(self, terms: Sequence[str], candidates: LexicalCandidates) -> QueryScorer:
-        return QueryScorer(terms, candidates.stats, k1=self.k1, b=self.b, idf_form=self.idf_form)
+    def scorer(
+        self,
+        terms: Sequence[str],
+        candidates: LexicalCandidates,
+        weights: Mapping[str, float] | None = None,
+    ) -> QueryScorer:
+        return QueryScorer(
+            terms,
+            candidates.stats,
+            k1=self.k1,
+            b=self.b,
+            idf_form=self.idf_form,
+            weights=weights,
+        )
 
 
 class RankerRow(NamedTuple):
@@ -164,7 +176,10 @@ RUN_KINDS: Final[tuple[RankerKind, ...]] = tuple(row.kind for row in RANKERS if 
 
 
 def score_all(
-    ranker: Ranker, terms: Sequence[str], candidates: LexicalCandidates
+    ranker: Ranker,
+    terms: Sequence[str],
+    candidates: LexicalCandidates,
+    weights: Mapping[str, float] | None = None,
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
     """Rows of every candidate that contains a query term, best first; and every row's score.
 
@@ -172,11 +187,14 @@ def score_all(
     negative (a common term's IDF is); such a passage still matched, so it is ranked,
     below every positive one, not dropped.
     """
-    return finish(score_all_steps(ranker, terms, candidates))
+    return finish(score_all_steps(ranker, terms, candidates, weights))
 
 
 def score_all_steps(
-    ranker: Ranker, terms: Sequence[str], candidates: LexicalCandidates
+    ranker: Ranker,
+    terms: Sequence[str],
+    candidates: LexicalCandidates,
+    weights: Mapping[str, float] | None = None,
 ) -> Steps[tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]]:
     """``score_all`` in the scoring's steps (``core.domain.steps``); the scorer (an IDF per
     distinct term) and the ordering after the scores are steps of their own (~2-3 ms each for
@@ -185,7 +203,7 @@ def score_all_steps(
     if not terms or not len(candidates):
         return np.zeros(0, dtype=np.int64), scores
     yield
-    scorer = ranker.scorer(terms, candidates)
+    scorer = ranker.scorer(terms, candidates, weights)
     yield
     scores = yield from scorer.score_column_steps(
         candidates.terms, candidates.tfs, candidates.doc_lengths
@@ -203,10 +221,15 @@ def score_all_steps(
 
 
 def rank_with(
-    ranker: Ranker, terms: Sequence[str], candidates: LexicalCandidates, k: int
+    ranker: Ranker,
+    terms: Sequence[str],
+    candidates: LexicalCandidates,
+    k: int,
+    weights: Mapping[str, float] | None = None,
 ) -> list[RankedChunk]:
-    """The top ``k`` under ``ranker``, with explanations; the workspace's is ``rank_chunks``."""
-    return finish(rank_with_steps(ranker, terms, candidates, k))
+    """The top ``k`` under ``ranker``, with explanations; the workspace's is ``rank_chunks``.
+    ``weights``: the query terms' weights (an expanded query), as ``QueryScorer`` takes them."""
+    return finish(rank_with_steps(ranker, terms, candidates, k, weights=weights))
 
 
 def rank_with_steps(
@@ -215,6 +238,8 @@ def rank_with_steps(
     candidates: LexicalCandidates,
     k: int,
     scored: tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]] | None = None,
+    *,
+    weights: Mapping[str, float] | None = None,
 ) -> Steps[list[RankedChunk]]:
     """``rank_with`` in steps of one explained result; ``scored`` is ``score_all``'s answer
     when the caller has it already (Compare scored every candidate once per ranker)."""
@@ -222,17 +247,19 @@ def rank_with_steps(
         raise ValueError(f"k must be >= 0, got {k}")
     if ranker.kind is RankerKind.WORKSPACE:
         if scored is None:
-            return (yield from rank_steps(terms, candidates, k))
+            return (yield from rank_steps(terms, candidates, k, weights))
         if k == 0 or not terms:
             return []
         scores = scored[1]
         rows = top_rows(scores, candidates.id_order, k)
-        return (yield from ranked_row_steps(terms, candidates, rows, scores))
+        return (yield from ranked_row_steps(terms, candidates, rows, scores, weights))
     rows, scores = (
-        scored if scored is not None else (yield from score_all_steps(ranker, terms, candidates))
+        scored
+        if scored is not None
+        else (yield from score_all_steps(ranker, terms, candidates, weights))
     )
     rows = rows[:k]
-    scorer = ranker.scorer(terms, candidates)
+    scorer = ranker.scorer(terms, candidates, weights)
     yield
     ranked: list[RankedChunk] = []
     for row, chunk in zip(rows, candidates.chunks(rows), strict=True):

@@ -150,6 +150,8 @@ class RunRecord(BaseModel):
     metrics: dict[str, dict[str, float]] = Field(default_factory=dict)
     #: query text -> the ranked ids (at most k).
     ranked: dict[str, list[str]] = Field(default_factory=dict)
+    #: How each query was expanded before it was ranked (``ExpansionSpec.label``); None: as typed.
+    expansion: str | None = None
 
 
 class SavedRun(BaseModel):

@@ -27,6 +27,7 @@ Modules:
 - ``diagnosis``: After an evaluation: why each relevant passage was lost, and which k1 and b …
 - ``judging``: Query sets and judgments of a workspace: what the Judge and Evaluate screens call
 - ``parity``: Parity a user can check: a workspace's store against an in-memory copy of its passages
+- ``run_ranking``: How an Evaluate run ranks one query: its spec, top documents, an expanded read
 """
 
 from __future__ import annotations
@@ -75,13 +76,11 @@ from core.service.access import (
     signed_in_email,
 )
 from core.service.analysis import (
-    NO_LIMIT,
     PASSAGE_MARK,
     EvaluationComparison,
     JudgedCoverage,
     LimitedEntry,
     QueryComparison,
-    RunSpec,
     TruncationView,
     UnlimitedEntry,
     compare_runs,
@@ -127,6 +126,7 @@ from core.service.library import (
 )
 from core.service.parity import PARITY_QUERIES, ParityReport
 from core.service.rankings import CompareView
+from core.service.run_ranking import NO_LIMIT, RunSpec
 from core.service.runner import ProgressCallback
 from core.service.search import PassageView, RankedPassage, SearchResult
 

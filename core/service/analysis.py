@@ -11,19 +11,17 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Callable, Sequence
-from typing import Final
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
 from core.analysis.evaluation import (
     EvaluationRun,
     QueryScore,
-    documents_in_rank_order,
     evaluate_run_steps,
     parse_qrels,
 )
 from core.analysis.judgment_files import JudgmentError
-from core.analysis.rankers import Ranker, RankerKind, rank_with
+from core.analysis.rankers import RankerKind, rank_with
 from core.analysis.truncation import (
     TruncationReport,
     WhyNot,
@@ -34,7 +32,6 @@ from core.analysis.truncation import (
 from core.checkpoint import checkpoint, stepped
 from core.domain.chunks import StoredChunk
 from core.domain.filters import PassageFilter
-from core.domain.ranking import LexicalCandidates
 from core.domain.tokenize import tokenize
 from core.service.common import (
     SAMPLE_QRELS,
@@ -53,6 +50,7 @@ from core.service.common import (
     query_view,
     workspace_profile,
 )
+from core.service.run_ranking import RunSpec, expanded_top, top_documents
 from core.service.runner import ProgressCallback, StoreRunner
 from core.stores.port import tenant_of
 
@@ -214,46 +212,6 @@ def compare_runs(a: EvaluationRun, b: EvaluationRun | None = None) -> Evaluation
         mrr_delta=None if b is None else b.mean_mrr - a.mean_mrr,
         judged_delta=None if b is None else b.mean_judged_share - a.mean_judged_share,
     )
-
-
-#: The limit of an Evaluate run that scores every matching passage.
-NO_LIMIT: Final = UNLIMITED
-
-
-class RunSpec(BaseModel):
-    """One Evaluate run: which workspace, which limit, which ranker."""
-
-    model_config = ConfigDict(frozen=True)
-
-    workspace: str
-    limit: int = Field(ge=0)
-    ranker: Ranker = Field(default_factory=lambda: Ranker.of(RankerKind.WORKSPACE))
-    #: Only the passages this admits may be candidates (None: the whole workspace).
-    within: PassageFilter | None = None
-
-    @property
-    def label(self) -> str:
-        """How tables and the CSV name this run."""
-        limit = "no limit" if self.limit >= NO_LIMIT else f"limit {self.limit}"
-        narrowed = f" · within {self.within.describe()}" if self.within else ""
-        return f"{self.workspace} · {limit} · {self.ranker.label}{narrowed}"
-
-
-def _top_documents(
-    ranker: Ranker, terms: Sequence[str], handed: LexicalCandidates, k: int
-) -> list[str]:
-    """The first ``k`` source ids in rank order: more passages are ranked while documents repeat.
-
-    Ranking builds an explanation per returned passage, so ranking every candidate to
-    find k documents would explain hundreds of passages nobody sees; doubling stops early.
-    """
-    want = k
-    while True:
-        ranked = rank_with(ranker, terms, handed, want)
-        documents = documents_in_rank_order(r.chunk.source_id for r in ranked)
-        if len(documents) >= k or len(ranked) < want:
-            return documents[:k]
-        want *= 2
 
 
 class AnalysisActions(StoreRunner):
@@ -532,6 +490,18 @@ class AnalysisActions(StoreRunner):
                     raise ValueError(f"query {query_id}: {exc}") from None
                 for within, full in reads.items():
                     runs_of = [i for i in mine if specs[i].within == within]
+                    for i in [i for i in runs_of if specs[i].expand is not None]:
+                        ranked[i][query_id] = await expanded_top(
+                            self._store,
+                            specs[i],
+                            terms,
+                            full,
+                            tenant,
+                            profiles[workspace],
+                            k,
+                            passages,
+                        )
+                    runs_of = [i for i in runs_of if specs[i].expand is None]
                     if passages:  # judged passage by passage: the top k passages, not documents
                         for i in runs_of:
                             top = rank_with(specs[i].ranker, terms, full.head(specs[i].limit), k)
@@ -546,7 +516,7 @@ class AnalysisActions(StoreRunner):
                     for i in runs_of:
                         if i not in own:
                             handed = full.head(specs[i].limit)
-                            ranked[i][query_id] = _top_documents(specs[i].ranker, terms, handed, k)
+                            ranked[i][query_id] = top_documents(specs[i].ranker, terms, handed, k)
                 done += 1
                 report(done, total, query_id)
                 await checkpoint()

@@ -15,6 +15,8 @@ from uuid import UUID
 
 from pydantic import ValidationError
 
+from core.analysis.evaluation import Metric
+from core.analysis.expansion import ExpansionLedger, ExpansionSpec, expansion_ledger
 from core.service.access import AccessActions
 from core.service.analysis import AnalysisActions
 from core.service.common import DEFAULT_WORKSPACE
@@ -26,6 +28,7 @@ from core.service.judging import JudgingActions
 from core.service.library import LibraryActions
 from core.service.parity import ParityActions
 from core.service.rankings import RankingsActions
+from core.service.run_ranking import RunSpec
 from core.service.search import SearchActions
 from core.settings import Settings, describe_store
 from core.stores.port import ChunkStore, open_workspace
@@ -57,6 +60,32 @@ class LexplainService(
 
     ``for_user(email)`` (``core.service.access``) gives a signed-in person's view of it.
     """
+
+    def expansion_ledger(
+        self,
+        query_set: str,
+        k: int,
+        limit: int,
+        *,
+        workspace: str,
+        expand: ExpansionSpec,
+        metric: Metric = "ndcg",
+    ) -> ExpansionLedger:
+        """Helped and hurt by ``expand``, query by query, on a query set's in-app grades (by
+        passage): the typed and the expanded run of the workspace's BM25 at ``limit``
+        (``evaluate_judged``), and the typed run's diagnosis for the vocabulary mismatches
+        the expansion recovered. Here, not in a screen family: it combines two of them."""
+        typed, expanded = self.evaluate_judged(
+            query_set,
+            k,
+            [
+                RunSpec(workspace=workspace, limit=limit),
+                RunSpec(workspace=workspace, limit=limit, expand=expand),
+            ],
+            workspace=workspace,
+        )
+        diagnosis = self.diagnose(query_set, k, limit, workspace=workspace)
+        return expansion_ledger(typed, expanded, diagnosis, expand.label, metric)
 
     async def _open(self, factory: Callable[[], Awaitable[ChunkStore]]) -> ChunkStore:
         store = await factory()

@@ -17,6 +17,7 @@ from uuid import UUID, uuid4
 from pydantic import BaseModel, ConfigDict
 
 from core.analysis.evaluation import EvaluationRun
+from core.analysis.expansion import ExpansionSpec
 from core.analysis.judgment_files import (
     GradedPair,
     JudgmentError,
@@ -213,6 +214,7 @@ class JudgingActions(StoreRunner):
         *,
         workspace: str,
         by_document: bool = False,
+        expand: ExpansionSpec | None = None,
     ) -> SavedRunSummary:
         """Keep an evaluated run under ``name`` with everything needed to read it later.
 
@@ -235,6 +237,7 @@ class JudgingActions(StoreRunner):
             ),
             metrics={row.query: {m: float(getattr(row, m)) for m in METRICS} for row in run.rows},
             ranked={row.query: list(run.ranked.get(row.query_id, [])) for row in run.rows},
+            expansion=None if expand is None else expand.label,
         )
         saved = SavedRun(
             tenant_id=tenant, run_id=uuid4(), name=name, saved_at=datetime.now(UTC), record=record

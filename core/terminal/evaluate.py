@@ -11,7 +11,7 @@ from rich.text import Text
 
 from core.analysis.evaluation import EvaluationRun
 from core.ingest.names import terminal_safe
-from core.service.analysis import RunSpec
+from core.service.run_ranking import RunSpec
 from core.terminal.common import (
     EXIT_UNUSABLE,
     _json_line,

@@ -10,8 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from core.analysis.diagnosis import LostCause
 from core.analysis.expansion import ExpansionSpec
-from core.service import LexplainService
+from core.domain.comparison import randomisation_test
+from core.service import SAMPLE_QUERY_SET, LexplainService, RunSpec
 from core.settings import Settings
 
 QUERIES = Path(__file__).resolve().parents[3] / "data" / "cranfield" / "queries.jsonl"
@@ -85,3 +87,62 @@ def test_the_feedback_is_the_unexpanded_rankings_top_passages(service: LexplainS
     assert result.expansion is not None
     assert [f.chunk_id for f in result.expansion.feedback] == [p.chunk.id for p in plain.passages]
     assert [f.score for f in result.expansion.feedback] == [p.score for p in plain.passages]
+
+
+@pytest.fixture(scope="module")
+def graded(service: LexplainService) -> LexplainService:
+    service.import_sample_grades(workspace="default")
+    return service
+
+
+def test_an_expanded_run_ranks_each_query_as_an_expanded_search_does(
+    graded: LexplainService,
+) -> None:
+    spec = ExpansionSpec(fb_docs=5, fb_terms=8)
+    (run,) = graded.evaluate_judged(
+        SAMPLE_QUERY_SET, 10, [RunSpec(workspace="default", limit=500, expand=spec)],
+        workspace="default",
+    )  # fmt: skip
+    assert "RM3" in run.label
+    for row in run.rows[:CHECKED]:
+        found = graded.search(row.query, 10, 500, workspace="default", expand=spec)
+        assert run.ranked[row.query_id] == [p.chunk.id for p in found.passages]
+
+
+def test_the_ledger_is_the_two_runs_query_by_query_with_the_paired_test(
+    graded: LexplainService,
+) -> None:
+    spec = ExpansionSpec()
+    ledger = graded.expansion_ledger(SAMPLE_QUERY_SET, 100, 1000, workspace="default", expand=spec)
+    plain = RunSpec(workspace="default", limit=1000)
+    runs = [plain, plain.model_copy(update={"expand": spec})]
+    typed, expanded = graded.evaluate_judged(SAMPLE_QUERY_SET, 100, runs, workspace="default")
+    assert ledger.mean_before == typed.mean_ndcg and ledger.mean_after == expanded.mean_ndcg
+    before = {r.query_id: r.ndcg for r in typed.rows}
+    after = {r.query_id: r.ndcg for r in expanded.rows}
+    assert {r.query_id: (r.before, r.after) for r in ledger.rows} == {
+        q: (before[q], after[q]) for q in before
+    }
+    assert ledger.helped + ledger.hurt + ledger.unchanged == len(typed.rows)
+    assert [r.change for r in ledger.rows] == sorted((r.change for r in ledger.rows), reverse=True)
+    ordered = [r.query_id for r in typed.rows]
+    assert ledger.significance == randomisation_test(
+        [after[q] for q in ordered], [before[q] for q in ordered]
+    )
+    diagnosis = graded.diagnose(SAMPLE_QUERY_SET, 100, 1000, workspace="default")
+    mismatched = {
+        (q.query_id, lost.chunk_id)
+        for q in diagnosis.queries
+        for lost in q.lost
+        if lost.cause is LostCause.VOCABULARY
+    }
+    assert ledger.mismatch == len(mismatched)
+    for row in ledger.rows:
+        grades = dict(
+            zip(expanded.ranked[row.query_id], expanded.grades[row.query_id], strict=True)
+        )
+        for chunk_id in row.recovered:
+            assert (grades[chunk_id] or 0) >= 1 and chunk_id not in typed.ranked[row.query_id]
+        assert {(row.query_id, c) for c in row.recovered_mismatch} <= mismatched
+        assert set(row.recovered_mismatch) <= set(row.recovered)
+    assert ledger.recovered_mismatch > 0, "RM3 recovered no vocabulary mismatch on Cranfield"

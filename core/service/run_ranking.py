@@ -1,0 +1,98 @@
+"""How an Evaluate run ranks one query: the run's spec, a document run's top documents, and
+an expanded run's second read.
+
+Apart from ``core.service.analysis`` (the actions), which was at the 600-line bound; these are
+the parts of a run that do not depend on the screen that asked for it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Final
+from uuid import UUID
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from core.analysis.evaluation import documents_in_rank_order
+from core.analysis.expansion import ExpansionSpec, rm3
+from core.analysis.rankers import Ranker, RankerKind, rank_with, rank_with_steps
+from core.checkpoint import checkpoint, stepped
+from core.domain.filters import PassageFilter
+from core.domain.ranking import LexicalCandidates
+from core.domain.tokenize import Profile
+from core.service.common import UNLIMITED, bounded_candidates
+from core.stores.port import ChunkStore
+
+#: The limit of an Evaluate run that scores every matching passage.
+NO_LIMIT: Final = UNLIMITED
+
+
+class RunSpec(BaseModel):
+    """One Evaluate run: which workspace, which limit, which ranker."""
+
+    model_config = ConfigDict(frozen=True)
+
+    workspace: str
+    limit: int = Field(ge=0)
+    ranker: Ranker = Field(default_factory=lambda: Ranker.of(RankerKind.WORKSPACE))
+    #: Only the passages this admits may be candidates (None: the whole workspace).
+    within: PassageFilter | None = None
+    #: Each query expanded before it is ranked (``core.analysis.expansion``); None: as typed.
+    expand: ExpansionSpec | None = None
+
+    @property
+    def label(self) -> str:
+        """How tables and the CSV name this run."""
+        limit = "no limit" if self.limit >= NO_LIMIT else f"limit {self.limit}"
+        more = (f" · within {self.within.describe()}" if self.within else "") + (
+            f" · {self.expand.label}" if self.expand else ""
+        )
+        return f"{self.workspace} · {limit} · {self.ranker.label}{more}"
+
+
+def top_documents(
+    ranker: Ranker,
+    terms: Sequence[str],
+    handed: LexicalCandidates,
+    k: int,
+    weights: Mapping[str, float] | None = None,
+) -> list[str]:
+    """The first ``k`` source ids in rank order: more passages are ranked while documents repeat.
+
+    Ranking builds an explanation per returned passage, so ranking every candidate to
+    find k documents would explain hundreds of passages nobody sees; doubling stops early.
+    """
+    want = k
+    while True:
+        ranked = rank_with(ranker, terms, handed, want, weights)
+        documents = documents_in_rank_order(r.chunk.source_id for r in ranked)
+        if len(documents) >= k or len(ranked) < want:
+            return documents[:k]
+        want *= 2
+
+
+async def expanded_top(
+    store: ChunkStore,
+    spec: RunSpec,
+    terms: list[str],
+    full: LexicalCandidates,
+    tenant: UUID,
+    profile: Profile,
+    k: int,
+    passages: bool,
+) -> list[str]:
+    """An expanded run's top ``k`` ids for a query: feedback from its ranker at its limit,
+    the expanded terms read again, ranked with the expansion's weights."""
+    assert spec.expand is not None
+    if not terms:
+        return []
+    handed = full.head(spec.limit)
+    feedback = await stepped(rank_with_steps(spec.ranker, terms, handed, spec.expand.fb_docs))
+    weights = rm3(terms, feedback, profile, spec.expand).weights
+    expanded = sorted(weights)
+    again = await bounded_candidates(store, expanded, tenant, spec.limit, spec.within)
+    await checkpoint()
+    if passages:
+        top = await stepped(rank_with_steps(spec.ranker, expanded, again, k, weights=weights))
+        return [r.chunk.id for r in top]
+    return top_documents(spec.ranker, expanded, again, k, weights)
