@@ -214,15 +214,13 @@ def _tf_part(
     return cast("float | npt.NDArray[np.float64]", tf * (k1 + 1.0) / (tf + norm))
 
 
-#: Largest weight a query term may carry (an expansion's weights are at most 1 each; a typed
-#: weight past this is a mistake, and products past it lose the explanation's readability).
+#: Largest weight a query term may carry (an expansion's are at most 1; past this, a mistake).
 MAX_TERM_WEIGHT: Final = 1_000.0
 
 
 def checked_weights(terms: Sequence[str], weights: Mapping[str, float] | None) -> dict[str, float]:
-    """The weights of ``terms`` that are not 1, checked: finite, > 0 and at most
-    ``MAX_TERM_WEIGHT``; a weight of a term not in ``terms`` is refused (it would weigh
-    nothing and say otherwise). ``ValueError`` names the term and the weight."""
+    """The weights of ``terms`` that are not 1, each finite, > 0 and at most ``MAX_TERM_WEIGHT``,
+    and of a term in ``terms``; else ``ValueError`` naming the term and the weight."""
     if not weights:
         return {}
     asked = set(terms)
@@ -472,13 +470,10 @@ class QueryScorer:
         tfs: npt.NDArray[np.int64],
         doc_lengths: npt.NDArray[np.int64],
     ) -> list[ScoreExplanation]:
-        """``explain`` for many passages at once: row i of ``tfs`` holds the tf of each column
-        term (as for ``score_columns``), and explanation i has exactly the bits ``explain``
-        gives that passage's tf mapping (the same elementwise operations, the same sorted-order
-        sum from 0.0). A search's k explanations took most of its time one ``explain`` each at
-        10k passages (a tf mapping per row, a Python pass per term per row); here the
-        arithmetic is one numpy pass over the k rows and Python visits only the cells a term
-        is present in."""
+        """``explain`` for many passages at once (row i of ``tfs``: each column term's tf), with
+        exactly ``explain``'s bits (the same elementwise operations, the same sorted-order sum
+        from 0.0): one numpy pass over the rows, Python only in the cells a term is present in
+        (one ``explain`` per result was most of a 10k-passage search)."""
         stats = self._stats
         n = len(doc_lengths)
         if not n:
