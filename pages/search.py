@@ -42,13 +42,19 @@ from core.analysis.presentation import (
     term_spans,
 )
 from core.service import (
+    FB_DOCS,
+    FB_TERMS,
     GRADE_NAMES,
+    MAX_FEEDBACK,
+    ORIGINAL_WEIGHT,
     PASSAGE_MARK,
     QUERY_BOUNDS_NOTE,
     SEARCH_SET,
+    ExpansionSpec,
     RankedPassage,
     ScoreExplanation,
     SearchResult,
+    expansion_rows,
 )
 from pages.common import (
     K_MAX,
@@ -79,7 +85,60 @@ NUMBER_FORMATS = {
     "avgdl": st.column_config.NumberColumn("avgdl", format="%.2f"),
     "TF part": st.column_config.NumberColumn("TF part", format="%.4f"),
     "contribution": st.column_config.NumberColumn("contribution", format="%.4f"),
+    "weight": st.column_config.NumberColumn("weight", format="%.4f"),
+    "query part": st.column_config.NumberColumn("query part", format="%.4f"),
+    "feedback part": st.column_config.NumberColumn("feedback part", format="%.4f"),
 }
+#: The Expand control's choices, as offered.
+EXPAND_CHOICES = {"none": "none (the query as typed)", "rm3": "RM3: feedback from the top passages"}
+#: What an expanded search changes, said under its expanded query.
+EXPANDED_NOTE = (
+    "Ranked again with the expanded query: each term's contribution is weight × idf × TF part. "
+    "The candidate rule applies to the expanded terms: the passages matching the most distinct "
+    "expanded terms (then by id) up to the limit are scored, so N, df and the counts above are "
+    "the expanded read's."
+)
+
+
+def expand_controls() -> ExpansionSpec | None:
+    """The Expand choice and, for RM3, its parameters (Anserini's defaults, from core)."""
+    chosen = st.selectbox(
+        "Expand",
+        list(EXPAND_CHOICES),
+        format_func=EXPAND_CHOICES.__getitem__,
+        key="expand",
+        help="RM3 adds weighted terms from the unexpanded ranking's top passages, then ranks "
+        "again; every added term's weight and source is shown.",
+    )
+    if chosen != "rm3":
+        return None
+    a, b, c = st.columns(3)
+    return ExpansionSpec(
+        fb_docs=int(a.number_input("feedback passages", 1, MAX_FEEDBACK, FB_DOCS, key="fb_docs")),
+        fb_terms=int(b.number_input("terms kept", 1, MAX_FEEDBACK, FB_TERMS, key="fb_terms")),
+        original_weight=float(
+            c.number_input(
+                "original weight", 0.0, 1.0, ORIGINAL_WEIGHT, 0.05, key="fb_alpha",
+                help="The typed query's share of the weights; the feedback has the rest.",
+            )
+        ),
+    )  # fmt: skip
+
+
+def render_expansion(result: SearchResult) -> None:
+    """The expanded query: each term's weight, its parts, and which feedback passages gave it."""
+    expansion = result.expansion
+    if expansion is None:
+        return
+    st.markdown(
+        f"**Expanded query** ({escape_text(expansion.spec.label)}): "
+        + ", ".join(escape_text(t) for t in expansion.added)
+        + " added"
+    )
+    if expansion.note:
+        st.info(f"Expansion: {escape_text(expansion.note)}.")
+    st.dataframe(expansion_rows(expansion), column_config=NUMBER_FORMATS, hide_index=True)
+    st.caption(EXPANDED_NOTE)
 
 
 def sync_from_url() -> None:
@@ -197,11 +256,20 @@ def render_passage(
     if grading is not None:
         given = grading[1].get(chunk.id)
         marks += " · unjudged" if given is None else f" · your grade: {grade_label(given)}"
+    moved = ""
+    if result.expansion is not None:
+        was = "not ranked before" if passage.rank_before is None else f"was #{passage.rank_before}"
+        brought = (
+            f" · entered the top {result.k} by “{escape_text(passage.brought_by)}”"
+            if passage.brought_by
+            else ""
+        )
+        moved = f"({was}{brought}) &nbsp; "
     with st.container(border=True):
         # Header, bar, text and marks in one element: each element is a message the server
         # builds, hashes and sends, and the browser lays out (bench/bench_rerun.py).
         st.markdown(
-            f"**#{passage.rank}** &nbsp; **{score_text(passage.score)}** &nbsp; "
+            f"**#{passage.rank}** {moved}&nbsp; **{score_text(passage.score)}** &nbsp; "
             f"source {escape_text(chunk.source_id)} · passage {chunk.chunk_index + 1} · "
             f"chars {chunk.start_char}–{chunk.end_char}\n\n"
             + contribution_bar_html(passage.explanation, colours, scale)
@@ -240,6 +308,8 @@ def render_explanation(passage: RankedPassage) -> None:
         f"`{IDF_FORMULA}` &nbsp; N = {part.n_docs:,}, "
         f"avgdl = {part.avg_doc_length:.2f}, dl = {part.doc_length}"
     )
+    if part.weights:
+        st.markdown("Expanded query: each contribution is weight × idf × TF part.")
     explanation_table(passage.explanation, key=f"explain-{passage.rank}")
     st.code("\n".join(formula_lines(passage.explanation)), language=None, wrap_lines=True)
     st.caption(SCORE_NOTE)
@@ -420,6 +490,7 @@ limit = int(
 )
 write_url(query, k, limit)
 within = narrowing(service, workspace())
+expand = expand_controls()
 
 if not query:  # a fresh screen, or Enter on an empty box: say what to type
     st.info(EMPTY_QUERY_NOTE)
@@ -427,7 +498,9 @@ elif not query.strip():
     st.info(SPACES_QUERY_NOTE)
 else:
     try:
-        result = service.search(query, k, limit, workspace=workspace(), within=within)
+        result = service.search(
+            query, k, limit, workspace=workspace(), within=within, expand=expand
+        )
     except ValueError as exc:  # a bound of core.service.bounds, in its own words
         st.error(f"Not searched: {exc}.")
         st.stop()
@@ -468,4 +541,5 @@ else:
         if result.empty_reason == "every match cut by the limit":
             render_why_not(result)
     else:
+        render_expansion(result)
         render_results(result)

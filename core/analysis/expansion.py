@@ -345,3 +345,22 @@ def typed_order(rows: Sequence[LedgerRow], typed: EvaluationRun) -> list[LedgerR
     """``rows`` in the typed run's query order (the order its means are taken in)."""
     by_id = {r.query_id: r for r in rows}
     return [by_id[row.query_id] for row in typed.rows]
+
+
+def expansion_rows(expansion: Expansion) -> list[dict[str, object]]:
+    """The expanded query as table rows (Search's "Expanded query"): each term's weight, its
+    two parts, and each feedback passage's part of it as "#rank part" (the unexpanded rank)."""
+    rank = {passage.chunk_id: passage.rank for passage in expansion.feedback}
+    return [
+        {
+            "term": term.term,
+            "from": "typed" if term.typed else "added",
+            "weight": term.weight,
+            "query part": term.query_part,
+            "feedback part": term.feedback_part,
+            "feedback passages (#rank: part)": ", ".join(
+                f"#{rank[source.chunk_id]}: {source.part:.4f}" for source in term.sources
+            ),
+        }
+        for term in expansion.terms
+    ]

@@ -40,6 +40,16 @@ from core.analysis.diagnosis import (
     RunDiagnosis,
 )
 from core.analysis.evaluation import EvaluationRun
+from core.analysis.expansion import (
+    FB_DOCS,
+    FB_TERMS,
+    MAX_FEEDBACK,
+    ORIGINAL_WEIGHT,
+    Expansion,
+    ExpansionLedger,
+    ExpansionSpec,
+    expansion_rows,
+)
 from core.analysis.judgment_files import JudgmentError, JudgmentFormat, QueryFormat
 from core.analysis.pooling import (
     MAX_POOL_DEPTH,
@@ -146,12 +156,15 @@ __all__ = [
     "EXAMPLE_WITH_NAMES",
     "EXAMPLE_WORKSPACE",
     "EXTRACTOR_LIMITS",
+    "FB_DOCS",
+    "FB_TERMS",
     "GRADE_NAMES",
     "KIND_LABELS",
     "K_MAX",
     "LIMIT_MAX",
     "MAX_CANDIDATE_CELLS",
     "MAX_EVALUATE_QUERIES",
+    "MAX_FEEDBACK",
     "MAX_K",
     "MAX_K1",
     "MAX_POOL_DEPTH",
@@ -159,6 +172,7 @@ __all__ = [
     "METRICS",
     "NOT_FOUND_OR_NO_ACCESS",
     "NO_LIMIT",
+    "ORIGINAL_WEIGHT",
     "PARITY_QUERIES",
     "PASSAGE_MARK",
     "POOL_DEPTH",
@@ -187,6 +201,9 @@ __all__ = [
     "EntityPassage",
     "EvaluationComparison",
     "EvaluationRun",
+    "Expansion",
+    "ExpansionLedger",
+    "ExpansionSpec",
     "FileReport",
     "GridSpec",
     "JudgedCoverage",
@@ -234,6 +251,7 @@ __all__ = [
     "WorkspaceAccess",
     "WorkspaceGuard",
     "compare_runs",
+    "expansion_rows",
     "grid_values",
     "local_mode",
     "signed_in_email",
