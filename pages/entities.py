@@ -9,6 +9,8 @@ stated, not hidden.
 
 from __future__ import annotations
 
+from uuid import UUID
+
 import streamlit as st
 
 from core.analysis.presentation import Span, clip_end, count, escape_text, highlight_html
@@ -31,7 +33,7 @@ from pages.narrowing import entity_search_params
 SEARCH_PARAMS = {"k": str(DEFAULT_K), "limit": str(DEFAULT_LIMIT)}
 #: What each order is called on the screen.
 ORDER_LABELS: dict[EntityOrder, str] = {"passages": "passages mentioned", "name": "name"}
-#: A one-time message after the example was added elsewhere.
+#: A one-time message: the example added elsewhere, or a merge refused and why.
 EXAMPLE_NOTICE = "_example_notice"
 
 
@@ -47,12 +49,29 @@ def add_example_elsewhere() -> None:
     st.query_params[WORKSPACE_PARAM] = name
 
 
+def merge_chosen(entity_id: UUID, into: UUID | None, workspace_name: str) -> None:
+    """Button callback: merge, or say in words why not (a merge loop)."""
+    if into is None:
+        return
+    try:
+        service.merge_entity(entity_id, into, workspace=workspace_name)
+    except ValueError as exc:
+        st.session_state[EXAMPLE_NOTICE] = f"Not merged: {exc}."
+
+
 service = screen()
 ws = workspace()
 st.title("Entities")
 st.caption(EXTRACTOR_LIMITS)
-entities = service.list_entities(workspace=ws)
-if not entities:
+# One facade call; the search box, kind and order below are read from the session state
+# (a widget's value is there before it is drawn again).
+overview = service.entity_overview(
+    workspace=ws,
+    name=st.session_state.get("entity_filter", ""),
+    kind=st.session_state.get("entity_kind"),
+    order=st.session_state.get("entity_order", ENTITY_ORDERS[0]),
+)
+if not overview.total and not overview.hidden:
     if service.is_empty(workspace=ws):
         offer_sample(service)
     else:
@@ -86,12 +105,7 @@ if not entities:
 
 if notice := st.session_state.pop(EXAMPLE_NOTICE, None):
     st.warning(escape_text(notice))
-overview = service.entity_overview(
-    workspace=ws,
-    name=st.text_input("Search names", key="entity_filter", placeholder="e.g. warhol"),
-    kind=st.session_state.get("entity_kind"),
-    order=st.session_state.get("entity_order", ENTITY_ORDERS[0]),
-)
+st.text_input("Search names", key="entity_filter", placeholder="e.g. warhol")
 for column, kind in zip(st.columns(len(ENTITY_KINDS)), ENTITY_KINDS, strict=True):
     column.metric(ENTITY_KIND_HEADINGS[kind], f"{overview.by_kind[kind]:,}")
 left, right = st.columns(2)
@@ -113,6 +127,21 @@ st.dataframe(
     hide_index=True,
     key="entity-table",
 )
+if overview.hidden:
+    with st.expander(f"Hidden from browsing: {count(len(overview.hidden), 'entity', 'entities')}"):
+        for summary in overview.hidden:
+            entity = summary.entity
+            line, undo = st.columns([4, 1])
+            line.markdown(
+                f"{escape_text(entity.name)} ({entity.kind}, {count(summary.passages, 'passage')})"
+            )
+            undo.button(
+                "Show again",
+                key=f"unhide-{entity.entity_id}",
+                on_click=service.hide_entity,
+                args=(entity.entity_id, False),
+                kwargs={"workspace": ws},
+            )
 if not shown:
     st.info("No entity matches the search.")
     st.stop()
@@ -138,6 +167,62 @@ right.page_link(
     # No "q": Search keeps the query the analyst last typed, now narrowed to these passages.
     query_params={WORKSPACE_PARAM: ws, **entity_search_params(chosen.entity_id)},
 )
+for merged in overview.merged.get(chosen.entity_id, []):
+    line, undo = st.columns([4, 1])
+    line.caption(f"Also written “{escape_text(merged.name)}” ({merged.kind}): merged into it.")
+    undo.button(
+        "Separate",
+        key=f"unmerge-{merged.entity_id}",
+        on_click=service.unmerge_entity,
+        args=(merged.entity_id,),
+        kwargs={"workspace": ws},
+    )
+with st.expander(f"Correct “{escape_text(chosen.name)}”"):
+    st.caption(
+        "Corrections are kept for this workspace and hold for every upload to it: the list, "
+        "the counts, the filters and the entities shown with each search result follow them."
+    )
+    kind_column, merge_column = st.columns(2)
+    new_kind = kind_column.selectbox(
+        "Kind",
+        ENTITY_KINDS,
+        index=ENTITY_KINDS.index(chosen.kind),
+        key=f"kind-{chosen.entity_id}",
+        format_func=lambda kind: ENTITY_KIND_HEADINGS[kind],
+    )
+    kind_column.button(
+        "Change the kind",
+        key="change_kind",
+        disabled=new_kind == chosen.kind,
+        on_click=service.set_entity_kind,
+        args=(chosen.entity_id, new_kind),
+        kwargs={"workspace": ws},
+    )
+    others = [s.entity for s in overview.shown if s.entity.entity_id != chosen.entity_id]
+    into = merge_column.selectbox(
+        f"Merge “{chosen.name}” into",
+        others,
+        index=None,
+        key="merge_into",
+        placeholder="another entity (e.g. the full name)",
+        format_func=lambda entity: f"{entity.name} ({entity.kind})",
+    )
+    merge_column.button(
+        "Merge",
+        key="merge_entity",
+        disabled=into is None,
+        on_click=merge_chosen,
+        args=(chosen.entity_id, into.entity_id if into is not None else None, ws),
+    )
+    st.button(
+        "Hide from browsing",
+        key="hide_entity",
+        on_click=service.hide_entity,
+        args=(chosen.entity_id,),
+        kwargs={"workspace": ws},
+        help="Leaves it out of this list, the narrowing choices and the search results' "
+        "entities; a filter or a link naming it still works, and it can be shown again.",
+    )
 for passage in service.entity_passages(chosen.entity_id, workspace=ws):
     chunk = passage.chunk
     spans = [Span(start=m.start, end=m.end, label=chosen.name) for m in passage.mentions]

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from typing import Final
 from uuid import UUID
 
+from core.domain.entities import EntityCorrections
 from core.domain.filters import PassageFilter
 from core.domain.ranking import LexicalCandidates
 from core.stores.port import ChunkStore
@@ -96,10 +97,14 @@ async def bounded_candidates(
 ) -> LexicalCandidates:
     """``store.lexical_candidates`` once it is known to fit ``MAX_CANDIDATE_CELLS``.
 
-    A short query or a small limit costs nothing more; otherwise the workspace's passage count
+    An entity ``within`` names stands for every entity an analyst merged into it. A short
+    query or a small limit costs nothing more; otherwise the workspace's passage count
     bounds the rows, and if that is not enough, a zero-row read counts the passages matching.
     """
     check_query_terms(terms)
+    if within is not None and within.entities:
+        # A filter on an entity admits the passages of every name merged into it (one read).
+        within = EntityCorrections(await store.entity_corrections(tenant)).widened(within)
     distinct = len(set(terms))
     if distinct * limit > MAX_CANDIDATE_CELLS:
         rows = min(limit, await store.passage_count(tenant))

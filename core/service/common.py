@@ -20,7 +20,7 @@ from core.analysis.judgment_files import JudgmentError, QueryFormat, read_querie
 from core.analysis.truncation import UNLIMITED as UNLIMITED
 from core.domain.agreement import combined_grade
 from core.domain.chunks import StoredChunk
-from core.domain.entities import Entity
+from core.domain.entities import Entity, EntityCorrections
 from core.domain.filters import PassageFilter
 from core.domain.judging import Judgment, QuerySet
 from core.domain.names import name_key
@@ -41,7 +41,7 @@ from core.service.bounds import bounded_candidates as bounded_candidates
 from core.service.bounds import check_k as check_k
 from core.service.bounds import check_k_limit as check_k_limit
 from core.service.bounds import check_query_terms as check_query_terms
-from core.stores.port import ChunkStore, Workspace
+from core.stores.port import ChunkStore, EntitySummary, Workspace
 
 #: The workspace every fresh store starts with.
 DEFAULT_WORKSPACE = "default"
@@ -160,14 +160,66 @@ def empty_reason(
     return None
 
 
+async def corrections_of(store: ChunkStore, tenant: UUID) -> EntityCorrections:
+    """The workspace's corrections, applied (one read)."""
+    return EntityCorrections(await store.entity_corrections(tenant))
+
+
+async def corrected_summaries(
+    store: ChunkStore, tenant: UUID, *, hidden: bool = False
+) -> list[EntitySummary]:
+    """The store's entity list as corrected: an entity with the names merged into it as one
+    (its passages those mentioning any of them, counted once), its kind corrected; hidden
+    ones only when ``hidden``. Ordered as the store's: passages, then name, then id."""
+    listed = await store.list_entities(tenant)
+    fixes = await corrections_of(store, tenant)
+    if not fixes:
+        return listed
+    groups: dict[UUID, list[EntitySummary]] = {}
+    for summary in listed:
+        groups.setdefault(fixes.canonical(summary.entity.entity_id), []).append(summary)
+    known = {s.entity.entity_id: s.entity for s in listed}
+    missing = [target for target in groups if target not in known]
+    if missing:  # merged into an entity no passage names now: its name from the store
+        known.update({e.entity_id: e for e in await store.get_entities(missing, tenant)})
+    corrected = []
+    for target, members in groups.items():
+        if fixes.hidden(target) and not hidden:
+            continue
+        entity = fixes.entity(target, known) or members[0].entity
+        if len(members) == 1:
+            passages = members[0].passages
+        else:
+            ids = [s.entity.entity_id for s in members]
+            passages = len({c.id for e in ids for c in await store.get_by_entity(e, tenant)})
+        corrected.append(EntitySummary(entity=entity, passages=passages))
+    return sorted(corrected, key=lambda s: (-s.passages, s.entity.name, s.entity.entity_id))
+
+
 async def entity_names(
     store: ChunkStore, chunks: Sequence[StoredChunk], tenant: UUID
 ) -> dict[UUID, Entity]:
-    """The entities the given passages mention, by id (one read)."""
+    """The entities the given passages mention, by the id a passage holds, as the analyst
+    corrected them (two reads): a merged id (or one whose kind was changed) gives the entity
+    it stands for, a hidden entity is left out."""
     wanted = list(dict.fromkeys(e for c in chunks for e in c.entity_ids))
     if not wanted:
         return {}
-    return {e.entity_id: e for e in await store.get_entities(wanted, tenant)}
+    fixes = EntityCorrections(await store.entity_corrections(tenant))
+    asked = list(dict.fromkeys([*wanted, *(m for e in wanted for m in fixes.members(e))]))
+    known = {e.entity_id: e for e in await store.get_entities(asked, tenant)}
+    named: dict[UUID, Entity] = {}
+    for e in wanted:
+        entity = fixes.entity(e, known) if e in known else None
+        if entity is not None and not fixes.hidden(e):
+            named[e] = entity
+    return named
+
+
+def chips(chunk: StoredChunk, names: dict[UUID, Entity]) -> list[Entity]:
+    """The entities a passage mentions, each once (two merged names are one), in its order."""
+    shown = (names[e] for e in chunk.entity_ids if e in names)
+    return list({entity.entity_id: entity for entity in shown}.values())
 
 
 async def filter_words(store: ChunkStore, within: PassageFilter | None, tenant: UUID) -> str:

@@ -34,6 +34,9 @@ from core.service.common import (
     SAMPLE_QUERIES,
     SAMPLE_QUERY_SET,
     NoAccess,
+    chips,
+    corrected_summaries,
+    corrections_of,
     entity_names,
     lookalike,
     read_query_set,
@@ -219,21 +222,26 @@ class LibraryActions(StoreRunner):
         return self._call(self._store.delete_by_source(source_id, self._tenant(workspace)))
 
     def list_entities(self, *, workspace: str) -> list[EntitySummary]:
-        return self._call(self._store.list_entities(self._tenant(workspace)))
+        """The workspace's entities as corrected (merged, re-kinded, hidden ones left out),
+        by passages mentioning them, then name, then id."""
+        return self._call(corrected_summaries(self._store, self._tenant(workspace)))
 
     def entity_passages(self, entity_id: UUID, *, workspace: str) -> list[EntityPassage]:
-        """The passages mentioning an entity, in the store's order, with its mentions."""
+        """The passages mentioning an entity or a name merged into it, in the store's order
+        (source, passage, id), with those mentions."""
         return self._call(self._entity_passages(entity_id, workspace))
 
     async def _entity_passages(self, entity_id: UUID, workspace: str) -> list[EntityPassage]:
         tenant = await tenant_of(self._store, workspace)
-        chunks = await self._store.get_by_entity(entity_id, tenant)
+        members = (await corrections_of(self._store, tenant)).members(entity_id)
+        found = {c.id: c for m in members for c in await self._store.get_by_entity(m, tenant)}
+        chunks = sorted(found.values(), key=lambda c: (c.source_id, c.chunk_index, c.id))
         names = await entity_names(self._store, chunks, tenant)
         return [
             EntityPassage(
                 chunk=chunk,
-                entities=[names[e] for e in chunk.entity_ids if e in names],
-                mentions=[m for m in _mentions_of(chunk) if m.entity_id == entity_id],
+                entities=chips(chunk, names),
+                mentions=[m for m in _mentions_of(chunk) if m.entity_id in members],
             )
             for chunk in chunks
         ]

@@ -35,6 +35,7 @@ from core.service.common import (
     bounded_candidates,
     check_k_limit,
     check_query_terms,
+    chips,
     empty_reason,
     entity_names,
     filter_words,
@@ -201,7 +202,9 @@ class SearchActions(StoreRunner):
         tenant = await tenant_of(self._store, workspace)
         profile = await workspace_profile(self._store, workspace)
         generation = await self._store.generation(tenant)
-        key = ("search", tenant, profile, generation, query, k, limit, within, expand)
+        # An entity correction changes a filter's passages and the chips, not the generation.
+        fixes = tuple(await self._store.entity_corrections(tenant))
+        key = ("search", tenant, profile, generation, fixes, query, k, limit, within, expand)
         cached = self._results.get(key)
         if isinstance(cached, SearchResult):
             return cached
@@ -256,7 +259,7 @@ class SearchActions(StoreRunner):
                 chunk=r.chunk,
                 score=r.score,
                 explanation=r.explanation,
-                entities=[names[e] for e in r.chunk.entity_ids if e in names],
+                entities=chips(r.chunk, names),
                 candidate_position=position[r.chunk.id],
                 rank_before=before.get(r.chunk.id),
                 brought_by=(

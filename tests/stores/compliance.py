@@ -21,7 +21,7 @@ from pydantic import ValidationError
 
 from core.domain.bm25 import corpus_stats
 from core.domain.chunks import MAX_SOURCE_ID_CHARS, StoredChunk, chunk_id
-from core.domain.entities import Entity
+from core.domain.entities import Entity, EntityCorrection
 from core.domain.ranking import rank_chunks
 from core.domain.tokenize import MAX_TERM_CHARS, Profile, tokenize
 from core.service.access import WorkspaceGuard
@@ -810,6 +810,51 @@ class ChunkStoreCompliance:
         asked = [people[2].entity_id, uuid.uuid4(), people[1].entity_id, people[2].entity_id]
         assert await store.get_entities(asked, tenant) == [people[2], renamed]
         assert await store.get_entities([], tenant) == []
+
+    async def test_an_entity_correction_is_kept_replaced_and_removed_per_workspace(
+        self, store: ChunkStore
+    ) -> None:
+        first = (await open_workspace(store, f"corrections {uuid.uuid4().hex[:8]}")).tenant_id
+        second = (await open_workspace(store, f"corrections {uuid.uuid4().hex[:8]}")).tenant_id
+        warhol = Entity(name="Warhol", kind="person").entity_id
+        andy = Entity(name="Andy Warhol", kind="person").entity_id
+        moma = Entity(name="MoMA", kind="other").entity_id
+        merge = EntityCorrection(entity_id=warhol, merged_into=andy)
+        await store.correct_entity(merge, first)
+        await store.correct_entity(EntityCorrection(entity_id=moma, merged_into=warhol), first)
+        want = sorted(
+            [merge, EntityCorrection(entity_id=moma, merged_into=warhol)],
+            key=lambda c: c.entity_id,
+        )
+        assert await store.entity_corrections(first) == want
+        assert await store.entity_corrections(second) == []
+        # A second correction of one entity replaces the first; an empty one removes it.
+        hide = EntityCorrection(entity_id=moma, hidden=True)
+        await store.correct_entity(hide, first)
+        assert await store.entity_corrections(first) == sorted(
+            [merge, hide], key=lambda c: c.entity_id
+        )
+        await store.correct_entity(EntityCorrection(entity_id=warhol), first)
+        assert await store.entity_corrections(first) == [hide]
+        await store.correct_entity(EntityCorrection(entity_id=uuid.uuid4()), first)
+        assert await store.entity_corrections(first) == [hide]
+
+    async def test_entity_corrections_go_with_their_workspace_and_need_one(
+        self, store: ChunkStore
+    ) -> None:
+        correction = EntityCorrection(entity_id=uuid.uuid4(), hidden=True)
+        with pytest.raises(KeyError):
+            await store.correct_entity(correction, uuid.uuid4())
+        gone = (await open_workspace(store, f"corrections {uuid.uuid4().hex[:8]}")).tenant_id
+        kept = (await open_workspace(store, f"corrections {uuid.uuid4().hex[:8]}")).tenant_id
+        for tenant in (gone, kept):
+            await store.correct_entity(correction, tenant)
+        await store.delete_workspace(gone)
+        assert await store.entity_corrections(gone) == []
+        assert await store.entity_corrections(kept) == [correction]
+        with pytest.raises((WorkspaceGone, KeyError)):
+            await store.correct_entity(correction, gone)
+        assert await store.entity_corrections(gone) == []
 
     async def test_the_corpus_summary_counts_sources_passages_tokens_and_vocabulary(
         self, store: ChunkStore

@@ -8,6 +8,7 @@ import uuid
 import asyncpg
 import pytest
 
+from core.domain.entities import EntityCorrection
 from core.domain.tokenize import Profile
 from core.stores.memory import InMemoryChunkStore
 from core.stores.port import (
@@ -508,6 +509,28 @@ async def test_a_database_that_kept_df_in_a_table_reads_the_same_df_from_its_blo
             await again.close()
         assert await conn.fetchval("SELECT to_regclass('term_df')") is None
         await assert_derived_tables_agree(conn, tenant)
+    finally:
+        await conn.close()
+
+
+async def test_a_database_from_before_entity_corrections_gains_their_table_at_connect(
+    pg_store: PostgresChunkStore, database_url: str, pg_schema: str
+) -> None:
+    """A database stamped by a version without ``entity_corrections`` gets the table when the
+    store connects, and its workspaces take corrections at once."""
+    tenant = (await open_workspace(pg_store, "before corrections")).tenant_id
+    conn = await asyncpg.connect(database_url, server_settings={"search_path": pg_schema})
+    try:  # as the old version left it: no table, the old version's stamp
+        await conn.execute("DROP TABLE entity_corrections")
+        await set_schema_version(conn, "old")
+        again = await PostgresChunkStore.connect(database_url, schema=pg_schema)
+        try:
+            correction = EntityCorrection(entity_id=uuid.uuid4(), merged_into=uuid.uuid4())
+            await again.correct_entity(correction, tenant)
+            assert await again.entity_corrections(tenant) == [correction]
+        finally:
+            await again.close()
+        assert await conn.fetchval("SELECT to_regclass('entity_corrections')") is not None
     finally:
         await conn.close()
 

@@ -17,7 +17,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from core.analysis.presentation import escape_text
-from core.service import ENTITY_KIND_HEADINGS, ENTITY_KINDS
+from core.service import ENTITY_KIND_HEADINGS, ENTITY_KINDS, EntityOverview
 from pages.common import get_service
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
@@ -93,3 +93,72 @@ def test_searching_within_an_entity_names_it_instead_of_its_id() -> None:
     named = escape_text('entity "Andy Warhol"')
     assert narrowed.startswith(f"Narrowed to {named}.")
     assert params["ent"] not in narrowed
+
+
+def choose(at: AppTest, workspace: str, name: str) -> None:
+    """Pick ``name`` in "Show the passages of" (its options are entity ids)."""
+    ids = {s.entity.name: str(s.entity.entity_id) for s in overview(workspace).shown}
+    at.selectbox(key="entity_choice").set_value(ids[name]).run()
+    assert not at.exception, [e.value for e in at.exception]
+
+
+def overview(workspace: str) -> EntityOverview:
+    return get_service().entity_overview(workspace=workspace)
+
+
+def passages_of(at: AppTest) -> dict[str, int]:
+    return {r["name"]: r["passages"] for r in table(at)}
+
+
+def test_an_analyst_merges_two_entities_and_separates_them_again() -> None:
+    workspace = loaded()
+    at = screen(workspace)
+    assert passages_of(at)["Warhol"] == 1 and passages_of(at)["Andy Warhol"] == 2
+    choose(at, workspace, "Warhol")
+    [andy] = [s.entity for s in overview(workspace).shown if s.entity.name == "Andy Warhol"]
+    at.selectbox(key="merge_into").set_value(andy).run()
+    at.button(key="merge_entity").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert "Warhol" not in passages_of(at) and passages_of(at)["Andy Warhol"] == 3
+    choose(at, workspace, "Andy Warhol")
+    assert any("Also written “Warhol” (other)" in c.value for c in at.caption)
+    [separate] = [b for b in at.button if b.label == "Separate"]
+    separate.click().run()
+    assert passages_of(at)["Warhol"] == 1 and passages_of(at)["Andy Warhol"] == 2
+
+
+def test_an_analyst_changes_a_kind_and_the_counts_follow() -> None:
+    workspace = loaded()
+    at = screen(workspace)
+    places = int(next(m.value for m in at.metric if m.label == "Places"))
+    choose(at, workspace, "Louvre")
+    [kind_box] = [s for s in at.selectbox if s.key and s.key.startswith("kind-")]
+    kind_box.set_value("place").run()
+    at.button(key="change_kind").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert {"name": "Louvre", "kind": "place", "passages": 1} in table(at)
+    assert next(m.value for m in at.metric if m.label == "Places") == str(places + 1)
+
+
+def test_an_analyst_hides_an_entity_and_shows_it_again() -> None:
+    workspace = loaded()
+    at = screen(workspace)
+    choose(at, workspace, "NASA")
+    at.button(key="hide_entity").click().run()
+    assert "NASA" not in passages_of(at)
+    assert next(m.value for m in at.metric if m.label == "Organisations") == "0"
+    [show] = [b for b in at.button if b.label == "Show again"]
+    show.click().run()
+    assert passages_of(at)["NASA"] == 2
+
+
+def test_search_results_show_the_entities_as_corrected() -> None:
+    workspace = loaded()
+    at = screen(workspace)
+    choose(at, workspace, "Warhol")
+    [andy] = [s.entity for s in overview(workspace).shown if s.entity.name == "Andy Warhol"]
+    at.selectbox(key="merge_into").set_value(andy).run()
+    at.button(key="merge_entity").click().run()
+    search = screen(workspace, "pages/search.py", q="engineers")
+    [chips] = [m.value for m in search.markdown if m.value.startswith("entities: ")]
+    assert "Andy Warhol" in chips and ">Warhol<" not in chips

@@ -10,11 +10,13 @@ Modules:
 - ``model``: The entity model: an ``Entity``, its stable id, a ``Mention``, the extractor protocol
 - ``lexicon``: The extractor's word lists: titles, suffixes, head words, cues, non-names, places
 - ``entity_list``: The uploaded entity list: CSV rows of a name, its kind and its aliases, checked
+- ``corrections``: An analyst's corrections: an entity merged into another, its kind changed, hidden
 - ``rules``: The rule-based extractor: capitalised runs, acronyms, titles, suffixes, typed per text
 """
 
 from __future__ import annotations
 
+from core.domain.entities.corrections import EntityCorrection, EntityCorrections
 from core.domain.entities.entity_list import EntityListError, ListedEntity, load_entity_list
 from core.domain.entities.lexicon import place_names
 from core.domain.entities.model import (
@@ -35,6 +37,8 @@ __all__ = [
     "ENTITY_NAMESPACE",
     "EXTRACTOR_LIMITS",
     "Entity",
+    "EntityCorrection",
+    "EntityCorrections",
     "EntityExtractor",
     "EntityId",
     "EntityKind",

@@ -11,6 +11,7 @@ before, ``memory_*.py``, which a reader had to find by name):
 - ``kept``: a passage as the store keeps it, an untracked tuple, and its copy on the way out.
 - ``workspaces``: workspace records, members and owners (a mixin of the store).
 - ``judging``: query sets, judgments and saved runs (a mixin of the store).
+- ``corrections``: an analyst's entity corrections per workspace (a mixin of the store).
 """
 
 from core.stores.memory.store import InMemoryChunkStore

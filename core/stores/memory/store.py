@@ -58,6 +58,7 @@ from core.domain.postings import Posting
 from core.domain.ranking import LexicalCandidates
 from core.domain.tokenize import DEFAULT_PROFILE, Profile
 from core.stores.checks import checked_for_write, each_checked_source
+from core.stores.memory.corrections import InMemoryCorrections
 from core.stores.memory.index import Image, Segment, image_of
 from core.stores.memory.judging import InMemoryJudging
 from core.stores.memory.kept import (
@@ -163,7 +164,7 @@ class _Write:
     removed: list[int]
 
 
-class InMemoryChunkStore(InMemoryJudging, InMemoryWorkspaces):
+class InMemoryChunkStore(InMemoryCorrections, InMemoryJudging, InMemoryWorkspaces):
     """``ChunkStore`` in process memory; nothing survives the process."""
 
     def __init__(self) -> None:
@@ -385,6 +386,7 @@ class InMemoryChunkStore(InMemoryJudging, InMemoryWorkspaces):
         with self._lock:
             self._workspaces.pop(tenant_id, None)
             self._drop_judging(tenant_id)
+            self._drop_corrections(tenant_id)
             self._deleted.add(tenant_id)
             tenant = self._tenants.pop(tenant_id, None)
             return 0 if tenant is None else tenant.image.passages

@@ -50,6 +50,7 @@ building and decoding, unit-tested without a server), ``writes`` (write SQL and 
 Modules:
 
 - ``citus``: Citus: every table distributed by ``tenant_id``, co-located, so a workspace lives on …
+- ``corrections``: The PostgreSQL store's entity corrections: merges, kinds and hidden entities
 - ``embedded``: The embedded PostgreSQL: a real server on a data directory inside the project folder
 - ``embedded_store``: The PostgreSQL store on the embedded server: the adapter with the server's …
 - ``giving``: Connections whose long work gives way as soon as an answer is in

@@ -139,6 +139,15 @@ CREATE TABLE IF NOT EXISTS judgments (
     judged_at timestamptz NOT NULL,
     PRIMARY KEY (tenant_id, query, chunk_id, rater)
 );
+-- An analyst's entity corrections (core.stores.postgres.corrections): created at connect, so a
+-- database from before gains the table; they go with their workspace.
+CREATE TABLE IF NOT EXISTS entity_corrections (
+    tenant_id uuid NOT NULL REFERENCES workspaces (tenant_id) ON DELETE CASCADE,
+    entity_id uuid NOT NULL,
+    merged_into uuid,
+    hidden boolean NOT NULL DEFAULT false,
+    PRIMARY KEY (tenant_id, entity_id)
+);
 CREATE TABLE IF NOT EXISTS saved_runs (
     tenant_id uuid NOT NULL REFERENCES workspaces (tenant_id) ON DELETE CASCADE,
     run_id uuid NOT NULL,

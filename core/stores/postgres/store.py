@@ -34,6 +34,7 @@ from core.stores.port import (
 )
 from core.stores.postgres import listings
 from core.stores.postgres.blocks import prefix_upper_bound, stage
+from core.stores.postgres.corrections import PostgresCorrections
 from core.stores.postgres.frequencies import top_terms
 from core.stores.postgres.giving import GivingWayConnection
 from core.stores.postgres.judging import PostgresJudging
@@ -86,7 +87,7 @@ def _check_limit(limit: int) -> None:
         raise ValueError(f"limit must be >= 0, got {limit}")
 
 
-class PostgresChunkStore(PostgresJudging):
+class PostgresChunkStore(PostgresJudging, PostgresCorrections):
     """``ChunkStore`` on PostgreSQL; create with ``await PostgresChunkStore.connect(dsn)``."""
 
     _backends: Backends

@@ -159,5 +159,11 @@ async def tombstone(conn: asyncpg.Connection, tenant_id: UUID) -> None:
     await conn.execute(_TOMBSTONE, tenant_id)
     await conn.execute("DELETE FROM workspace_names WHERE tenant_id = $1", tenant_id)
     # The row stays (a tombstone), so ON DELETE CASCADE does not fire: its rows go here.
-    for table in ("workspace_members", "query_sets", "judgments", "saved_runs"):
+    for table in (
+        "workspace_members",
+        "query_sets",
+        "judgments",
+        "saved_runs",
+        "entity_corrections",
+    ):
         await conn.execute(f"DELETE FROM {table} WHERE tenant_id = $1", tenant_id)  # noqa: S608

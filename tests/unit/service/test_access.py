@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from core.domain.chunks import workspace_tenant_id
-from core.domain.entities import Entity
+from core.domain.entities import Entity, EntityCorrection
 from core.domain.filters import PassageFilter
 from core.domain.tokenize import Profile
 from core.service import (
@@ -197,6 +197,7 @@ async def test_the_guard_implements_the_whole_port_and_refuses_every_call_on_a_f
         "run": saved_run(theirs),
         "run_id": uuid.uuid4(),
         "within": PassageFilter(sources=("s",)),
+        "correction": EntityCorrection(entity_id=uuid.uuid4(), hidden=True),
     }
     checked = []
     for name, _ in inspect.getmembers(ChunkStore, inspect.isfunction):
