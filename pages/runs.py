@@ -21,6 +21,7 @@ from core.service import (
     METRICS,
     RUN_KINDS,
     SAMPLE_QUERY_SET,
+    ExpansionSpec,
     GridSpec,
     JudgmentError,
     Ranker,
@@ -44,8 +45,8 @@ COLUMNS = {
     "judged_share": "Judged@k",
 }
 
-#: Session keys of the last diagnosis and the last grid (with its set).
-DIAGNOSIS_KEY, TUNING_KEY = "runs_diagnosis", "runs_tuning"
+#: Session keys of the last diagnosis, the last grid (with its set) and the last ledger.
+DIAGNOSIS_KEY, TUNING_KEY, LEDGER_KEY = "runs_diagnosis", "runs_tuning", "runs_ledger"
 #: Suffix of the session key holding what a result was computed from (settings, grades): a
 #: result whose inputs have changed since is marked out of date, never shown as current.
 INPUTS = "_inputs"
@@ -168,33 +169,40 @@ if chosen == SAMPLE_QUERY_SET and st.button(
             f"({escape_text(', '.join(imported.unknown_ids))}): the sample leaves out empty "
             "documents."
         )
-cols = st.columns(4)
+cols = st.columns(5)
 k = int(cols[0].number_input("k", 1, K_MAX, DEFAULT_K, key="runs_k"))
 limit = int(cols[1].number_input("Limit", 0, LIMIT_MAX, DEFAULT_LIMIT, key="runs_limit"))
 kinds = [kind.value for kind in RUN_KINDS]
 kind = cols[2].selectbox("Ranker", kinds, key="runs_ranker")
 by_document = cols[3].toggle("By document", key="runs_by_document")
+expanded = cols[4].toggle(
+    "Expand (RM3)",
+    key="runs_expand",
+    help="Each query expanded from its own top passages (RM3, Anserini's defaults), then "
+    "ranked again; Search shows one query's expansion term by term.",
+)
 ranker = Ranker.of(kind)
+expand = ExpansionSpec() if expanded else None
 #: What an evaluation or a diagnosis is computed from, besides the grades.
-settings = (chosen, k, limit, kind, by_document)
+settings = (chosen, k, limit, kind, by_document, expanded)
 if st.button("Evaluate", key="runs_evaluate", type="primary"):
     try:
         (run,) = service.evaluate_judged(
             chosen,
             k,
-            [RunSpec(workspace=ws, limit=limit, ranker=ranker)],
+            [RunSpec(workspace=ws, limit=limit, ranker=ranker, expand=expand)],
             workspace=ws,
             by_document=by_document,
         )
     except (JudgmentError, KeyError) as exc:
         st.error(str(exc))
     else:
-        st.session_state[LAST_KEY] = (chosen, by_document, ranker, run)
+        st.session_state[LAST_KEY] = (chosen, by_document, ranker, run, expand)
         remember_inputs(LAST_KEY, settings)
 
 last = st.session_state.get(LAST_KEY)
 if last is not None:
-    set_name, level, used, run = last
+    set_name, level, used, run, used_expand = last
     out_of_date(LAST_KEY, settings, "Evaluate")
     means = st.columns(len(COLUMNS))
     values = [run.mean_ndcg, run.mean_precision, run.mean_recall, run.mean_mrr, run.mean_ap]
@@ -209,10 +217,70 @@ if last is not None:
         )
     table = [{"query": r.query, **{COLUMNS[m]: getattr(r, m) for m in COLUMNS}} for r in run.rows]
     st.dataframe(table, hide_index=True, key="runs_table")
-    name = st.text_input("Save as", value=f"{used.label} · limit {run.limit}", key="runs_name")
+    suffix = " · RM3" if used_expand is not None else ""
+    name = st.text_input(
+        "Save as", value=f"{used.label} · limit {run.limit}{suffix}", key="runs_name"
+    )
     if st.button("Save this run", key="runs_save"):
-        saved = service.save_run(name, run, used, set_name, workspace=ws, by_document=level)
+        saved = service.save_run(
+            name, run, used, set_name, workspace=ws, by_document=level, expand=used_expand
+        )
         st.success(f"Saved “{saved.name}”.")
+
+st.subheader("What query expansion did")
+st.caption(
+    "The workspace's BM25 at the k and limit above, each query as typed and expanded with RM3 "
+    "(feedback from its own top 10 passages, 10 terms, the typed query's weight 0.5), judged "
+    "by passage: per query the change, the relevant passages it brought in (and which of them "
+    "no setting of the typed query could find), the ones it pushed out."
+)
+if st.button("Measure RM3", key="runs_measure_rm3"):
+    try:
+        with st.spinner("Ranking each graded query twice…"):
+            st.session_state[LEDGER_KEY] = service.expansion_ledger(
+                chosen, k, limit, workspace=ws, expand=ExpansionSpec()
+            )
+            remember_inputs(LEDGER_KEY, (chosen, k, limit))
+    except (JudgmentError, KeyError, ValueError) as exc:
+        st.error(str(exc))
+ledger = st.session_state.get(LEDGER_KEY)
+if ledger is not None:
+    out_of_date(LEDGER_KEY, (chosen, k, limit), "Measure RM3")
+    st.markdown(escape_text(ledger.summary))
+    if ledger.significance.warning:
+        st.warning(escape_text(ledger.significance.warning))
+    st.dataframe(
+        [
+            {
+                "query": r.query,
+                "as typed": r.before,
+                "expanded": r.after,
+                "change": r.change,
+                "relevant brought in": len(r.recovered),
+                "of them no query term": len(r.recovered_mismatch),
+                "relevant pushed out": len(r.lost),
+            }
+            for r in ledger.rows
+        ],
+        hide_index=True,
+        key="runs_ledger_table",
+    )
+    if st.button("Save both as runs, to compare below", key="runs_ledger_save"):
+        plain = RunSpec(workspace=ws, limit=limit)
+        typed_run, expanded_run = service.evaluate_judged(
+            chosen, k, [plain, plain.model_copy(update={"expand": ExpansionSpec()})],
+            workspace=ws,
+        )  # fmt: skip
+        workspace_bm25 = Ranker.of(RankerKind.WORKSPACE)
+        typed_name = f"{workspace_bm25.label} · limit {limit}"
+        names = [typed_name, f"{typed_name} · RM3"]
+        for saved_name, saved_run, saved_expand in zip(
+            names, (typed_run, expanded_run), (None, ExpansionSpec()), strict=True
+        ):
+            service.save_run(
+                saved_name, saved_run, workspace_bm25, chosen, workspace=ws, expand=saved_expand
+            )
+        st.success("Saved both: pick them under Compare saved runs.")
 
 st.subheader("Why relevant passages were lost")
 st.caption(

@@ -31,6 +31,7 @@ from typing import Final, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from core.analysis.diagnosis import LostCause, RunDiagnosis
+from core.analysis.evaluation import METRICS as METRIC_LABELS
 from core.analysis.evaluation import EvaluationRun, Metric, mean_of
 from core.domain.comparison import SignificanceResult, randomisation_test
 from core.domain.ranking import RankedChunk
@@ -268,6 +269,20 @@ class ExpansionLedger(BaseModel):
     #: Relevant passages the typed run lost to a vocabulary mismatch: the ceiling the
     #: expansion can lift (``recovered_mismatch`` of them it did).
     mismatch: int
+
+    @property
+    def summary(self) -> str:
+        """The ledger in one paragraph, as Runs and the terminal say it."""
+        name = METRIC_LABELS[self.metric].replace("@k", f"@{self.k}")
+        p = self.significance.p_value
+        tested = "not tested" if p is None else f"p = {p:.4f}, paired randomisation test"
+        return (
+            f"{name}: {self.mean_before:.4f} as typed, {self.mean_after:.4f} expanded "
+            f"({self.mean_after - self.mean_before:+.4f}; {tested}). {self.helped} queries "
+            f"helped, {self.hurt} hurt, {self.unchanged} unchanged. {self.recovered} relevant "
+            f"passages entered the top {self.k}; {self.recovered_mismatch} of them were among "
+            f"the {self.mismatch} the typed query could never find (no query term)."
+        )
 
 
 def expansion_ledger(

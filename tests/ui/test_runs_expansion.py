@@ -1,0 +1,54 @@
+"""Runs measures query expansion (issue 47 item 5): the helped/hurt ledger on the sample's own
+grades, its numbers the facade's, and both runs saved for Compare in one click, where the
+randomisation test gives the ledger's p-value for the same pair."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from core.analysis.presentation import escape_text
+from core.service import SAMPLE_CORPUS, SAMPLE_QUERY_SET, ExpansionSpec
+
+APP = str(SAMPLE_CORPUS.parents[2] / "app.py")
+
+pytestmark = pytest.mark.usefixtures("in_memory_store")
+
+
+@pytest.fixture(scope="module")
+def graded(in_memory_store: None) -> str:
+    from pages.common import get_service
+
+    name = f"rm3-{uuid.uuid4().hex[:8]}"
+    get_service().load_sample(workspace=name)
+    get_service().import_sample_grades(workspace=name)
+    return name
+
+
+def test_runs_shows_what_rm3_did_per_query_and_saves_both_runs_for_compare(graded: str) -> None:
+    from pages.common import get_service
+
+    service = get_service()
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.query_params["ws"] = graded
+    at.run()
+    at.switch_page("pages/runs.py").run()
+    at.button(key="runs_measure_rm3").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    ledger = service.expansion_ledger(
+        SAMPLE_QUERY_SET, 10, 1000, workspace=graded, expand=ExpansionSpec()
+    )
+    text = "\n".join(m.value for m in at.markdown)
+    assert escape_text(ledger.summary) in text
+    table = next(f.value for f in at.dataframe if "relevant brought in" in f.value.columns)
+    assert list(table["change"]) == [r.change for r in ledger.rows]
+    assert list(table["of them no query term"]) == [len(r.recovered_mismatch) for r in ledger.rows]
+    at.button(key="runs_ledger_save").click().run()
+    assert not at.exception
+    saved = service.saved_runs(workspace=graded)
+    assert len(saved) == 2 and saved[1].name.endswith("· RM3")
+    at.multiselect(key="runs_pick").set_value(at.multiselect(key="runs_pick").options).run()
+    versus = at.dataframe[-1].value
+    assert list(versus["randomisation p"]) == [ledger.significance.p_value]
