@@ -244,8 +244,10 @@ def render_passage(
     grading: tuple[str, dict[str, int]] | None = None,
 ) -> None:
     chunk = passage.chunk
-    colours = term_colours(result.distinct_terms)
-    spans = term_spans(chunk.text, result.distinct_terms, result.profile)
+    # An expanded search marks the added terms too: they are scored like the typed ones.
+    marked = result.distinct_terms + (result.expansion.added if result.expansion else [])
+    colours = term_colours(marked)
+    spans = term_spans(chunk.text, marked, result.profile)
     end = clip_end(chunk.text, spans)
     counts = mark_counts(spans)
     marks = (
