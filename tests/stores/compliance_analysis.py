@@ -10,10 +10,13 @@ from __future__ import annotations
 import uuid
 
 from core.analysis.diagnosis import RunDiagnosis, diagnose_query, summarise
+from core.analysis.expansion import Expansion, ExpansionSpec, rm3
 from core.analysis.rankers import Ranker, RankerKind
 from core.analysis.tuning import GridSpec, TuningGrid, TuningQuery, tuning_steps
 from core.checkpoint import stepped
 from core.domain.chunks import StoredChunk
+from core.domain.ranking import RankedChunk, rank_chunks
+from core.domain.tokenize import Profile
 from core.stores.memory import InMemoryChunkStore
 from core.stores.port import ChunkStore
 from tests.stores.compliance import make_chunk
@@ -53,6 +56,18 @@ async def _analyses(
     return diagnosis, grids[0], grids[1]
 
 
+async def _expanded(store: ChunkStore, tenant: uuid.UUID) -> tuple[Expansion, list[RankedChunk]]:
+    """An RM3 search as the service makes one: feedback from the typed ranking at the limit,
+    the expanded terms read again and ranked with the weights."""
+    typed = ["wing", "tunnel"]
+    handed = await store.lexical_candidates(typed, tenant, 8)
+    feedback = rank_chunks(typed, handed, 4)
+    expansion = rm3(typed, feedback, Profile.PLAIN, ExpansionSpec(fb_docs=4, fb_terms=5))
+    expanded = sorted(expansion.weights)
+    again = await store.lexical_candidates(expanded, tenant, 8)
+    return expansion, rank_chunks(expanded, again, 5, expansion.weights)
+
+
 class AnalysisCompliance:
     """Cases every adapter must pass: the analyses read the same from it as from memory."""
 
@@ -71,3 +86,20 @@ class AnalysisCompliance:
         assert diagnosis == theirs[0]
         assert passages == theirs[1] and documents == theirs[2]
         assert passages.means != documents.means
+
+    async def test_an_rm3_expansion_and_its_ranking_are_the_references_on_this_store(
+        self, store: ChunkStore
+    ) -> None:
+        tenant = uuid.uuid4()
+        chunks = _corpus(tenant)
+        await store.upsert_many(chunks)
+        reference = InMemoryChunkStore()
+        await reference.upsert_many(chunks)
+        expansion, ranked = await _expanded(store, tenant)
+        want_expansion, want_ranked = await _expanded(reference, tenant)
+        assert expansion.added, "the case expands nothing"
+        assert expansion == want_expansion
+        assert [(r.chunk.id, r.score.hex()) for r in ranked] == [
+            (r.chunk.id, r.score.hex()) for r in want_ranked
+        ]
+        assert [r.explanation for r in ranked] == [r.explanation for r in want_ranked]
