@@ -35,6 +35,8 @@ SEARCH_PARAMS = {"k": str(DEFAULT_K), "limit": str(DEFAULT_LIMIT)}
 ORDER_LABELS: dict[EntityOrder, str] = {"passages": "passages mentioned", "name": "name"}
 #: A one-time message: the example added elsewhere, or a merge refused and why.
 EXAMPLE_NOTICE = "_example_notice"
+#: The last re-extraction's report, shown once after the rerun it asks for.
+REEXTRACTION_REPORT = "_reextraction_report"
 
 
 def add_example_elsewhere() -> None:
@@ -57,6 +59,38 @@ def merge_chosen(entity_id: UUID, into: UUID | None, workspace_name: str) -> Non
         service.merge_entity(entity_id, into, workspace=workspace_name)
     except ValueError as exc:
         st.session_state[EXAMPLE_NOTICE] = f"Not merged: {exc}."
+
+
+def reextraction(workspace_name: str) -> None:
+    """The button that finds the workspace's entities again, and what the last run changed."""
+    if report := st.session_state.pop(REEXTRACTION_REPORT, None):
+        st.success(
+            f"Entities found again in {count(report.passages, 'passage')} of "
+            f"{count(report.sources, 'source')}; the entities of {report.changed:,} changed."
+        )
+        st.table(
+            [
+                {
+                    "kind": ENTITY_KIND_HEADINGS[kind],
+                    "before": report.before[kind],
+                    "after": report.after[kind],
+                }
+                for kind in ENTITY_KINDS
+            ]
+        )
+    with st.expander("Find the entities again (after an upgrade of the extractor)"):
+        st.caption(
+            "Runs this version's extractor over every passage of the workspace, document by "
+            "document as an upload does, in one atomic write: until it is done every screen "
+            "sees the entities as they were. Corrections stay. An entity list given to "
+            "`load --entities` is not kept: to use one again, run `python -m core reextract "
+            "--workspace NAME --entities LIST.csv`."
+        )
+        if st.button("Find the entities again", key="reextract"):
+            with st.spinner("Finding the entities again…"):
+                found = service.reextract_entities(workspace=workspace_name)
+            st.session_state[REEXTRACTION_REPORT] = found
+            st.rerun()
 
 
 service = screen()
@@ -101,10 +135,12 @@ if not overview.total and not overview.hidden:
             f"Adds a document to “{escape_text(ws)}”: its passage count N, avgdl and so every "
             "idf and score in it change."
         )
+        reextraction(ws)
     st.stop()
 
 if notice := st.session_state.pop(EXAMPLE_NOTICE, None):
     st.warning(escape_text(notice))
+reextraction(ws)
 st.text_input("Search names", key="entity_filter", placeholder="e.g. warhol")
 for column, kind in zip(st.columns(len(ENTITY_KINDS)), ENTITY_KINDS, strict=True):
     column.metric(ENTITY_KIND_HEADINGS[kind], f"{overview.by_kind[kind]:,}")

@@ -119,7 +119,13 @@ from core.service.common import (
     QueryView,
 )
 from core.service.corpus import TERM_BROWSER_LIMIT, CorpusView, TermInfo, TermPassage
-from core.service.entities import ENTITY_KIND_HEADINGS, ENTITY_ORDERS, EntityOrder, EntityOverview
+from core.service.entities import (
+    ENTITY_KIND_HEADINGS,
+    ENTITY_ORDERS,
+    EntityOrder,
+    EntityOverview,
+    ReextractionReport,
+)
 from core.service.facade import LexplainService, StoreUnreachable
 from core.service.grading import SEARCH_SET, CeilingJudgments, LimitCeiling
 from core.service.judging import DEFAULT_POOL, QueryHardness
@@ -237,6 +243,7 @@ __all__ = [
     "RankedPassage",
     "Ranker",
     "RankerKind",
+    "ReextractionReport",
     "RunDiagnosis",
     "RunSpec",
     "ScoreExplanation",

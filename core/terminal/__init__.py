@@ -1,4 +1,4 @@
-"""The terminal: ``python -m core load|db|owner|search|evaluate|diagnose ...``, one package.
+"""The terminal: ``python -m core load|db|owner|reextract|search|evaluate|diagnose ...``.
 
 | module | what |
 | --- | --- |
@@ -7,6 +7,7 @@
 | ``load`` | ``load``: files, folders or a BEIR folder into a workspace (the upload's path) |
 | ``db`` | ``db status|stop|parity|repair|pg_dump...``: the operator's store commands |
 | ``owner`` | ``owner NAME EMAIL``: give a workspace an owner |
+| ``reextract`` | ``reextract --workspace NAME``: find its entities again, counts by kind |
 | ``search``, ``evaluate``, ``diagnose`` | the screens' numbers in a terminal |
 
 One package rather than a ``cli`` module beside this package, as it was: two homes for one
@@ -49,6 +50,7 @@ from core.terminal.evaluate import evaluate as evaluate_command
 from core.terminal.load import load
 from core.terminal.owner import set_owner
 from core.terminal.parser import parser
+from core.terminal.reextract import reextract
 from core.terminal.search import search as search_command
 
 __all__ = ["QUERY_COMMANDS", "main"]
@@ -82,6 +84,8 @@ def main(
         return db(args, console)
     if args.command == "owner":
         return asyncio.run(set_owner(args, console))
+    if args.command == "reextract":
+        return reextract(args, console)
     if args.command in QUERY_COMMANDS:
         return QUERY_COMMANDS[args.command](args, console)
     return EXIT_UNUSABLE  # pragma: no cover - argparse rejects unknown commands

@@ -120,6 +120,24 @@ def parser() -> argparse.ArgumentParser:
     owner.add_argument("workspace", metavar="NAME")
     owner.add_argument("email", metavar="EMAIL")
     owner.add_argument("--database-url", metavar="URL", default=None, help="as for load")
+    reextract = commands.add_parser(
+        "reextract",
+        help="find a workspace's entities again (after an extractor upgrade), atomically",
+        description=(
+            "Find the entities of every passage of the workspace NAME again with this "
+            "version's extractor (and an entity list, if given), in one atomic write, and "
+            "print the entities of each kind before and after. Corrections made on the "
+            "Entities screen stay."
+        ),
+    )
+    reextract.add_argument("--workspace", required=True, metavar="NAME")
+    reextract.add_argument(
+        "--entities",
+        metavar="LIST.csv",
+        type=Path,
+        help="CSV of name,kind,aliases, as for load (its entities win over the rules' guesses)",
+    )
+    reextract.add_argument("--database-url", metavar="URL", default=None, help="as for load")
     add_query_commands(commands)
     return parser
 

@@ -162,3 +162,42 @@ def test_search_results_show_the_entities_as_corrected() -> None:
     search = screen(workspace, "pages/search.py", q="engineers")
     [chips] = [m.value for m in search.markdown if m.value.startswith("entities: ")]
     assert "Andy Warhol" in chips and ">Warhol<" not in chips
+
+
+def strip_entities(workspace: str) -> None:
+    """The workspace as an extractor that found nothing left it (its passages, no entities)."""
+    service = get_service()
+    tenant = service.tenant(workspace)
+    store = service._store
+    sources = []
+    for source in service.list_sources(workspace=workspace):
+        chunks = service._call(store.get_by_source(source.source_id, tenant))
+        bare = [
+            c.model_copy(
+                update={
+                    "entity_ids": [],
+                    "metadata": {k: v for k, v in c.metadata.items() if k != "mentions"},
+                }
+            )
+            for c in chunks
+        ]
+        sources.append((source.source_id, bare))
+    service._call(store.replace_sources(tenant, sources))
+
+
+def test_after_an_extractor_upgrade_one_button_finds_the_entities_and_shows_before_and_after() -> (
+    None
+):
+    workspace = loaded()
+    want = overview(workspace).by_kind
+    strip_entities(workspace)
+    at = screen(workspace)
+    assert any("No names were found" in i.value for i in at.info)
+    at.button(key="reextract").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    [done] = [s.value for s in at.success]
+    assert done.startswith("Entities found again in 3 passages of 3 sources")
+    [report] = at.table
+    shown = {r["kind"]: (r["before"], r["after"]) for r in report.value.to_dict("records")}
+    assert shown == {ENTITY_KIND_HEADINGS[k]: (0, want[k]) for k in ENTITY_KINDS}
+    assert passages_of(at)["Paris"] == 3  # the table of entities is back

@@ -11,6 +11,7 @@ Modules:
 - ``lexicon``: The extractor's word lists: titles, suffixes, head words, cues, non-names, places
 - ``entity_list``: The uploaded entity list: CSV rows of a name, its kind and its aliases, checked
 - ``corrections``: An analyst's corrections: an entity merged into another, its kind changed, hidden
+- ``reextraction``: Re-extraction: a stored source's passages with their entities found again
 - ``rules``: The rule-based extractor: capitalised runs, acronyms, titles, suffixes, typed per text
 """
 
@@ -30,6 +31,7 @@ from core.domain.entities.model import (
     entity_id,
     normalise_name,
 )
+from core.domain.entities.reextraction import document_text, reextracted
 from core.domain.entities.rules import EXTRACTOR_LIMITS, RuleBasedExtractor, entity_list_extractor
 
 __all__ = [
@@ -46,9 +48,11 @@ __all__ = [
     "ListedEntity",
     "Mention",
     "RuleBasedExtractor",
+    "document_text",
     "entity_id",
     "entity_list_extractor",
     "load_entity_list",
     "normalise_name",
     "place_names",
+    "reextracted",
 ]
