@@ -26,15 +26,15 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from typing import Final, Literal
+from typing import Final, Literal, NamedTuple, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from core.analysis.diagnosis import LostCause, RunDiagnosis
 from core.analysis.evaluation import METRICS as METRIC_LABELS
 from core.analysis.evaluation import EvaluationRun, Metric, mean_of
+from core.domain.chunks import StoredChunk
 from core.domain.comparison import SignificanceResult, randomisation_test
-from core.domain.ranking import RankedChunk
 from core.domain.tokenize import Profile, tokenize
 
 #: Anserini's RM3 defaults: feedback passages, kept expansion terms, the query's own share.
@@ -134,9 +134,26 @@ class Expansion(BaseModel):
         return [t.term for t in self.terms if not t.typed]
 
 
+class Scored(Protocol):
+    """A passage with its score: a ``RankedChunk``, or a ``Feedback`` (no explanation)."""
+
+    @property
+    def chunk(self) -> StoredChunk: ...
+
+    @property
+    def score(self) -> float: ...
+
+
+class Feedback(NamedTuple):
+    """A feedback passage as the unexpanded ranking scored it (no explanation built)."""
+
+    chunk: StoredChunk
+    score: float
+
+
 def rm3(
     query_terms: Sequence[str],
-    feedback: Sequence[RankedChunk],
+    feedback: Sequence[Scored],
     profile: Profile,
     spec: ExpansionSpec,
 ) -> Expansion:
@@ -159,7 +176,8 @@ def rm3(
         total += ranked.score
     passages: list[FeedbackPassage] = []
     relevance: dict[str, float] = {}
-    sources: dict[str, list[TermSource]] = {}
+    # (chunk id, tf, part) per term: a model only for the kept terms (a passage has ~100).
+    sources: dict[str, list[tuple[str, int, float]]] = {}
     empty = 0
     for rank, ranked in enumerate(used, start=1):
         tokens = tokenize(ranked.chunk.text, profile)
@@ -182,9 +200,7 @@ def rm3(
         for term, tf in sorted(Counter(tokens).items()):
             part = share * (tf / dl)
             relevance[term] = relevance.get(term, 0.0) + part
-            sources.setdefault(term, []).append(
-                TermSource(chunk_id=ranked.chunk.id, tf=tf, part=part)
-            )
+            sources.setdefault(term, []).append((ranked.chunk.id, tf, part))
     if empty:
         notes.append(
             f"{empty} feedback passage{'s' if empty != 1 else ''} had no terms left after the "
@@ -223,7 +239,12 @@ def rm3(
                 query_part=query_part,
                 feedback_part=feedback_part,
                 relevance=relevance.get(term, 0.0),
-                sources=sources.get(term, []) if term in from_feedback else [],
+                sources=[
+                    TermSource(chunk_id=chunk_id, tf=tf, part=part)
+                    for chunk_id, tf, part in (
+                        sources.get(term, []) if term in from_feedback else []
+                    )
+                ],
             )
         )
     terms.sort(key=lambda t: (-t.weight, t.term))

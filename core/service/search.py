@@ -14,7 +14,7 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from core.analysis.expansion import Expansion, ExpansionSpec, rm3
+from core.analysis.expansion import Expansion, ExpansionSpec, Feedback, rm3
 from core.analysis.predictors import QueryDifficulty, query_difficulty
 from core.checkpoint import checkpoint, stepped
 from core.domain.bm25 import ScoreExplanation, explain_score
@@ -228,7 +228,13 @@ class SearchActions(StoreRunner):
         # One read, one snapshot: the store counts what matched and hands over ``limit``.
         handed = await bounded_candidates(self._store, terms, tenant, limit, within)
         await checkpoint()
-        ranked = await stepped(rank_steps(terms, handed, k))
+        ranked: list[RankedChunk] = []
+        if expand is not None and terms:  # the typed top k is not shown: no explanations
+            scores = await stepped(candidate_score_steps(terms, handed))
+            top_scores = scores[top_rows(scores, handed.id_order, k)].tolist()
+        else:
+            ranked = await stepped(rank_steps(terms, handed, k))
+            top_scores = [r.score for r in ranked]
         # From the read's own numbers: no second read (core.analysis.predictors).
         difficulty = (
             query_difficulty(
@@ -236,7 +242,7 @@ class SearchActions(StoreRunner):
                 handed.stats,
                 handed.matching,
                 handed.cut_by_limit,
-                [r.score for r in ranked],
+                top_scores,
                 filtered_out=handed.filtered_out,
             )
             if terms
@@ -309,10 +315,12 @@ class SearchActions(StoreRunner):
         """The expansion of ``terms`` from their ranking's top ``spec.fb_docs`` (in ``handed``,
         the read at ``limit``), every passage's unexpanded rank, and the expanded read and
         ranking: the candidate rule applies to the expanded term set (a second read)."""
-        feedback = await stepped(rank_steps(terms, handed, spec.fb_docs))
-        expansion = rm3(terms, feedback, profile, spec)
-        scores = await stepped(candidate_score_steps(terms, handed))
+        scores = await stepped(candidate_score_steps(terms, handed))  # kept from the first
         order = top_rows(scores, handed.id_order, len(handed))
+        rows = order[: spec.fb_docs]
+        chunks = handed.chunks(rows)
+        feedback = [Feedback(c, s) for c, s in zip(chunks, scores[rows].tolist(), strict=True)]
+        expansion = rm3(terms, feedback, profile, spec)
         before = {str(handed.ids[row]): i + 1 for i, row in enumerate(order.tolist())}
         weights = expansion.weights
         expanded = sorted(weights)
