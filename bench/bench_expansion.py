@@ -1,0 +1,101 @@
+"""What an RM3 search costs against the same query unexpanded (issue 47's speed targets).
+
+The facade's search (``LexplainService.search``, k 10, limit 1000) of bench_scale's Zipf
+queries over its synthetic corpus in the in-memory store, each query once as typed and once
+with ``ExpansionSpec()`` (Anserini's defaults), alternated query by query so load drifts hit
+both alike. Each search's text is new (the query plus its own count of trailing spaces, which
+tokenise to the same terms), so the service's result cache never answers. The target: an RM3
+search at most 2.5x the unexpanded one (two rankings and a second
+read are its floor). Also Cranfield, the sample. Results: bench/results/expansion.json.
+
+    .venv/bin/python -m bench.bench_expansion --sizes 100000
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+
+from bench.results import record
+from bench.scale_setup import cranfield_corpus, zipf_corpus
+from core.domain.chunks import StoredChunk, workspace_tenant_id
+from core.service import ExpansionSpec, LexplainService
+from core.settings import Settings
+
+#: The workspace the corpus is written to.
+WORKSPACE = "bench-expansion"
+#: k and limit of every search (Search's defaults).
+K, LIMIT = 10, 1000
+#: Queries timed per corpus (each twice: typed and expanded).
+QUERIES = 100
+#: Passages written per batch.
+BATCH = 5_000
+
+
+def build(name: str) -> tuple[LexplainService, list[str]]:
+    """An in-memory service holding corpus ``name`` and its queries as text."""
+    if name == "cranfield":
+        ids, texts, queries = cranfield_corpus()
+    else:
+        ids, texts, queries = zipf_corpus(int(name))
+    service = LexplainService.from_settings(Settings(store="memory"))
+    service.create_workspace(WORKSPACE)
+    tenant = workspace_tenant_id(WORKSPACE)
+    chunks = [
+        StoredChunk(
+            tenant_id=tenant, source_id=i, text=t, chunk_index=0, start_char=0, end_char=len(t)
+        )
+        for i, t in zip(ids, texts, strict=True)
+    ]
+    for start in range(0, len(chunks), BATCH):
+        service._call(service._store.upsert_many(chunks[start : start + BATCH]))
+    return service, [" ".join(q) for q in queries[:QUERIES]]
+
+
+def timed(service: LexplainService, query: str, expand: ExpansionSpec | None) -> float:
+    start = time.perf_counter()
+    service.search(query, K, LIMIT, workspace=WORKSPACE, expand=expand)
+    return (time.perf_counter() - start) * 1000
+
+
+def measure(name: str) -> dict[str, object]:
+    service, queries = build(name)
+    try:
+        for query in queries[:5]:  # warm: the first searches build the image and caches
+            timed(service, query, None)
+        plain: list[float] = []
+        expanded: list[float] = []
+        for i, query in enumerate(queries):
+            # A text no earlier pass searched: the result cache cannot answer it.
+            typed, rm3 = query + " " * (2 * i + 1), query + " " * (2 * i + 2)
+            plain.append(timed(service, typed, None))
+            expanded.append(timed(service, rm3, ExpansionSpec()))
+    finally:
+        service.close()
+    p50_plain, p50_rm3 = statistics.median(plain), statistics.median(expanded)
+    ratio = p50_rm3 / p50_plain
+    print(f"{name}: typed p50 {p50_plain:.2f} ms, RM3 p50 {p50_rm3:.2f} ms, {ratio:.2f}x")
+    return {
+        "workload": f"RM3 search vs typed, memory, {name} passages, k {K}, limit {LIMIT}",
+        "lexplain": f"{p50_rm3:.2f} ms (typed {p50_plain:.2f} ms)",
+        "peer": "the same query unexpanded",
+        "ratio": f"{ratio:.2f}x (target <= 2.5x)",
+        "command": f"python -m bench.bench_expansion --sizes {name}",
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--sizes", default="cranfield,100000")
+    parser.add_argument("--no-write", action="store_true", help="print only")
+    args = parser.parse_args()
+    rows = [measure(name) for name in args.sizes.split(",")]
+    print(f"load {os.getloadavg()[0]:.1f}")
+    if not args.no_write:
+        record("expansion", rows)
+
+
+if __name__ == "__main__":
+    main()
