@@ -483,6 +483,10 @@ if run and (judgments is not None or graded is not None):
         bar.empty()
         st.session_state.pop(RESULT_KEY, None)
         st.error(f"The judgments cannot be used: {escape_text(str(exc))}")
+    except ValueError as exc:  # a bound of core.service.bounds (a limit of 0), in its own words
+        bar.empty()
+        st.session_state.pop(RESULT_KEY, None)
+        st.error(f"Not evaluated: {escape_text(str(exc))}.")
     else:
         bar.empty()
         st.session_state[RESULT_KEY] = (

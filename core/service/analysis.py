@@ -39,7 +39,6 @@ from core.service.common import (
     UNLIMITED,
     QueryView,
     bounded_candidates,
-    check_k,
     check_k_limit,
     check_query_terms,
     combine_judgments,
@@ -365,8 +364,8 @@ class AnalysisActions(StoreRunner):
 
         The workspace's own ranker at each limit: ``evaluate_runs`` with one spec per limit.
         """
-        if any(limit < 0 for limit in limits):
-            raise ValueError(f"every limit must be >= 0, got {list(limits)}")
+        for limit in limits:
+            check_k_limit(k, limit)
         specs = [RunSpec(workspace=workspace, limit=limit) for limit in limits]
         return self._evaluate_specs(queries_data, qrels_data, k, specs, on_progress, False)
 
@@ -406,9 +405,10 @@ class AnalysisActions(StoreRunner):
         reports Judged@k, the share of its top k that has a grade. ``KeyError`` for an unknown
         set, ``JudgmentError`` when no query of it has a grade yet.
         """
-        check_k(k)
         if not runs:
             raise ValueError("at least one run is needed")
+        for spec in runs:  # a limit of 0 is refused as Search refuses it
+            check_k_limit(k, spec.limit)
         tenant = self._tenant(workspace)
         found = self._call(self._store.get_query_set(tenant, query_set))
         if found is None:
@@ -438,9 +438,10 @@ class AnalysisActions(StoreRunner):
         on_progress: ProgressCallback | None,
         labelled: bool,
     ) -> list[EvaluationRun]:
-        check_k(k)
         if not runs:
             raise ValueError("at least one limit is needed")
+        for spec in runs:  # a limit of 0 is refused as Search refuses it
+            check_k_limit(k, spec.limit)
         judged, qrels = judged_files(queries_data, qrels_data)
 
         specs = list(runs)

@@ -29,21 +29,24 @@ term's contribution (idf times TF part), each with its inputs: the keys of Elast
 ``_explanation``, so what walks one walks the other. Rejected: the screens' four decimals (two
 outputs would agree where the numbers differ). Exit status: 0 when the command ran (a search
 that finds nothing included: it says why), 2 when it could not (the store, an unknown workspace
-or query set, a set nobody graded, a bound on k, limit or the query), with one plain message.
-``docs/command-line.md`` has examples.
+or query set, a set nobody graded, a bound on k, limit or the query), with one plain line (a
+pydantic refusal too: ``common.refusal``), 141 when the reader went away (``| head``): the
+output stops quietly, as ``cat``'s would. Rejected: restoring SIGPIPE's default action (the
+process would die mid-write without closing the store). ``docs/command-line.md`` has examples.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import Final, TextIO
 
 from rich.console import Console
 
-from core.terminal.common import EXIT_UNUSABLE, PIPED_WIDTH
+from core.terminal.common import EXIT_PIPE_CLOSED, EXIT_UNUSABLE, PIPED_WIDTH
 from core.terminal.db import db, repair
 from core.terminal.diagnose import diagnose as diagnose_command
 from core.terminal.evaluate import evaluate as evaluate_command
@@ -68,14 +71,36 @@ def main(
 ) -> int:
     """Entry point of ``python -m core``; returns the exit status. ``program``: this process is
     the command (``core/__main__.py``), so ``load`` may lower its own priority (never that of
-    a process that called ``main`` in passing, such as a test run)."""
+    a process that called ``main`` in passing, such as a test run). A reader that goes away
+    (``| head``) ends the command quietly with ``EXIT_PIPE_CLOSED``."""
+    stream = stdout or sys.stdout
+    try:
+        status = _run(argv, stream, program)
+        stream.flush()
+    except BrokenPipeError:
+        if stream is sys.stdout:
+            # Python flushes stdout again at exit: point it at nothing, or that flush fails too.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_PIPE_CLOSED
+    return status
+
+
+class _PipedConsole(Console):
+    """rich's console, leaving a closed pipe to ``main`` (rich's own exits with status 1)."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        raise BrokenPipeError
+
+
+def _run(argv: Sequence[str] | None, stream: TextIO, program: bool) -> int:
+    """Parse ``argv`` and run its command, writing to ``stream``."""
     args = parser().parse_args(argv)
     if args.command == "load":
         args.background = program and not args.full_priority
-    stream = stdout or sys.stdout
     # Piped output (logs, CI) gets wide tables so file paths are not folded mid-name.
     width = None if stream.isatty() else PIPED_WIDTH
-    console = Console(file=stream, soft_wrap=True, width=width)
+    console = _PipedConsole(file=stream, soft_wrap=True, width=width)
     if args.command == "load":
         return asyncio.run(load(args, console))
     if args.command == "db" and args.action == "repair":

@@ -33,6 +33,24 @@ PIPED_WIDTH = 200
 EXIT_REJECTED = 1
 #: Exit status when the command could not run at all.
 EXIT_UNUSABLE = 2
+#: Exit status when the reader of the output went away (``| head``): 128 + SIGPIPE, as
+#: ``cat`` or ``grep`` end, so a shell's ``pipefail`` tells a cut output from a whole one.
+EXIT_PIPE_CLOSED = 141
+#: The prefix pydantic puts before a validator's own sentence.
+PYDANTIC_VALUE_ERROR = "Value error, "
+
+
+def refusal(exc: ValueError) -> str:
+    """A refusal's one plain line: a bound's own sentence, or for a pydantic model each field's
+    problem as ``--field: message`` (never pydantic's multi-line dump with its URL)."""
+    if isinstance(exc, ValidationError):
+        problems = []
+        for error in exc.errors():
+            message = str(error["msg"]).removeprefix(PYDANTIC_VALUE_ERROR)
+            where = "-".join(str(part) for part in error["loc"]).replace("_", "-")
+            problems.append(f"--{where}: {message}" if where else message)
+        return terminal_safe("; ".join(problems))
+    return terminal_safe(str(exc))
 
 
 def query_arguments(command: argparse.ArgumentParser, k_means: str) -> None:
@@ -133,8 +151,8 @@ def on_a_set(
             return ask(service, workspace)
         except KeyError as exc:  # no such set: its message names it
             console.print(f"error: {terminal_safe(exc.args[0])}", markup=False, highlight=False)
-        except (JudgmentError, ValueError) as exc:  # no grade yet, or a bound
-            console.print(f"error: {terminal_safe(str(exc))}", markup=False, highlight=False)
+        except (JudgmentError, ValueError) as exc:  # no grade yet, or a bound (pydantic's too)
+            console.print(f"error: {refusal(exc)}", markup=False, highlight=False)
         return None
     finally:
         service.close()

@@ -22,6 +22,7 @@ from core.terminal.common import (
     _known_workspace,
     _open_service,
     number_column,
+    refusal,
 )
 
 #: How each IDF form is computed, in an explanation's words.
@@ -285,17 +286,14 @@ def search(args: argparse.Namespace, console: Console) -> int:
                 else None
             )
         except ValidationError as exc:
-            problems = "; ".join(
-                f"--{'-'.join(str(e['loc'][0]).split('_'))}: {e['msg']}" for e in exc.errors()
-            )
-            console.print(f"error: not searched: {problems}", markup=False, highlight=False)
+            console.print(f"error: not searched: {refusal(exc)}", markup=False, highlight=False)
             return EXIT_UNUSABLE
         try:
             result = service.search(
                 args.query, args.k, args.limit, workspace=workspace, expand=expand
             )
         except ValueError as exc:  # a bound of core.service.bounds, in its own words
-            console.print(f"error: not searched: {exc}", markup=False, highlight=False)
+            console.print(f"error: not searched: {refusal(exc)}", markup=False, highlight=False)
             return EXIT_UNUSABLE
     finally:
         service.close()

@@ -12,17 +12,13 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import io
 import json
 import os
 import subprocess
 import sys
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from uuid import UUID
 
-import asyncpg
 import pytest
 
 from core.analysis.diagnosis import CAUSE_NOTES
@@ -40,15 +36,10 @@ from core.stores.select import open_store
 from core.terminal import main
 from core.terminal.load import load_into
 from tests.fixtures.files import docx_bytes, image_only_pdf_bytes, pdf_bytes
+from tests.unit.terminal.sample import QUERY, SAMPLE, run, table_rows
 
 ROOT = Path(__file__).resolve().parents[3]
 CRANFIELD = ROOT / "data" / "cranfield"
-
-
-def run(*argv: str) -> tuple[int, str]:
-    out = io.StringIO()
-    status = main(list(argv), stdout=out)
-    return status, out.getvalue()
 
 
 def mixed_folder(root: Path) -> Path:
@@ -65,15 +56,6 @@ def mixed_folder(root: Path) -> Path:
     (folder / ".hidden").mkdir()
     (folder / ".hidden" / "secret.txt").write_text("never loaded")
     return folder
-
-
-@pytest.fixture(autouse=True)
-def no_default_database(monkeypatch: pytest.MonkeyPatch, embedded_data_dir: Path) -> Path:
-    """No URL, no store override, and a private embedded data folder (stopped afterwards)."""
-    monkeypatch.delenv("LEXPLAIN_DATABASE_URL", raising=False)
-    monkeypatch.delenv("LEXPLAIN_STORE", raising=False)
-    monkeypatch.setenv("LEXPLAIN_DATA_DIR", str(embedded_data_dir))
-    return embedded_data_dir
 
 
 def test_a_dry_run_says_so_keeps_nothing_and_exits_zero(
@@ -462,55 +444,6 @@ def test_an_embedded_server_a_load_starts_runs_at_the_priority_the_app_needs(
 
 
 # --- search and evaluate: the screens' numbers in a terminal ------------------------------
-
-#: The workspace the sample is loaded into, once for these tests, through the facade.
-SAMPLE = "cran"
-#: A query whose 132 matching passages a limit of 50 cuts, with terms each passage lacks.
-QUERY = "similarity laws for aeroelastic models"
-
-
-def table_rows(out: str) -> list[list[str]]:
-    """The cells of every table row printed (rich's body rows start with "│")."""
-    rows = [[c.strip() for c in line.split("│")[1:-1]] for line in out.splitlines()]
-    return [cells for cells in rows if cells and cells[0]]  # not a folded row's second line
-
-
-@pytest.fixture(scope="module")
-def sample_schema(database_url: str) -> Iterator[str]:
-    """A schema of its own (``pg_store`` empties its module's) holding the sample in ``SAMPLE``."""
-    schema = f"t_{uuid.uuid4().hex}"
-    service = LexplainService.from_settings(
-        Settings(database_url=database_url, database_schema=schema)
-    )
-    try:
-        service.load_sample(workspace=SAMPLE)
-    finally:
-        service.close()
-    yield schema
-
-    async def drop() -> None:
-        conn = await asyncpg.connect(database_url)
-        try:
-            await conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
-        finally:
-            await conn.close()
-
-    asyncio.run(drop())
-
-
-@pytest.fixture
-def facade(
-    no_default_database: Path,
-    database_url: str,
-    sample_schema: str,
-    monkeypatch: pytest.MonkeyPatch,
-) -> Iterator[LexplainService]:
-    """The command line's store named by the environment, as the app's is, and the facade on it."""
-    monkeypatch.setenv("LEXPLAIN_DATABASE_URL", database_url)
-    monkeypatch.setenv("LEXPLAIN_DATABASE_SCHEMA", sample_schema)
-    service = LexplainService.from_settings()
-    yield service
-    service.close()
 
 
 @pytest.mark.postgres
