@@ -119,3 +119,13 @@ def test_the_checklists_name_only_files_that_exist() -> None:
     assert len(named) > 20, "the how-to checklists name too few files"
     missing = [n for n in named if "<" not in n and not (ROOT / n.rstrip("/")).exists()]
     assert not missing, f"docs/layout.md names files that do not exist: {missing}"
+
+
+#: Longest module in lines: past it a module is two things (issue 45's bound).
+MAX_MODULE_LINES = 600
+
+
+@pytest.mark.parametrize("path", layout.modules(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_module_is_over_six_hundred_lines(path: Path) -> None:
+    lines = len(path.read_text(encoding="utf-8").splitlines())
+    assert lines <= MAX_MODULE_LINES, f"{path.relative_to(ROOT)}: {lines} lines; split it"
