@@ -90,7 +90,18 @@ NUMBER_FORMATS = {
     "feedback part": st.column_config.NumberColumn("feedback part", format="%.4f"),
 }
 #: The Expand control's choices, as offered.
-EXPAND_CHOICES = {"none": "none (the query as typed)", "rm3": "RM3: feedback from the top passages"}
+EXPAND_CHOICES = {
+    "none": "none (the query as typed)",
+    "rm3": "RM3: feedback from the top passages",
+    "rocchio": "from my grades (Rocchio: this query's graded passages)",
+}
+#: Said under a search whose expansion learned from the grades.
+GRADES_NOTE = (
+    "Learned from this query's grades: the passages graded 1-3 pull their terms in (beta "
+    "0.75), those graded 0 push theirs out (gamma 0.15). The graded passages are the ones it "
+    "was taught, so judging this ranking by the same grades would flatter it; Runs does not "
+    "offer it as a run for that reason."
+)
 #: What an expanded search changes, said under its expanded query.
 EXPANDED_NOTE = (
     "Ranked again with the expanded query: each term's contribution is weight × idf × TF part. "
@@ -110,6 +121,9 @@ def expand_controls() -> ExpansionSpec | None:
         help="RM3 adds weighted terms from the unexpanded ranking's top passages, then ranks "
         "again; every added term's weight and source is shown.",
     )
+    if chosen == "rocchio":
+        st.caption(GRADES_NOTE)
+        return ExpansionSpec.rocchio()
     if chosen != "rm3":
         return None
     a, b, c = st.columns(3)

@@ -43,6 +43,11 @@ FB_TERMS: Final = 10
 ORIGINAL_WEIGHT: Final = 0.5
 #: Most feedback passages or expansion terms one expansion takes.
 MAX_FEEDBACK: Final = 100
+#: Rocchio's defaults: the typed query, the relevant passages' and the non-relevant passages'
+#: shares (the SMART/Anserini values).
+ROCCHIO_ALPHA: Final = 1.0
+ROCCHIO_BETA: Final = 0.75
+ROCCHIO_GAMMA: Final = 0.15
 
 
 class ExpansionSpec(BaseModel):
@@ -50,14 +55,29 @@ class ExpansionSpec(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    method: Literal["rm3"] = "rm3"
+    #: ``rm3``: feedback from the top passages; ``rocchio``: from the analyst's grades.
+    method: Literal["rm3", "rocchio"] = "rm3"
     fb_docs: int = Field(default=FB_DOCS, ge=1, le=MAX_FEEDBACK)
     fb_terms: int = Field(default=FB_TERMS, ge=1, le=MAX_FEEDBACK)
+    #: The typed query's share (RM3's original weight, Rocchio's alpha).
     original_weight: float = Field(default=ORIGINAL_WEIGHT, ge=0.0, le=1.0, allow_inf_nan=False)
+    #: Rocchio only: the graded-relevant passages' share and the graded-0 passages' penalty.
+    beta: float = Field(default=ROCCHIO_BETA, ge=0.0, le=1.0, allow_inf_nan=False)
+    gamma: float = Field(default=ROCCHIO_GAMMA, ge=0.0, le=1.0, allow_inf_nan=False)
+
+    @classmethod
+    def rocchio(cls) -> ExpansionSpec:
+        """Rocchio with its defaults (alpha 1.0, beta 0.75, gamma 0.15, 10 terms)."""
+        return cls(method="rocchio", original_weight=ROCCHIO_ALPHA)
 
     @property
     def label(self) -> str:
         """How the screens name it."""
+        if self.method == "rocchio":
+            return (
+                f"Rocchio from the grades (alpha {self.original_weight:g}, beta {self.beta:g}, "
+                f"gamma {self.gamma:g}, terms {self.fb_terms})"
+            )
         return (
             f"RM3 (feedback passages {self.fb_docs}, terms {self.fb_terms}, "
             f"original weight {self.original_weight:g})"
@@ -249,6 +269,82 @@ def rm3(
         )
     terms.sort(key=lambda t: (-t.weight, t.term))
     return Expansion(spec=spec, feedback=passages, terms=terms, note="; ".join(notes) or None)
+
+
+def rocchio(
+    query_terms: Sequence[str],
+    graded: Sequence[tuple[StoredChunk, int]],
+    profile: Profile,
+    spec: ExpansionSpec,
+) -> Expansion:
+    """Relevance feedback from the analyst's grades: weight(t) = alpha * P(t|Q) + beta * the
+    mean over the passages graded >= 1 of P(t|D) - gamma * the mean over those graded 0, the
+    ``fb_terms`` highest positive feedback terms kept (ties by term); P(t|D) as for RM3 and the
+    means summed in the order given. A typed term whose weight is not positive is dropped (the
+    note says so); no grade at all searches the query as typed."""
+    distinct = sorted(set(query_terms))
+    if not distinct:
+        raise ValueError("the query has no terms to expand")
+    relevant = [(c, g) for c, g in graded if g >= 1]
+    other = [(c, g) for c, g in graded if g == 0]
+    notes: list[str] = []
+    passages: list[FeedbackPassage] = []
+    parts: dict[str, float] = {}
+    sources: dict[str, list[tuple[str, int, float]]] = {}
+    for group, sign, share in (
+        (relevant, 1.0, spec.beta / len(relevant) if relevant else 0.0),
+        (other, -1.0, spec.gamma / len(other) if other else 0.0),
+    ):
+        for chunk, grade in group:
+            tokens = tokenize(chunk.text, profile)
+            passages.append(
+                FeedbackPassage(
+                    chunk_id=chunk.id, source_id=chunk.source_id, chunk_index=chunk.chunk_index,
+                    rank=len(passages) + 1, score=float(grade), share=sign * share,
+                    doc_length=len(tokens),
+                )
+            )  # fmt: skip
+            if not tokens:
+                continue
+            for term, tf in sorted(Counter(tokens).items()):
+                part = sign * share * (tf / len(tokens))
+                parts[term] = parts.get(term, 0.0) + part
+                sources.setdefault(term, []).append((chunk.id, tf, part))
+    if not relevant:
+        notes.append("no passage of this query is graded relevant, so it is searched as typed")
+        terms = [
+            ExpansionTerm(
+                term=t, weight=1.0, typed=True, query_part=1.0, feedback_part=0.0, relevance=0.0
+            )
+            for t in distinct
+        ]
+        return Expansion(spec=spec, feedback=passages, terms=terms, note="; ".join(notes))
+    kept = [(t, v) for t, v in sorted(parts.items(), key=lambda i: (-i[1], i[0])) if v > 0][
+        : spec.fb_terms
+    ]
+    from_feedback = dict(kept)
+    query_share = spec.original_weight * (1.0 / len(distinct))
+    asked = set(distinct)
+    out: list[ExpansionTerm] = []
+    dropped = []
+    for term in sorted(asked | from_feedback.keys()):
+        query_part = query_share if term in asked else 0.0
+        feedback_part = from_feedback.get(term, parts.get(term, 0.0) if term in asked else 0.0)
+        weight = query_part + feedback_part
+        if weight <= 0.0:
+            dropped.append(term)
+            continue
+        out.append(
+            ExpansionTerm(
+                term=term, weight=weight, typed=term in asked, query_part=query_part,
+                feedback_part=feedback_part, relevance=parts.get(term, 0.0),
+                sources=[TermSource(chunk_id=c, tf=n, part=p) for c, n, p in sources.get(term, [])],
+            )
+        )  # fmt: skip
+    if dropped:
+        notes.append(f"dropped, the passages graded 0 outweighing them: {', '.join(dropped)}")
+    out.sort(key=lambda t: (-t.weight, t.term))
+    return Expansion(spec=spec, feedback=passages, terms=out, note="; ".join(notes) or None)
 
 
 class LedgerRow(BaseModel):

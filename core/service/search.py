@@ -14,7 +14,7 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from core.analysis.expansion import Expansion, ExpansionSpec, Feedback, rm3
+from core.analysis.expansion import Expansion, ExpansionSpec, Feedback, rm3, rocchio
 from core.analysis.predictors import QueryDifficulty, query_difficulty
 from core.checkpoint import checkpoint, stepped
 from core.domain.bm25 import ScoreExplanation, explain_score
@@ -36,6 +36,7 @@ from core.service.common import (
     check_k_limit,
     check_query_terms,
     chips,
+    combine_judgments,
     empty_reason,
     entity_names,
     filter_words,
@@ -205,11 +206,14 @@ class SearchActions(StoreRunner):
         # An entity correction changes a filter's passages and the chips, not the generation.
         fixes = tuple(await self._store.entity_corrections(tenant))
         key = ("search", tenant, profile, generation, fixes, query, k, limit, within, expand)
-        cached = self._results.get(key)
+        # Feedback from grades depends on grades, which the generation does not count: not kept.
+        keep = expand is None or expand.method != "rocchio"
+        cached = self._results.get(key) if keep else None
         if isinstance(cached, SearchResult):
             return cached
         result = await self._ranked(query, k, limit, workspace, profile, within, expand)
-        self._results.put(key, result)
+        if keep:
+            self._results.put(key, result)
         return result
 
     async def _ranked(
@@ -252,7 +256,7 @@ class SearchActions(StoreRunner):
         before: dict[str, int] = {}
         if expand is not None and terms:
             expansion, before, handed, ranked = await self._expanded(
-                terms, handed, k, limit, tenant, profile, within, expand
+                query, terms, handed, k, limit, tenant, profile, within, expand
             )
         matching = handed.matching
         position = {chunk_id: i + 1 for i, chunk_id in enumerate(handed.ids)}
@@ -301,8 +305,19 @@ class SearchActions(StoreRunner):
             expansion=expansion,
         )
 
+    async def _graded_passages(self, query: str, tenant: UUID) -> list[tuple[StoredChunk, int]]:
+        """The passages graded for ``query`` (its raters' grades combined), in id order."""
+        grades = combine_judgments(await self._store.list_judgments(tenant, [query]))
+        found = []
+        for chunk_id, grade in sorted(grades.get(query, {}).items()):
+            chunk = await self._store.get(chunk_id, tenant)
+            if chunk is not None:
+                found.append((chunk, grade))
+        return found
+
     async def _expanded(
         self,
+        query: str,
         terms: list[str],
         handed: LexicalCandidates,
         k: int,
@@ -317,10 +332,13 @@ class SearchActions(StoreRunner):
         ranking: the candidate rule applies to the expanded term set (a second read)."""
         scores = await stepped(candidate_score_steps(terms, handed))  # kept from the first
         order = top_rows(scores, handed.id_order, len(handed))
-        rows = order[: spec.fb_docs]
-        chunks = handed.chunks(rows)
-        feedback = [Feedback(c, s) for c, s in zip(chunks, scores[rows].tolist(), strict=True)]
-        expansion = rm3(terms, feedback, profile, spec)
+        if spec.method == "rocchio":
+            expansion = rocchio(terms, await self._graded_passages(query, tenant), profile, spec)
+        else:
+            rows = order[: spec.fb_docs]
+            chunks = handed.chunks(rows)
+            scored = zip(chunks, scores[rows].tolist(), strict=True)
+            expansion = rm3(terms, [Feedback(c, s) for c, s in scored], profile, spec)
         before = {str(handed.ids[row]): i + 1 for i, row in enumerate(order.tolist())}
         weights = expansion.weights
         expanded = sorted(weights)

@@ -74,3 +74,21 @@ def test_without_expansion_search_shows_no_expansion_and_no_weight_column(
     at.session_state["why-1"] = True
     at.run()
     assert not any("weight" in f.value.columns for f in at.dataframe)
+
+
+def test_from_my_grades_expands_with_the_querys_graded_passages_and_says_what_it_learned_from(
+    cranfield: str,
+) -> None:
+    service = get_service()
+    top = service.search(QUERY, 3, 1000, workspace=cranfield).passages
+    for passage, grade in zip(top, (3, 2, 0), strict=True):
+        service.grade(QUERY, passage.chunk.id, grade, workspace=cranfield)
+    at = searched(cranfield, "rocchio")
+    assert not at.exception, [e.value for e in at.exception]
+    expected = get_service().search(
+        QUERY, 10, 1000, workspace=cranfield, expand=ExpansionSpec.rocchio()
+    )
+    assert expected.expansion is not None
+    assert table_with(at, "feedback part") == expansion_rows(expected.expansion)
+    captions = "\n".join(c.value for c in at.caption)
+    assert "judging this ranking by the same grades would flatter it" in captions

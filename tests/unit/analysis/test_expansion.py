@@ -14,7 +14,7 @@ from uuid import UUID
 import pytest
 from pydantic import ValidationError
 
-from core.analysis.expansion import ExpansionSpec, rm3
+from core.analysis.expansion import ExpansionSpec, rm3, rocchio
 from core.domain.bm25 import ScoreExplanation
 from core.domain.chunks import StoredChunk
 from core.domain.ranking import RankedChunk
@@ -107,3 +107,24 @@ def test_parameters_outside_their_ranges_are_refused(bad: dict[str, float]) -> N
 def test_a_query_with_no_terms_is_refused() -> None:
     with pytest.raises(ValueError, match="no terms"):
         rm3([], FEEDBACK, Profile.PLAIN, ExpansionSpec())
+
+
+def test_rocchio_weights_are_the_ones_worked_by_hand() -> None:
+    relevant = ranked("a", "wing wing flutter tail", 3.0).chunk
+    other = ranked("b", "tail drag", 1.0).chunk
+    spec = ExpansionSpec.rocchio().model_copy(update={"fb_terms": 3})
+    expansion = rocchio(["wing"], [(relevant, 2), (other, 0)], Profile.PLAIN, spec)
+    # beta 0.75 over one relevant passage, gamma 0.15 over one graded 0: tail 0.75/4 - 0.15/2.
+    assert expansion.weights == {
+        "wing": 1.0 + 0.75 * (2 / 4),
+        "flutter": 0.75 * (1 / 4),
+        "tail": 0.75 * (1 / 4) + -0.15 * (1 / 2),
+    }
+    assert expansion.added == ["flutter", "tail"]
+
+
+def test_rocchio_without_a_relevant_grade_searches_the_query_as_typed_and_says_so() -> None:
+    other = ranked("b", "tail drag", 1.0).chunk
+    expansion = rocchio(["wing"], [(other, 0)], Profile.PLAIN, ExpansionSpec.rocchio())
+    assert expansion.weights == {"wing": 1.0}
+    assert expansion.note is not None and "as typed" in expansion.note

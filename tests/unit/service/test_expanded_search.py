@@ -146,3 +146,25 @@ def test_the_ledger_is_the_two_runs_query_by_query_with_the_paired_test(
         assert {(row.query_id, c) for c in row.recovered_mismatch} <= mismatched
         assert set(row.recovered_mismatch) <= set(row.recovered)
     assert ledger.recovered_mismatch > 0, "RM3 recovered no vocabulary mismatch on Cranfield"
+
+
+def test_feedback_from_the_grades_learns_from_the_querys_graded_passages_and_never_goes_stale(
+    graded: LexplainService,
+) -> None:
+    query = queries()[1]
+    spec = ExpansionSpec.rocchio()
+    grades = graded.combined_judgments(workspace="default", queries=[query])[query]
+    result = graded.search(query, 10, 1000, workspace="default", expand=spec)
+    assert result.expansion is not None and result.expansion.added
+    assert sorted(f.chunk_id for f in result.expansion.feedback) == sorted(grades)
+    for passage in result.passages:
+        total = 0.0
+        for part in passage.explanation.terms:
+            assert part.contribution == (part.weight * part.idf) * part.tf_part
+            total += part.contribution
+        assert total == passage.score
+    ungraded = next(p.chunk.id for p in result.passages if p.chunk.id not in grades)
+    graded.grade(query, ungraded, 0, workspace="default")
+    again = graded.search(query, 10, 1000, workspace="default", expand=spec)
+    assert again.expansion is not None
+    assert ungraded in {f.chunk_id for f in again.expansion.feedback}
