@@ -32,7 +32,7 @@ from uuid import UUID
 import asyncpg
 import pytest
 
-from core.domain.entities import Entity
+from core.domain.entities import Entity, EntityCorrection
 from core.domain.judging import SavedRun
 from core.domain.tokenize import Profile
 from core.stores.port import ChunkStore, Workspace
@@ -230,6 +230,10 @@ def calls(store: ChunkStore, tenant: UUID, other: UUID) -> dict[str, Callable[[]
         "doc_lengths": lambda: store.doc_lengths(tenant),
         "terms_with_prefix": lambda: store.terms_with_prefix("oc", tenant, 10),
         "get_entities": lambda: store.get_entities([entity.entity_id], tenant),
+        "correct_entity": lambda: store.correct_entity(
+            EntityCorrection(entity_id=entity.entity_id, hidden=True), tenant
+        ),
+        "entity_corrections": lambda: store.entity_corrections(tenant),
         "get_workspace": lambda: store.get_workspace(tenant),
         "add_member": lambda: store.add_member(tenant, "ada@example.org"),
         "set_owner": lambda: store.set_owner(tenant, "bob@example.org"),
