@@ -229,7 +229,7 @@ def test_a_shared_link_reproduces_the_view(server: str, page: Page) -> None:
     settle(page)
     expect(page.get_by_role("textbox", name="Query")).to_have_value("aeroelastic flutter")
     expect(page.locator(".lx-bar")).to_have_count(3)
-    expect(page.get_by_text("3 of", exact=False).first).to_be_visible()
+    expect(page.get_by_text("3 shown", exact=False).first).to_be_visible()
 
 
 def test_a_truncation_link_shows_the_cut_and_both_charts(server: str, page: Page) -> None:

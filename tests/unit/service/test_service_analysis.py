@@ -243,10 +243,13 @@ def test_evaluate_hands_each_limit_exactly_its_first_candidates(
     """Small limits, where one candidate more or less changes the top-k of most queries."""
     queries_all, qrels = service.sample_judgments()
     queries = b"\n".join(queries_all.splitlines()[:15])
-    limits = [0, 1, 2, 20, 182]
+    limits = [1, 2, 20, 182]
     runs = service.evaluate(queries, qrels, 10, limits, workspace=SAMPLE)
     assert runs == expected_runs(direct, queries, qrels, 10, limits, SAMPLE, whole_documents=True)
-    assert runs[0].mean_recall == 0.0 < runs[1].mean_mrr
+    assert 0.0 < runs[0].mean_recall < runs[-1].mean_recall
+    # A limit of 0 hands BM25 nothing: refused, as Search and Diagnose refuse it (issue 49).
+    with pytest.raises(ValueError, match="limit must be at least 1"):
+        service.evaluate(queries, qrels, 10, [0, 20], workspace=SAMPLE)
 
 
 def test_evaluation_judges_documents_filling_k_past_repeated_passages(
