@@ -14,7 +14,7 @@ from uuid import UUID
 import streamlit as st
 
 from core.analysis.presentation import count, unknown_filter_line
-from core.service import LexplainService, MetadataMatch, PassageFilter
+from core.service import LexplainService, MetadataMatch, PassageFilter, one_sentence
 
 #: URL names of the three kinds of choice.
 SOURCE_PARAM, ENTITY_PARAM, META_PARAM = "src", "ent", "meta"
@@ -83,7 +83,13 @@ def _metadata(lines: str) -> tuple[tuple[MetadataMatch, ...], list[str]]:
             bad.append(line)
             continue
         values.setdefault(field.strip(), []).append(value.strip())
-    return tuple(MetadataMatch(field=f, values=tuple(v)) for f, v in values.items()), bad
+    matches = []
+    for field, wanted in values.items():
+        try:
+            matches.append(MetadataMatch(field=field, values=tuple(wanted)))
+        except ValueError as exc:  # NUL or a lone surrogate (from a link): core's sentence
+            st.warning(f"Left out: {one_sentence(exc)}.")
+    return tuple(matches), bad
 
 
 def _write(name: str, values: list[str]) -> None:

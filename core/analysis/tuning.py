@@ -13,6 +13,7 @@ search method smarter than a grid (it hides the landscape the heatmap shows).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from math import isfinite
 from typing import Final
 
 import numpy as np
@@ -151,12 +152,27 @@ class GridSpec(BaseModel):
 
 
 def grid_values(low: float, high: float, step: float) -> tuple[float, ...]:
-    """``low`` to ``high`` (inclusive) in ``step``s, rounded to the step's decimals."""
+    """``low`` to ``high`` (inclusive) in ``step``s, rounded to the step's decimals.
+
+    Refused in one sentence: a bound or step that is not a finite number (NaN, inf), a step
+    that is not positive, ``high < low``, and more than ``MAX_POINTS`` values, counted before
+    any is made (``(0, inf, 1)`` and ``(0, 1, 5e-324)`` overflowed ``round``)."""
+    given = {"low": low, "high": high, "step": step}
+    for name, value in given.items():
+        if isinstance(value, bool) or not isinstance(value, int | float) or not isfinite(value):
+            raise ValueError(f"a range's {name} must be a finite number, got {value!r}")
     if step <= 0 or high < low:
-        raise ValueError("a range needs a positive step and low <= high")
-    count = round((high - low) / step) + 1
-    if count > MAX_POINTS:
-        raise ValueError(f"a range of more than {MAX_POINTS} values")
+        raise ValueError(
+            f"a range needs a positive step and low <= high, got {low!r} to {high!r} in "
+            f"steps of {step!r}"
+        )
+    spans = (high - low) / step
+    if not isfinite(spans) or round(spans) + 1 > MAX_POINTS:
+        raise ValueError(
+            f"a range holds at most {MAX_POINTS} values; {low!r} to {high!r} in steps of "
+            f"{step!r} holds more"
+        )
+    count = round(spans) + 1
     return tuple(round(low + i * step, 6) for i in range(count))
 
 

@@ -23,7 +23,9 @@ from collections.abc import Mapping
 from typing import Any
 from uuid import UUID
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from core.domain.chunks import storable_text_problem
 
 #: Values a filter may name in all: a filter is typed or clicked, never a list of a corpus.
 MAX_FILTER_VALUES = 1_000
@@ -41,6 +43,28 @@ class MetadataMatch(BaseModel):
     @classmethod
     def _distinct(cls, values: tuple[str, ...]) -> tuple[str, ...]:
         return tuple(sorted(set(values)))
+
+    @model_validator(mode="after")
+    def _storable(self) -> MetadataMatch:
+        problem = self.unstorable()
+        if problem is not None:
+            raise ValueError(problem)
+        return self
+
+    def unstorable(self) -> str | None:
+        """Why no store could match this (its field or a value holds NUL or a lone
+        surrogate, which PostgreSQL cannot hold), in one sentence; None if any can."""
+        return _unstorable("metadata field", (self.field,)) or _unstorable(
+            f"value of metadata field {self.field!r}", self.values
+        )
+
+
+def _unstorable(what: str, values: tuple[str, ...]) -> str | None:
+    for value in values:
+        problem = storable_text_problem(value)
+        if problem is not None:
+            return f"a filter's {what} {value!r} {problem}, which no store can hold"
+    return None
 
 
 class PassageFilter(BaseModel):
@@ -79,6 +103,22 @@ class PassageFilter(BaseModel):
         if len(values) > MAX_FILTER_VALUES:
             raise ValueError(f"a filter names at most {MAX_FILTER_VALUES:,} values")
         return values
+
+    @field_validator("sources")
+    @classmethod
+    def _storable_sources(cls, values: tuple[str, ...]) -> tuple[str, ...]:
+        problem = _unstorable("source id", values)
+        if problem is not None:
+            raise ValueError(problem)
+        return values
+
+    def unstorable(self) -> str | None:
+        """Why no store could read this filter, in one sentence (a source id, metadata field or
+        value holding NUL or a lone surrogate); None if every store can. Stores ask it again,
+        since ``model_construct`` skips the validators."""
+        return _unstorable("source id", tuple(self.sources)) or next(
+            (p for m in self.metadata if (p := m.unstorable()) is not None), None
+        )
 
     @property
     def empty(self) -> bool:

@@ -102,6 +102,7 @@ from core.service.bounds import (
     MAX_K,
     MAX_QUERY_TERMS,
     QUERY_BOUNDS_NOTE,
+    one_sentence,
 )
 from core.service.common import (
     DEFAULT_K,
@@ -261,5 +262,6 @@ __all__ = [
     "expansion_rows",
     "grid_values",
     "local_mode",
+    "one_sentence",
     "signed_in_email",
 ]

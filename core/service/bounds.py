@@ -16,14 +16,27 @@ light search queued behind a 2,000-term Truncation waited 8.85 s instead of 0.22
   that is not enough, from a zero-row read that counts the matches: two cheap reads rather
   than sparse columns in every store and scorer (rejected for now: a change of the port).
 - Evaluate: at most ``MAX_EVALUATE_QUERIES`` judged queries in one run.
+- Every number an analysis takes (k, limit, a parity's queries, a ceiling's limits) passes
+  ``whole`` at the facade's door: an int (not a bool, a float such as NaN, inf or 10.0, nor a
+  string such as "10") within its documented range, or one sentence naming the parameter and
+  the range, ``NUMBER_REFUSAL``'s. The screens, the terminal and the Python API all reach it,
+  so they refuse alike; pydantic's own refusals are put in one sentence by ``one_sentence``.
+  Rejected: ``validate_call`` on every action (its refusals are multi-line dumps, and the
+  coercion of "10" to 10 would accept what the API's types say it does not take), and a
+  check per action (they had drifted: ``diagnose(k=nan)`` reached numpy, ``parity(queries=-1)``
+  ``random.sample``).
 """
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Sequence
 from typing import Final
 from uuid import UUID
 
+from pydantic import ValidationError
+
+from core.analysis.truncation import UNLIMITED
 from core.domain.entities import EntityCorrections
 from core.domain.filters import PassageFilter
 from core.domain.ranking import LexicalCandidates
@@ -39,6 +52,16 @@ MAX_CANDIDATE_CELLS: Final = 2**25
 CELL_BYTES: Final = 8
 #: Most judged queries one Evaluate run scores (BEIR's largest query sets have about 10,000).
 MAX_EVALUATE_QUERIES: Final = 10_000
+#: Largest limit of any read: the "no limit" of a run (2^62), within PostgreSQL's bigint.
+MAX_LIMIT: Final = UNLIMITED
+#: Most queries one parity check asks both stores (its default is 200).
+MAX_PARITY_QUERIES: Final = 10_000
+#: Most limits one ceiling curve is drawn at (the Truncation screen asks for a few dozen).
+MAX_CEILING_LIMITS: Final = 1_000
+#: A number refused at the door: the parameter, its range and what was given.
+NUMBER_REFUSAL: Final = "{name} must be a whole number from {low} to {high}, got {given}"
+#: The prefix pydantic puts before a validator's own sentence.
+PYDANTIC_VALUE_ERROR: Final = "Value error, "
 #: What the query screens say about these bounds, in one place.
 QUERY_BOUNDS_NOTE: Final = (
     f"A query keeps at most {MAX_QUERY_TERMS:,} distinct terms, k is at most {MAX_K:,} and the "
@@ -52,21 +75,63 @@ EVALUATE_BOUNDS_NOTE: Final = (
 )
 
 
-def check_k(k: int) -> None:
-    """``k`` between 1 and ``MAX_K``."""
-    if k < 1:
-        raise ValueError(f"k must be at least 1, got {k}")
-    if k > MAX_K:
-        raise ValueError(f"k is at most {MAX_K:,}, got {k:,}")
+def _shown(value: int) -> str:
+    return "2^62" if value == UNLIMITED else f"{value:,}"
+
+
+def whole(value: object, name: str, low: int, high: int) -> int:
+    """``value`` as an int when it is a whole number from ``low`` to ``high``; otherwise
+    ``ValueError`` in ``NUMBER_REFUSAL``'s one sentence (``name`` as the sentence says it)."""
+    given = repr(value)
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        number = int(value)
+        if low <= number <= high:
+            return number
+        given = _shown(number)
+    raise ValueError(
+        NUMBER_REFUSAL.format(name=name, low=_shown(low), high=_shown(high), given=given)
+    )
+
+
+def one_sentence(exc: ValueError) -> str:
+    """A refusal in one sentence: a bound's own, or for a pydantic model each field's problem
+    (``field: message``, a validator's sentence as it is), never pydantic's dump and its URL."""
+    if not isinstance(exc, ValidationError):
+        return str(exc)
+    problems = []
+    for error in exc.errors():
+        message = str(error["msg"])
+        if message.startswith(PYDANTIC_VALUE_ERROR):  # a validator's own sentence
+            problems.append(message.removeprefix(PYDANTIC_VALUE_ERROR))
+            continue
+        where = ".".join(str(part) for part in error["loc"])
+        problems.append(f"{where}: {message}" if where else message)
+    return "; ".join(problems)
+
+
+def check_k(k: int) -> int:
+    """``k`` a whole number between 1 and ``MAX_K``."""
+    return whole(k, "k", 1, MAX_K)
+
+
+def check_limit(limit: int) -> int:
+    """A limit a whole number from 1 (a limit of 0 hands BM25 no candidate) to ``MAX_LIMIT``."""
+    return whole(limit, "the limit", 1, MAX_LIMIT)
 
 
 def check_k_limit(k: int, limit: int) -> None:
     """The bounds every query action checks before reading anything."""
     check_k(k)
-    if limit < 1:
-        raise ValueError(
-            f"the limit must be at least 1, got {limit:,}: a limit of 0 hands BM25 no candidate"
-        )
+    check_limit(limit)
+
+
+def check_limits(limits: Sequence[int]) -> list[int]:
+    """A list of limits (a ceiling curve's): at least one, at most ``MAX_CEILING_LIMITS``,
+    each a whole number from 0 (the curve's first point: nothing kept) to ``MAX_LIMIT``."""
+    if isinstance(limits, str | bytes) or not isinstance(limits, Sequence):
+        raise ValueError(f"the limits must be a list of whole numbers, got {limits!r}")
+    whole(len(limits), "the number of limits", 1, MAX_CEILING_LIMITS)
+    return [whole(limit, "each limit", 0, MAX_LIMIT) for limit in limits]
 
 
 def check_query_terms(terms: Sequence[str], what: str = "the query") -> None:

@@ -36,11 +36,15 @@ from core.domain.tokenize import (
 
 # The query bounds, for every screen family (which import only the runner and this module).
 from core.service.bounds import MAX_EVALUATE_QUERIES as MAX_EVALUATE_QUERIES
+from core.service.bounds import MAX_PARITY_QUERIES as MAX_PARITY_QUERIES
 from core.service.bounds import MAX_QUERY_TERMS as MAX_QUERY_TERMS
 from core.service.bounds import bounded_candidates as bounded_candidates
 from core.service.bounds import check_k as check_k
 from core.service.bounds import check_k_limit as check_k_limit
+from core.service.bounds import check_limit as check_limit
+from core.service.bounds import check_limits as check_limits
 from core.service.bounds import check_query_terms as check_query_terms
+from core.service.bounds import whole as whole
 from core.stores.port import ChunkStore, EntitySummary, Workspace
 
 #: The workspace every fresh store starts with.

@@ -19,7 +19,7 @@ from core.analysis.evaluation import Metric
 from core.analysis.expansion import ExpansionLedger, ExpansionSpec, expansion_ledger
 from core.service.access import AccessActions
 from core.service.analysis import AnalysisActions
-from core.service.common import DEFAULT_WORKSPACE
+from core.service.common import DEFAULT_WORKSPACE, check_k_limit
 from core.service.corpus import CorpusActions
 from core.service.diagnosis import DiagnosisActions
 from core.service.entities import EntityActions
@@ -75,6 +75,7 @@ class LexplainService(
         passage): the typed and the expanded run of the workspace's BM25 at ``limit``
         (``evaluate_judged``), and the typed run's diagnosis for the vocabulary mismatches
         the expansion recovered. Here, not in a screen family: it combines two of them."""
+        check_k_limit(k, limit)  # before a run is specified, so the refusal is the bound's
         typed, expanded = self.evaluate_judged(
             query_set,
             k,

@@ -29,6 +29,7 @@ from core.service.common import (
     UNLIMITED,
     bounded_candidates,
     check_k,
+    check_limits,
     combine_judgments,
     decoded_file,
     workspace_profile,
@@ -127,6 +128,7 @@ class GradingActions(StoreRunner):
         No points when nothing judges the query. ``JudgmentError`` for unreadable files.
         """
         check_k(k)
+        limits = check_limits(limits)
         return self._call_query(query, self._ceiling(query, k, limits, judged, workspace))
 
     async def _ceiling(

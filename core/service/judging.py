@@ -59,6 +59,7 @@ from core.service.common import (
     SAMPLE_QRELS,
     SAMPLE_QUERY_SET,
     bounded_candidates,
+    check_limit,
     combine_judgments,
     read_query_set,
     workspace_profile,
@@ -436,6 +437,7 @@ class JudgingActions(StoreRunner):
         to get its scores was rejected: a set of 225 queries would cost 225 unlimited reads
         before the first passage is shown. Kept per workspace generation, like a search.
         """
+        check_limit(limit)
         queries = self._set(query_set, workspace).queries
         return self._call(self._hardest_first(queries, workspace, limit))
 

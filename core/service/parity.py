@@ -23,7 +23,15 @@ from core.domain.bm25 import ScoreExplanation
 from core.domain.chunks import StoredChunk
 from core.domain.ranking import LexicalCandidates, candidate_scores, rank_chunks, ranked_rows
 from core.domain.tokenize import tokenize
-from core.service.common import DEFAULT_K, DEFAULT_LIMIT, UNLIMITED, bounded_candidates
+from core.service.common import (
+    DEFAULT_K,
+    DEFAULT_LIMIT,
+    MAX_PARITY_QUERIES,
+    UNLIMITED,
+    bounded_candidates,
+    check_limit,
+    whole,
+)
 from core.service.runner import StoreRunner
 from core.stores.memory import InMemoryChunkStore
 from core.stores.port import ChunkStore
@@ -300,5 +308,7 @@ class ParityActions(StoreRunner):
     ) -> ParityReport:
         """This workspace's store against an in-memory copy of its passages, query by query:
         "200/200 identical" or the first difference with both explanations."""
+        whole(queries, "the number of queries", 1, MAX_PARITY_QUERIES)
+        check_limit(limit)
         tenant = self._tenant(workspace)
         return self._call(check_parity(self._store, tenant, queries=queries, limit=limit))

@@ -15,6 +15,7 @@ from rich.table import Table
 
 from core.analysis.judgment_files import JudgmentError
 from core.ingest.names import terminal_safe
+from core.service.bounds import PYDANTIC_VALUE_ERROR, one_sentence
 from core.service.common import DEFAULT_K, DEFAULT_LIMIT
 from core.service.facade import LexplainService, StoreUnreachable
 from core.settings import Settings
@@ -36,21 +37,22 @@ EXIT_UNUSABLE = 2
 #: Exit status when the reader of the output went away (``| head``): 128 + SIGPIPE, as
 #: ``cat`` or ``grep`` end, so a shell's ``pipefail`` tells a cut output from a whole one.
 EXIT_PIPE_CLOSED = 141
-#: The prefix pydantic puts before a validator's own sentence.
-PYDANTIC_VALUE_ERROR = "Value error, "
 
 
 def refusal(exc: ValueError) -> str:
-    """A refusal's one plain line: a bound's own sentence, or for a pydantic model each field's
-    problem as ``--field: message`` (never pydantic's multi-line dump with its URL)."""
+    """A refusal's one plain line: core's one sentence (``one_sentence``), a pydantic field
+    named as its option (``--fb-docs: ...``), never pydantic's multi-line dump with its URL."""
     if isinstance(exc, ValidationError):
         problems = []
         for error in exc.errors():
-            message = str(error["msg"]).removeprefix(PYDANTIC_VALUE_ERROR)
+            message = str(error["msg"])
+            if message.startswith(PYDANTIC_VALUE_ERROR):  # a validator's own sentence
+                problems.append(message.removeprefix(PYDANTIC_VALUE_ERROR))
+                continue
             where = "-".join(str(part) for part in error["loc"]).replace("_", "-")
             problems.append(f"--{where}: {message}" if where else message)
         return terminal_safe("; ".join(problems))
-    return terminal_safe(str(exc))
+    return terminal_safe(one_sentence(exc))
 
 
 def query_arguments(command: argparse.ArgumentParser, k_means: str) -> None:

@@ -11,6 +11,8 @@ from rich.text import Text
 
 from core.analysis.evaluation import EvaluationRun
 from core.ingest.names import terminal_safe
+from core.service.bounds import check_k_limit
+from core.service.facade import LexplainService
 from core.service.run_ranking import RunSpec
 from core.terminal.common import (
     EXIT_UNUSABLE,
@@ -102,17 +104,15 @@ def _evaluate_tables(run: EvaluationRun, args: argparse.Namespace, console: Cons
 def evaluate(args: argparse.Namespace, console: Console) -> int:
     """``python -m core evaluate --workspace NAME --set SET``: 0 when evaluated, 2 when the
     command cannot run (store, workspace, no such set, no grade yet, a bound)."""
-    runs = on_a_set(
-        args,
-        console,
-        lambda service, workspace: service.evaluate_judged(
-            args.query_set,
-            args.k,
-            [RunSpec(workspace=workspace, limit=args.limit)],
-            workspace=workspace,
-            by_document=args.by_document,
-        ),
-    )
+
+    def ask(service: LexplainService, workspace: str) -> list[EvaluationRun]:
+        check_k_limit(args.k, args.limit)  # before the run is specified: the facade's sentence
+        spec = RunSpec(workspace=workspace, limit=args.limit)
+        return service.evaluate_judged(
+            args.query_set, args.k, [spec], workspace=workspace, by_document=args.by_document
+        )
+
+    runs = on_a_set(args, console, ask)
     if runs is None:
         return EXIT_UNUSABLE
     (run,) = runs

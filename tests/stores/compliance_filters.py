@@ -12,6 +12,8 @@ import uuid
 from typing import Any
 from uuid import UUID
 
+import pytest
+
 from core.domain.bm25 import corpus_stats
 from core.domain.chunks import StoredChunk
 from core.domain.filters import MetadataMatch, PassageFilter
@@ -71,8 +73,41 @@ FILTERS = (
 )
 
 
+#: Filters naming what no store can hold, built past the model's check as a caller could.
+UNSTORABLE_FILTERS = (
+    PassageFilter.model_construct(sources=("doc-a\x00",), entities=(), metadata=()),
+    PassageFilter.model_construct(
+        sources=(),
+        entities=(),
+        metadata=(MetadataMatch.model_construct(field="ti\x00tle", values=("Ice",)),),
+    ),
+    PassageFilter.model_construct(
+        sources=(),
+        entities=(),
+        metadata=(MetadataMatch.model_construct(field="title", values=("Ice\x00",)),),
+    ),
+    PassageFilter.model_construct(sources=("doc-\ud800",), entities=(), metadata=()),
+)
+
+
 class FilterCompliance:
     """Cases every adapter's ``lexical_candidates(..., within=...)`` must pass."""
+
+    async def test_a_filter_naming_nul_or_a_lone_surrogate_is_refused_in_the_models_sentence(
+        self, store: ChunkStore
+    ) -> None:
+        # PostgreSQL raised CharacterNotInRepertoireError where memory answered (issue 49).
+        tenant = uuid.uuid4()
+        await store.upsert_many(_corpus(tenant))
+        for within in UNSTORABLE_FILTERS:
+            said = within.unstorable()
+            assert said is not None and said.endswith("which no store can hold")
+            for limit in (0, 10):
+                with pytest.raises(ValueError) as refused:
+                    await store.lexical_candidates(TERMS, tenant, limit, within)
+                assert str(refused.value) == said, within
+        found = await store.lexical_candidates(TERMS, tenant, 10)  # the store still answers
+        assert found.matching > 0
 
     async def test_a_filter_keeps_exactly_the_passages_it_admits_in_the_truncation_order(
         self, store: ChunkStore

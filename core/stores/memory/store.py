@@ -82,6 +82,7 @@ from core.stores.port import (
     TermFrequency,
     Workspace,
     WorkspaceGone,
+    check_filter,
     check_name,
     distinct_terms,
     passage_terms,
@@ -423,6 +424,7 @@ class InMemoryChunkStore(InMemoryCorrections, InMemoryJudging, InMemoryWorkspace
     ) -> LexicalCandidates:
         if limit < 0:
             raise ValueError(f"limit must be >= 0, got {limit}")
+        check_filter(within)
         wanted = distinct_terms(terms)
         if not wanted:
             return LexicalCandidates(stats=CorpusStats(n_docs=0, avg_doc_length=0.0))

@@ -33,6 +33,7 @@ from core.stores.port.passage_store import PassageStore, ReindexProgress
 from core.stores.port.summaries import CorpusSummary, EntitySummary, SourceSummary, TermFrequency
 from core.stores.port.text import (
     MAX_POSITION,
+    check_filter,
     check_name,
     distinct_terms,
     is_storable,
@@ -68,6 +69,7 @@ __all__ = [
     "Workspace",
     "WorkspaceGone",
     "WorkspaceStore",
+    "check_filter",
     "check_name",
     "distinct_terms",
     "email_key",

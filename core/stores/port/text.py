@@ -7,6 +7,7 @@ from collections import Counter
 from collections.abc import Iterable
 
 from core.domain.chunks import storable_text_problem
+from core.domain.filters import PassageFilter
 from core.domain.names import format_problem
 from core.domain.tokenize import DEFAULT_PROFILE, Profile, tokenize
 
@@ -37,6 +38,15 @@ def check_name(name: str, what: str) -> None:
     problem = format_problem(name) if what == "workspace" else None
     if problem is not None:
         raise ValueError(f"{what} name {name!r} {problem}")
+
+
+def check_filter(within: PassageFilter | None) -> None:
+    """Refuse a filter no store can read (NUL or a lone surrogate in a source id, metadata
+    field or value) in the model's own sentence, on every store alike: PostgreSQL raised
+    ``CharacterNotInRepertoireError`` where memory answered."""
+    problem = None if within is None else within.unstorable()
+    if problem is not None:
+        raise ValueError(problem)
 
 
 def distinct_terms(terms: Iterable[str]) -> list[str]:

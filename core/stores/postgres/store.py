@@ -27,6 +27,7 @@ from core.stores.port import (
     SourceSummary,
     TermFrequency,
     Workspace,
+    check_filter,
     check_name,
     distinct_terms,
     is_storable,
@@ -418,6 +419,7 @@ class PostgresChunkStore(PostgresJudging, PostgresCorrections):
         within: PassageFilter | None = None,
     ) -> LexicalCandidates:
         _check_limit(limit)
+        check_filter(within)
         wanted = distinct_terms(terms)
         if not wanted:
             return LexicalCandidates(stats=CorpusStats(n_docs=0, avg_doc_length=0.0))

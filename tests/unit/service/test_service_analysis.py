@@ -248,7 +248,7 @@ def test_evaluate_hands_each_limit_exactly_its_first_candidates(
     assert runs == expected_runs(direct, queries, qrels, 10, limits, SAMPLE, whole_documents=True)
     assert 0.0 < runs[0].mean_recall < runs[-1].mean_recall
     # A limit of 0 hands BM25 nothing: refused, as Search and Diagnose refuse it (issue 49).
-    with pytest.raises(ValueError, match="limit must be at least 1"):
+    with pytest.raises(ValueError, match="the limit must be a whole number from 1 to"):
         service.evaluate(queries, qrels, 10, [0, 20], workspace=SAMPLE)
 
 

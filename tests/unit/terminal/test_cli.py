@@ -609,7 +609,7 @@ def test_an_unknown_workspace_or_query_set_or_a_set_nobody_graded_is_exit_status
     status, out = run("evaluate", "--workspace", SAMPLE, "--set", "ungraded")
     assert status == 2 and "has a grade yet" in out
     status, out = run("search", QUERY, "--workspace", SAMPLE, "--k", "0", "--json")
-    assert status == 2 and "k must be at least 1" in out
+    assert status == 2 and "k must be a whole number from 1 to 1,000, got 0" in out
 
 
 @pytest.mark.postgres
