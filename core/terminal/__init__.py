@@ -10,6 +10,12 @@
 | ``reextract`` | ``reextract --workspace NAME``: find its entities again, counts by kind |
 | ``search``, ``evaluate``, ``diagnose`` | the screens' numbers in a terminal |
 
+Who it trusts: it is an operator's tool, like ``psql``, trusting whoever holds the database
+URL or the data folder; sign-in guards the app, not this (docs/command-line.md and
+docs/sign-in.md say so first, with what keeps analysts off it; ``tests/unit/terminal/
+test_trust.py`` holds it). Rejected: acting as a named person (``--as EMAIL``), which anyone
+holding the URL could name falsely. An unknown workspace name lists no other workspace.
+
 One package rather than a ``cli`` module beside this package, as it was: two homes for one
 command line had two exit-code definitions and a dispatcher in each.
 

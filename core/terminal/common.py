@@ -95,13 +95,20 @@ def _open_service(database_url: str | None, console: Console) -> LexplainService
     return None
 
 
-#: Workspaces an unknown name's message lists (the rest are counted).
-LISTED_WORKSPACES: Final = 10
+#: What an unknown workspace name is answered with. No workspace is named: the terminal
+#: trusts its operator (docs/command-line.md), but a mistyped name in a shared log or screen
+#: would show every owner's workspaces. Rejected: listing them (as it did), and listing them
+#: only without sign-in (the terminal cannot know the app's sign-in without its secrets).
+UNKNOWN_WORKSPACE: Final = (
+    "there is no workspace {name!r} (names are not listed here: the app's sidebar shows a "
+    "person theirs)"
+)
 
 
 def _known_workspace(service: LexplainService, name: str, console: Console) -> str | None:
     """The workspace's name as kept (``linked_workspace``: "secret" opens "Secret"); None once
-    it is said that there is none such (a search of it would find nothing, not say why)."""
+    it is said that there is none such (a search of it would find nothing, not say why),
+    without naming any other workspace (``UNKNOWN_WORKSPACE``)."""
     try:
         linked = service.linked_workspace(name)
     except ValueError as exc:
@@ -109,12 +116,8 @@ def _known_workspace(service: LexplainService, name: str, console: Console) -> s
         return None
     if linked.outcome == "open":
         return linked.name
-    names = service.list_workspaces()
-    known = ", ".join(repr(w) for w in names[:LISTED_WORKSPACES]) or "none"
-    if len(names) > LISTED_WORKSPACES:
-        known += f", … and {len(names) - LISTED_WORKSPACES} more"
     console.print(
-        terminal_safe(f"error: there is no workspace {name!r} (workspaces: {known})"),
+        terminal_safe("error: " + UNKNOWN_WORKSPACE.format(name=name)),
         markup=False,
         highlight=False,
     )

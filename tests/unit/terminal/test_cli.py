@@ -599,7 +599,7 @@ def test_an_unknown_workspace_or_query_set_or_a_set_nobody_graded_is_exit_status
     facade: LexplainService,
 ) -> None:
     status, out = run("search", QUERY, "--workspace", "nowhere")
-    assert status == 2 and "there is no workspace 'nowhere' (workspaces: " in out
+    assert status == 2 and "there is no workspace 'nowhere' (names are not listed" in out
     status, out = run("evaluate", "--workspace", "nowhere", "--set", "any")
     assert status == 2 and "there is no workspace 'nowhere'" in out
     status, out = run("evaluate", "--workspace", SAMPLE, "--set", "no such set")
