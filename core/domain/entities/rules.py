@@ -28,6 +28,7 @@ from core.domain.entities.lexicon import (
     OTHER_NAME_WORDS,
     PARTICLES,
     PERSON_CUES,
+    PERSON_FOLLOWERS,
     PERSON_TITLES,
     PLACE_CUES,
     PLACE_WORDS,
@@ -84,6 +85,10 @@ _OPENERS = " \t\"'“‘([#*>•-–—"
 _CAMEL = re.compile(r"^(?!Mc|Mac|O'|De|Di|La|Le|Van|Von)[A-Z]?[a-z]{2,}[A-Z]")
 #: Characters that end a sentence (or an HTML tag such as <h1>) before the next word.
 _ENDERS = ".!?:>"
+#: What follows an author's surname in a citation: a year, "et al." or a co-author and a year.
+_CITATION = re.compile(
+    r",? \(?(?:1[5-9]|20)\d\d[a-z]?\b|,? et al\b|,? (?:&|and) [A-Z][\w'’-]+,? \(?(?:1[5-9]|20)\d\d"
+)
 #: Demonym endings: a lone capitalised word ending so ("Ukrainian", "Chinese") is an adjective.
 _DEMONYM = re.compile(r"(?:ian|ese|ish|ean)$")
 
@@ -136,6 +141,7 @@ def _kind_of(
     before: _Token | None,
     acronym: bool,
     lower_words: frozenset[str] | set[str] = frozenset(),
+    acts: bool = False,
 ) -> tuple[EntityKind, int]:
     """The kind a run of words earns from its own words and the words around it, and how sure."""
     if words[-1] in ORGANISATION_SUFFIXES or words[-1] in ORGANISATION_WORDS:
@@ -163,6 +169,8 @@ def _kind_of(
         return "place", _GUESS
     if before is not None and before.text.islower() and before.text in PERSON_CUES:
         return "person", _GUESS
+    if acts and not acronym:
+        return "person", _GUESS  # "Smith said", "Smith, who": speech and agency are people's
     if before is not None and before.text.casefold() == "the":
         return "other", _GUESS  # "the Onion", "the Boston Red Sox": people take no article
     if 1 < len(words) <= 4 and all(word.isalpha() for word in words):
@@ -425,7 +433,14 @@ class RuleBasedExtractor:
             sure = _STRONG
             if evidence == "other":
                 surface = [t.text for t in tokens[first : last + 1]]
-                kind, sure = _kind_of(words, surface, before, _is_acronym(head.text), lower_words)
+                follows = next_word
+                if follower is not None and gap(tokens[last], follower) == ", ":
+                    follows = "," + _folded(follower.text)
+                # "Laws, 2016", "Quilis (1964)", "Binderman et al.": an author is a person.
+                acts = follows in PERSON_FOLLOWERS or bool(_CITATION.match(text, end))
+                kind, sure = _kind_of(
+                    words, surface, before, _is_acronym(head.text), lower_words, acts
+                )
             # "International Monetary Fund (IMF)": the acronym names the same entity.
             defines = ""
             if text.startswith(" (", end) and follower is not None:

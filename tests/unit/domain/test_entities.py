@@ -310,3 +310,14 @@ def test_a_surname_that_is_also_a_city_is_the_person_only_when_a_title_named_the
 def test_capitalised_words_the_text_also_writes_in_lower_case_are_no_persons_name() -> None:
     text = "Fans of Keep Fighting said they keep going. Jane Whitfield agreed."
     assert found(text) == [("Keep Fighting", "other"), ("Jane Whitfield", "person")]
+
+
+def test_an_author_in_a_citation_and_a_name_before_who_are_people() -> None:
+    text = "Results vary (Dye & Bavelier, 2010; Feng et al., 2007). Later, Quilis (1964) agreed."
+    assert found(text) == [
+        ("Dye", "person"),
+        ("Bavelier", "person"),
+        ("Feng", "person"),
+        ("Quilis", "person"),
+    ]
+    assert found("We met Okonkwo, who teaches there.") == [("Okonkwo", "person")]
