@@ -35,6 +35,7 @@ from core.stores.memory import InMemoryChunkStore
 from core.stores.port import ChunkStore, Workspace, member_email
 from tests.stores.compliance import make_chunk
 from tests.stores.compliance_judging import judgment, query_set, saved_run
+from tests.unit.service.rights_table import owner_only_calls, rights_rows
 
 ADA, BOB = "ada@example.org", "bob@example.org"
 FILE = ("wings.txt", b"Swept wings delay the onset of compressibility drag at high speed.")
@@ -164,16 +165,11 @@ def test_without_sign_in_every_workspace_is_visible_and_the_default_is_kept(
     assert "default" in service.list_workspaces()
 
 
-async def test_the_guard_implements_the_whole_port_and_refuses_every_call_on_a_foreign_tenant() -> (
-    None
-):
-    inner = InMemoryChunkStore()
-    theirs = workspace_tenant_id("theirs")
-    await inner.upsert_workspace(Workspace(tenant_id=theirs, name="theirs", owner=ADA))
-    guard = WorkspaceGuard(inner, BOB)
-    assert isinstance(guard, ChunkStore)
+def call_values(tenant: uuid.UUID) -> dict[str, Any]:
+    """An argument of every name a port call takes, all naming ``tenant``."""
+    theirs = tenant
     chunk = make_chunk(theirs, "s", "ocean waves")
-    values: dict[str, Any] = {
+    return {
         "tenant_id": theirs,
         "chunks": [chunk],
         "source_id": "s",
@@ -199,6 +195,17 @@ async def test_the_guard_implements_the_whole_port_and_refuses_every_call_on_a_f
         "within": PassageFilter(sources=("s",)),
         "correction": EntityCorrection(entity_id=uuid.uuid4(), hidden=True),
     }
+
+
+async def test_the_guard_implements_the_whole_port_and_refuses_every_call_on_a_foreign_tenant() -> (
+    None
+):
+    inner = InMemoryChunkStore()
+    theirs = workspace_tenant_id("theirs")
+    await inner.upsert_workspace(Workspace(tenant_id=theirs, name="theirs", owner=ADA))
+    guard = WorkspaceGuard(inner, BOB)
+    assert isinstance(guard, ChunkStore)
+    values = call_values(theirs)
     checked = []
     for name, _ in inspect.getmembers(ChunkStore, inspect.isfunction):
         if name.startswith("_") or name in {
@@ -222,14 +229,9 @@ async def test_the_guard_implements_the_whole_port_and_refuses_every_call_on_a_f
     assert (await inner.corpus_summary(theirs)).passages == 0
 
 
-#: What only a workspace's owner may do at the store, by the port's call (docs/sign-in.md).
-OWNER_ONLY_CALLS = {
-    "delete_by_tenant",
-    "delete_workspace",
-    "add_member",
-    "set_owner",
-    "remove_member",
-}
+#: What only a workspace's owner may do at the store, by the port's call: docs/sign-in.md's
+#: rights table, read (``test_rights_table.py`` holds the table to ``OWNER_ONLY``).
+OWNER_ONLY_CALLS = owner_only_calls()
 
 
 async def test_a_member_may_use_the_workspace_but_only_its_owner_may_empty_share_or_delete_it() -> (
@@ -253,6 +255,25 @@ async def test_a_member_may_use_the_workspace_but_only_its_owner_may_empty_share
         tenant_id=shared, name="shared", owner=ADA, members=(BOB,)
     )
     assert (await inner.corpus_summary(shared)).passages == 1
+
+
+async def test_a_member_may_make_every_call_the_rights_table_says_yes_to() -> None:
+    inner = InMemoryChunkStore()
+    shared = workspace_tenant_id("shared")
+    await inner.upsert_workspace(
+        Workspace(tenant_id=shared, name="shared", owner=ADA, members=(BOB,))
+    )
+    bob = WorkspaceGuard(inner, BOB)
+    values = call_values(shared)
+    allowed = [call for _, _, member, calls in rights_rows() if member == "yes" for call in calls]
+    for name in allowed:
+        parameters = inspect.signature(getattr(ChunkStore, name)).parameters
+        arguments = {p: values[p] for p in parameters if p != "self" and p in values}
+        try:
+            await getattr(bob, name)(**arguments)
+        except (NoAccess, NotOwner) as exc:
+            raise AssertionError(f"a member was refused {name}: {exc}") from None
+    assert len(allowed) >= 30
 
 
 async def test_of_two_people_creating_one_name_at_once_the_second_is_refused() -> None:
