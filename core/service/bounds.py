@@ -16,6 +16,9 @@ light search queued behind a 2,000-term Truncation waited 8.85 s instead of 0.22
   that is not enough, from a zero-row read that counts the matches: two cheap reads rather
   than sparse columns in every store and scorer (rejected for now: a change of the port).
 - Evaluate: at most ``MAX_EVALUATE_QUERIES`` judged queries in one run.
+- Tune: at most ``MAX_GRID_RANKINGS`` grid points x graded queries, refused before a read
+  (the cheap half of issue 49 item 1; streaming the candidates per block, which bounds the
+  memory of a large set at any grid, is not done yet).
 - Every number an analysis takes (k, limit, a parity's queries, a ceiling's limits) passes
   ``whole`` at the facade's door: an int (not a bool, a float such as NaN, inf or 10.0, nor a
   string such as "10") within its documented range, or one sentence naming the parameter and
@@ -58,6 +61,10 @@ MAX_LIMIT: Final = UNLIMITED
 MAX_PARITY_QUERIES: Final = 10_000
 #: Most limits one ceiling curve is drawn at (the Truncation screen asks for a few dozen).
 MAX_CEILING_LIMITS: Final = 1_000
+#: Most (k1, b) points x graded queries one Tune ranks (issue 49: 42 points x 10,000 queries
+#: took 35 s and 2.4 GB on PostgreSQL, 400 x 10,000 took 106 s): the default grid's 42 points
+#: over up to 2,380 queries, or the largest grid (400 points) over 250.
+MAX_GRID_RANKINGS: Final = 100_000
 #: A number refused at the door: the parameter, its range and what was given.
 NUMBER_REFUSAL: Final = "{name} must be a whole number from {low} to {high}, got {given}"
 #: The prefix pydantic puts before a validator's own sentence.
@@ -123,6 +130,17 @@ def check_k_limit(k: int, limit: int) -> None:
     """The bounds every query action checks before reading anything."""
     check_k(k)
     check_limit(limit)
+
+
+def check_grid(points: int, queries: int) -> None:
+    """A Tune of ``points`` (k1, b) pairs over ``queries`` graded queries ranks each query at
+    each point: refused beyond ``MAX_GRID_RANKINGS``, before anything is read."""
+    if points * queries > MAX_GRID_RANKINGS:
+        raise ValueError(
+            f"a grid of {points:,} points over {queries:,} graded queries is "
+            f"{points * queries:,} rankings; at most {MAX_GRID_RANKINGS:,} are tuned at once: "
+            "use fewer points (a coarser step or a narrower range) or a smaller query set"
+        )
 
 
 def check_limits(limits: Sequence[int]) -> list[int]:

@@ -45,6 +45,7 @@ from core.service.common import (
     MAX_QUERY_TERMS,
     UNLIMITED,
     bounded_candidates,
+    check_grid,
     check_k_limit,
     combine_judgments,
     judged_files,
@@ -285,6 +286,7 @@ class DiagnosisActions(StoreRunner):
         check_k_limit(k, limit)
         spec = grid or GridSpec()
         found, grades = self._graded(query_set, workspace, by_document)
+        check_grid(len(spec.k1s) * len(spec.bs), sum(q.text in grades for q in found.queries))
         return self._call_with_progress(
             lambda report: self._tune(
                 found, grades, k, limit, spec, by_document, workspace, report

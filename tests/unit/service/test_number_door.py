@@ -201,3 +201,22 @@ def test_a_filter_naming_nul_or_a_lone_surrogate_is_refused_as_it_is_built(
 ) -> None:
     sentence = refused(build)
     assert sentence.startswith(said) and sentence.endswith("which no store can hold"), sentence
+
+
+def test_a_tune_of_more_grid_points_times_graded_queries_than_the_bound_is_refused_first(
+    service: LexplainService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from core.service import bounds
+
+    grid = GridSpec(k1s=(0.9, 1.2), bs=(0.4, 0.75))  # 4 points over the set's 1 graded query
+    assert service.tune("set", 10, 100, workspace=WS, grid=grid).means
+    monkeypatch.setattr(bounds, "MAX_GRID_RANKINGS", 3)
+    read: list[object] = []
+    monkeypatch.setattr(
+        InMemoryChunkStore, "lexical_candidates", lambda *args, **kw: read.append(args)
+    )
+    assert refused(lambda: service.tune("set", 10, 100, workspace=WS, grid=grid)) == (
+        "a grid of 4 points over 1 graded queries is 4 rankings; at most 3 are tuned at once: "
+        "use fewer points (a coarser step or a narrower range) or a smaller query set"
+    )
+    assert read == [], "candidates were read before the refusal"
