@@ -86,6 +86,22 @@ class JudgingCompliance:
         raise NotImplementedError("a subclass provides the store under test")
         yield  # pragma: no cover
 
+    async def test_a_name_or_query_holding_nul_is_found_nowhere_alike_on_every_store(
+        self, store: ChunkStore
+    ) -> None:
+        # PostgreSQL raised CharacterNotInRepertoireError where memory answered (issue 49).
+        tenant = await workspace(store)
+        await store.save_query_set(query_set(tenant))
+        await store.put_judgments(tenant, [judgment(tenant)])
+        for bad in ("co\x00re", "core\ud800"):
+            assert await store.get_query_set(tenant, bad) is None
+            assert await store.delete_query_set(tenant, bad) is False
+            assert await store.list_judgments(tenant, [bad]) == []
+            assert await store.delete_judgment(tenant, bad, "c1", "local") is False
+            assert await store.delete_judgment(tenant, "wing", bad, "local") is False
+        assert await store.list_judgments(tenant, ["wing", "wi\x00ng"]) == [judgment(tenant)]
+        assert await store.get_query_set(tenant, "core") == query_set(tenant)
+
     async def test_a_query_set_reads_back_equal_and_is_listed_by_name(
         self, store: ChunkStore
     ) -> None:

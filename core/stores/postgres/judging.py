@@ -28,6 +28,7 @@ from core.domain.judging import (
     SetQuery,
 )
 from core.stores.checks import checked_judgments
+from core.stores.port import is_storable
 from core.stores.postgres.writes import locked_profiles
 
 T = TypeVar("T")
@@ -104,6 +105,9 @@ class PostgresJudging:
         return await self._run(read)
 
     async def get_query_set(self, tenant_id: UUID, name: str) -> QuerySet | None:
+        if not is_storable(name):  # NUL or a lone surrogate: no set is so named, as in memory
+            return None
+
         async def read(conn: asyncpg.Connection) -> QuerySet | None:
             row = await conn.fetchrow(
                 "SELECT queries, created_at FROM query_sets WHERE tenant_id = $1 AND name = $2",
@@ -120,6 +124,9 @@ class PostgresJudging:
         return await self._run(read)
 
     async def delete_query_set(self, tenant_id: UUID, name: str) -> bool:
+        if not is_storable(name):
+            return False
+
         async def write(conn: asyncpg.Connection) -> bool:
             status = await conn.execute(
                 "DELETE FROM query_sets WHERE tenant_id = $1 AND name = $2", tenant_id, name
@@ -152,13 +159,17 @@ class PostgresJudging:
         self, tenant_id: UUID, queries: Sequence[str] | None = None
     ) -> list[Judgment]:
         async def read(conn: asyncpg.Connection) -> list[Judgment]:
-            wanted = None if queries is None else list(queries)
+            # A query no store can hold has no judgment (PostgreSQL would refuse the read).
+            wanted = None if queries is None else [q for q in queries if is_storable(q)]
             rows = await conn.fetch(_JUDGMENTS, tenant_id, wanted)
             return [_judgment(r) for r in rows]
 
         return await self._run(read)
 
     async def delete_judgment(self, tenant_id: UUID, query: str, chunk_id: str, rater: str) -> bool:
+        if not all(is_storable(text) for text in (query, chunk_id, rater)):
+            return False
+
         async def write(conn: asyncpg.Connection) -> bool:
             status = await conn.execute(
                 "DELETE FROM judgments WHERE tenant_id = $1 AND query = $2 AND chunk_id = $3"
