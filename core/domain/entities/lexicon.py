@@ -49,6 +49,11 @@ ORGANISATION_WORDS: frozenset[str] = frozenset(
         "chemicals", "foods", "brands", "labs", "networks", "broadcasting",
     }
 )  # fmt: skip
+#: Last words of the names of news outlets, which are organisations ("BBC News", "The New York
+#: Times"); only last, as "Times Square" and "Post Office" are not.
+PRESS_WORDS: frozenset[str] = frozenset(
+    {"news", "times", "post", "gazette", "magazine", "tribune", "herald", "journal"}
+)
 #: Head words that make a capitalised name a place.
 PLACE_WORDS: frozenset[str] = frozenset(
     {
@@ -151,8 +156,8 @@ OTHER_NAME_WORDS: frozenset[str] = frozenset(
         "series", "show", "day", "week", "conference", "summit", "symposium", "crisis",
         "protocol", "agreement", "convention", "declaration", "constitution", "amendment",
         "law", "code", "index", "theorem", "principle", "effect", "syndrome", "disease",
-        "language", "languages", "english", "edition", "magazine", "journal", "times",
-        "post", "news", "review", "book", "books", "album", "film", "novel", "opera",
+        "language", "languages", "english", "edition", "review", "book", "books", "album",
+        "film", "novel", "opera",
         "explorer", "windows", "android", "iphone", "ipad",
     }
 )  # fmt: skip

@@ -9,6 +9,7 @@ The word lists the rules read live in ``lexicon``.
 from __future__ import annotations
 
 import bisect
+import itertools
 import re
 from collections.abc import Sequence
 from typing import NamedTuple
@@ -32,6 +33,7 @@ from core.domain.entities.lexicon import (
     PERSON_TITLES,
     PLACE_CUES,
     PLACE_WORDS,
+    PRESS_WORDS,
     UNIT_FOLLOWERS,
     place_names,
 )
@@ -145,6 +147,12 @@ def _kind_of(
 ) -> tuple[EntityKind, int]:
     """The kind a run of words earns from its own words and the words around it, and how sure."""
     if words[-1] in ORGANISATION_SUFFIXES or words[-1] in ORGANISATION_WORDS:
+        return "organisation", _STRONG
+    if len(words) > 1 and words[-1] in PRESS_WORDS:
+        return "organisation", _STRONG
+    # "Massachusetts Institute of Technology": a head word before "of" heads the name.
+    heads = [w for w, nxt in itertools.pairwise(words) if nxt in HEAD_CONNECTORS]
+    if any(word in ORGANISATION_WORDS for word in heads):
         return "organisation", _STRONG
     if len(words) > 1 and words[0] in ORGANISATION_WORDS:
         return "organisation", _STRONG

@@ -321,3 +321,12 @@ def test_an_author_in_a_citation_and_a_name_before_who_are_people() -> None:
         ("Quilis", "person"),
     ]
     assert found("We met Okonkwo, who teaches there.") == [("Okonkwo", "person")]
+
+
+def test_a_news_outlet_and_a_head_word_before_of_make_an_organisation() -> None:
+    text = "Officials told BBC News that the Massachusetts Institute of Technology agreed."
+    assert found(text) == [
+        ("BBC News", "organisation"),
+        ("Massachusetts Institute of Technology", "organisation"),
+    ]
+    assert found("We walked across Times Square.") == [("Times Square", "place")]
