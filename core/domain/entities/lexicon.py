@@ -64,7 +64,7 @@ PLACE_WORDS: frozenset[str] = frozenset(
         "castle", "temple", "avenue", "boulevard", "lane", "beach", "harbour", "harbor",
         "peninsula", "canyon", "falls", "forest", "hill", "hills", "highway", "district",
         "village", "town", "territory", "strait", "channel", "plaza", "garden", "gardens",
-        "port",
+        "port", "stadium", "arena", "expressway", "freeway", "terrace", "blvd", "reserve",
     }
 )  # fmt: skip
 #: Lower-case words a place name follows ("in Paris", "near Nagoya").

@@ -330,3 +330,11 @@ def test_a_news_outlet_and_a_head_word_before_of_make_an_organisation() -> None:
         ("Massachusetts Institute of Technology", "organisation"),
     ]
     assert found("We walked across Times Square.") == [("Times Square", "place")]
+
+
+def test_a_stadium_or_an_expressway_is_a_place() -> None:
+    text = "They played at Progressive Stadium off the Mingo Valley Expressway."
+    assert found(text) == [
+        ("Progressive Stadium", "place"),
+        ("Mingo Valley Expressway", "place"),
+    ]
