@@ -19,7 +19,7 @@ from core.analysis.evaluation import TooManyJudged, parse_qrels, parse_queries
 from core.analysis.judgment_files import JudgmentError, QueryFormat, read_queries
 from core.analysis.truncation import UNLIMITED as UNLIMITED
 from core.domain.agreement import combined_grade
-from core.domain.chunks import StoredChunk
+from core.domain.chunks import StoredChunk, workspace_tenant_id
 from core.domain.entities import Entity, EntityCorrections
 from core.domain.filters import PassageFilter
 from core.domain.judging import Judgment, QuerySet
@@ -135,6 +135,15 @@ async def workspace_profile(store: ChunkStore, workspace: str) -> Profile:
     """
     known = await store.find_workspace(workspace)
     return DEFAULT_PROFILE if known is None else known.profile
+
+
+async def workspace_entry(store: ChunkStore, workspace: str) -> tuple[UUID, Profile]:
+    """``tenant_of`` and ``workspace_profile`` of ``workspace`` from one ``find_workspace``: an
+    uncached search asked the store for the same workspace three times (issue 50)."""
+    known = await store.find_workspace(workspace)
+    if known is None:
+        return workspace_tenant_id(workspace), DEFAULT_PROFILE
+    return known.tenant_id, known.profile
 
 
 def lookalike(name: str, tenant_id: UUID, known: Iterable[Workspace]) -> Workspace | None:

@@ -41,6 +41,7 @@ from core.service.common import (
     entity_names,
     filter_words,
     query_view,
+    workspace_entry,
     workspace_profile,
 )
 from core.service.runner import StoreRunner
@@ -200,8 +201,7 @@ class SearchActions(StoreRunner):
         within: PassageFilter | None,
         expand: ExpansionSpec | None = None,
     ) -> SearchResult:
-        tenant = await tenant_of(self._store, workspace)
-        profile = await workspace_profile(self._store, workspace)
+        tenant, profile = await workspace_entry(self._store, workspace)
         generation = await self._store.generation(tenant)
         # An entity correction changes a filter's passages and the chips, not the generation.
         fixes = tuple(await self._store.entity_corrections(tenant))
@@ -211,7 +211,7 @@ class SearchActions(StoreRunner):
         cached = self._results.get(key) if keep else None
         if isinstance(cached, SearchResult):
             return cached
-        result = await self._ranked(query, k, limit, workspace, profile, within, expand)
+        result = await self._ranked(query, k, limit, workspace, profile, within, expand, tenant)
         if keep:
             self._results.put(key, result)
         return result
@@ -225,8 +225,10 @@ class SearchActions(StoreRunner):
         profile: Profile,
         within: PassageFilter | None = None,
         expand: ExpansionSpec | None = None,
+        tenant: UUID | None = None,
     ) -> SearchResult:
-        tenant = await tenant_of(self._store, workspace)
+        if tenant is None:
+            tenant = await tenant_of(self._store, workspace)
         view = query_view(query, k, limit, workspace, profile)
         terms = view["terms"]
         # One read, one snapshot: the store counts what matched and hands over ``limit``.
