@@ -91,6 +91,8 @@ _ENDERS = ".!?:>"
 _CITATION = re.compile(
     r",? \(?(?:1[5-9]|20)\d\d[a-z]?\b|,? et al\b|,? (?:&|and) [A-Z][\w'’-]+,? \(?(?:1[5-9]|20)\d\d"
 )
+#: Person titles that also start place names ("St. Louis"): the gazetteer decides.
+_SAINTS: frozenset[str] = frozenset({"st", "saint"})
 #: Demonym endings: a lone capitalised word ending so ("Ukrainian", "Chinese") is an adjective.
 _DEMONYM = re.compile(r"(?:ian|ese|ish|ean)$")
 
@@ -306,6 +308,14 @@ class RuleBasedExtractor:
                         and j - i < 4
                     ):
                         j += 1
+                    saint_place = (
+                        word in _SAINTS
+                        and normalise_name(text[token.start : tokens[j].end]) in place_names()
+                    )
+                    if saint_place:
+                        runs.append((i, j, "place"))  # "St. Louis", "Saint Lucia"
+                        i = j + 1
+                        continue
                     if _folded(tokens[j].text) not in ORGANISATION_SUFFIXES:
                         runs.append((i + 1, j, "person"))
                         i = j + 1

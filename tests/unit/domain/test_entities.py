@@ -338,3 +338,10 @@ def test_a_stadium_or_an_expressway_is_a_place() -> None:
         ("Progressive Stadium", "place"),
         ("Mingo Valley Expressway", "place"),
     ]
+
+
+def test_saint_before_a_known_place_is_part_of_the_place() -> None:
+    assert found("We flew to St. Louis to meet St. Jerome.") == [
+        ("St. Louis", "place"),
+        ("Jerome", "person"),
+    ]
