@@ -91,6 +91,11 @@ _ENDERS = ".!?:>"
 _CITATION = re.compile(
     r",? \(?(?:1[5-9]|20)\d\d[a-z]?\b|,? et al\b|,? (?:&|and) [A-Z][\w'’-]+,? \(?(?:1[5-9]|20)\d\d"
 )
+#: A possessive only a person takes: "Warhol's wife", "Fillmore's career", "Dumas's novels".
+_PERSONAL_POSSESSIVE = re.compile(
+    r" ?['’]s? (?:wife|husband|son|daughter|father|mother|brother|sister|parents|family|friend"
+    r"|life|death|career|own|book|work|works|painting|paintings|novel|novels)\b"
+)
 #: Person titles that also start place names ("St. Louis"): the gazetteer decides.
 _SAINTS: frozenset[str] = frozenset({"st", "saint"})
 #: Demonym endings: a lone capitalised word ending so ("Ukrainian", "Chinese") is an adjective.
@@ -455,7 +460,11 @@ class RuleBasedExtractor:
                 if follower is not None and gap(tokens[last], follower) == ", ":
                     follows = "," + _folded(follower.text)
                 # "Laws, 2016", "Quilis (1964)", "Binderman et al.": an author is a person.
-                acts = follows in PERSON_FOLLOWERS or bool(_CITATION.match(text, end))
+                acts = (
+                    follows in PERSON_FOLLOWERS
+                    or bool(_CITATION.match(text, end))
+                    or bool(_PERSONAL_POSSESSIVE.match(text, end))
+                )
                 kind, sure = _kind_of(
                     words, surface, before, _is_acronym(head.text), lower_words, acts
                 )

@@ -345,3 +345,10 @@ def test_saint_before_a_known_place_is_part_of_the_place() -> None:
         ("St. Louis", "place"),
         ("Jerome", "person"),
     ]
+
+
+def test_a_possessive_only_a_person_takes_makes_a_person() -> None:
+    assert found("We read about Okonkwo 's career and Adebayo's wife.") == [
+        ("Okonkwo", "person"),
+        ("Adebayo", "person"),
+    ]
