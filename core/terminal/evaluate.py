@@ -10,6 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from core.analysis.evaluation import EvaluationRun
+from core.analysis.expansion import ExpansionSpec
 from core.ingest.names import terminal_safe
 from core.service.bounds import check_k_limit
 from core.service.facade import LexplainService
@@ -107,7 +108,8 @@ def evaluate(args: argparse.Namespace, console: Console) -> int:
 
     def ask(service: LexplainService, workspace: str) -> list[EvaluationRun]:
         check_k_limit(args.k, args.limit)  # before the run is specified: the facade's sentence
-        spec = RunSpec(workspace=workspace, limit=args.limit)
+        expand = ExpansionSpec() if args.expand == "rm3" else None
+        spec = RunSpec(workspace=workspace, limit=args.limit, expand=expand)
         return service.evaluate_judged(
             args.query_set, args.k, [spec], workspace=workspace, by_document=args.by_document
         )

@@ -204,6 +204,12 @@ def add_query_commands(commands: argparse._SubParsersAction[argparse.ArgumentPar
         action="store_true",
         help="judge documents (a document's grade is its best passage's) instead of passages",
     )
+    evaluate.add_argument(
+        "--expand",
+        choices=("rm3",),
+        default=None,
+        help="expand each query with RM3 (Anserini's defaults) before it is ranked",
+    )
     evaluate.add_argument("--json", action="store_true", help="one JSON object per line")
     diagnose = commands.add_parser(
         "diagnose",

@@ -700,3 +700,21 @@ def test_an_expansion_parameter_out_of_range_is_refused_in_one_line(
     assert out.strip().splitlines() == [
         "error: not searched: --fb-docs: Input should be greater than or equal to 1"
     ]
+
+
+@pytest.mark.postgres
+def test_evaluate_expand_rm3_prints_the_facades_expanded_run(facade: LexplainService) -> None:
+    texts = ["similarity laws for heated wings", "flutter of panels"]
+    facade.save_query_set("cli rm3 set", "\n".join(texts), "lines", workspace=SAMPLE)
+    for query in texts:
+        top = facade.search(query, workspace=SAMPLE).passages[:3]
+        for passage, grade in zip(top, (3, 0, 2), strict=True):
+            facade.grade(query, passage.chunk.id, grade, workspace=SAMPLE)
+    spec = RunSpec(workspace=SAMPLE, limit=50, expand=ExpansionSpec())
+    (expected,) = facade.evaluate_judged("cli rm3 set", 10, [spec], workspace=SAMPLE)
+    status, out = run("evaluate", "--workspace", SAMPLE, "--set", "cli rm3 set", "--limit", "50",
+                      "--expand", "rm3", "--json")  # fmt: skip
+    assert status == 0, out
+    means, *queries = [json.loads(line) for line in out.splitlines()]
+    assert "RM3" in means["label"] and means["mean_ndcg"] == expected.mean_ndcg
+    assert [q["ranked"] for q in queries] == [expected.ranked[r.query_id] for r in expected.rows]
