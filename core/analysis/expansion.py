@@ -171,6 +171,37 @@ class Feedback(NamedTuple):
     score: float
 
 
+#: (chunk id, tf, part) per term: a ``TermSource`` is built only for a kept term.
+Parts = dict[str, list[tuple[str, int, float]]]
+
+
+def _add_passage(
+    chunk: StoredChunk, weight: float, profile: Profile, totals: dict[str, float], parts: Parts
+) -> int:
+    """Add ``weight * tf(t, D) / dl(D)`` of each of the passage's terms (after ``profile``, in
+    term order) to ``totals``, and the part to ``parts``; the passage's dl (0: nothing added).
+    RM3 and Rocchio both weigh a passage's terms so; they differ in the weight."""
+    tokens = tokenize(chunk.text, profile)
+    for term, tf in sorted(Counter(tokens).items()):
+        part = weight * (tf / len(tokens))
+        totals[term] = totals.get(term, 0.0) + part
+        parts.setdefault(term, []).append((chunk.id, tf, part))
+    return len(tokens)
+
+
+def _as_typed(
+    spec: ExpansionSpec, distinct: list[str], passages: list[FeedbackPassage], notes: list[str]
+) -> Expansion:
+    """The query as typed (every weight 1), with the feedback read and why nothing was added."""
+    terms = [
+        ExpansionTerm(
+            term=t, weight=1.0, typed=True, query_part=1.0, feedback_part=0.0, relevance=0.0
+        )
+        for t in distinct
+    ]
+    return Expansion(spec=spec, feedback=passages, terms=terms, note="; ".join(notes))
+
+
 def rm3(
     query_terms: Sequence[str],
     feedback: Sequence[Scored],
@@ -196,12 +227,11 @@ def rm3(
         total += ranked.score
     passages: list[FeedbackPassage] = []
     relevance: dict[str, float] = {}
-    # (chunk id, tf, part) per term: a model only for the kept terms (a passage has ~100).
-    sources: dict[str, list[tuple[str, int, float]]] = {}
+    sources: Parts = {}
     empty = 0
     for rank, ranked in enumerate(used, start=1):
-        tokens = tokenize(ranked.chunk.text, profile)
         share = ranked.score / total if total > 0 else 0.0
+        dl = _add_passage(ranked.chunk, share, profile, relevance, sources)
         passages.append(
             FeedbackPassage(
                 chunk_id=ranked.chunk.id,
@@ -210,17 +240,10 @@ def rm3(
                 rank=rank,
                 score=ranked.score,
                 share=share,
-                doc_length=len(tokens),
+                doc_length=dl,
             )
         )
-        if not tokens:
-            empty += 1
-            continue
-        dl = len(tokens)
-        for term, tf in sorted(Counter(tokens).items()):
-            part = share * (tf / dl)
-            relevance[term] = relevance.get(term, 0.0) + part
-            sources.setdefault(term, []).append((ranked.chunk.id, tf, part))
+        empty += dl == 0
     if empty:
         notes.append(
             f"{empty} feedback passage{'s' if empty != 1 else ''} had no terms left after the "
@@ -234,13 +257,7 @@ def rm3(
     from_feedback = {term: feedback_weight * (value / norm) for term, value in kept if norm > 0}
     if not from_feedback:
         notes.append("the query is searched as typed")
-        typed_only = [
-            ExpansionTerm(
-                term=t, weight=1.0, typed=True, query_part=1.0, feedback_part=0.0, relevance=0.0
-            )
-            for t in distinct
-        ]
-        return Expansion(spec=spec, feedback=passages, terms=typed_only, note="; ".join(notes))
+        return _as_typed(spec, distinct, passages, notes)
     query_share = spec.original_weight * (1.0 / len(distinct))
     asked = set(distinct)
     terms: list[ExpansionTerm] = []
@@ -290,35 +307,22 @@ def rocchio(
     notes: list[str] = []
     passages: list[FeedbackPassage] = []
     parts: dict[str, float] = {}
-    sources: dict[str, list[tuple[str, int, float]]] = {}
+    sources: Parts = {}
     for group, sign, share in (
         (relevant, 1.0, spec.beta / len(relevant) if relevant else 0.0),
         (other, -1.0, spec.gamma / len(other) if other else 0.0),
     ):
         for chunk, grade in group:
-            tokens = tokenize(chunk.text, profile)
+            dl = _add_passage(chunk, sign * share, profile, parts, sources)
             passages.append(
                 FeedbackPassage(
                     chunk_id=chunk.id, source_id=chunk.source_id, chunk_index=chunk.chunk_index,
-                    rank=len(passages) + 1, score=float(grade), share=sign * share,
-                    doc_length=len(tokens),
+                    rank=len(passages) + 1, score=float(grade), share=sign * share, doc_length=dl,
                 )
             )  # fmt: skip
-            if not tokens:
-                continue
-            for term, tf in sorted(Counter(tokens).items()):
-                part = sign * share * (tf / len(tokens))
-                parts[term] = parts.get(term, 0.0) + part
-                sources.setdefault(term, []).append((chunk.id, tf, part))
     if not relevant:
         notes.append("no passage of this query is graded relevant, so it is searched as typed")
-        terms = [
-            ExpansionTerm(
-                term=t, weight=1.0, typed=True, query_part=1.0, feedback_part=0.0, relevance=0.0
-            )
-            for t in distinct
-        ]
-        return Expansion(spec=spec, feedback=passages, terms=terms, note="; ".join(notes))
+        return _as_typed(spec, distinct, passages, notes)
     kept = [(t, v) for t, v in sorted(parts.items(), key=lambda i: (-i[1], i[0])) if v > 0][
         : spec.fb_terms
     ]
