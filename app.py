@@ -25,7 +25,8 @@ import pandas  # type: ignore[import-untyped]  # noqa: F401
 import streamlit as st
 from authlib.deprecate import AuthlibDeprecationWarning  # type: ignore[import-untyped]
 
-from core.analysis.presentation import PROFILE_DESCRIPTIONS, count, escape_text
+from core.analysis.presentation import PROFILE_DESCRIPTIONS
+from core.analysis.sentences import count, escape_text
 from core.service import (
     DEFAULT_PROFILE,
     DEFAULT_WORKSPACE,

@@ -16,7 +16,7 @@ import streamlit as st
 from streamlit.auth_util import get_secrets_auth_section
 from streamlit.runtime.pages_manager import PagesManager
 
-from core.analysis.presentation import escape_text, link_int, log_ticks
+from core.analysis.sentences import escape_text, link_int, log_ticks
 from core.service import (
     DEFAULT_K,
     DEFAULT_LIMIT,

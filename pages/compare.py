@@ -19,16 +19,18 @@ from core.analysis.presentation import (
     FORMULA,
     IDF_FORMULAS,
     RANKER_COLUMNS,
-    SCORE_FORMAT,
-    escape_text,
     explanation_rows,
     formula_lines,
     idf_line,
+    rankers_summary,
+    stemming_line,
+)
+from core.analysis.sentences import (
+    SCORE_FORMAT,
+    escape_text,
     link_float,
     query_terms_markdown,
-    rankers_summary,
     score_text,
-    stemming_line,
 )
 from core.service import KIND_LABELS, MAX_K1, QUERY_BOUNDS_NOTE, CompareView, Ranker, RankerKind
 from pages.common import (

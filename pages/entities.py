@@ -13,7 +13,8 @@ from uuid import UUID
 
 import streamlit as st
 
-from core.analysis.presentation import Span, clip_end, count, escape_text, highlight_html
+from core.analysis.presentation import Span, clip_end, highlight_html
+from core.analysis.sentences import count, escape_text
 from core.service import (
     DEFAULT_K,
     DEFAULT_LIMIT,

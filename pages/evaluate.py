@@ -23,7 +23,7 @@ from urllib.parse import urlencode
 
 import streamlit as st
 
-from core.analysis.presentation import escape_text
+from core.analysis.sentences import escape_text
 from core.service import (
     DEFAULT_K,
     DEFAULT_LIMIT,

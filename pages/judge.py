@@ -26,7 +26,8 @@ from typing import Any
 import streamlit as st
 from pydantic import ValidationError
 
-from core.analysis.presentation import count, escape_text, highlight_html, term_spans
+from core.analysis.presentation import highlight_html, term_spans
+from core.analysis.sentences import count, escape_text
 from core.service import (
     DEFAULT_LIMIT,
     DEFAULT_POOL,

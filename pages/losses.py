@@ -13,7 +13,7 @@ from typing import Any
 import plotly.graph_objects as go
 import streamlit as st
 
-from core.analysis.presentation import count, escape_text
+from core.analysis.sentences import count, escape_text
 from core.service import CAUSE_NOTES, LostCause, LostPassage, RunDiagnosis
 
 

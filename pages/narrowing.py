@@ -13,7 +13,7 @@ from uuid import UUID
 
 import streamlit as st
 
-from core.analysis.presentation import count, unknown_filter_line
+from core.analysis.sentences import count, unknown_filter_line
 from core.service import LexplainService, MetadataMatch, PassageFilter, one_sentence
 
 #: URL names of the three kinds of choice.

@@ -12,7 +12,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import streamlit as st
 
-from core.analysis.presentation import count, escape_text
+from core.analysis.sentences import count, escape_text
 from core.service import (
     DEFAULT_K,
     DEFAULT_LIMIT,

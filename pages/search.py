@@ -18,28 +18,30 @@ import streamlit as st
 
 from core.analysis.presentation import (
     CANDIDATE_ORDER,
-    EMPTY_QUERY_NOTE,
-    EMPTY_REASON_SENTENCES,
     FORMULA,
     IDF_FORMULA,
     SCORE_NOTE,
-    SPACES_QUERY_NOTE,
     chip_html,
     clip_end,
     compare_explanations,
     contribution_bar_html,
-    count,
-    escape_text,
     explanation_rows,
     formula_lines,
     highlight_html,
     mark_counts,
-    query_terms_markdown,
-    score_text,
-    shown_of_matching,
     stemming_line,
     term_colours,
     term_spans,
+)
+from core.analysis.sentences import (
+    EMPTY_QUERY_NOTE,
+    EMPTY_REASON_SENTENCES,
+    SPACES_QUERY_NOTE,
+    count,
+    escape_text,
+    query_terms_markdown,
+    score_text,
+    shown_of_matching,
 )
 from core.service import (
     FB_DOCS,

@@ -21,16 +21,14 @@ from typing import Any
 
 import streamlit as st
 
-from core.analysis.presentation import (
-    CANDIDATE_ORDER,
+from core.analysis.presentation import CANDIDATE_ORDER, TIE_NOTE, stemming_line
+from core.analysis.sentences import (
     EMPTY_QUERY_NOTE,
     EMPTY_REASON_SENTENCES,
     SPACES_QUERY_NOTE,
-    TIE_NOTE,
     escape_text,
     limit_of_matching,
     query_terms_markdown,
-    stemming_line,
 )
 from core.service import (
     QUERY_BOUNDS_NOTE,

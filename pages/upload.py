@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from core.analysis.presentation import count, escape_text
+from core.analysis.sentences import count, escape_text
 from core.service import UPLOAD_FILE_TYPES, ChunkingOptions
 from pages.common import screen, workspace
 

@@ -30,7 +30,12 @@ NEVER_BELOW_THE_FACADE = ("streamlit", "core.service")
 #: What the domain, in particular, may not reach even indirectly by name.
 NOT_IN_THE_DOMAIN = ("asyncpg",)
 #: What a page may import from core: the facade and pure formatting helpers.
-PAGE_ALLOWED_CORE = ("core.service", "core.analysis.presentation", "core.settings")
+PAGE_ALLOWED_CORE = (
+    "core.service",
+    "core.analysis.presentation",
+    "core.analysis.sentences",
+    "core.settings",
+)
 
 
 def imported_modules(source: str, module: str) -> set[str]:

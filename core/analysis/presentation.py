@@ -31,23 +31,7 @@ from typing import Final
 from pydantic import BaseModel, ConfigDict
 
 from core.analysis.sentences import (
-    EMPTY_QUERY_NOTE,
-    EMPTY_REASON_SENTENCES,
-    SCORE_FORMAT,
-    SCORE_PLACES,
-    SPACES_QUERY_NOTE,
-    LinkValue,
-    count,
     escape_text,
-    limit_of_matching,
-    link_float,
-    link_int,
-    log_ticks,
-    passage_label,
-    query_terms_markdown,
-    score_text,
-    shown_of_matching,
-    unknown_filter_line,
 )
 from core.domain.bm25 import IdfForm, ScoreExplanation, TermContribution
 from core.domain.tokenize import (
@@ -59,26 +43,6 @@ from core.domain.tokenize import (
     raw_terms,
 )
 
-#: What this module hands on from ``core.analysis.sentences`` (the pages import them here).
-__all__ = [
-    "EMPTY_QUERY_NOTE",
-    "EMPTY_REASON_SENTENCES",
-    "SCORE_FORMAT",
-    "SCORE_PLACES",
-    "SPACES_QUERY_NOTE",
-    "LinkValue",
-    "count",
-    "escape_text",
-    "limit_of_matching",
-    "link_float",
-    "link_int",
-    "log_ticks",
-    "passage_label",
-    "query_terms_markdown",
-    "score_text",
-    "shown_of_matching",
-    "unknown_filter_line",
-]
 #: The tokenizer's own term pattern (so an over-long run is marked piece by piece, as indexed).
 _TERM: Final = TERM_PATTERN
 #: A qualitative palette (Tableau 10) whose colours are far apart; used while a query has at most

@@ -3,8 +3,8 @@
 What a link's odd parameter became, an unknown filter value, an empty query, a list's "N shown
 of M", a score's decimals, a log axis's ticks, and how user text is escaped: written once here,
 so every screen says a thing the same way. Apart from ``presentation`` (highlighting,
-explanation tables, comparisons), which had grown past 600 lines; it re-exports these names, so
-the pages keep importing them from one place.
+explanation tables, comparisons), which had grown past 600 lines; pages may import both
+(tests/test_layering.py's PAGE_ALLOWED_CORE).
 """
 
 from __future__ import annotations

@@ -33,8 +33,8 @@ from core.analysis.diagnosis import (
     summarise,
 )
 from core.analysis.judgment_files import JudgmentError
-from core.analysis.presentation import passage_label
 from core.analysis.rankers import Ranker, RankerKind
+from core.analysis.sentences import passage_label
 from core.analysis.tuning import GridSpec, TuningGrid, TuningQuery, tuning_steps
 from core.checkpoint import checkpoint, stepped
 from core.domain.bm25 import CorpusStats

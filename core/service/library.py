@@ -18,7 +18,8 @@ from uuid import UUID
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from core.analysis.judgment_files import QueryFormat
-from core.analysis.presentation import count, natural_key
+from core.analysis.presentation import natural_key
+from core.analysis.sentences import count
 from core.domain.chunks import ChunkingOptions, StoredChunk
 from core.domain.entities import Entity
 from core.domain.names import format_problem

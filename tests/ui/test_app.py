@@ -20,7 +20,8 @@ from urllib.parse import parse_qsl
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core.analysis.presentation import compare_explanations, escape_text
+from core.analysis.presentation import compare_explanations
+from core.analysis.sentences import escape_text
 from core.domain.bm25 import CorpusStats, ScoreExplanation, corpus_stats, explain_score
 from core.domain.tokenize import tokenize
 from core.ingest.readers import read_file

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core.analysis.presentation import escape_text
 from core.analysis.rankers import Ranker, compare_rankers
+from core.analysis.sentences import escape_text
 from core.service import SAMPLE_CORPUS
 
 APP = str(SAMPLE_CORPUS.parents[2] / "app.py")

@@ -16,7 +16,7 @@ from urllib.parse import parse_qsl
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core.analysis.presentation import escape_text
+from core.analysis.sentences import escape_text
 from core.service import ENTITY_KIND_HEADINGS, ENTITY_KINDS, EntityOverview
 from pages.common import get_service
 

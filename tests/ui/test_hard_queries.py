@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core.analysis.presentation import escape_text
+from core.analysis.sentences import escape_text
 from core.service import SAMPLE_CORPUS, SAMPLE_QUERY_SET
 
 APP = str(SAMPLE_CORPUS.parents[2] / "app.py")

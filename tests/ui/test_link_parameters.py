@@ -12,7 +12,7 @@ import uuid
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core.analysis.presentation import link_int
+from core.analysis.sentences import link_int
 from core.service import DEFAULT_K, DEFAULT_LIMIT, K_MAX, SAMPLE_CORPUS
 from pages.common import get_service
 

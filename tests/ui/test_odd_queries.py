@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core.analysis.presentation import EMPTY_QUERY_NOTE, EMPTY_REASON_SENTENCES
+from core.analysis.sentences import EMPTY_QUERY_NOTE, EMPTY_REASON_SENTENCES
 from core.domain.tokenize import dropped_characters
 from core.service import SAMPLE_CORPUS
 

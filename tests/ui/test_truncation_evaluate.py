@@ -25,7 +25,7 @@ from core.analysis.evaluation import (
     parse_qrels,
     parse_queries,
 )
-from core.analysis.presentation import EMPTY_REASON_SENTENCES, escape_text
+from core.analysis.sentences import EMPTY_REASON_SENTENCES, escape_text
 from core.analysis.truncation import TruncationReport, analyse_truncation, why_not
 from core.domain.bm25 import explain_score
 from core.domain.chunks import ChunkingOptions, workspace_tenant_id

@@ -6,12 +6,7 @@ axis labelled "1 2 5 10 2 5 100" were what the screens said; these hold core's r
 
 from __future__ import annotations
 
-from core.analysis.presentation import (
-    limit_of_matching,
-    log_ticks,
-    score_text,
-    shown_of_matching,
-)
+from core.analysis.sentences import limit_of_matching, log_ticks, score_text, shown_of_matching
 from core.analysis.tuning import GridPoint, TuningGrid
 from core.domain.comparison import randomisation_test
 

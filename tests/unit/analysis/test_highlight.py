@@ -16,7 +16,6 @@ from core.analysis.presentation import (
     clip_end,
     compare_explanations,
     contribution_bar_html,
-    escape_text,
     explanation_rows,
     formula_line,
     highlight_html,
@@ -24,6 +23,7 @@ from core.analysis.presentation import (
     term_colours,
     term_spans,
 )
+from core.analysis.sentences import escape_text
 from core.domain.bm25 import CorpusStats, corpus_stats, explain_score
 from core.domain.tokenize import tokenize
 

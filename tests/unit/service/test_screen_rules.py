@@ -16,14 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from core.analysis.presentation import (
-    compare_explanations,
-    count,
-    natural_key,
-    ordinal,
-    rankers_summary,
-)
+from core.analysis.presentation import compare_explanations, natural_key, ordinal, rankers_summary
 from core.analysis.rankers import Ranker, RankerKind
+from core.analysis.sentences import count
 from core.domain.bm25 import QueryScorer, ScoreExplanation, corpus_stats, explain_score
 from core.domain.tokenize import Profile, tokenize
 from core.service import LexplainService
