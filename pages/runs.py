@@ -287,14 +287,16 @@ st.caption(
     "Every graded-relevant passage outside the top k gets one cause, tested in this order: "
     "it contains no query term (no k1, b or limit can find it), the limit cut it before "
     "scoring, or it was scored below the k-th passage. At the k, limit, ranker and level (by "
-    "passage, or by document at its best passage) above."
+    "passage, or by document at its best passage) above; with Expand (RM3) on, the expanded "
+    "run is diagnosed, and 'query term' means a term of the expanded query."
 )
 if st.button("Diagnose", key="runs_diagnose"):
     try:
         with st.spinner("Reading each graded query once…"):
             st.session_state[DIAGNOSIS_KEY] = service.diagnose(
-                chosen, k, limit, workspace=ws, ranker=ranker, by_document=by_document
-            )
+                chosen, k, limit, workspace=ws, ranker=ranker, by_document=by_document,
+                expand=expand,
+            )  # fmt: skip
             remember_inputs(DIAGNOSIS_KEY, settings)
     except (JudgmentError, KeyError, ValueError) as exc:
         st.error(str(exc))

@@ -12,11 +12,14 @@ exactly one of three ways, tested in this order, each ruling out the next:
 3. *outranked*: it was a candidate and scored below the k-th passage; the per-term difference
    of contributions against the k-th says which term decided it.
 
-Top-k passages nobody graded are listed apart (Judged@k's hole): a lost relevant passage is not
-an unjudged one. Everything is read off the run's one unlimited candidate read per query (the
-read Evaluate makes), scored by the run's ranker through ``core.domain.bm25``; nothing here
-reads a store. The alternative, a second read per lost passage (the "why not?" of Search), cost
-a round trip per passage and could see another snapshot than the run's.
+An expanded run (``core.analysis.expansion``) is diagnosed in the same way against its expanded,
+weighted term set: "a query term" is then a term of the expanded query, and the candidate rule
+the one its read applied. Top-k passages nobody graded are listed apart (Judged@k's hole): a
+lost relevant passage is not an unjudged one. Everything is read off the run's one unlimited
+candidate read per query (the read Evaluate makes), scored by the run's ranker through
+``core.domain.bm25``; nothing here reads a store. The alternative, a second read per lost
+passage (the "why not?" of Search), cost a round trip per passage and could see another
+snapshot than the run's.
 """
 
 from __future__ import annotations
@@ -148,6 +151,9 @@ class RunDiagnosis(BaseModel):
     lost: int
     by_cause: dict[LostCause, int]
     unjudged: int
+    #: The expansion the run ranked with (``ExpansionSpec.label``); None: each query as typed.
+    #: On an expanded run every cause is against the expanded term set.
+    expansion: str | None = None
 
     def share(self, cause: LostCause) -> float:
         """The share of the lost relevant passages that ``cause`` lost (0.0 when none was)."""
@@ -157,6 +163,13 @@ class RunDiagnosis(BaseModel):
     def ceiling_note(self) -> str:
         """The vocabulary-mismatch share as the ceiling it is, in the screens' words."""
         share = self.share(LostCause.VOCABULARY)
+        if self.expansion is not None:
+            return (
+                f"{share:.0%} of the lost relevant passages contain no term of the expanded "
+                f"query ({self.expansion}): neither the typed words nor the ones the expansion "
+                "added reach them, so no k1, b or limit can retrieve them. The rest are within "
+                "reach of a better limit or better k1 and b."
+            )
         return (
             f"{share:.0%} of the lost relevant passages contain no query term: no lexical "
             "setting (no k1, b or limit) can retrieve them; only other query words, stemming "
@@ -200,19 +213,21 @@ def diagnose_query(
     k: int,
     limit: int,
     ranker: Ranker,
+    weights: Mapping[str, float] | None = None,
 ) -> QueryDiagnosis:
     """One query's lost relevant passages from its unlimited read ``full`` (every passage with a
     query term, in the truncation order); ``grades``: chunk id -> grade. The run's top k is
     ``ranker`` over the first ``limit`` candidates, as Evaluate ranks it. A graded passage that
     is no candidate is a vocabulary mismatch here; the caller, who can ask the store, marks the
-    ones since deleted (``LostCause.GONE``)."""
-    order, scores = score_all(ranker, terms, full.head(limit))
+    ones since deleted (``LostCause.GONE``). ``weights``: an expanded run's term weights
+    (``terms`` is then the expanded term set, ``full`` its read), as ``QueryScorer`` takes them."""
+    order, scores = score_all(ranker, terms, full.head(limit), weights)
     ids = full.ids
     relevant = [c for c, g in grades.items() if g >= RELEVANT]
     rows = {str(ids[r]): [r] for r in np.flatnonzero(np.isin(ids, relevant)).tolist()}
     ranked = [str(i) for i in ids[order]] if len(order) else []
     return _diagnosed(
-        query_id, query, terms, full, grades, k, limit, ranker, order, scores, ranked, rows
+        query_id, query, terms, full, grades, k, limit, ranker, order, scores, ranked, rows, weights
     )
 
 
@@ -227,13 +242,15 @@ def diagnose_documents(
     ranker: Ranker,
     head_sources: Sequence[str],
     document_rows: Mapping[str, Sequence[int]],
+    weights: Mapping[str, float] | None = None,
 ) -> QueryDiagnosis:
     """``diagnose_query`` judged by document, as qrels judge: a document is in the top k at its
     best passage, and a lost one is diagnosed at the passage that came nearest (the best-scored
     of its candidates, else its first in the candidate order, else none: a mismatch).
     ``head_sources``: the source of each of the first ``limit`` rows; ``document_rows``: each
-    relevant document's rows in ``full`` (its passages that hold a query term)."""
-    order, scores = score_all(ranker, terms, full.head(limit))
+    relevant document's rows in ``full`` (its passages that hold a query term); ``weights`` as
+    for ``diagnose_query``."""
+    order, scores = score_all(ranker, terms, full.head(limit), weights)
     best: dict[str, int] = {}
     for row in order.tolist():
         best.setdefault(head_sources[row], row)
@@ -248,7 +265,7 @@ def diagnose_documents(
             rows[document] = [row]
     order = np.asarray(list(best.values()), dtype=np.int64)
     return _diagnosed(
-        query_id, query, terms, full, grades, k, limit, ranker, order, scores, ranked, rows
+        query_id, query, terms, full, grades, k, limit, ranker, order, scores, ranked, rows, weights
     )
 
 
@@ -265,6 +282,7 @@ def _diagnosed(
     scores: npt.NDArray[np.float64],
     ranked: list[str],
     rows: Mapping[str, Sequence[int]],
+    weights: Mapping[str, float] | None = None,
 ) -> QueryDiagnosis:
     """The causes, given the run's ranking: ``ranked`` (unit ids, passages or documents, best
     first, each at the row ``order`` holds at the same position) and each relevant unit's rows
@@ -277,7 +295,7 @@ def _diagnosed(
     asked = sorted(set(terms))
     ids = full.ids
     kth_row = int(order[k - 1]) if len(top_ids) == k and k else None
-    scorer = ranker.scorer(terms, full) if kth_row is not None else None
+    scorer = ranker.scorer(terms, full, weights) if kth_row is not None else None
     kth_explained = (
         scorer.explain(full.term_frequencies(kth_row), int(full.doc_lengths[kth_row]))
         if scorer is not None and kth_row is not None
@@ -352,8 +370,11 @@ def own_terms(tfs: Mapping[str, int], stats: CorpusStats, most: int = OWN_TERMS)
     return sorted(weighted, key=lambda o: (-o.weight, o.term))[:most]
 
 
-def summarise(k: int, limit: int, queries: Sequence[QueryDiagnosis]) -> RunDiagnosis:
-    """The run's diagnosis: queries by nDCG lost (most first, then id), counts by cause."""
+def summarise(
+    k: int, limit: int, queries: Sequence[QueryDiagnosis], expansion: str | None = None
+) -> RunDiagnosis:
+    """The run's diagnosis: queries by nDCG lost (most first, then id), counts by cause;
+    ``expansion``: the label of the expansion the run ranked with (None: as typed)."""
     by_cause = dict.fromkeys(LostCause, 0)
     for query in queries:
         for passage in query.lost:
@@ -367,4 +388,5 @@ def summarise(k: int, limit: int, queries: Sequence[QueryDiagnosis]) -> RunDiagn
         lost=sum(len(q.lost) for q in queries),
         by_cause={c: n for c, n in by_cause.items() if n or c is not LostCause.GONE},
         unjudged=sum(len(q.unjudged) for q in queries),
+        expansion=expansion,
     )

@@ -8,7 +8,11 @@ and ``tuning`` (a k1 x b grid scored from the same columns). What needs the stor
 read is done here, once per run: the text of the passages no query term reaches (their own
 highest tf x idf terms, one df read for all of them) and whether a graded passage still exists.
 Rejected: a method per screen that re-read per lost passage (Search's "why not?"), a round
-trip per passage.
+trip per passage. An expanded run (RM3) is diagnosed on its own ranking: each query is expanded
+as Evaluate's expanded run expands it (``run_ranking.expansion_weights``, from the typed read at
+the limit) and the expanded term set is what is read and scored, so the causes are the expanded
+run's; diagnosing the typed run and annotating the added terms was rejected, since a passage an
+added term recovered would still be listed lost.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from core.analysis.diagnosis import (
     own_terms,
     summarise,
 )
+from core.analysis.expansion import ExpansionSpec
 from core.analysis.judgment_files import JudgmentError
 from core.analysis.rankers import Ranker, RankerKind
 from core.analysis.sentences import passage_label
@@ -47,10 +52,12 @@ from core.service.common import (
     bounded_candidates,
     check_grid,
     check_k_limit,
+    check_query_terms,
     combine_judgments,
     judged_files,
     workspace_profile,
 )
+from core.service.run_ranking import expansion_weights
 from core.service.runner import ProgressCallback, StoreRunner
 from core.stores.port import tenant_of
 
@@ -97,20 +104,23 @@ class DiagnosisActions(StoreRunner):
         workspace: str,
         ranker: Ranker | None = None,
         by_document: bool = False,
+        expand: ExpansionSpec | None = None,
         on_progress: ProgressCallback | None = None,
     ) -> RunDiagnosis:
         """Every graded query's lost relevant passages (``by_document``: documents, each at its
         best passage, as Runs' "by document" judges), each with its one cause, under
         ``ranker`` (the workspace's BM25 by default) at ``limit``; the queries by nDCG@k lost,
-        most first."""
+        most first. ``expand``: the run's expansion (``RunSpec.expand``, RM3), each query
+        diagnosed on its expanded ranking, as Evaluate ranks that run."""
         check_k_limit(k, limit)
         used = ranker or Ranker.of(RankerKind.WORKSPACE)
+        _check_expansion(expand)
         found, grades = self._graded(query_set, workspace, by_document)
         queries = {q.query_id: q.text for q in found.queries if q.text in grades}
         judged = {query_id: grades[text] for query_id, text in queries.items()}
         return self._call_with_progress(
             lambda report: self._diagnose(
-                queries, judged, k, limit, used, workspace, by_document, report
+                queries, judged, k, limit, used, workspace, by_document, report, expand
             ),
             on_progress,
         )
@@ -124,15 +134,19 @@ class DiagnosisActions(StoreRunner):
         *,
         workspace: str,
         ranker: Ranker | None = None,
+        expand: ExpansionSpec | None = None,
         on_progress: ProgressCallback | None = None,
     ) -> RunDiagnosis:
         """``diagnose`` for Evaluate's judgment files (BEIR or TREC qrels judge documents, so
         by document), read as Evaluate reads them."""
         check_k_limit(k, limit)
         used = ranker or Ranker.of(RankerKind.WORKSPACE)
+        _check_expansion(expand)
         queries, qrels = judged_files(queries_data, qrels_data)
         return self._call_with_progress(
-            lambda report: self._diagnose(queries, qrels, k, limit, used, workspace, True, report),
+            lambda report: self._diagnose(
+                queries, qrels, k, limit, used, workspace, True, report, expand
+            ),
             on_progress,
         )
 
@@ -146,6 +160,7 @@ class DiagnosisActions(StoreRunner):
         workspace: str,
         by_document: bool,
         report: Callable[[int, int, str], None],
+        expand: ExpansionSpec | None = None,
     ) -> RunDiagnosis:
         tenant = await tenant_of(self._store, workspace)
         profile = await workspace_profile(self._store, workspace)
@@ -153,7 +168,12 @@ class DiagnosisActions(StoreRunner):
         for done, (query_id, text) in enumerate(queries.items(), 1):
             terms = tokenize(text, profile)
             judged = grades[query_id]
+            weights: dict[str, float] | None = None
             try:
+                if expand is not None and terms:
+                    terms, weights = await self._diagnosed_expansion(
+                        terms, tenant, profile, limit, ranker, expand
+                    )
                 full = await self._read(terms, tenant, profile, judged, limit, by_document)
             except ValueError as exc:
                 raise ValueError(f"query {query_id}: {exc}") from None
@@ -166,16 +186,35 @@ class DiagnosisActions(StoreRunner):
                 rows = await self._document_rows(full, judged, tenant)
                 diagnosed.append(
                     diagnose_documents(
-                        query_id, text, terms, full, judged, k, limit, ranker, sources, rows
+                        query_id, text, terms, full, judged, k, limit, ranker, sources, rows,
+                        weights,
                     )
-                )
+                )  # fmt: skip
             else:
                 diagnosed.append(
-                    diagnose_query(query_id, text, terms, full, judged, k, limit, ranker)
+                    diagnose_query(query_id, text, terms, full, judged, k, limit, ranker, weights)
                 )
             report(done, len(queries), query_id)
             await checkpoint()
-        return summarise(k, limit, await self._explained(diagnosed, tenant, profile, by_document))
+        explained = await self._explained(diagnosed, tenant, profile, by_document)
+        return summarise(k, limit, explained, None if expand is None else expand.label)
+
+    async def _diagnosed_expansion(
+        self,
+        terms: list[str],
+        tenant: UUID,
+        profile: Profile,
+        limit: int,
+        ranker: Ranker,
+        expand: ExpansionSpec,
+    ) -> tuple[list[str], dict[str, float]]:
+        """The expanded term set and its weights, as Evaluate's expanded run expands the query:
+        feedback from ``ranker``'s ranking of the typed read at ``limit``."""
+        head = await bounded_candidates(self._store, terms, tenant, limit)
+        weights = await expansion_weights(ranker, terms, head, profile, expand)
+        expanded = sorted(weights)
+        check_query_terms(expanded, "the expanded query")
+        return expanded, weights
 
     async def _read(
         self,
@@ -326,3 +365,13 @@ class DiagnosisActions(StoreRunner):
             report(done, len(judged), query.query_id)
             await checkpoint()
         return await stepped(tuning_steps(queries, spec, k, limit, by_document))
+
+
+def _check_expansion(expand: ExpansionSpec | None) -> None:
+    """Refuse, before anything is read, an expansion a run cannot take (Rocchio learns from the
+    grades the diagnosis judges by: measured on Search, one query at a time)."""
+    if expand is not None and expand.method != "rm3":
+        raise ValueError(
+            "a run is diagnosed as typed or expanded by RM3; feedback from the grades (Rocchio) "
+            "would be judged by the grades it learned from"
+        )

@@ -71,6 +71,25 @@ def top_documents(
         want *= 2
 
 
+async def expansion_weights(
+    ranker: Ranker,
+    terms: list[str],
+    handed: LexicalCandidates,
+    profile: Profile,
+    expand: ExpansionSpec,
+) -> dict[str, float]:
+    """The expanded query's weights (term -> weight) of a run's query: RM3 from the top
+    ``expand.fb_docs`` passages ``ranker`` ranks among ``handed`` (the read at the run's
+    limit). Evaluate's and Diagnose's expanded runs both expand here, so they rank alike."""
+    if expand.method != "rm3":
+        raise ValueError(
+            "a run expands by RM3 only: feedback from the analyst's grades (Rocchio) is "
+            "measured on Search, one query at a time"
+        )
+    feedback = await stepped(rank_with_steps(ranker, terms, handed, expand.fb_docs))
+    return rm3(terms, feedback, profile, expand).weights
+
+
 async def expanded_top(
     store: ChunkStore,
     spec: RunSpec,
@@ -86,9 +105,9 @@ async def expanded_top(
     assert spec.expand is not None
     if not terms:
         return []
-    handed = full.head(spec.limit)
-    feedback = await stepped(rank_with_steps(spec.ranker, terms, handed, spec.expand.fb_docs))
-    weights = rm3(terms, feedback, profile, spec.expand).weights
+    weights = await expansion_weights(
+        spec.ranker, terms, full.head(spec.limit), profile, spec.expand
+    )
     expanded = sorted(weights)
     again = await bounded_candidates(store, expanded, tenant, spec.limit, spec.within)
     await checkpoint()

@@ -13,6 +13,7 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 
+from core.analysis.expansion import ExpansionSpec
 from core.analysis.judgment_files import JudgmentError
 from core.ingest.names import terminal_safe
 from core.service.bounds import PYDANTIC_VALUE_ERROR, one_sentence
@@ -53,6 +54,16 @@ def refusal(exc: ValueError) -> str:
             problems.append(f"--{where}: {message}" if where else message)
         return terminal_safe("; ".join(problems))
     return terminal_safe(one_sentence(exc))
+
+
+def expansion_of(args: argparse.Namespace) -> ExpansionSpec | None:
+    """The expansion ``--expand`` and its parameters name (None without ``--expand``); a
+    parameter out of range raises pydantic's ``ValidationError``, which ``refusal`` words."""
+    if not args.expand:
+        return None
+    return ExpansionSpec(
+        fb_docs=args.fb_docs, fb_terms=args.fb_terms, original_weight=args.original_weight
+    )
 
 
 def query_arguments(command: argparse.ArgumentParser, k_means: str) -> None:

@@ -1,4 +1,5 @@
-"""``python -m core diagnose``: Runs' diagnosis, why each graded-relevant passage was lost."""
+"""``python -m core diagnose``: Runs' diagnosis, why each graded-relevant passage was lost (of
+the typed run, or with ``--expand rm3`` of the expanded run, as Runs' Expand toggle diagnoses)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from core.analysis.diagnosis import CAUSE_NOTES, LostCause, LostPassage, RunDiagnosis
-from core.terminal.common import EXIT_UNUSABLE, _json_line, on_a_set
+from core.terminal.common import EXIT_UNUSABLE, _json_line, expansion_of, on_a_set
 
 
 def _diagnosis_lines(run: RunDiagnosis, args: argparse.Namespace, stream: IO[str]) -> None:
@@ -24,6 +25,7 @@ def _diagnosis_lines(run: RunDiagnosis, args: argparse.Namespace, stream: IO[str
             "relevant": run.relevant,
             "lost": run.lost,
             "unjudged_in_top_k": run.unjudged,
+            "expansion": run.expansion,
             "by_cause": {c.value: n for c, n in run.by_cause.items()},
             "shares": {c.value: run.share(c) for c in run.by_cause},
             "ceiling": run.ceiling_note,
@@ -47,6 +49,7 @@ def _diagnosis_tables(run: RunDiagnosis, args: argparse.Namespace, console: Cons
         title=(
             f"{run.lost} of {run.relevant} relevant passages outside the top {run.k} · set "
             f"{args.query_set!r} · limit {run.limit}"
+            + (f" · {run.expansion}" if run.expansion else "")
         )
     )
     for name in ("cause", "passages", "share", "what it means"):
@@ -113,7 +116,12 @@ def diagnose(args: argparse.Namespace, console: Console) -> int:
         args,
         console,
         lambda service, workspace: service.diagnose(
-            args.query_set, args.k, args.limit, workspace=workspace, by_document=args.by_document
+            args.query_set,
+            args.k,
+            args.limit,
+            workspace=workspace,
+            by_document=args.by_document,
+            expand=expansion_of(args),
         ),
     )
     if run is None:

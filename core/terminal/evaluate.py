@@ -10,7 +10,6 @@ from rich.table import Table
 from rich.text import Text
 
 from core.analysis.evaluation import EvaluationRun
-from core.analysis.expansion import ExpansionSpec
 from core.ingest.names import terminal_safe
 from core.service.bounds import check_k_limit
 from core.service.facade import LexplainService
@@ -18,6 +17,7 @@ from core.service.run_ranking import RunSpec
 from core.terminal.common import (
     EXIT_UNUSABLE,
     _json_line,
+    expansion_of,
     number_column,
     on_a_set,
 )
@@ -108,8 +108,7 @@ def evaluate(args: argparse.Namespace, console: Console) -> int:
 
     def ask(service: LexplainService, workspace: str) -> list[EvaluationRun]:
         check_k_limit(args.k, args.limit)  # before the run is specified: the facade's sentence
-        expand = ExpansionSpec() if args.expand == "rm3" else None
-        spec = RunSpec(workspace=workspace, limit=args.limit, expand=expand)
+        spec = RunSpec(workspace=workspace, limit=args.limit, expand=expansion_of(args))
         return service.evaluate_judged(
             args.query_set, args.k, [spec], workspace=workspace, by_document=args.by_document
         )

@@ -162,27 +162,10 @@ def add_query_commands(commands: argparse._SubParsersAction[argparse.ArgumentPar
         "--explain", action="store_true", help="each query term's idf, TF part and contribution"
     )
     search.add_argument("--json", action="store_true", help="one JSON object per line")
-    search.add_argument(
-        "--expand",
-        choices=("rm3",),
-        default=None,
-        help=(
-            "expand the query by pseudo-relevance feedback (RM3) from its own top passages, "
-            "then rank again; prints each added term's weight and where it came from"
-        ),
-    )
-    search.add_argument(
-        "--fb-docs", type=int, default=FB_DOCS, metavar="N", help=f"feedback passages ({FB_DOCS})"
-    )
-    search.add_argument(
-        "--fb-terms", type=int, default=FB_TERMS, metavar="N", help=f"terms kept ({FB_TERMS})"
-    )
-    search.add_argument(
-        "--original-weight",
-        type=float,
-        default=ORIGINAL_WEIGHT,
-        metavar="X",
-        help=f"the typed query's share of the weights, 0..1 ({ORIGINAL_WEIGHT:g})",
+    expansion_arguments(
+        search,
+        "expand the query by pseudo-relevance feedback (RM3) from its own top passages, "
+        "then rank again; prints each added term's weight and where it came from",
     )
     evaluate = commands.add_parser(
         "evaluate",
@@ -204,11 +187,8 @@ def add_query_commands(commands: argparse._SubParsersAction[argparse.ArgumentPar
         action="store_true",
         help="judge documents (a document's grade is its best passage's) instead of passages",
     )
-    evaluate.add_argument(
-        "--expand",
-        choices=("rm3",),
-        default=None,
-        help="expand each query with RM3 (Anserini's defaults) before it is ranked",
+    expansion_arguments(
+        evaluate, "expand each query with RM3 (Anserini's defaults unless given), then rank it"
     )
     evaluate.add_argument("--json", action="store_true", help="one JSON object per line")
     diagnose = commands.add_parser(
@@ -233,4 +213,28 @@ def add_query_commands(commands: argparse._SubParsersAction[argparse.ArgumentPar
         action="store_true",
         help="judge documents, each at its best passage (a document's grade is its best passage's)",
     )
+    expansion_arguments(
+        diagnose,
+        "diagnose the RM3-expanded run (as evaluate --expand rm3 ranks it): every cause is "
+        "against the expanded query's terms",
+    )
     diagnose.add_argument("--json", action="store_true", help="one JSON object per line")
+
+
+def expansion_arguments(command: argparse.ArgumentParser, expand_means: str) -> None:
+    """``--expand rm3`` and its parameters, as search, evaluate and diagnose take them
+    (``common.expansion_of`` makes the spec); ``expand_means`` says what it does there."""
+    command.add_argument("--expand", choices=("rm3",), default=None, help=expand_means)
+    command.add_argument(
+        "--fb-docs", type=int, default=FB_DOCS, metavar="N", help=f"feedback passages ({FB_DOCS})"
+    )
+    command.add_argument(
+        "--fb-terms", type=int, default=FB_TERMS, metavar="N", help=f"terms kept ({FB_TERMS})"
+    )
+    command.add_argument(
+        "--original-weight",
+        type=float,
+        default=ORIGINAL_WEIGHT,
+        metavar="X",
+        help=f"the typed query's share of the weights, 0..1 ({ORIGINAL_WEIGHT:g})",
+    )

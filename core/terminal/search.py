@@ -11,7 +11,6 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from core.analysis.expansion import ExpansionSpec
 from core.analysis.presentation import explanation_rows
 from core.domain.bm25 import IdfForm, ScoreExplanation, TermContribution
 from core.ingest.names import terminal_safe
@@ -21,6 +20,7 @@ from core.terminal.common import (
     _json_line,
     _known_workspace,
     _open_service,
+    expansion_of,
     number_column,
     refusal,
 )
@@ -276,15 +276,7 @@ def search(args: argparse.Namespace, console: Console) -> int:
         if workspace is None:
             return EXIT_UNUSABLE
         try:
-            expand = (
-                ExpansionSpec(
-                    fb_docs=args.fb_docs,
-                    fb_terms=args.fb_terms,
-                    original_weight=args.original_weight,
-                )
-                if args.expand
-                else None
-            )
+            expand = expansion_of(args)
         except ValidationError as exc:
             console.print(f"error: not searched: {refusal(exc)}", markup=False, highlight=False)
             return EXIT_UNUSABLE

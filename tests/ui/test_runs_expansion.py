@@ -52,3 +52,24 @@ def test_runs_shows_what_rm3_did_per_query_and_saves_both_runs_for_compare(grade
     at.multiselect(key="runs_pick").set_value(at.multiselect(key="runs_pick").options).run()
     versus = at.dataframe[-1].value
     assert list(versus["randomisation p"]) == [ledger.significance.p_value]
+
+
+def test_with_expand_on_diagnose_shows_the_rm3_runs_causes_the_facades(graded: str) -> None:
+    from pages.common import get_service
+
+    service = get_service()
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.query_params["ws"] = graded
+    at.run()
+    at.switch_page("pages/runs.py").run()
+    at.toggle(key="runs_expand").set_value(True).run()
+    at.button(key="runs_diagnose").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    expected = service.diagnose(
+        SAMPLE_QUERY_SET, 10, 1000, workspace=graded, expand=ExpansionSpec()
+    )
+    typed = service.diagnose(SAMPLE_QUERY_SET, 10, 1000, workspace=graded)
+    assert expected.lost != typed.lost
+    assert [i.value for i in at.info] == [expected.ceiling_note]
+    table = next(f.value for f in at.dataframe if "nDCG lost" in f.value.columns)
+    assert list(table["nDCG lost"]) == [q.ndcg_lost for q in expected.queries]

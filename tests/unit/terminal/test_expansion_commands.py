@@ -1,0 +1,69 @@
+"""The terminal's expanded runs (issue 47): ``diagnose --expand rm3`` prints the facade's
+diagnosis of the expanded run, every number equal, and refuses a parameter out of range in one
+line."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from core.analysis.diagnosis import CAUSE_NOTES
+from core.analysis.expansion import ExpansionSpec
+from core.service import SAMPLE_QUERY_SET, LexplainService
+from tests.unit.terminal.sample import SAMPLE, run, table_rows
+
+
+@pytest.mark.postgres
+def test_diagnose_expand_rm3_prints_the_facades_diagnosis_of_the_expanded_run(
+    facade: LexplainService,
+) -> None:
+    facade.import_sample_grades(workspace=SAMPLE)
+    spec = ExpansionSpec(fb_docs=8, fb_terms=12, original_weight=0.6)
+    expected = facade.diagnose(SAMPLE_QUERY_SET, 10, 50, workspace=SAMPLE, expand=spec)
+    typed = facade.diagnose(SAMPLE_QUERY_SET, 10, 50, workspace=SAMPLE)
+    assert expected.lost != typed.lost and expected.expansion == spec.label
+
+    status, out = run(
+        "diagnose", "--workspace", SAMPLE, "--set", SAMPLE_QUERY_SET, "--limit", "50", "--json",
+        "--expand", "rm3", "--fb-docs", "8", "--fb-terms", "12", "--original-weight", "0.6",
+    )  # fmt: skip
+    assert status == 0, out
+    summary, *lost = [json.loads(line) for line in out.splitlines()]
+    assert (summary["lost"], summary["expansion"]) == (expected.lost, spec.label)
+    assert summary["by_cause"] == {c.value: n for c, n in expected.by_cause.items()}
+    assert summary["ceiling"] == expected.ceiling_note
+    want = [
+        {
+            "kind": "lost", "query_id": q.query_id, "query": q.query, "ndcg": q.ndcg,
+            "ndcg_lost": q.ndcg_lost, **p.model_dump(mode="json"),
+        }
+        for q in expected.queries
+        for p in q.lost
+    ]  # fmt: skip
+    assert lost == want
+
+    status, out = run(
+        "diagnose", "--workspace", SAMPLE, "--set", SAMPLE_QUERY_SET, "--limit", "50",
+        "--expand", "rm3", "--fb-docs", "8", "--fb-terms", "12", "--original-weight", "0.6",
+    )  # fmt: skip
+    assert status == 0, out
+    assert table_rows(out)[: len(expected.by_cause)] == [
+        [c.value, str(n), repr(expected.share(c)), CAUSE_NOTES[c]]
+        for c, n in expected.by_cause.items()
+    ]
+    assert "RM3 (feedback passages 8" in out
+
+
+@pytest.mark.postgres
+def test_diagnose_refuses_an_expansion_parameter_out_of_range_in_one_line(
+    facade: LexplainService,
+) -> None:
+    status, out = run(
+        "diagnose", "--workspace", SAMPLE, "--set", SAMPLE_QUERY_SET, "--expand", "rm3",
+        "--original-weight", "1.5",
+    )  # fmt: skip
+    assert status == 2
+    assert out.strip().splitlines() == [
+        "error: --original-weight: Input should be less than or equal to 1"
+    ]
