@@ -36,5 +36,7 @@ venv_install() {
   local sum; sum=$( (cat "$lock"; echo "uv $UV_VERSION") | sha256sum | cut -d' ' -f1)
   if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$sum" ]; then return 0; fi
   .venv/bin/uv pip install -q --python .venv/bin/python --require-hashes -r "$lock"
+  # uv writes no .pyc: compile what the app imports now, not on a newcomer's first page.
+  .venv/bin/python scripts/warm_bytecode.py
   echo "$sum" >"$stamp"
 }
