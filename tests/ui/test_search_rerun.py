@@ -1,0 +1,149 @@
+"""A Search rerun builds only what the analyst sees: closed controls cost nothing (issue 50).
+
+A rerun of Search cost the server 15x its search on Cranfield (bench/bench_rerun.py), a third
+of it the "Narrow to" controls inside their closed expander: every source listed in natural
+order, every entity, and both sent to the page as multiselect options on every rerun. These
+tests hold that a closed expander reads and builds none of it, and that the filter it holds
+still narrows the results, closed and opened again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from core.service import SAMPLE_CORPUS, LexplainService
+from pages.common import get_service
+from pages.narrowing import ENTITIES_KEY, OPEN_KEY, SOURCES_KEY
+
+APP = str(SAMPLE_CORPUS.parents[2] / "app.py")
+QUERY = "aeroelastic models of heated aircraft"
+
+pytestmark = pytest.mark.usefixtures("in_memory_store")
+
+
+def counting(name: str, calls: list[str]) -> Callable[..., object]:
+    """The service's method ``name``, noting each call in ``calls``."""
+    original = getattr(LexplainService, name)
+
+    def counted(self: LexplainService, *, workspace: str) -> object:
+        calls.append(name)
+        return original(self, workspace=workspace)
+
+    return counted
+
+
+@pytest.fixture
+def lists_read(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names of the service's list calls made while a test runs, in order."""
+    calls: list[str] = []
+    for name in ("list_sources", "list_entities"):
+        monkeypatch.setattr(LexplainService, name, counting(name, calls))
+    return calls
+
+
+def search(workspace: str, **params: str | list[str]) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params["ws"] = workspace
+    for key, value in params.items():
+        at.query_params[key] = value
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def sources_shown(at: AppTest) -> set[str]:
+    """The sources of the results on screen (each result's header names its source)."""
+    return {
+        m.value.split(" source ", 1)[1].split(" · ", 1)[0]
+        for m in at.markdown
+        if m.value.startswith("**#") and " source " in m.value
+    }
+
+
+def controls(at: AppTest) -> list[object]:
+    return [w for w in at.multiselect if w.key in (SOURCES_KEY, ENTITIES_KEY)]
+
+
+def test_a_search_with_the_narrowing_closed_lists_no_source_and_builds_no_control(
+    cranfield: str, lists_read: list[str]
+) -> None:
+    at = search(cranfield, q=QUERY)
+    assert len(sources_shown(at)) > 1
+    at.text_input(key="q").input("heated aircraft").run()
+    assert not at.exception
+    assert at.session_state[OPEN_KEY] is False
+    assert controls(at) == []
+    assert lists_read == []
+
+
+def test_opening_the_narrowing_lists_the_sources_and_entities_to_choose_from(
+    cranfield: str, lists_read: list[str]
+) -> None:
+    at = search(cranfield, q=QUERY)
+    at.session_state[OPEN_KEY] = True
+    at.run()
+    assert not at.exception
+    assert len(at.multiselect(key=SOURCES_KEY).options) == len(
+        get_service().list_sources(workspace=cranfield)
+    )
+    assert sorted(set(lists_read)) == ["list_entities", "list_sources"]
+
+
+def test_a_filter_closed_away_still_narrows_and_is_there_when_opened_again(
+    cranfield: str, lists_read: list[str]
+) -> None:
+    at = search(cranfield, q=QUERY, src=["184", "486"])
+    assert at.multiselect(key=SOURCES_KEY).value == ["184", "486"]  # a link's filter: open
+    narrowed = sources_shown(at)
+    assert narrowed and narrowed <= {"184", "486"}
+    at.session_state[OPEN_KEY] = False
+    at.run()
+    lists_read.clear()
+    at.text_input(key="q").input("aeroelastic models").run()
+    assert not at.exception
+    assert controls(at) == []
+    assert lists_read == []
+    assert sources_shown(at) and sources_shown(at) <= {"184", "486"}
+    assert at.query_params["src"] == ["184", "486"]  # the link still reproduces it
+    at.session_state[OPEN_KEY] = True
+    at.run()
+    assert at.multiselect(key=SOURCES_KEY).value == ["184", "486"]
+
+
+def test_a_closed_filter_of_sources_another_workspace_lacks_is_dropped_on_switching(
+    cranfield: str,
+) -> None:
+    other = "ui-narrow-other"
+    service = get_service()
+    service.create_workspace(other)
+    service.upload_files(
+        [("a.txt", b"Heated aircraft models were tested for flutter.")], workspace=other
+    )
+    at = search(cranfield, q="heated aircraft", src="184")
+    at.session_state[OPEN_KEY] = False
+    at.run()
+    assert sources_shown(at) == {"184"}
+    at.selectbox(key="workspace").set_value(other).run()
+    assert not at.exception
+    assert sources_shown(at) == {"a.txt"}
+    assert not any(c.value.startswith("Narrowed to") for c in at.caption)
+
+
+def test_sources_chosen_in_the_open_controls_narrow_each_rerun_until_cleared(
+    cranfield: str,
+) -> None:
+    at = search(cranfield, q=QUERY)
+    at.session_state[OPEN_KEY] = True
+    at.run()
+    at.multiselect(key=SOURCES_KEY).set_value(["184"]).run()
+    assert sources_shown(at) == {"184"}
+    at.multiselect(key=SOURCES_KEY).set_value(["184", "486"]).run()
+    assert sources_shown(at) == {"184", "486"}
+    at.text_input(key="q").input("aeroelastic models").run()
+    assert sources_shown(at) <= {"184", "486"}
+    at.multiselect(key=SOURCES_KEY).set_value([]).run()
+    assert not at.exception
+    assert len(sources_shown(at)) > 2
