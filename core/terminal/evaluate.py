@@ -1,4 +1,5 @@
-"""``python -m core evaluate``: what Runs shows for a query set's in-app grades."""
+"""``python -m core evaluate``: what Runs shows for a query set's in-app grades, and with
+``--expand rm3 --ledger`` what Runs' Measure RM3 shows (the expansion's helped/hurt ledger)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from core.analysis.evaluation import EvaluationRun
+from core.analysis.expansion import ExpansionLedger
 from core.ingest.names import terminal_safe
 from core.service.bounds import check_k_limit
 from core.service.facade import LexplainService
@@ -102,9 +104,90 @@ def _evaluate_tables(run: EvaluationRun, args: argparse.Namespace, console: Cons
     console.print(rows)
 
 
+def _ledger_lines(ledger: ExpansionLedger, args: argparse.Namespace, stream: IO[str]) -> None:
+    """``evaluate --expand rm3 --ledger --json``: the ledger's totals (every field of the
+    facade's ``ExpansionLedger`` but its rows, and its summary sentence), then a line per query
+    (every field of its ``LedgerRow``), most helped first."""
+    _json_line(
+        stream,
+        {
+            "kind": "ledger",
+            "query_set": args.query_set,
+            "limit": args.limit,
+            **ledger.model_dump(mode="json", exclude={"rows"}),
+            "summary": ledger.summary,
+        },
+    )
+    for row in ledger.rows:
+        _json_line(stream, {"kind": "query", **row.model_dump(mode="json")})
+
+
+def _ledger_tables(ledger: ExpansionLedger, args: argparse.Namespace, console: Console) -> None:
+    """``evaluate --expand rm3 --ledger``: the ledger's sentence, the test's warning, and a row
+    per query (the facade's numbers, as repr)."""
+    console.print(Text(terminal_safe(ledger.summary)))
+    if ledger.significance.warning:
+        console.print(Text(terminal_safe(ledger.significance.warning)))
+    title = terminal_safe(
+        f"Helped and hurt · set {args.query_set!r} · limit {args.limit} · {ledger.expansion}"
+    )
+    rows = Table(title=Text(title))
+    rows.add_column("query id", overflow="fold")
+    rows.add_column("query")
+    for name in ("as typed", "expanded", "change"):
+        number_column(rows, name)
+    for name in ("relevant brought in", "of them no typed term", "relevant pushed out"):
+        rows.add_column(name, justify="right")
+    for row in ledger.rows:
+        rows.add_row(
+            Text(terminal_safe(row.query_id)),
+            Text(terminal_safe(row.query)),
+            repr(row.before),
+            repr(row.after),
+            repr(row.change),
+            str(len(row.recovered)),
+            str(len(row.recovered_mismatch)),
+            str(len(row.lost)),
+        )
+    console.print(rows)
+
+
+def ledger(args: argparse.Namespace, console: Console) -> int:
+    """``evaluate --expand rm3 --ledger``: the facade's ``expansion_ledger`` (by passage, the
+    workspace's BM25 at ``--limit``); 2 when it cannot run, or without ``--expand`` or with
+    ``--by-document`` (the ledger judges passages)."""
+    if not args.expand or args.by_document:
+        why = "--ledger needs --expand rm3" if not args.expand else "--ledger judges passages"
+        console.print(
+            f"error: {why} (the ledger compares the typed and the expanded run, by passage)",
+            markup=False,
+            highlight=False,
+        )
+        return EXIT_UNUSABLE
+
+    def ask(service: LexplainService, workspace: str) -> ExpansionLedger:
+        expand = expansion_of(args)
+        assert expand is not None
+        return service.expansion_ledger(
+            args.query_set, args.k, args.limit, workspace=workspace, expand=expand,
+            metric=args.metric,
+        )  # fmt: skip
+
+    found = on_a_set(args, console, ask)
+    if found is None:
+        return EXIT_UNUSABLE
+    if args.json:
+        _ledger_lines(found, args, console.file)
+    else:
+        _ledger_tables(found, args, console)
+    return 0
+
+
 def evaluate(args: argparse.Namespace, console: Console) -> int:
     """``python -m core evaluate --workspace NAME --set SET``: 0 when evaluated, 2 when the
     command cannot run (store, workspace, no such set, no grade yet, a bound)."""
+    if args.ledger:
+        return ledger(args, console)
 
     def ask(service: LexplainService, workspace: str) -> list[EvaluationRun]:
         check_k_limit(args.k, args.limit)  # before the run is specified: the facade's sentence

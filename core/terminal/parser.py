@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from core.analysis.evaluation import METRICS
 from core.analysis.expansion import FB_DOCS, FB_TERMS, ORIGINAL_WEIGHT
 from core.domain.tokenize import DEFAULT_PROFILE, Profile
 from core.ingest import bulk
@@ -175,7 +176,8 @@ def add_query_commands(commands: argparse._SubParsersAction[argparse.ArgumentPar
             "app (LexplainService.evaluate_judged, the workspace's own BM25 at --limit): the "
             "means (nDCG@k, Recall@k, MRR@k, Judged@k) and every graded query's figures. "
             "Queries nobody graded are left out. --json prints one JSON object per line: the "
-            "means first, then a line per query."
+            "means first, then a line per query. --expand rm3 --ledger prints instead what the "
+            "expansion did, query by query (LexplainService.expansion_ledger)."
         ),
     )
     query_arguments(evaluate, "the depth of every metric (nDCG@k, ...)")
@@ -189,6 +191,22 @@ def add_query_commands(commands: argparse._SubParsersAction[argparse.ArgumentPar
     )
     expansion_arguments(
         evaluate, "expand each query with RM3 (Anserini's defaults unless given), then rank it"
+    )
+    evaluate.add_argument(
+        "--ledger",
+        action="store_true",
+        help=(
+            "with --expand: the helped/hurt ledger, as Runs' Measure RM3 shows it (by passage): "
+            "per query the metric typed and expanded, the relevant passages the expansion "
+            "brought in (and which of them no typed term reached) and the ones it pushed out, "
+            "with the paired randomisation test"
+        ),
+    )
+    evaluate.add_argument(
+        "--metric",
+        choices=tuple(METRICS),
+        default="ndcg",
+        help="the ledger's metric at k (default ndcg)",
     )
     evaluate.add_argument("--json", action="store_true", help="one JSON object per line")
     diagnose = commands.add_parser(

@@ -1,6 +1,7 @@
 """The terminal's expanded runs (issue 47): ``diagnose --expand rm3`` prints the facade's
-diagnosis of the expanded run, every number equal, and refuses a parameter out of range in one
-line."""
+diagnosis of the expanded run and ``evaluate --expand rm3 --ledger`` the facade's helped/hurt
+ledger, every number equal; a parameter out of range, or a ledger without an expansion, is
+refused in one line."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import json
 import pytest
 
 from core.analysis.diagnosis import CAUSE_NOTES
-from core.analysis.expansion import ExpansionSpec
+from core.analysis.expansion import ExpansionLedger, ExpansionSpec
 from core.service import SAMPLE_QUERY_SET, LexplainService
 from tests.unit.terminal.sample import SAMPLE, run, table_rows
 
@@ -66,4 +67,48 @@ def test_diagnose_refuses_an_expansion_parameter_out_of_range_in_one_line(
     assert status == 2
     assert out.strip().splitlines() == [
         "error: --original-weight: Input should be less than or equal to 1"
+    ]
+
+
+@pytest.mark.postgres
+def test_evaluate_ledger_prints_the_facades_expansion_ledger(facade: LexplainService) -> None:
+    facade.import_sample_grades(workspace=SAMPLE)
+    spec = ExpansionSpec(fb_terms=12)
+    expected = facade.expansion_ledger(
+        SAMPLE_QUERY_SET, 10, 50, workspace=SAMPLE, expand=spec, metric="recall"
+    )
+    assert expected.helped and expected.hurt and expected.recovered
+    common = ("evaluate", "--workspace", SAMPLE, "--set", SAMPLE_QUERY_SET, "--limit", "50",
+              "--expand", "rm3", "--fb-terms", "12", "--ledger", "--metric", "recall")  # fmt: skip
+
+    status, out = run(*common, "--json")
+    assert status == 0, out
+    head, *rows = [json.loads(line) for line in out.splitlines()]
+    assert (head.pop("kind"), head.pop("query_set"), head.pop("limit")) == (
+        "ledger",
+        SAMPLE_QUERY_SET,
+        50,
+    )
+    assert head.pop("summary") == expected.summary
+    assert {row.pop("kind") for row in rows} == {"query"}
+    assert ExpansionLedger.model_validate({**head, "rows": rows}) == expected
+
+    status, out = run(*common)
+    assert status == 0, out
+    assert expected.summary[:60] in out
+    body = [cells for cells in table_rows(out) if len(cells) == 8]
+    assert [(cells[0], cells[4]) for cells in body] == [
+        (row.query_id, repr(row.change)) for row in expected.rows
+    ]
+
+
+@pytest.mark.postgres
+def test_evaluate_ledger_without_an_expansion_is_refused_in_one_line(
+    facade: LexplainService,
+) -> None:
+    status, out = run("evaluate", "--workspace", SAMPLE, "--set", SAMPLE_QUERY_SET, "--ledger")
+    assert status == 2
+    assert out.strip().splitlines() == [
+        "error: --ledger needs --expand rm3 (the ledger compares the typed and the expanded run, "
+        "by passage)"
     ]
