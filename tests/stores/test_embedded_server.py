@@ -285,3 +285,49 @@ def test_a_started_server_runs_with_the_settings_sized_for_this_machine(data_dir
         assert asyncio.run(query(server.url, "SHOW work_mem")) == "5MB"  # the caller's wins
     finally:
         embedded.release(data_dir)
+
+
+def test_a_prepared_folder_holds_a_cluster_and_no_server_and_the_next_acquire_only_starts_it(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert embedded.prepare(data_dir) is True
+    assert (data_dir / "pgdata" / "PG_VERSION").read_text().strip() == "18"
+    assert embedded.running(data_dir) is None
+    assert embedded.prepare(data_dir) is False  # made once
+
+    def no_second_initdb(*args: Any) -> None:
+        raise AssertionError("initdb ran again on a prepared folder")
+
+    monkeypatch.setattr(embedded, "_initdb", no_second_initdb)
+    server = embedded.acquire(data_dir, durable=False)
+    assert asyncio.run(query(server.url, "SELECT 1")) == 1
+    assert embedded.release(data_dir) is True
+
+
+def test_preparing_a_folder_whose_server_runs_changes_nothing(data_dir: Path) -> None:
+    embedded.acquire(data_dir, durable=False)
+    try:
+        before = (data_dir / "pgdata" / "PG_VERSION").stat().st_mtime_ns
+        assert embedded.prepare(data_dir) is False
+        assert (data_dir / "pgdata" / "PG_VERSION").stat().st_mtime_ns == before
+    finally:
+        embedded.release(data_dir)
+
+
+def test_only_the_embedded_store_is_prepared_and_bad_settings_are_left_to_the_app(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from core.settings import Settings
+    from core.stores.select import prepare_store
+
+    folder = tmp_path / "data"
+    assert prepare_store(Settings(store="memory", data_dir=folder)) is False
+    monkeypatch.setenv("LEXPLAIN_STORE", "no-such-store")
+    assert prepare_store() is False
+    assert not folder.exists()
+
+
+def test_the_app_starts_by_preparing_its_store_beside_streamlit() -> None:
+    run = (ROOT / "scripts" / "run").read_text()
+    assert run.index("-m core.stores.select") < run.index("-m streamlit run")
+    assert "core.stores.select >/dev/null 2>&1 &)" in run  # in the background, detached

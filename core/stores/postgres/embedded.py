@@ -507,6 +507,39 @@ def _stop(pgdata: Path, user: str | None) -> None:
 _held: dict[Path, int] = {}
 
 
+def _initialised(pgdata: Path, binaries: Path, user: str | None, durable: bool) -> None:
+    """``pgdata`` made and owned by the server's user, with a cluster in it (initdb if none)."""
+    pgdata.mkdir(mode=0o700, exist_ok=True)
+    if user is not None:
+        _grant_traverse(pgdata.parent.resolve())
+        _grant_traverse(binaries.resolve())
+        entry = pwd.getpwnam(user)
+        os.chown(pgdata, entry.pw_uid, entry.pw_gid)
+    if pgdata_major(pgdata) is None:
+        _initdb(pgdata, binaries, user, durable)
+
+
+def prepare(data_dir: Path, *, min_free_bytes: int = MIN_FREE_BYTES) -> bool:
+    """Run initdb on ``data_dir`` if it has no cluster yet, starting nothing; True if it did.
+
+    ``scripts/run`` calls it beside Streamlit's own start, so a new clone's first page finds
+    the cluster made (initdb is ~1.2 s of CPU) and only starts the server. Under the same lock
+    as ``acquire``: an app that asks meanwhile waits for it, then starts what it made.
+    Rejected: starting the server ahead too, which would leave one running with no user if the
+    app never came up.
+    """
+    data_dir = data_dir.resolve()
+    _make_data_dir(data_dir)
+    binaries = bin_dir()
+    with _locked(data_dir):
+        check_data_dir(data_dir, min_free_bytes=min_free_bytes)
+        pgdata = data_dir / PGDATA_NAME
+        if _postmaster(pgdata) is not None or pgdata_major(pgdata) is not None:
+            return False
+        _initialised(pgdata, binaries, _server_user(), durable=True)
+        return True
+
+
 def acquire(
     data_dir: Path,
     *,
@@ -534,14 +567,7 @@ def acquire(
             server_settings = machine_settings() | dict(settings or {})
             if not durable:
                 server_settings.update(fsync="off", synchronous_commit="off")
-            pgdata.mkdir(mode=0o700, exist_ok=True)
-            if user is not None:
-                _grant_traverse(pgdata.parent.resolve())
-                _grant_traverse(binaries.resolve())
-                entry = pwd.getpwnam(user)
-                os.chown(pgdata, entry.pw_uid, entry.pw_gid)
-            if pgdata_major(pgdata) is None:
-                _initdb(pgdata, binaries, user, durable)
+            _initialised(pgdata, binaries, user, durable)
             found = _start(pgdata, binaries, user, server_settings)
         if data_dir not in _held:
             _write_users(data_dir, [*_read_users(data_dir), os.getpid()])
