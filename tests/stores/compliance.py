@@ -145,6 +145,23 @@ class ChunkStoreCompliance:
         assert await store.get_by_source("no-such-source", tenant) == []
         assert await store.get_by_entity(uuid.uuid4(), tenant) == []
 
+    async def test_source_ids_name_the_source_of_each_held_passage_and_leave_out_the_rest(
+        self, store: ChunkStore
+    ) -> None:
+        tenant, other = uuid.uuid4(), uuid.uuid4()
+        chunks = corpus_chunks(tenant)
+        theirs = make_chunk(other, "theirs", "Ocean waves and ocean tides")
+        await store.upsert_many([*chunks, theirs])
+        await store.delete_by_source("doc-c", tenant)
+        held = {c.id: c.source_id for c in chunks if c.source_id != "doc-c"}
+        asked = [*reversed([c.id for c in chunks]), chunks[0].id, theirs.id, "0" * 64]
+        asked += ["not an id", "nul\x00", "\ud800", ""]
+        assert await store.source_ids(asked, tenant) == held
+        assert await store.source_ids([chunks[2].id], tenant) == {chunks[2].id: "doc-b"}
+        assert await store.source_ids([theirs.id], other) == {theirs.id: "theirs"}
+        assert await store.source_ids([], tenant) == {}
+        assert await store.source_ids(asked, uuid.uuid4()) == {}
+
     async def test_upserting_a_known_passage_again_updates_it_without_counting_it_twice(
         self, store: ChunkStore
     ) -> None:

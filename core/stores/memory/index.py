@@ -68,7 +68,7 @@ Codes = npt.NDArray[np.uint64]
 #: Hex digits of a chunk id read as its code (``id_codes``): 64 bits.
 CODE_DIGITS: Final = 16
 #: What every stored chunk id is (``checks.checked_for_write``: SHA-256 hex, derived).
-_CHUNK_ID = re.compile(r"[0-9a-f]{64}")
+CHUNK_ID = re.compile(r"[0-9a-f]{64}")
 
 
 @dataclass(frozen=True)
@@ -215,7 +215,7 @@ def _found(keys: Objects, wanted: Sequence[str]) -> tuple[Ints, npt.NDArray[np.b
 def id_codes(chunk_ids: Sequence[str]) -> Codes:
     """Each chunk id's first ``CODE_DIGITS`` hex digits as a number: lowercase hex compares as
     its value, so codes ascending are the ids ascending (ties: ids sharing those digits, put
-    in order by ``_placed``). Ids as stored (``_CHUNK_ID``); one ``fromhex`` for them all."""
+    in order by ``_placed``). Ids as stored (``CHUNK_ID``); one ``fromhex`` for them all."""
     digits = "".join([chunk_id[:CODE_DIGITS] for chunk_id in chunk_ids])
     return np.frombuffer(bytes.fromhex(digits), dtype=">u8").astype(np.uint64)
 
@@ -331,7 +331,7 @@ class Image:
         return self.ids[self.id_rows]
 
     def row_of(self, chunk_id: str) -> int | None:
-        if not _CHUNK_ID.fullmatch(chunk_id):  # no stored id looks otherwise
+        if not CHUNK_ID.fullmatch(chunk_id):  # no stored id looks otherwise
             return None
         at, hits = _placed(self.id_codes, self.ids, self.id_rows, [chunk_id])
         return int(self.id_rows[at[0]]) if hits[0] else None

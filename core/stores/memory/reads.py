@@ -34,6 +34,8 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import operator
+import re
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -55,7 +57,7 @@ from core.domain.postings import (
 )
 from core.domain.ranking import LexicalCandidates
 from core.domain.steps import Steps
-from core.stores.memory.index import Image, Ints, Objects, Segment, Since, shared_slots
+from core.stores.memory.index import CHUNK_ID, Image, Ints, Objects, Segment, Since, shared_slots
 from core.stores.memory.kept import SOURCE_ID, kept_metadata
 
 #: Passages a metadata filter reads between two checkpoints (~1 us each).
@@ -69,6 +71,9 @@ PIECE: Final = 1 << 22
 #: A term whose posting holds at least 1/this of the rows keeps its rows' bitset once a query
 #: asked for it: N/8 bytes, at most twice its rows' own 4 bytes a posting.
 KEEP_BITS: Final = 64
+
+#: Stored-form chunk ids joined: every id of a candidate read is one.
+_STORED: Final = re.compile(r"(?:[0-9a-f]{64})*")
 
 Int32s = npt.NDArray[np.int32]
 #: One view built in a thread at a time: two readers of a new image wait for one build.
@@ -310,7 +315,35 @@ async def read_view(image: Image) -> View:
     return view_of(image)
 
 
-__all__ = ["KEEP_BITS", "KEY_BITS", "PIECE", "THREAD_POSTINGS", "View", "read_view", "view_of"]
+def sources_of(image: Image, chunk_ids: Sequence[str]) -> dict[str, str]:
+    """The source id of each of ``chunk_ids`` ``image`` holds live (``PassageStore.source_ids``):
+    one binary search of them all, no passage copied, no step per id in Python (a thousand
+    candidates' ids a query: a regex and a dict entry each were half its time)."""
+    wanted = list(dict.fromkeys(chunk_ids))
+    if not _STORED.fullmatch("".join(wanted)):  # not every one as stored: those that are
+        wanted = [i for i in wanted if CHUNK_ID.fullmatch(i)]
+    rows, _ = image.rows_of_ids(wanted)
+    found = [at for at, row in enumerate(rows) if row >= 0]
+    if len(found) < len(wanted):
+        wanted, rows = [wanted[at] for at in found], [rows[at] for at in found]
+    if not rows:
+        return {}
+    kept = operator.itemgetter(*rows)(image.chunks)
+    if len(rows) == 1:
+        kept = (kept,)
+    return dict(zip(wanted, map(operator.itemgetter(SOURCE_ID), kept), strict=True))
+
+
+__all__ = [
+    "KEEP_BITS",
+    "KEY_BITS",
+    "PIECE",
+    "THREAD_POSTINGS",
+    "View",
+    "read_view",
+    "sources_of",
+    "view_of",
+]
 
 
 async def admitted_rows(

@@ -70,7 +70,7 @@ from core.stores.memory.kept import (
     kept_passage,
     passage_copy,
 )
-from core.stores.memory.reads import admitted_rows, read_view
+from core.stores.memory.reads import admitted_rows, read_view, sources_of
 from core.stores.memory.workspaces import InMemoryWorkspaces
 from core.stores.memory.writer import TEXT_PIECE_CHARS, TEXT_STEP_CHARS, SegmentWriter
 from core.stores.port import (
@@ -194,6 +194,11 @@ class InMemoryChunkStore(InMemoryCorrections, InMemoryJudging, InMemoryWorkspace
     def _peek(self, tenant_id: UUID) -> _Tenant:
         """The tenant for reading: an unknown tenant reads as empty, and is not created."""
         return self._tenants.get(tenant_id) or _Tenant(Image.empty(DEFAULT_PROFILE, 0))
+
+    def _image(self, tenant_id: UUID) -> Image:
+        """The tenant's image for reading: it never changes, so it is read without the lock."""
+        with self._lock:
+            return self._peek(tenant_id).image
 
     # -- writing --------------------------------------------------------------------------
 
@@ -407,6 +412,9 @@ class InMemoryChunkStore(InMemoryCorrections, InMemoryJudging, InMemoryWorkspace
             chunks = [tenant.copy_of(row, tenant_id) for row in rows]
         return sorted(chunks, key=lambda chunk: (chunk.chunk_index, chunk.id))
 
+    async def source_ids(self, chunk_ids: Sequence[str], tenant_id: UUID) -> dict[str, str]:
+        return sources_of(self._image(tenant_id), chunk_ids)
+
     async def get_by_entity(self, entity_id: UUID, tenant_id: UUID) -> list[StoredChunk]:
         with self._lock:
             tenant = self._peek(tenant_id)
@@ -460,14 +468,10 @@ class InMemoryChunkStore(InMemoryCorrections, InMemoryJudging, InMemoryWorkspace
         return await stepped(view.candidate_steps(stats, wanted, postings, limit, lookup, admitted))
 
     async def list_sources(self, tenant_id: UUID) -> list[SourceSummary]:
-        with self._lock:
-            image = self._peek(tenant_id).image
-        return await stepped(image.source_summary_steps())
+        return await stepped(self._image(tenant_id).source_summary_steps())
 
     async def source_passage_counts(self, tenant_id: UUID) -> dict[str, int]:
-        with self._lock:
-            image = self._peek(tenant_id).image
-        return await stepped(image.source_count_steps())
+        return await stepped(self._image(tenant_id).source_count_steps())
 
     async def list_entities(self, tenant_id: UUID) -> list[EntitySummary]:
         with self._lock:
@@ -494,8 +498,7 @@ class InMemoryChunkStore(InMemoryCorrections, InMemoryJudging, InMemoryWorkspace
         )
 
     async def passage_count(self, tenant_id: UUID) -> int:
-        with self._lock:
-            return self._peek(tenant_id).image.passages
+        return self._image(tenant_id).passages
 
     async def generation(self, tenant_id: UUID) -> int:
         with self._lock:
@@ -503,8 +506,7 @@ class InMemoryChunkStore(InMemoryCorrections, InMemoryJudging, InMemoryWorkspace
             return 0 if tenant is None else tenant.image.version
 
     async def doc_lengths(self, tenant_id: UUID) -> list[int]:
-        with self._lock:
-            image = self._peek(tenant_id).image
+        image = self._image(tenant_id)
         lengths: list[int] = np.sort(image.lengths[image.id_rows]).tolist()
         return lengths
 

@@ -72,6 +72,12 @@ class PassageStore(Protocol):
         """Ordered by chunk_index, then id."""
         ...
 
+    async def source_ids(self, chunk_ids: Sequence[str], tenant_id: UUID) -> dict[str, str]:
+        """The source id of each of ``chunk_ids`` the tenant holds (an id it does not hold is
+        left out), in one read: what a by-document analysis needs of every candidate, where a
+        copy of each passage (``get``, a candidate lookup) cost most of its time (issue 50)."""
+        ...
+
     async def lexical_candidates(
         self,
         terms: Sequence[str],

@@ -64,6 +64,9 @@ _SHOWN: Final = f"""
 SELECT {CHUNK_COLUMNS} FROM passages p WHERE p.tenant_id = $1 AND p.id = ANY($2::text[])
 """  # noqa: S608 - only the fixed column list is interpolated
 
+#: The source of each id (``PostgresChunkStore.source_ids``): no text, metadata nor entities.
+SOURCES: Final = "SELECT id, source_id FROM passages WHERE tenant_id = $1 AND id = ANY($2::text[])"
+
 
 def chunk_from_row(row: asyncpg.Record) -> StoredChunk:
     """A stored row back to the model; it was validated on the way in, so skip re-hashing."""

@@ -39,7 +39,7 @@ from core.stores.postgres.corrections import PostgresCorrections
 from core.stores.postgres.frequencies import top_terms
 from core.stores.postgres.giving import GivingWayConnection
 from core.stores.postgres.judging import PostgresJudging
-from core.stores.postgres.lookups import CHUNK_COLUMNS, SideReader, chunk_from_row
+from core.stores.postgres.lookups import CHUNK_COLUMNS, SOURCES, SideReader, chunk_from_row
 from core.stores.postgres.pieces import checked_in_pieces
 from core.stores.postgres.query_read import ImageCache, ImageChanges, read_candidates
 from core.stores.postgres.repairs import repair_all
@@ -395,6 +395,15 @@ class PostgresChunkStore(PostgresJudging, PostgresCorrections):
             tenant_id,
             source_id,
         )
+
+    async def source_ids(self, chunk_ids: Sequence[str], tenant_id: UUID) -> dict[str, str]:
+        ids = [i for i in dict.fromkeys(chunk_ids) if is_storable(i)]
+
+        async def read(conn: asyncpg.Connection) -> dict[str, str]:
+            rows = await conn.fetch(SOURCES, tenant_id, ids)
+            return {row["id"]: row["source_id"] for row in rows}
+
+        return await self._run(read) if ids else {}
 
     async def get_by_entity(self, entity_id: UUID, tenant_id: UUID) -> list[StoredChunk]:
         return await self._chunks(

@@ -176,6 +176,7 @@ def call_values(tenant: uuid.UUID) -> dict[str, Any]:
         "sources": [("s", [chunk])],
         "entities": [Entity(name="Ada Lovelace")],
         "chunk_id": chunk.id,
+        "chunk_ids": [chunk.id],
         "entity_id": uuid.uuid4(),
         "entity_ids": [uuid.uuid4()],
         "terms": ["ocean"],

@@ -8,7 +8,7 @@ grid's value at the workspace's own k1 and b is Evaluate's mean, exactly.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import pytest
 
@@ -162,3 +162,24 @@ def test_the_diagnosis_read_at_the_limit_equals_the_one_read_unlimited(
         (q.query_id, [(p.chunk_id, p.cause, p.rank, p.smallest_limit) for p in q.lost])
         for q in want.queries
     ]  # fmt: skip
+
+
+def test_by_document_a_candidate_deleted_after_the_read_is_diagnosed_as_the_read_saw_it(
+    graded: tuple[LexplainService, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # ``source_ids`` answers for the passages still held; one it leaves out (deleted since the
+    # read) is looked up in the read's own snapshot, so the diagnosis does not change.
+    service, ws = graded
+    held = service.diagnose(SAMPLE_QUERY_SET, K, LIMIT, workspace=ws, by_document=True)
+    store = service._store
+    asked: list[int] = []
+
+    async def every_other(chunk_ids: Sequence[str], tenant_id: uuid.UUID) -> dict[str, str]:
+        asked.append(len(chunk_ids))
+        found = await type(store).source_ids(store, chunk_ids[::2], tenant_id)
+        return dict(found)
+
+    monkeypatch.setattr(store, "source_ids", every_other)
+    gone = service.diagnose(SAMPLE_QUERY_SET, K, LIMIT, workspace=ws, by_document=True)
+    assert len(asked) == 225 and sum(asked) > 1_000
+    assert gone == held
