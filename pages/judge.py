@@ -47,6 +47,7 @@ from core.service import (
     QueryFormat,
     RankerKind,
     SetProgress,
+    refused_heading,
 )
 from pages.common import offer_sample, screen, workspace
 
@@ -85,6 +86,9 @@ with st.expander("New query set", expanded=not service.query_sets(workspace=ws))
         else:
             st.session_state[SET_KEY] = saved.name
             st.success(f"Saved “{saved.name}”: {count(saved.queries, 'query', 'queries')}.")
+            if saved.refused:
+                lines = "".join(f"\n- {escape_text(r.sentence)}" for r in saved.refused)
+                st.warning(f"{escape_text(refused_heading(saved.refused))}{lines}")
 
 sets = [s.name for s in service.query_sets(workspace=ws)]
 if not sets:

@@ -8,9 +8,16 @@ numbers them). Judgments: TREC qrels (``qid 0 docid grade``), BEIR qrels TSV
 the format Quepid and OpenSearch's Search Relevance Workbench exchange; there ``query`` is
 the query's text, in TREC and BEIR its id.
 
-A file with a bad line is refused whole, naming the line: taking the good lines would
-store part of a file and show it as the whole (the cost: one typo stops an import until it
-is fixed). Grades in the app are 0-3 (not relevant, related, relevant, perfect); a grade
+A query file whose line cannot be read (bad JSON, a repeated id or text, a row of the wrong
+width) is refused whole, naming the line: it is not what its format says, and taking the good
+lines would store part of a file and show it as the whole (the cost: one typo stops an import
+until it is fixed). A line that reads but asks more than a query may cost
+(``core.domain.query_cost``, the rule every search path applies) is the exception: it is left
+out and listed, line number and sentence, beside the queries kept (``QueryFile.refused``), so a
+set with a few over-long questions (CISI's 8 of 76 past 1,000 characters, before that bound
+was replaced) imports the rest and says which were not; refusing the file whole for them was
+rejected, as it lost every good query over a few the analyst cannot shorten without changing
+the collection. Grades in the app are 0-3 (not relevant, related, relevant, perfect); a grade
 outside it, or not a whole number, is refused per line rather than clamped, since a 4 on
 another tool's scale means something a 3 here does not. Two lines grading the same pair
 differently are refused too (which one was meant?). Query text is stored with its
@@ -27,11 +34,14 @@ import json
 import re
 from collections.abc import Iterator, Sequence
 from enum import StrEnum
-from typing import Final
+from typing import Final, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from core.domain.judging import MAX_QUERIES, MAX_QUERY_CHARS, TOP_GRADE, SetQuery
+from core.analysis.sentences import count
+from core.domain.judging import MAX_QUERIES, TOP_GRADE, SetQuery
+from core.domain.query_cost import query_refusal
+from core.domain.tokenize import DEFAULT_PROFILE, Profile
 from core.ingest.jsonlines import JsonLineError, parse_json_line
 
 #: Judgment lines in one imported file.
@@ -75,6 +85,30 @@ class GradedPair(BaseModel):
     query: str
     doc_id: str
     grade: int
+
+
+class RefusedQuery(BaseModel):
+    """A line of a query file left out because the query costs more than a query may."""
+
+    model_config = ConfigDict(frozen=True)
+
+    #: The line the query starts on (a TREC topic's ``<top>``).
+    line: int
+    #: "line 56: the query has 1,100 distinct terms; at most 1,024 are searched: shorten it".
+    sentence: str
+
+
+def refused_heading(refused: Sequence[RefusedQuery]) -> str:
+    """What a screen or the terminal says above the refused lines' sentences."""
+    lines = count(len(refused), "line")
+    return f"{lines} left out, the rest kept: each asks more than a query may."
+
+
+class QueryFile(NamedTuple):
+    """What a query file gives: the queries kept, in file order, and the lines left out."""
+
+    queries: list[SetQuery]
+    refused: list[RefusedQuery]
 
 
 def text_lines(data: bytes | str) -> list[str]:
@@ -127,8 +161,10 @@ def _collapsed(text: str) -> str:
 class _QuerySet:
     """Collects queries, refusing what a set may not hold, line by line."""
 
-    def __init__(self) -> None:
+    def __init__(self, profile: Profile) -> None:
         self.queries: list[SetQuery] = []
+        self.refused: list[RefusedQuery] = []
+        self._profile = profile
         self._ids: dict[str, int] = {}
         self._texts: dict[str, int] = {}
 
@@ -137,11 +173,10 @@ class _QuerySet:
         query_id = (str(len(self.queries) + 1) if query_id is None else query_id).strip()
         if not text:
             raise JudgmentError(f"line {number}: the query is empty")
-        if len(text) > MAX_QUERY_CHARS:
-            raise JudgmentError(
-                f"line {number}: the query has {len(text):,} characters; the limit is"
-                f" {MAX_QUERY_CHARS:,}"
-            )
+        refusal = query_refusal(text, self._profile)
+        if refusal:  # left out and listed, the rest of the file kept
+            self.refused.append(RefusedQuery(line=number, sentence=f"line {number}: {refusal}"))
+            return
         if not query_id or any(c.isspace() for c in query_id):
             raise JudgmentError(
                 f"line {number}: query id {quoted(query_id)} is empty or has spaces"
@@ -222,9 +257,13 @@ def _trec_topics(data: bytes | str, into: _QuerySet) -> None:
         raise JudgmentError(f"line {start}: the topic is never closed (</top>)")
 
 
-def read_queries(data: bytes | str, fmt: QueryFormat) -> list[SetQuery]:
-    """A query set from a file or pasted text; ``JudgmentError`` names the first bad line."""
-    found = _QuerySet()
+def read_queries(
+    data: bytes | str, fmt: QueryFormat, profile: Profile = DEFAULT_PROFILE
+) -> QueryFile:
+    """A query set from a file or pasted text, its queries measured under the workspace's
+    ``profile``: the queries kept and the lines refused for what they cost; ``JudgmentError``
+    names the first line that cannot be read, or says that no query could be kept."""
+    found = _QuerySet(profile)
     if fmt is QueryFormat.LINES:
         for number, line in enumerate(text_lines(data), start=1):
             if line.strip():
@@ -247,9 +286,13 @@ def read_queries(data: bytes | str, fmt: QueryFormat) -> list[SetQuery]:
                     f"line {number}: {len(row)} cells where the header has {len(header)}"
                 )
             found.add(None if id_at is None else row[id_at], row[text_at], number)
+    if not found.queries and found.refused:
+        more = len(found.refused) - 1
+        also = f" (and {count(more, 'more line')})" if more else ""
+        raise JudgmentError(f"no query can be kept: {found.refused[0].sentence}{also}")
     if not found.queries:
         raise JudgmentError("no queries found")
-    return found.queries
+    return QueryFile(found.queries, found.refused)
 
 
 def write_queries(queries: Sequence[SetQuery], fmt: QueryFormat) -> str:

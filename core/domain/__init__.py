@@ -18,6 +18,7 @@ Modules:
 - ``models``: ``built``: a pydantic model from values computed here, without validating them again
 - ``names``: When two workspace names are one name: what a person sees, not the code points
 - ``postings``: The columnar query kernel: CSR postings of the query terms -> ``LexicalCandidates``
+- ``query_cost``: What one query may cost: one rule for every path a query takes, so no path …
 - ``ranking``: Candidates to ranked passages: pure, deterministic, store-agnostic
 - ``steps``: Synchronous work cut into steps: a generator that yields (nothing) between them
 - ``tokenize``: What a term is: the one tokenizer every store and every screen shares, per profile

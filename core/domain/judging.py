@@ -19,6 +19,7 @@ from uuid import UUID
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from core.domain.chunks import check_storable
+from core.domain.query_cost import MAX_QUERY_CHARS
 
 #: The app's grades: 0 not relevant, 1 related, 2 relevant, 3 perfect.
 TOP_GRADE: Final[int] = 3
@@ -27,8 +28,8 @@ GRADE_NAMES: Final[tuple[str, ...]] = ("not relevant", "related", "relevant", "p
 #: Queries in one set: a judging effort larger than this is several sets (a TREC track has
 #: 50-250 topics; 10,000 keeps a pasted log from becoming a set nobody can finish).
 MAX_QUERIES: Final[int] = 10_000
-#: Characters in one query, whitespace collapsed (a pasted paragraph is not a query).
-MAX_QUERY_CHARS: Final[int] = 1_000
+#: Characters in a query's id (TREC and BEIR ids are a few; an id is a name, not a question).
+MAX_QUERY_ID_CHARS: Final[int] = 1_000
 #: Characters in the name of a query set or a saved run.
 MAX_NAME_CHARS: Final[int] = 200
 #: The rater of a judgment made without sign-in.
@@ -53,7 +54,7 @@ class SetQuery(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    query_id: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
+    query_id: str = Field(min_length=1, max_length=MAX_QUERY_ID_CHARS)
     text: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
 
     @field_validator("query_id", "text")

@@ -50,7 +50,13 @@ from core.analysis.expansion import (
     ExpansionSpec,
     expansion_rows,
 )
-from core.analysis.judgment_files import JudgmentError, JudgmentFormat, QueryFormat
+from core.analysis.judgment_files import (
+    JudgmentError,
+    JudgmentFormat,
+    QueryFormat,
+    RefusedQuery,
+    refused_heading,
+)
 from core.analysis.pooling import (
     MAX_POOL_DEPTH,
     POOL_DEPTH,
@@ -129,7 +135,7 @@ from core.service.entities import (
 )
 from core.service.facade import LexplainService, StoreUnreachable
 from core.service.grading import SEARCH_SET, CeilingJudgments, LimitCeiling
-from core.service.judging import DEFAULT_POOL, QueryHardness
+from core.service.judging import DEFAULT_POOL, QueryHardness, SavedQuerySet
 from core.service.library import (
     EXAMPLE_WITH_NAMES,
     EXAMPLE_WORKSPACE,
@@ -245,8 +251,10 @@ __all__ = [
     "Ranker",
     "RankerKind",
     "ReextractionReport",
+    "RefusedQuery",
     "RunDiagnosis",
     "RunSpec",
+    "SavedQuerySet",
     "ScoreExplanation",
     "SearchResult",
     "SetProgress",
@@ -263,5 +271,6 @@ __all__ = [
     "grid_values",
     "local_mode",
     "one_sentence",
+    "refused_heading",
     "signed_in_email",
 ]

@@ -32,7 +32,6 @@ from core.analysis.truncation import (
 from core.checkpoint import checkpoint, stepped
 from core.domain.chunks import StoredChunk
 from core.domain.filters import PassageFilter
-from core.domain.tokenize import tokenize
 from core.service.common import (
     SAMPLE_QRELS,
     SAMPLE_QUERIES,
@@ -40,7 +39,7 @@ from core.service.common import (
     QueryView,
     bounded_candidates,
     check_k_limit,
-    check_query_terms,
+    checked_terms,
     combine_judgments,
     decoded_file,
     empty_reason,
@@ -320,7 +319,7 @@ class AnalysisActions(StoreRunner):
             chunk = chunks[index] if 0 <= index < len(chunks) else None
         if chunk is None:
             raise KeyError(f"no passage or source {passage!r} in workspace {workspace!r}")
-        terms = tokenize(query, await workspace_profile(self._store, workspace))
+        terms = checked_terms(query, await workspace_profile(self._store, workspace))
         await checkpoint()  # tokenising 1,000 distinct words was ~2 ms
         full = await bounded_candidates(self._store, terms, tenant, UNLIMITED)
         await checkpoint()
@@ -465,10 +464,10 @@ class AnalysisActions(StoreRunner):
         profiles = {w: await workspace_profile(self._store, w) for w in workspaces}
         # Every query checked before the first is run: a refusal, not a run that dies half-way.
         tokens = {
-            (w, q): tokenize(text, profiles[w]) for w in workspaces for q, text in queries.items()
+            (w, q): checked_terms(text, profiles[w], f"query {q}")
+            for w in workspaces
+            for q, text in queries.items()
         }
-        for (_, query_id), terms in tokens.items():
-            check_query_terms(terms, f"query {query_id}")
         ranked: list[dict[str, list[str]]] = [{} for _ in specs]
         total = len(queries) * len(workspaces)
         done = 0

@@ -6,8 +6,10 @@ through them), and every session shares one process and one event loop: probed o
 10^9 with no limit explained all 47k matches, an Evaluate of 1M queries ran past 300 s, and a
 light search queued behind a 2,000-term Truncation waited 8.85 s instead of 0.22 s.
 
-- Distinct query terms: at most ``MAX_QUERY_TERMS`` (1,024, Lucene's ``maxClauseCount``).
-  Cutting a long query silently was rejected: the ranking would answer a question nobody asked.
+- A query: at most ``MAX_QUERY_TERMS`` distinct terms (1,024, Lucene's ``maxClauseCount``) and
+  ``MAX_QUERY_WORDS`` words, with a raw ``MAX_QUERY_CHARS`` as a far-off safety net: the one
+  rule of ``core.domain.query_cost``, re-exported here, which every path applies. Cutting a
+  long query silently was rejected: the ranking would answer a question nobody asked.
 - ``k``: at most ``MAX_K``; every result carries its explanation. ``limit``: at least 1 (a limit
   of 0 scores nothing; the page shows the refusal).
 - One read's candidate columns: the tf matrix is dense (``LexicalCandidates.tfs``, int64, rows ×
@@ -42,11 +44,14 @@ from pydantic import ValidationError
 from core.analysis.truncation import UNLIMITED
 from core.domain.entities import EntityCorrections
 from core.domain.filters import PassageFilter
+from core.domain.query_cost import MAX_QUERY_CHARS as MAX_QUERY_CHARS
+from core.domain.query_cost import MAX_QUERY_TERMS as MAX_QUERY_TERMS
+from core.domain.query_cost import MAX_QUERY_WORDS as MAX_QUERY_WORDS
+from core.domain.query_cost import check_query_terms as check_query_terms
+from core.domain.query_cost import checked_terms as checked_terms
 from core.domain.ranking import LexicalCandidates
 from core.stores.port import ChunkStore
 
-#: Most distinct terms a query keeps after tokenising (Lucene's maxClauseCount is 1,024).
-MAX_QUERY_TERMS: Final = 1_024
 #: Largest k of any screen or run (the pages offer up to 100).
 MAX_K: Final = 1_000
 #: Most candidate rows × distinct query terms one read may hold (int64: 256 MiB).
@@ -71,14 +76,15 @@ NUMBER_REFUSAL: Final = "{name} must be a whole number from {low} to {high}, got
 PYDANTIC_VALUE_ERROR: Final = "Value error, "
 #: What the query screens say about these bounds, in one place.
 QUERY_BOUNDS_NOTE: Final = (
-    f"A query keeps at most {MAX_QUERY_TERMS:,} distinct terms, k is at most {MAX_K:,} and the "
-    f"limit at least 1; a query whose candidates × terms exceed {MAX_CANDIDATE_CELLS:,} is "
-    "refused (use fewer or rarer terms, or a smaller limit)."
+    f"A query keeps at most {MAX_QUERY_TERMS:,} distinct terms and {MAX_QUERY_WORDS:,} words, "
+    f"k is at most {MAX_K:,} and the limit at least 1; a query whose candidates × terms "
+    f"exceed {MAX_CANDIDATE_CELLS:,} is refused (use fewer or rarer terms, or a smaller limit)."
 )
 #: What the Evaluate screen says about its bounds.
 EVALUATE_BOUNDS_NOTE: Final = (
     f"One run scores at most {MAX_EVALUATE_QUERIES:,} judged queries, each of at most "
-    f"{MAX_QUERY_TERMS:,} distinct terms; a larger file is refused (split it)."
+    f"{MAX_QUERY_TERMS:,} distinct terms and {MAX_QUERY_WORDS:,} words; a larger file is "
+    "refused (split it)."
 )
 
 
@@ -150,16 +156,6 @@ def check_limits(limits: Sequence[int]) -> list[int]:
         raise ValueError(f"the limits must be a list of whole numbers, got {limits!r}")
     whole(len(limits), "the number of limits", 1, MAX_CEILING_LIMITS)
     return [whole(limit, "each limit", 0, MAX_LIMIT) for limit in limits]
-
-
-def check_query_terms(terms: Sequence[str], what: str = "the query") -> None:
-    """At most ``MAX_QUERY_TERMS`` distinct terms; ``what`` names the query in the refusal."""
-    distinct = len(set(terms))
-    if distinct > MAX_QUERY_TERMS:
-        raise ValueError(
-            f"{what} has {distinct:,} distinct terms; at most {MAX_QUERY_TERMS:,} are searched: "
-            "shorten it"
-        )
 
 
 def _too_many_cells(distinct: int, rows: int) -> ValueError:

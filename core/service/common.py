@@ -16,7 +16,7 @@ from uuid import UUID
 from pydantic import BaseModel, ConfigDict
 
 from core.analysis.evaluation import TooManyJudged, parse_qrels, parse_queries
-from core.analysis.judgment_files import JudgmentError, QueryFormat, read_queries
+from core.analysis.judgment_files import JudgmentError, QueryFormat, RefusedQuery, read_queries
 from core.analysis.truncation import UNLIMITED as UNLIMITED
 from core.domain.agreement import combined_grade
 from core.domain.chunks import StoredChunk, workspace_tenant_id
@@ -31,7 +31,6 @@ from core.domain.tokenize import (
     dropped_characters,
     raw_terms,
     surface_terms,
-    tokenize,
 )
 
 # The query bounds, for every screen family (which import only the runner and this module).
@@ -45,6 +44,7 @@ from core.service.bounds import check_k_limit as check_k_limit
 from core.service.bounds import check_limit as check_limit
 from core.service.bounds import check_limits as check_limits
 from core.service.bounds import check_query_terms as check_query_terms
+from core.service.bounds import checked_terms as checked_terms
 from core.service.bounds import whole as whole
 from core.stores.port import ChunkStore, EntitySummary, Workspace
 
@@ -111,8 +111,7 @@ def query_view(
     query: str, k: int, limit: int, workspace: str, profile: Profile = DEFAULT_PROFILE
 ) -> dict[str, Any]:
     """The QueryView fields of one query: one tokenisation for every screen."""
-    terms = tokenize(query, profile)
-    check_query_terms(terms)
+    terms = checked_terms(query, profile)
     return {
         "workspace": workspace,
         "query": query,
@@ -244,17 +243,23 @@ async def filter_words(store: ChunkStore, within: PassageFilter | None, tenant: 
     return within.describe({e.entity_id: e.name for e in named})
 
 
-def read_query_set(tenant_id: UUID, name: str, data: bytes | str, fmt: QueryFormat) -> QuerySet:
-    """A query set of the workspace ``tenant_id`` read from a file or pasted text, stamped now.
+def read_query_set(
+    tenant_id: UUID, name: str, data: bytes | str, fmt: QueryFormat, profile: Profile
+) -> tuple[QuerySet, list[RefusedQuery]]:
+    """A query set of the workspace ``tenant_id`` read from a file or pasted text, stamped now,
+    and the lines left out for what their queries cost under the workspace's ``profile``.
 
-    ``JudgmentError`` names the first bad line; ``ValueError`` for a name that cannot be one.
+    ``JudgmentError`` names the first unreadable line; ``ValueError`` for a name that cannot
+    be one.
     """
-    return QuerySet(
+    read = read_queries(data, fmt, profile)
+    query_set = QuerySet(
         tenant_id=tenant_id,
         name=name,
-        queries=tuple(read_queries(data, fmt)),
+        queries=tuple(read.queries),
         created_at=datetime.now(UTC),
     )
+    return query_set, read.refused
 
 
 def combine_judgments(

@@ -53,6 +53,7 @@ from core.service.common import (
     check_grid,
     check_k_limit,
     check_query_terms,
+    checked_terms,
     combine_judgments,
     judged_files,
     workspace_profile,
@@ -166,7 +167,7 @@ class DiagnosisActions(StoreRunner):
         profile = await workspace_profile(self._store, workspace)
         diagnosed: list[QueryDiagnosis] = []
         for done, (query_id, text) in enumerate(queries.items(), 1):
-            terms = tokenize(text, profile)
+            terms = checked_terms(text, profile, f"query {query_id}")
             judged = grades[query_id]
             weights: dict[str, float] | None = None
             try:
@@ -360,7 +361,7 @@ class DiagnosisActions(StoreRunner):
         judged = [q for q in found.queries if q.text in grades]
         queries: list[TuningQuery] = []
         for done, query in enumerate(judged, 1):
-            terms = tokenize(query.text, profile)
+            terms = checked_terms(query.text, profile, f"query {query.query_id}")
             try:
                 handed = await bounded_candidates(self._store, terms, tenant, limit)
             except ValueError as exc:

@@ -24,12 +24,12 @@ from pydantic import BaseModel, ConfigDict
 from core.analysis.evaluation import parse_qrels, parse_queries
 from core.analysis.truncation import CeilingPoint, limit_ceiling
 from core.domain.judging import LOCAL_RATER, MAX_QUERIES, QuerySet, SetQuery
-from core.domain.tokenize import tokenize
 from core.service.common import (
     UNLIMITED,
     bounded_candidates,
     check_k,
     check_limits,
+    checked_terms,
     combine_judgments,
     decoded_file,
     workspace_profile,
@@ -79,12 +79,14 @@ class GradingActions(StoreRunner):
 
     def add_to_query_set(self, query: str, query_set: str = SEARCH_SET, *, workspace: str) -> bool:
         """Put ``query`` in the set (made if the workspace has none of that name); False when
-        it is there already. ``ValueError`` for a query that cannot be one, or a full set."""
+        it is there already. ``ValueError`` for a query that cannot be one (``checked_terms``,
+        the rule every search applies), or a full set."""
         text = query_text(query)
         return self._call(self._add(text, query_set, workspace))
 
     async def _add(self, text: str, name: str, workspace: str) -> bool:
         tenant = await tenant_of(self._store, workspace)
+        checked_terms(text, await workspace_profile(self._store, workspace))
         found = await self._store.get_query_set(tenant, name)
         queries = found.queries if found is not None else ()
         if any(q.text == text for q in queries):
@@ -148,7 +150,7 @@ class GradingActions(StoreRunner):
         relevant = sum(1 for g in grades.values() if g > 0)
         points: list[CeilingPoint] = []
         if relevant:
-            terms = tokenize(query, await workspace_profile(self._store, workspace))
+            terms = checked_terms(query, await workspace_profile(self._store, workspace))
             full = await bounded_candidates(self._store, terms, tenant, UNLIMITED)
             documents = (
                 {d: [c.id for c in await self._store.get_by_source(d, tenant)] for d in grades}

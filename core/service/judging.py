@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from typing import Final, Literal
 from uuid import UUID, uuid4
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from core.analysis.evaluation import EvaluationRun
 from core.analysis.expansion import ExpansionSpec
@@ -23,6 +23,7 @@ from core.analysis.judgment_files import (
     JudgmentError,
     JudgmentFormat,
     QueryFormat,
+    RefusedQuery,
     read_judgments,
     write_judgments,
     write_queries,
@@ -53,13 +54,13 @@ from core.domain.judging import (
     SavedRunSummary,
     SetQuery,
 )
-from core.domain.tokenize import tokenize
 from core.service.common import (
     DEFAULT_LIMIT,
     SAMPLE_QRELS,
     SAMPLE_QUERY_SET,
     bounded_candidates,
     check_limit,
+    checked_terms,
     combine_judgments,
     read_query_set,
     workspace_profile,
@@ -86,6 +87,13 @@ class Agreement(BaseModel):
     method: Literal["Cohen", "Fleiss"] | None
     #: The rule that turns several grades into one, as the screens state it.
     rule: str = COMBINING_RULE
+
+
+class SavedQuerySet(QuerySetSummary):
+    """A query set as saved, and the lines of its file left out for what their queries cost
+    (``core.domain.query_cost``), each "line N: " and one sentence, in file order."""
+
+    refused: list[RefusedQuery] = Field(default_factory=list)
 
 
 class JudgmentImport(BaseModel):
@@ -125,16 +133,24 @@ class JudgingActions(StoreRunner):
 
     def save_query_set(
         self, name: str, data: bytes | str, fmt: QueryFormat | str, *, workspace: str
-    ) -> QuerySetSummary:
+    ) -> SavedQuerySet:
         """Read a query set from a file or pasted text and keep it under ``name``.
 
-        ``JudgmentError`` names the first bad line and nothing is stored; a set of the same
-        name is replaced. ``ValueError`` for a name that cannot be one.
+        A line whose query costs more than a query may under the workspace's profile (the rule
+        every search applies) is left out and listed in ``refused``; the rest are kept.
+        ``JudgmentError`` names the first unreadable line (or says no query could be kept) and
+        nothing is stored; a set of the same name is replaced. ``ValueError`` for a name that
+        cannot be one.
         """
-        query_set = read_query_set(self._tenant(workspace), name, data, QueryFormat(fmt))
+        tenant = self._tenant(workspace)
+        profile = self._call(workspace_profile(self._store, workspace))
+        query_set, refused = read_query_set(tenant, name, data, QueryFormat(fmt), profile)
         self._call(self._store.save_query_set(query_set))
-        return QuerySetSummary(
-            name=query_set.name, queries=len(query_set.queries), created_at=query_set.created_at
+        return SavedQuerySet(
+            name=query_set.name,
+            queries=len(query_set.queries),
+            created_at=query_set.created_at,
+            refused=refused,
         )
 
     def query_sets(self, *, workspace: str) -> list[QuerySetSummary]:
@@ -405,7 +421,7 @@ class JudgingActions(StoreRunner):
     ) -> JudgingPool:
         tenant = await tenant_of(self._store, workspace)
         query = queries[position].text
-        terms = tokenize(query, await workspace_profile(self._store, workspace))
+        terms = checked_terms(query, await workspace_profile(self._store, workspace))
         full = await bounded_candidates(self._store, terms, tenant, UNLIMITED)
         found = pooled_rows(terms, full, spec)
         mine = {
@@ -453,11 +469,11 @@ class JudgingActions(StoreRunner):
             return list(cached)
         rated = []
         for position, query in enumerate(queries):
-            terms = tokenize(query.text, profile)
             difficulty = None
             try:
+                terms = checked_terms(query.text, profile)
                 read = await bounded_candidates(self._store, terms, tenant, 0)
-            except ValueError:  # more terms than a query may have: no predictors
+            except ValueError:  # more than a query may cost: no predictors
                 pass
             else:
                 cut = read.matching - min(limit, read.matching)
@@ -501,7 +517,7 @@ class JudgingActions(StoreRunner):
             graded.setdefault(j.query, set()).add(j.chunk_id)
         finished = set()
         for text, ids in graded.items():
-            terms = tokenize(text, profile)
+            terms = checked_terms(text, profile)
             pooled = pooled_rows(
                 terms, await bounded_candidates(self._store, terms, tenant, UNLIMITED), spec
             )

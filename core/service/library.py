@@ -304,9 +304,10 @@ class LibraryActions(StoreRunner):
         """Load the Cranfield sample: whole-document passages, source id = the doc's _id."""
         # The sample's 225 queries arrive as a set, so a newcomer meets the whole judging loop;
         # saved first, so a load cut short (the page left mid-way) still leaves the set.
-        tenant = self._call(open_workspace(self._store, workspace)).tenant_id
-        sample_set = read_query_set(
-            tenant, SAMPLE_QUERY_SET, SAMPLE_QUERIES.read_bytes(), QueryFormat.BEIR
+        opened = self._call(open_workspace(self._store, workspace))
+        tenant, profile = opened.tenant_id, opened.profile
+        sample_set, _ = read_query_set(  # Cranfield's longest query has 266 characters
+            tenant, SAMPLE_QUERY_SET, SAMPLE_QUERIES.read_bytes(), QueryFormat.BEIR, profile
         )
         self._call(self._store.save_query_set(sample_set))
         # Read as the indexer asks, in its worker thread, which gives way to other sessions'

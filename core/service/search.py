@@ -35,6 +35,7 @@ from core.service.common import (
     bounded_candidates,
     check_k_limit,
     check_query_terms,
+    checked_terms,
     chips,
     combine_judgments,
     empty_reason,
@@ -357,7 +358,7 @@ class SearchActions(StoreRunner):
     async def _explain(self, query: str, chunk_id: str, workspace: str) -> ScoreExplanation:
         tenant = await tenant_of(self._store, workspace)
         profile = await workspace_profile(self._store, workspace)
-        terms = tokenize(query, profile)
+        terms = checked_terms(query, profile)
         found = await bounded_candidates(self._store, terms, tenant, UNLIMITED)
         row = found.row_of(chunk_id)
         if row is not None:

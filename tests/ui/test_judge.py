@@ -6,6 +6,9 @@ themselves (0-3, arrows) are Streamlit's button shortcuts; AppTest clicks the sa
 
 from __future__ import annotations
 
+import html
+import json
+
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -65,3 +68,28 @@ def test_a_pasted_query_set_is_saved_and_a_bad_one_is_refused_naming_the_line(
     at.text_area(key="judge_new_text").input("wing flutter\nshock waves\n")
     at.button(key="judge_new_save").click().run()
     assert "Saved “mine”: 2 queries." in at.success[0].value
+
+
+def test_a_query_set_with_refusable_lines_keeps_the_rest_and_lists_each_refused_line(
+    cranfield: str,
+) -> None:
+    """Issue 48 item 4 on screen: a question longer than CISI's longest is kept, and each line
+    asking more than a query may is listed by number with core's sentence (AppTest rather than
+    Chromium: the warning is Markdown whose entities the browser shows as the sentence)."""
+    from core.domain.query_cost import MAX_QUERY_TERMS, query_refusal
+    from tests.fixtures.queries import cranfield_questions, long_question, too_many_terms
+
+    rows = [cranfield_questions()[0], ("56", long_question())]
+    rows += [("57", too_many_terms(MAX_QUERY_TERMS + 1)), cranfield_questions()[1]]
+    pasted = "".join(json.dumps({"_id": i, "text": t}) + "\n" for i, t in rows)
+    at = page(cranfield)
+    at.text_input(key="judge_new_name").input("cisi-like")
+    at.selectbox(key="judge_new_format").select("beir")
+    at.text_area(key="judge_new_text").input(pasted)
+    at.button(key="judge_new_save").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert "Saved “cisi-like”: 3 queries." in at.success[0].value
+    shown = html.unescape(at.warning[0].value)
+    assert "1 line left out, the rest kept: each asks more than a query may." in shown
+    assert f"- line 3: {query_refusal(rows[2][1])}" in shown
+    assert "line 3: the query has 1,025 distinct terms; at most 1,024 are searched" in shown

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -10,17 +11,21 @@ from hypothesis import strategies as st
 
 from core.analysis.judgment_files import (
     MAX_QUERIES,
-    MAX_QUERY_CHARS,
     GradedPair,
     JudgmentError,
     JudgmentFormat,
     QueryFormat,
+    RefusedQuery,
     SetQuery,
     read_judgments,
     read_queries,
+    refused_heading,
     write_judgments,
     write_queries,
 )
+from core.domain.query_cost import MAX_QUERY_TERMS, MAX_QUERY_WORDS
+from core.domain.tokenize import Profile
+from tests.fixtures.queries import cranfield_questions, long_question, too_many_terms
 
 CRANFIELD = Path(__file__).resolve().parents[3] / "data" / "cranfield"
 QUERIES = [
@@ -44,18 +49,18 @@ def _through_a_file(tmp_path: Path, text: str) -> bytes:
 @pytest.mark.parametrize("fmt", [QueryFormat.BEIR, QueryFormat.TREC, QueryFormat.CSV])
 def test_a_query_set_reads_back_from_its_own_export(tmp_path: Path, fmt: QueryFormat) -> None:
     data = _through_a_file(tmp_path, write_queries(QUERIES, fmt))
-    assert read_queries(data, fmt) == QUERIES
+    assert read_queries(data, fmt).queries == QUERIES
 
 
 def test_queries_one_per_line_are_numbered_in_order(tmp_path: Path) -> None:
     data = _through_a_file(tmp_path, write_queries(QUERIES, QueryFormat.LINES) + "\n\n")
-    read = read_queries(data, QueryFormat.LINES)
+    read = read_queries(data, QueryFormat.LINES).queries
     assert [q.text for q in read] == [q.text for q in QUERIES]
     assert [q.query_id for q in read] == ["1", "2", "3"]
 
 
 def test_the_shipped_cranfield_queries_read_as_a_set_of_225() -> None:
-    queries = read_queries((CRANFIELD / "queries.jsonl").read_bytes(), QueryFormat.BEIR)
+    queries = read_queries((CRANFIELD / "queries.jsonl").read_bytes(), QueryFormat.BEIR).queries
     assert len(queries) == 225
     assert queries[0].query_id == "1"
 
@@ -68,14 +73,14 @@ def test_classic_trec_topics_take_the_title_and_the_number() -> None:
         '<topic number="402" type="faceted">\n  <query>behavioral genetics</query>\n'
         "  <description>What is happening</description>\n</topic>\n"
     )
-    assert read_queries(topics, QueryFormat.TREC) == [
+    assert read_queries(topics, QueryFormat.TREC).queries == [
         SetQuery(query_id="401", text="foreign minorities, Germany"),
         SetQuery(query_id="402", text="behavioral genetics"),
     ]
 
 
 def test_a_csv_query_set_without_ids_is_numbered() -> None:
-    read = read_queries('query\nwing\n"flutter, panel"\n', QueryFormat.CSV)
+    read = read_queries('query\nwing\n"flutter, panel"\n', QueryFormat.CSV).queries
     assert read == [
         SetQuery(query_id="1", text="wing"),
         SetQuery(query_id="2", text="flutter, panel"),
@@ -92,7 +97,6 @@ def test_a_csv_query_set_without_ids_is_numbered() -> None:
             "line 2: query id '1' was already used on line 1",
         ),
         (QueryFormat.LINES, "wing\nbody\nwing\n", "line 3: repeats the query of line 1"),
-        (QueryFormat.LINES, "a\n" + "x" * (MAX_QUERY_CHARS + 1), "line 2: the query has 1,001"),
         (QueryFormat.CSV, "id,text\n1,a\n2\n", "line 3: 1 cells"),
         (QueryFormat.CSV, "words\nwing\n", "line 1: the header needs a 'query' column"),
         (QueryFormat.CSV, "query_id,query\nq 1,wing\n", "line 2: query id 'q 1'"),
@@ -109,7 +113,7 @@ def test_a_bad_query_line_is_refused_by_number(fmt: QueryFormat, data: str, mess
 
 def test_a_query_set_has_a_stated_maximum_size() -> None:
     lines = "".join(f"query {n}\n" for n in range(MAX_QUERIES))
-    assert len(read_queries(lines, QueryFormat.LINES)) == MAX_QUERIES
+    assert len(read_queries(lines, QueryFormat.LINES).queries) == MAX_QUERIES
     with pytest.raises(JudgmentError, match=f"line {MAX_QUERIES + 1}: a query set holds at most"):
         read_queries(lines + "one more\n", QueryFormat.LINES)
 
@@ -181,4 +185,64 @@ _texts = st.text(st.characters(blacklist_categories=("Cs", "Cc")), min_size=1, m
 def test_any_query_text_survives_every_format(texts: list[str]) -> None:
     queries = [SetQuery(query_id=str(n), text=" ".join(t.split())) for n, t in enumerate(texts, 1)]
     for fmt in QueryFormat:
-        assert read_queries(write_queries(queries, fmt), fmt) == queries, fmt
+        assert read_queries(write_queries(queries, fmt), fmt).queries == queries, fmt
+
+
+def _beir(rows: list[tuple[str, str]]) -> str:
+    return "".join(f"{json.dumps({'_id': i, 'text': t})}\n" for i, t in rows)
+
+
+def test_a_query_longer_than_cisis_longest_is_kept_in_every_format() -> None:
+    long = SetQuery(query_id="56", text=long_question())
+    for fmt in QueryFormat:
+        read = read_queries(write_queries([QUERIES[0], long], fmt), fmt)
+        assert [q.text for q in read.queries] == [QUERIES[0].text, long.text], fmt
+        assert read.refused == [], fmt
+
+
+def test_a_file_with_a_few_refusable_lines_keeps_the_rest_and_lists_each_refused_line() -> None:
+    questions = cranfield_questions()[:6]
+    rows = [*questions[:2], ("big1", too_many_terms(MAX_QUERY_TERMS + 1)), *questions[2:4]]
+    rows += [("big2", "wing " * (MAX_QUERY_WORDS + 1)), *questions[4:]]
+    read = read_queries(_beir(rows), QueryFormat.BEIR)
+    assert [(q.query_id, q.text) for q in read.queries] == questions
+    assert read.refused == [
+        RefusedQuery(
+            line=3,
+            sentence="line 3: the query has 1,025 distinct terms; at most 1,024 are searched: "
+            "shorten it",
+        ),
+        RefusedQuery(
+            line=6,
+            sentence="line 6: the query has 4,097 words; at most 4,096 are searched: shorten it",
+        ),
+    ]
+    assert refused_heading(read.refused) == (
+        "2 lines left out, the rest kept: each asks more than a query may."
+    )
+
+
+def test_a_refused_line_is_measured_under_the_workspaces_profile() -> None:
+    # 1,025 distinct words as typed, 1,024 terms once "wings" is stemmed to "wing".
+    text = too_many_terms(MAX_QUERY_TERMS - 1) + " wing wings"
+    assert read_queries(f"flutter\n{text}\n", QueryFormat.LINES).refused[0].line == 2
+    english = read_queries(f"flutter\n{text}\n", QueryFormat.LINES, Profile.ENGLISH)
+    assert (len(english.queries), english.refused) == (2, [])
+
+
+def test_a_trec_topic_refused_for_its_cost_is_named_by_the_line_it_starts_on() -> None:
+    topics = "<top>\n<num> 1\n<title> wing\n</top>\n<top>\n<num> 2\n<title> "
+    topics += too_many_terms(MAX_QUERY_TERMS + 1) + "\n</top>\n"
+    read = read_queries(topics, QueryFormat.TREC)
+    assert [q.query_id for q in read.queries] == ["1"]
+    assert [r.line for r in read.refused] == [5]
+
+
+def test_a_file_whose_every_query_is_refused_keeps_nothing_and_says_why() -> None:
+    data = too_many_terms(MAX_QUERY_TERMS + 1) + "\n" + too_many_terms(MAX_QUERY_TERMS + 2) + "\n"
+    with pytest.raises(
+        JudgmentError,
+        match=r"^no query can be kept: line 1: the query has 1,025 distinct terms.*"
+        r"\(and 1 more line\)$",
+    ):
+        read_queries(data, QueryFormat.LINES)

@@ -535,7 +535,7 @@ def test_a_heavy_querys_tokenising_term_lookups_and_explanations_are_steps_apart
     for module in (analysis, rankings):
         monkeypatch.setattr(module, "bounded_candidates", marked("read", module.bounded_candidates))
         monkeypatch.setattr(module, "query_view", marked("tokenise", module.query_view))
-    monkeypatch.setattr(analysis, "tokenize", marked("tokenise", analysis.tokenize))
+    monkeypatch.setattr(analysis, "checked_terms", marked("tokenise", analysis.checked_terms))
     monkeypatch.setattr(rankings, "explain_under", marked("explain", rankings.explain_under))
     monkeypatch.setattr(
         truncation, "TruncationReport", marked("report", truncation.TruncationReport)
