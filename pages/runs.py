@@ -47,6 +47,10 @@ COLUMNS = {
 
 #: Session keys of the last diagnosis, the last grid (with its set) and the last ledger.
 DIAGNOSIS_KEY, TUNING_KEY, LEDGER_KEY = "runs_diagnosis", "runs_tuning", "runs_ledger"
+#: Set by "Widen … and tune again": the next run tunes the widened grid without a click.
+TUNE_AGAIN_KEY = "_tune_again"
+#: The ranges the Tune sliders allow for k1 and for b.
+K1_SLIDER, B_SLIDER = (0.0, 5.0), (0.0, 1.0)
 #: Suffix of the session key holding what a result was computed from (settings, grades): a
 #: result whose inputs have changed since is marked out of date, never shown as current.
 INPUTS = "_inputs"
@@ -87,6 +91,13 @@ def out_of_date(key: str, settings: tuple[object, ...], button: str) -> None:
         )
 
 
+def widen_and_tune(k1_range: tuple[float, float], b_range: tuple[float, float]) -> None:
+    """The grid's ranges set to ``widened``'s and Tune run again (before the script reruns)."""
+    st.session_state["tune_k1"] = k1_range
+    st.session_state["tune_b"] = b_range
+    st.session_state[TUNE_AGAIN_KEY] = True
+
+
 def render_tuning(set_name: str, grid: TuningGrid) -> None:
     """The heatmap of mean metric over (k1, b), the best point and the workspace's marked,
     the test in words, and saving the best point as a run."""
@@ -111,6 +122,15 @@ def render_tuning(set_name: str, grid: TuningGrid) -> None:
     st.markdown(escape_text(grid.verdict))
     if grid.edge_note:
         st.info(escape_text(grid.edge_note))
+        wider = grid.widened(K1_SLIDER, B_SLIDER)
+        if wider is not None:
+            (k1_low, k1_high), (b_low, b_high) = wider
+            st.button(
+                f"Widen to k1 {k1_low:g}–{k1_high:g}, b {b_low:g}–{b_high:g} and tune again",
+                key="tuning_widen",
+                on_click=widen_and_tune,
+                args=wider,
+            )
     if grid.significance.warning:
         st.warning(escape_text(grid.significance.warning))
     if st.button(f"Save k1 {grid.best.k1:g}, b {grid.best.b:g} as a run", key="tuning_save"):
@@ -312,9 +332,9 @@ st.caption(
     "paired randomisation test, so a best that could be noise says so."
 )
 tune_cols = st.columns(4)
-k1_range = tune_cols[0].slider("k1 from, to", 0.0, 5.0, (0.0, 3.0), 0.1, key="tune_k1")
+k1_range = tune_cols[0].slider("k1 from, to", *K1_SLIDER, (0.0, 3.0), 0.1, key="tune_k1")
 k1_step = tune_cols[1].number_input("k1 step", 0.1, 5.0, 0.5, 0.1, key="tune_k1_step")
-b_range = tune_cols[2].slider("b from, to", 0.0, 1.0, (0.0, 1.0), 0.05, key="tune_b")
+b_range = tune_cols[2].slider("b from, to", *B_SLIDER, (0.0, 1.0), 0.05, key="tune_b")
 b_step = tune_cols[3].number_input("b step", 0.05, 1.0, 0.2, 0.05, key="tune_b_step")
 metric_name = st.selectbox(
     "Metric",
@@ -324,7 +344,7 @@ metric_name = st.selectbox(
 )
 #: What a tuning is computed from, besides the grades (its ranker is the grid's).
 tuning_settings = (chosen, k, limit, by_document, k1_range, k1_step, b_range, b_step, metric_name)
-if st.button("Tune", key="runs_tune"):
+if st.button("Tune", key="runs_tune") or st.session_state.pop(TUNE_AGAIN_KEY, False):
     try:
         spec = GridSpec(
             k1s=grid_values(*k1_range, float(k1_step)),

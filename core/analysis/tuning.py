@@ -109,6 +109,29 @@ class TuningGrid(BaseModel):
             + " may do better. Widen the range and tune again."
         )
 
+    def widened(
+        self, k1_bounds: tuple[float, float], b_bounds: tuple[float, float]
+    ) -> tuple[tuple[float, float], tuple[float, float]] | None:
+        """The (k1, b) ranges to tune next when the best point lies on an edge: that edge moved
+        out by half the range tried (a step at least), kept within ``*_bounds`` (what the
+        screen allows); None when the best is inside, or the edge is already a bound."""
+        ranges = []
+        moved = False
+        for value, values, (low, high) in (
+            (self.best.k1, self.k1s, k1_bounds),
+            (self.best.b, self.bs, b_bounds),
+        ):
+            first, last = min(values), max(values)
+            reach = max((last - first) / 2, min(np.diff(sorted(values)), default=0.0))
+            new = (first, last)
+            if len(values) >= 2 and value == last and last < high:
+                new = (first, round(min(high, last + reach), 2))
+            elif len(values) >= 2 and value == first and first > low:
+                new = (round(max(low, first - reach), 2), last)
+            moved |= new != (first, last)
+            ranges.append(new)
+        return (ranges[0], ranges[1]) if moved else None
+
     @property
     def verdict(self) -> str:
         """The best point in plain words, never claimed on noise."""

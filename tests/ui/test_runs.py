@@ -122,3 +122,38 @@ def test_tuning_draws_the_grid_marks_the_best_point_and_saves_it_as_a_run(
     saved = service.saved_runs(workspace=cranfield)
     assert len(saved) == before + 1 and "(tuned)" in saved[-1].name
     assert f"k1 {want.best.k1:g}, b {want.best.b:g}" in saved[-1].name
+
+
+def test_a_best_point_on_the_grids_edge_offers_a_wider_grid_and_tunes_it_in_one_click(
+    cranfield: str,
+) -> None:
+    from core.service import GridSpec
+    from pages.common import get_service
+
+    service = get_service()
+    service.import_sample_grades(workspace=cranfield)
+    at = page(cranfield)
+    at.number_input(key="runs_limit").set_value(100)
+    at.slider(key="tune_k1").set_value((0.0, 0.5))
+    at.number_input(key="tune_k1_step").set_value(0.5)
+    at.slider(key="tune_b").set_value((0.5, 1.0))
+    at.number_input(key="tune_b_step").set_value(0.25)
+    at.button(key="runs_tune").click().run()
+    first = service.tune(
+        SAMPLE_QUERY_SET, 10, 100, workspace=cranfield,
+        grid=GridSpec(k1s=(0.0, 0.5), bs=(0.5, 0.75, 1.0)),
+    )  # fmt: skip
+    assert first.best.k1 == 0.5  # k1 0 ignores term frequency: the edge at 0.5 wins
+    assert first.edge_note is not None
+    assert any(escape_text(first.edge_note) in m.value for m in at.info)
+    (k1_low, k1_high), (b_low, b_high) = first.widened((0.0, 5.0), (0.0, 1.0)) or ((0, 0), (0, 0))
+    widen = at.button(key="tuning_widen")
+    assert (
+        widen.label == f"Widen to k1 {k1_low:g}–{k1_high:g}, b {b_low:g}–{b_high:g} and tune again"
+    )
+    widen.click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.slider(key="tune_k1").value == (k1_low, k1_high)
+    spec = json.loads(at.get("plotly_chart")[-1].proto.spec)
+    assert spec["data"][0]["x"] == [0.0, 0.5, 1.0]  # tuned again, on the wider grid
+    assert not any("Out of date" in w.value for w in at.warning)

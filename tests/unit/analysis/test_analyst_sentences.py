@@ -54,3 +54,20 @@ def test_tunings_best_point_on_a_widenable_edge_is_said() -> None:
     )
     assert grid((1.0, 0.5), [0.5, 1.0, 3.0], [0.25, 0.5, 1.0]).edge_note is None
     assert grid((1.0, 1.0), [0.5, 1.0, 3.0], [0.25, 0.5, 1.0]).edge_note is None  # b <= 1
+
+
+def test_a_best_point_on_an_edge_widens_that_side_within_the_screens_bounds() -> None:
+    screen = ((0.0, 5.0), (0.0, 1.0))
+    # k1 0.5-3.0 tried, best at 3: half the range further, to 4.25.
+    assert grid((3.0, 0.5), [0.5, 1.0, 3.0], [0.25, 0.5, 1.0]).widened(*screen) == (
+        (0.5, 4.25),
+        (0.25, 1.0),
+    )
+    # b at its smallest tried (0.25): down to 0, the screen's bound.
+    assert grid((1.0, 0.25), [0.5, 1.0, 3.0], [0.25, 0.5, 1.0]).widened(*screen) == (
+        (0.5, 3.0),
+        (0.0, 1.0),
+    )
+    assert grid((1.0, 0.5), [0.5, 1.0, 3.0], [0.25, 0.5, 1.0]).widened(*screen) is None
+    # Already at what the screen allows: nothing to offer.
+    assert grid((5.0, 0.5), [4.0, 5.0], [0.25, 0.5, 1.0]).widened(*screen) is None
