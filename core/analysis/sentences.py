@@ -10,7 +10,7 @@ explanation tables, comparisons), which had grown past 600 lines; pages may impo
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Final
 
 from pydantic import BaseModel, ConfigDict
@@ -141,6 +141,18 @@ def _counted(items: Sequence[str], code: bool) -> str:
     )
 
 
+#: What the query screens and ``python -m core search`` call the characters no term holds.
+DROPPED_CHARACTERS: Final = "dropped as neither letters nor digits"
+
+
+def dropped_characters_line(characters: Sequence[str], escape: Callable[[str], str] = str) -> str:
+    """``dropped as neither letters nor digits: “!” “🙂”``, each character passed through
+    ``escape`` (a screen's ``escape_text``; the terminal's own); "" when none was dropped."""
+    if not characters:
+        return ""
+    return f"{DROPPED_CHARACTERS}: " + " ".join(f"“{escape(c)}”" for c in characters)
+
+
 def query_terms_markdown(
     terms: Sequence[str], stopwords: Sequence[str], characters: Sequence[str]
 ) -> str:
@@ -151,9 +163,7 @@ def query_terms_markdown(
     line = f"**Terms:** {_counted(terms, code=True) or '(none)'}"
     line += f"  \ndropped as stopwords: {_counted(stopwords, code=False) or 'none'}"
     if characters:
-        line += "  \ndropped as neither letters nor digits: " + " ".join(
-            f"“{escape_text(c)}”" for c in characters
-        )
+        line += "  \n" + dropped_characters_line(characters, escape_text)
     return line
 
 

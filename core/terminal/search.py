@@ -12,6 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from core.analysis.presentation import explanation_rows
+from core.analysis.sentences import dropped_characters_line
 from core.domain.bm25 import IdfForm, ScoreExplanation, TermContribution
 from core.ingest.names import terminal_safe
 from core.service.search import RankedPassage, SearchResult
@@ -108,6 +109,7 @@ def _search_lines(result: SearchResult, explain: bool, stream: IO[str]) -> None:
             "profile": result.profile.value,
             "terms": result.terms,
             "stopwords_dropped": result.stopwords_dropped,
+            "characters_dropped": result.characters_dropped,
             "n_docs": result.n_docs,
             "avg_doc_length": result.avg_doc_length,
             "doc_frequencies": result.doc_frequencies,
@@ -163,6 +165,12 @@ def _search_tables(result: SearchResult, explain: bool, console: Console) -> Non
         markup=False,
         highlight=False,
     )
+    if result.characters_dropped:  # the screens' words (``dropped_characters_line``)
+        console.print(
+            terminal_safe(dropped_characters_line(result.characters_dropped)),
+            markup=False,
+            highlight=False,
+        )
     corpus = f"corpus: N = {result.n_docs} passages, avgdl = {result.avg_doc_length!r} tokens"
     if result.terms:
         corpus += (

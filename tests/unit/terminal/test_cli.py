@@ -23,6 +23,7 @@ import pytest
 
 from core.analysis.diagnosis import CAUSE_NOTES
 from core.analysis.expansion import ExpansionSpec
+from core.analysis.sentences import dropped_characters_line
 from core.domain.chunks import ChunkingOptions, workspace_tenant_id
 from core.domain.entities import RuleBasedExtractor, load_entity_list
 from core.domain.ranking import rank_chunks
@@ -468,6 +469,7 @@ def test_search_json_holds_every_number_of_the_facades_result_in_elasticsearchs_
         "profile": expected.profile.value,
         "terms": expected.terms,
         "stopwords_dropped": expected.stopwords_dropped,
+        "characters_dropped": expected.characters_dropped,
         "n_docs": expected.n_docs,
         "avg_doc_length": expected.avg_doc_length,
         "doc_frequencies": expected.doc_frequencies,
@@ -621,6 +623,39 @@ def test_a_query_of_stopwords_only_says_why_nothing_is_listed_and_exits_zero(
     status, out = run("search", "of the", "--workspace", SAMPLE, "--json")
     (head,) = [json.loads(line) for line in out.splitlines()]
     assert head["empty_reason"] == "no terms left after stopwords" and head["n_docs"] == 1398
+
+
+@pytest.mark.postgres
+def test_search_names_the_characters_no_term_holds_in_the_screens_words(
+    facade: LexplainService,
+) -> None:
+    query = "wing flutter?! (swept) 🙂"
+    expected = facade.search(query, 3, 1000, workspace=SAMPLE)
+    assert expected.characters_dropped == ["?", "!", "(", ")", "🙂"]
+    status, out = run("search", query, "--workspace", SAMPLE, "--k", "3")
+    assert status == 0, out
+    assert "dropped as neither letters nor digits: “?” “!” “(” “)” “🙂”" in out
+    assert dropped_characters_line(expected.characters_dropped) in out
+    status, out = run("search", "wing flutter", "--workspace", SAMPLE, "--k", "3")
+    assert status == 0 and "neither letters nor digits" not in out
+    status, out = run("search", query, "--workspace", SAMPLE, "--k", "3", "--json")
+    head = json.loads(out.splitlines()[0])
+    assert head["characters_dropped"] == expected.characters_dropped
+
+
+@pytest.mark.postgres
+def test_search_takes_a_question_longer_than_cisis_longest_and_refuses_by_cost_in_one_line(
+    facade: LexplainService,
+) -> None:
+    from tests.fixtures.queries import long_question, too_many_terms
+
+    status, out = run("search", long_question(), "--workspace", SAMPLE, "--k", "3", "--json")
+    assert status == 0, out
+    assert json.loads(out.splitlines()[0])["shown"] == 3
+    status, out = run("search", too_many_terms(1_025), "--workspace", SAMPLE)
+    assert status == 2
+    refused = "error: not searched: the query has 1,025 distinct terms; at most 1,024 are searched"
+    assert refused in out
 
 
 @pytest.mark.postgres
