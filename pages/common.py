@@ -8,7 +8,7 @@ per-session creation would give every browser tab its own empty in-memory store.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import plotly.graph_objects as go
@@ -40,6 +40,9 @@ REFRAMING_KEY = "_reframing"
 WORKSPACE_KEY = "workspace"
 #: URL query parameter of the workspace (shared by every page).
 WORKSPACE_PARAM = "ws"
+#: Suffix of the session key holding what a result was computed from (settings, grades): a
+#: result whose inputs have changed since is marked out of date, never shown as current.
+INPUTS = "_inputs"
 
 
 @st.cache_resource(show_spinner="Opening the store…")
@@ -396,3 +399,44 @@ def write_query_params(
     st.session_state[_kept(keys["limit"])] = limit
     st.query_params.update({"q": query, "k": str(k), "limit": str(limit)})
     st.session_state[marker] = (query, str(k), str(limit))
+
+
+def grades_state(service: LexplainService, query_set: str, ws: str) -> tuple[int, str]:
+    """A query set's grades as a comparable state: how many, and the latest grade's time (a
+    grade replaced or added changes it)."""
+    texts = [q.text for q in service.query_set(query_set, workspace=ws).queries]
+    grades = service.judgments(workspace=ws, queries=texts)
+    return len(grades), max((g.judged_at.isoformat() for g in grades), default="")
+
+
+def remember(key: str, settings: tuple[object, ...], grades: object = None) -> None:
+    """Keep what the result under ``key`` was computed from: ``settings`` and ``grades``."""
+    st.session_state[key + INPUTS] = (settings, grades)
+
+
+def mark_out_of_date(
+    key: str,
+    settings: tuple[object, ...],
+    grades_now: Callable[[], object] | None,
+    button: str,
+) -> None:
+    """Say so above a result whose settings or grades changed since it was computed
+    (``grades_now``: the grades' state today, None when the result used no grades)."""
+    kept = st.session_state.get(key + INPUTS)
+    if kept is None:
+        return
+    then_settings, then_grades = kept
+    changed = [
+        what
+        for what, moved in (
+            ("the settings above", then_settings != settings),
+            ("the grades", grades_now is not None and then_grades != grades_now()),
+        )
+        if moved
+    ]
+    if changed:
+        st.warning(
+            f"Out of date: {' and '.join(changed)} changed since this was computed. "
+            f"Click {button} again for current numbers.",
+            icon=":material/history:",
+        )

@@ -18,6 +18,7 @@ rerun was rejected for that.
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 from urllib.parse import urlencode
 
@@ -45,8 +46,11 @@ from core.service import (
 from pages.common import (
     EVALUATE_JUDGMENTS_KEY,
     WORKSPACE_PARAM,
+    grades_state,
+    mark_out_of_date,
     ndcg_histogram,
     offer_sample,
+    remember,
     screen,
     workspace,
 )
@@ -456,6 +460,20 @@ judged_by = (
 )
 #: Ranked ids are passages (in-app grades, passage by passage), not documents.
 passage_level = graded is not None and not graded[1]
+#: The judgment files' contents (a file uploaded again under the same name may differ).
+files_digest = (
+    hashlib.sha256(judgments[1] + b"\0" + judgments[2]).hexdigest() if judgments else None
+)
+#: What a result below was computed from besides the grades; a change marks it out of date.
+result_inputs = (judged_by, files_digest, workspace(), k, tuple(specs))
+diagnosis_inputs = (judged_by, files_digest, workspace(), k, limit_a, ranker_a)
+
+
+def grades_now() -> tuple[int, str] | None:
+    """The chosen set's grades today (``pages.common.grades_state``); None for files."""
+    return grades_state(service, graded[0], workspace()) if graded is not None else None
+
+
 if run and (judgments is not None or graded is not None):
     bar = st.progress(0.0, text="Evaluating…")
 
@@ -489,27 +507,13 @@ if run and (judgments is not None or graded is not None):
         st.error(f"Not evaluated: {escape_text(str(exc))}.")
     else:
         bar.empty()
-        st.session_state[RESULT_KEY] = (
-            (judged_by, workspace(), k, tuple(specs)),
-            compare_runs(*runs),
-            passage_level,
-        )
+        st.session_state[RESULT_KEY] = (compare_runs(*runs), passage_level)
+        remember(RESULT_KEY, result_inputs, grades_now())
 
 stored = st.session_state.get(RESULT_KEY)
 if stored is not None and not none_present:
-    (label, ws, run_k, run_specs), result, passages = stored
-    if (label, ws, run_k, run_specs) != (
-        judged_by,
-        workspace(),
-        k,
-        tuple(specs),
-    ):
-        st.caption(
-            f"Results below are for {escape_text(label)} in workspace {escape_text(ws)}, "
-            f"k = {run_k}, runs {'; '.join(escape_text(s.label) for s in run_specs)}: run "
-            "again for the current settings."
-        )
-    render_result(result, passages)
+    mark_out_of_date(RESULT_KEY, result_inputs, grades_now, "Run the evaluation")
+    render_result(*stored)
 
 st.subheader("Why relevant passages were lost (run A)")
 st.caption(
@@ -530,9 +534,11 @@ if st.button("Diagnose run A", key="ev_diagnose", disabled=(judgments is None an
                     judgments[1], judgments[2], k, limit_a, workspace=workspace(), ranker=ranker_a
                 )
         st.session_state[DIAGNOSIS_KEY] = lost
+        remember(DIAGNOSIS_KEY, diagnosis_inputs, grades_now())
     except (JudgmentError, KeyError, ValueError) as exc:
         st.session_state.pop(DIAGNOSIS_KEY, None)
         st.error(f"Not diagnosed: {escape_text(str(exc))}")
 diagnosed = st.session_state.get(DIAGNOSIS_KEY)
 if diagnosed is not None:
+    mark_out_of_date(DIAGNOSIS_KEY, diagnosis_inputs, grades_now, "Diagnose run A")
     render_diagnosis(diagnosed, "ev", lambda unit: service.unit_label(unit, workspace=workspace()))

@@ -30,7 +30,15 @@ from core.service import (
     TuningGrid,
     grid_values,
 )
-from pages.common import WORKSPACE_PARAM, offer_sample, screen, workspace
+from pages.common import (
+    WORKSPACE_PARAM,
+    grades_state,
+    mark_out_of_date,
+    offer_sample,
+    remember,
+    screen,
+    workspace,
+)
 from pages.losses import render_diagnosis
 
 #: Session key of the last evaluation: (set, by_document, ranker, runs).
@@ -51,44 +59,21 @@ DIAGNOSIS_KEY, TUNING_KEY, LEDGER_KEY = "runs_diagnosis", "runs_tuning", "runs_l
 TUNE_AGAIN_KEY = "_tune_again"
 #: The ranges the Tune sliders allow for k1 and for b.
 K1_SLIDER, B_SLIDER = (0.0, 5.0), (0.0, 1.0)
-#: Suffix of the session key holding what a result was computed from (settings, grades): a
-#: result whose inputs have changed since is marked out of date, never shown as current.
-INPUTS = "_inputs"
 
 
-def grades_state(query_set: str) -> tuple[int, str]:
-    """The set's grades as a comparable state: how many, and the latest grade's time (a grade
-    replaced or added changes it)."""
-    texts = [q.text for q in service.query_set(query_set, workspace=ws).queries]
-    grades = service.judgments(workspace=ws, queries=texts)
-    return len(grades), max((g.judged_at.isoformat() for g in grades), default="")
+def grades_now() -> tuple[int, str]:
+    """The chosen set's grades as a comparable state (``pages.common.grades_state``)."""
+    return grades_state(service, chosen, ws)
 
 
 def remember_inputs(key: str, settings: tuple[object, ...]) -> None:
     """Keep what the result under ``key`` was computed from: ``settings`` and the grades."""
-    st.session_state[key + INPUTS] = (settings, grades_state(chosen))
+    remember(key, settings, grades_now())
 
 
 def out_of_date(key: str, settings: tuple[object, ...], button: str) -> None:
     """Say so above a result whose settings or grades changed since it was computed."""
-    kept = st.session_state.get(key + INPUTS)
-    if kept is None:
-        return
-    then_settings, then_grades = kept
-    changed = [
-        what
-        for what, moved in (
-            ("the settings above", then_settings != settings),
-            ("the grades", then_grades != grades_state(chosen)),
-        )
-        if moved
-    ]
-    if changed:
-        st.warning(
-            f"Out of date: {' and '.join(changed)} changed since this was computed. "
-            f"Click {button} again for current numbers.",
-            icon=":material/history:",
-        )
+    mark_out_of_date(key, settings, grades_now, button)
 
 
 def widen_and_tune(k1_range: tuple[float, float], b_range: tuple[float, float]) -> None:
