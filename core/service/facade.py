@@ -17,9 +17,16 @@ from pydantic import ValidationError
 
 from core.analysis.evaluation import Metric
 from core.analysis.expansion import ExpansionLedger, ExpansionSpec, expansion_ledger
+from core.analysis.residual import ResidualEvaluation, residual_evaluation
+from core.domain.tokenize import tokenize
 from core.service.access import AccessActions
 from core.service.analysis import AnalysisActions
-from core.service.common import DEFAULT_WORKSPACE, check_k_limit
+from core.service.common import (
+    DEFAULT_WORKSPACE,
+    check_k_limit,
+    check_query_terms,
+    workspace_profile,
+)
 from core.service.corpus import CorpusActions
 from core.service.diagnosis import DiagnosisActions
 from core.service.entities import EntityActions
@@ -28,10 +35,11 @@ from core.service.judging import JudgingActions
 from core.service.library import LibraryActions
 from core.service.parity import ParityActions
 from core.service.rankings import RankingsActions
-from core.service.run_ranking import RunSpec
+from core.service.run_ranking import RunSpec, residual_rankings
+from core.service.runner import ProgressCallback
 from core.service.search import SearchActions
 from core.settings import Settings, describe_store
-from core.stores.port import ChunkStore, open_workspace
+from core.stores.port import ChunkStore, open_workspace, tenant_of
 from core.stores.postgres.embedded import EmbeddedServerError
 from core.stores.select import open_store
 
@@ -87,6 +95,66 @@ class LexplainService(
         )
         diagnosis = self.diagnose(query_set, k, limit, workspace=workspace)
         return expansion_ledger(typed, expanded, diagnosis, expand.label, metric)
+
+    def evaluate_residual(
+        self,
+        query_set: str,
+        k: int,
+        limit: int,
+        *,
+        workspace: str,
+        expand: ExpansionSpec | None = None,
+        on_progress: ProgressCallback | None = None,
+    ) -> ResidualEvaluation:
+        """Feedback from the grades (Rocchio, ``expand``; its defaults when None) measured
+        honestly on a query set's in-app grades, by passage (``core.analysis.residual``): the
+        graded passages in each query's typed top ``fb_docs`` are fed back, then left out of
+        the typed and the expanded ranking (the workspace's BM25 at ``limit``) and of the
+        judged set. Here, beside the ledger: it combines the grades and two rankings."""
+        check_k_limit(k, limit)
+        spec = expand or ExpansionSpec.rocchio()
+        if spec.method != "rocchio":
+            raise ValueError(
+                "residual ranking measures feedback from the grades (Rocchio); RM3 learns from "
+                "no grade, so its Evaluate run is honest as it is"
+            )
+        found, grades = self._graded(query_set, workspace, False)
+        queries = {q.query_id: q.text for q in found.queries if q.text in grades}
+        judged = {query_id: grades[text] for query_id, text in queries.items()}
+        return self._call_with_progress(
+            lambda report: self._residual(queries, judged, k, limit, workspace, spec, report),
+            on_progress,
+        )
+
+    async def _residual(
+        self,
+        queries: dict[str, str],
+        judged: dict[str, dict[str, int]],
+        k: int,
+        limit: int,
+        workspace: str,
+        spec: ExpansionSpec,
+        report: Callable[[int, int, str], None],
+    ) -> ResidualEvaluation:
+        tenant = await tenant_of(self._store, workspace)
+        profile = await workspace_profile(self._store, workspace)
+        tokens = {query_id: tokenize(text, profile) for query_id, text in queries.items()}
+        for query_id, terms in tokens.items():  # every query checked before the first runs
+            check_query_terms(terms, f"query {query_id}")
+        typed: dict[str, list[str]] = {}
+        expanded: dict[str, list[str]] = {}
+        fed: dict[str, list[str]] = {}
+        for done, (query_id, terms) in enumerate(tokens.items(), 1):
+            typed[query_id], expanded[query_id], fed[query_id] = await residual_rankings(
+                self._store, terms, tenant, profile, limit, k, judged[query_id], spec
+            )
+            report(done, len(tokens), query_id)
+        plain = RunSpec(workspace=workspace, limit=limit)
+        labels = (f"{plain.label} · residual", f"{plain.label} · {spec.label} · residual")
+        return residual_evaluation(
+            queries, judged, typed, expanded, fed, k, limit, labels, spec.label, spec.fb_docs,
+            workspace,
+        )  # fmt: skip
 
     async def _open(self, factory: Callable[[], Awaitable[ChunkStore]]) -> ChunkStore:
         store = await factory()

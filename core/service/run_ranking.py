@@ -1,5 +1,5 @@
-"""How an Evaluate run ranks one query: the run's spec, a document run's top documents, and
-an expanded run's second read.
+"""How an Evaluate run ranks one query: the run's spec, a document run's top documents, an
+expanded run's second read, and a residual run's two rankings (``core.analysis.residual``).
 
 Apart from ``core.service.analysis`` (the actions), which was at the 600-line bound; these are
 the parts of a run that do not depend on the screen that asked for it.
@@ -14,13 +14,14 @@ from uuid import UUID
 from pydantic import BaseModel, ConfigDict, Field
 
 from core.analysis.evaluation import documents_in_rank_order
-from core.analysis.expansion import ExpansionSpec, rm3
+from core.analysis.expansion import ExpansionSpec, rm3, rocchio
 from core.analysis.rankers import Ranker, RankerKind, rank_with, rank_with_steps
+from core.analysis.residual import fed_back
 from core.checkpoint import checkpoint, stepped
 from core.domain.filters import PassageFilter
 from core.domain.ranking import LexicalCandidates
 from core.domain.tokenize import Profile
-from core.service.common import UNLIMITED, bounded_candidates
+from core.service.common import UNLIMITED, bounded_candidates, check_query_terms
 from core.stores.port import ChunkStore
 
 #: The limit of an Evaluate run that scores every matching passage.
@@ -115,3 +116,35 @@ async def expanded_top(
         top = await stepped(rank_with_steps(spec.ranker, expanded, again, k, weights=weights))
         return [r.chunk.id for r in top]
     return top_documents(spec.ranker, expanded, again, k, weights)
+
+
+async def residual_rankings(
+    store: ChunkStore,
+    terms: list[str],
+    tenant: UUID,
+    profile: Profile,
+    limit: int,
+    k: int,
+    grades: Mapping[str, int],
+    expand: ExpansionSpec,
+) -> tuple[list[str], list[str], list[str]]:
+    """A query's typed and Rocchio-expanded rankings (the workspace's BM25 at ``limit``, deep
+    enough that ``k`` remain once the fed-back passages are out) and the passages fed back: the
+    graded ones in the typed top ``expand.fb_docs``, their grades Rocchio's feedback (id order,
+    as Search's Rocchio reads a query's grades)."""
+    if not terms:
+        return [], [], []
+    ranker = Ranker.of(RankerKind.WORKSPACE)
+    handed = await bounded_candidates(store, terms, tenant, limit)
+    typed = await stepped(rank_with_steps(ranker, terms, handed, k + expand.fb_docs))
+    typed_ids = [r.chunk.id for r in typed]
+    fed = fed_back(typed_ids, grades, expand.fb_docs)
+    chunk_of = {r.chunk.id: r.chunk for r in typed}
+    feedback = [(chunk_of[unit], grades[unit]) for unit in sorted(fed)]
+    weights = rocchio(terms, feedback, profile, expand).weights
+    expanded = sorted(weights)
+    check_query_terms(expanded, "the expanded query")
+    again = await bounded_candidates(store, expanded, tenant, limit)
+    await checkpoint()
+    top = await stepped(rank_with_steps(ranker, expanded, again, k + len(fed), weights=weights))
+    return typed_ids, [r.chunk.id for r in top], fed

@@ -13,7 +13,7 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 
-from core.analysis.expansion import ExpansionSpec
+from core.analysis.expansion import ORIGINAL_WEIGHT, ROCCHIO_ALPHA, ExpansionSpec
 from core.analysis.judgment_files import JudgmentError
 from core.ingest.names import terminal_safe
 from core.service.bounds import PYDANTIC_VALUE_ERROR, one_sentence
@@ -61,8 +61,14 @@ def expansion_of(args: argparse.Namespace) -> ExpansionSpec | None:
     parameter out of range raises pydantic's ``ValidationError``, which ``refusal`` words."""
     if not args.expand:
         return None
+    typed_share = args.original_weight
+    if typed_share is None:
+        typed_share = ROCCHIO_ALPHA if args.expand == "rocchio" else ORIGINAL_WEIGHT
     return ExpansionSpec(
-        fb_docs=args.fb_docs, fb_terms=args.fb_terms, original_weight=args.original_weight
+        method=args.expand,
+        fb_docs=args.fb_docs,
+        fb_terms=args.fb_terms,
+        original_weight=typed_share,
     )
 
 

@@ -1,5 +1,6 @@
-"""``python -m core evaluate``: what Runs shows for a query set's in-app grades, and with
-``--expand rm3 --ledger`` what Runs' Measure RM3 shows (the expansion's helped/hurt ledger)."""
+"""``python -m core evaluate``: what Runs shows for a query set's in-app grades; with
+``--expand rm3 --ledger`` what Runs' Measure RM3 shows (the expansion's helped/hurt ledger); with
+``--expand rocchio`` feedback from the grades, measured by residual ranking."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from rich.text import Text
 
 from core.analysis.evaluation import EvaluationRun
 from core.analysis.expansion import ExpansionLedger
+from core.analysis.residual import ResidualEvaluation
 from core.ingest.names import terminal_safe
 from core.service.bounds import check_k_limit
 from core.service.facade import LexplainService
@@ -156,8 +158,8 @@ def ledger(args: argparse.Namespace, console: Console) -> int:
     """``evaluate --expand rm3 --ledger``: the facade's ``expansion_ledger`` (by passage, the
     workspace's BM25 at ``--limit``); 2 when it cannot run, or without ``--expand`` or with
     ``--by-document`` (the ledger judges passages)."""
-    if not args.expand or args.by_document:
-        why = "--ledger needs --expand rm3" if not args.expand else "--ledger judges passages"
+    if args.expand != "rm3" or args.by_document:
+        why = "--ledger needs --expand rm3" if args.expand != "rm3" else "--ledger judges passages"
         console.print(
             f"error: {why} (the ledger compares the typed and the expanded run, by passage)",
             markup=False,
@@ -183,11 +185,91 @@ def ledger(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+def _residual_lines(found: ResidualEvaluation, args: argparse.Namespace, stream: IO[str]) -> None:
+    """``evaluate --expand rocchio --json``: the residual measurement (every field of the
+    facade's ``ResidualEvaluation`` but its two runs, and its note), then each run whole."""
+    _json_line(
+        stream,
+        {
+            "kind": "residual",
+            "query_set": args.query_set,
+            **found.model_dump(mode="json", exclude={"typed", "expanded"}),
+            "note": found.note,
+        },
+    )
+    for which, run in (("typed", found.typed), ("expanded", found.expanded)):
+        _json_line(stream, {"kind": "run", "run": which, **run.model_dump(mode="json")})
+
+
+def _residual_tables(found: ResidualEvaluation, console: Console) -> None:
+    """``evaluate --expand rocchio``: the note (what was left out), both runs' means on the
+    residual collection, and each measured query's nDCG under both."""
+    console.print(Text(terminal_safe(found.note)))
+    if found.significance.warning:
+        console.print(Text(terminal_safe(found.significance.warning)))
+    k = found.typed.k
+    means = Table(title="Means on the residual collection (fed-back passages left out)")
+    means.add_column("run", overflow="fold")
+    for label, _, _ in EVALUATE_METRICS:
+        number_column(means, f"{label}@{k}")
+    for run in (found.typed, found.expanded):
+        means.add_row(
+            Text(terminal_safe(run.label)),
+            *(repr(getattr(run, field)) for _, field, _ in EVALUATE_METRICS),
+        )
+    console.print(means)
+    rows = Table(title="Per query (residual)")
+    rows.add_column("query id", overflow="fold")
+    rows.add_column("query")
+    rows.add_column("fed back", justify="right")
+    number_column(rows, f"nDCG@{k} typed")
+    number_column(rows, f"nDCG@{k} Rocchio")
+    after = {r.query_id: r.ndcg for r in found.expanded.rows}
+    for row in found.typed.rows:
+        rows.add_row(
+            Text(terminal_safe(row.query_id)),
+            Text(terminal_safe(row.query)),
+            str(len(found.fed_back.get(row.query_id, []))),
+            repr(row.ndcg),
+            repr(after[row.query_id]),
+        )
+    console.print(rows)
+
+
+def residual(args: argparse.Namespace, console: Console) -> int:
+    """``evaluate --expand rocchio``: the facade's ``evaluate_residual`` (by passage); 2 when it
+    cannot run, or with ``--by-document``."""
+    if args.by_document:
+        console.print(
+            "error: --expand rocchio judges passages (the residual collection leaves out the "
+            "passages fed back)",
+            markup=False,
+            highlight=False,
+        )
+        return EXIT_UNUSABLE
+
+    def ask(service: LexplainService, workspace: str) -> ResidualEvaluation:
+        return service.evaluate_residual(
+            args.query_set, args.k, args.limit, workspace=workspace, expand=expansion_of(args)
+        )
+
+    found = on_a_set(args, console, ask)
+    if found is None:
+        return EXIT_UNUSABLE
+    if args.json:
+        _residual_lines(found, args, console.file)
+    else:
+        _residual_tables(found, console)
+    return 0
+
+
 def evaluate(args: argparse.Namespace, console: Console) -> int:
     """``python -m core evaluate --workspace NAME --set SET``: 0 when evaluated, 2 when the
     command cannot run (store, workspace, no such set, no grade yet, a bound)."""
     if args.ledger:
         return ledger(args, console)
+    if args.expand == "rocchio":
+        return residual(args, console)
 
     def ask(service: LexplainService, workspace: str) -> list[EvaluationRun]:
         check_k_limit(args.k, args.limit)  # before the run is specified: the facade's sentence

@@ -10,7 +10,7 @@ import argparse
 from pathlib import Path
 
 from core.analysis.evaluation import METRICS
-from core.analysis.expansion import FB_DOCS, FB_TERMS, ORIGINAL_WEIGHT
+from core.analysis.expansion import FB_DOCS, FB_TERMS, ORIGINAL_WEIGHT, ROCCHIO_ALPHA
 from core.domain.tokenize import DEFAULT_PROFILE, Profile
 from core.ingest import bulk
 from core.terminal.common import (
@@ -190,7 +190,11 @@ def add_query_commands(commands: argparse._SubParsersAction[argparse.ArgumentPar
         help="judge documents (a document's grade is its best passage's) instead of passages",
     )
     expansion_arguments(
-        evaluate, "expand each query with RM3 (Anserini's defaults unless given), then rank it"
+        evaluate,
+        "rm3: expand each query with RM3 (Anserini's defaults unless given), then rank it; "
+        "rocchio: feedback from the grades of each query's typed top --fb-docs, measured by "
+        "residual ranking (those passages left out of both runs and of the judged set)",
+        ("rm3", "rocchio"),
     )
     evaluate.add_argument(
         "--ledger",
@@ -239,12 +243,18 @@ def add_query_commands(commands: argparse._SubParsersAction[argparse.ArgumentPar
     diagnose.add_argument("--json", action="store_true", help="one JSON object per line")
 
 
-def expansion_arguments(command: argparse.ArgumentParser, expand_means: str) -> None:
-    """``--expand rm3`` and its parameters, as search, evaluate and diagnose take them
-    (``common.expansion_of`` makes the spec); ``expand_means`` says what it does there."""
-    command.add_argument("--expand", choices=("rm3",), default=None, help=expand_means)
+def expansion_arguments(
+    command: argparse.ArgumentParser, expand_means: str, methods: tuple[str, ...] = ("rm3",)
+) -> None:
+    """``--expand`` (one of ``methods``) and its parameters, as search, evaluate and diagnose
+    take them (``common.expansion_of`` makes the spec); ``expand_means`` says what it does."""
+    command.add_argument("--expand", choices=methods, default=None, help=expand_means)
     command.add_argument(
-        "--fb-docs", type=int, default=FB_DOCS, metavar="N", help=f"feedback passages ({FB_DOCS})"
+        "--fb-docs",
+        type=int,
+        default=FB_DOCS,
+        metavar="N",
+        help=f"feedback passages (RM3), or the typed top whose grades are fed back ({FB_DOCS})",
     )
     command.add_argument(
         "--fb-terms", type=int, default=FB_TERMS, metavar="N", help=f"terms kept ({FB_TERMS})"
@@ -252,7 +262,10 @@ def expansion_arguments(command: argparse.ArgumentParser, expand_means: str) -> 
     command.add_argument(
         "--original-weight",
         type=float,
-        default=ORIGINAL_WEIGHT,
+        default=None,
         metavar="X",
-        help=f"the typed query's share of the weights, 0..1 ({ORIGINAL_WEIGHT:g})",
+        help=(
+            f"the typed query's share of the weights, 0..1 (RM3 {ORIGINAL_WEIGHT:g}, Rocchio's "
+            f"alpha {ROCCHIO_ALPHA:g})"
+        ),
     )

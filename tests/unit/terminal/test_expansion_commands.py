@@ -1,7 +1,7 @@
 """The terminal's expanded runs (issue 47): ``diagnose --expand rm3`` prints the facade's
 diagnosis of the expanded run and ``evaluate --expand rm3 --ledger`` the facade's helped/hurt
-ledger, every number equal; a parameter out of range, or a ledger without an expansion, is
-refused in one line."""
+ledger, and ``evaluate --expand rocchio`` the facade's residual measurement, every number equal;
+a parameter out of range, or a ledger without an expansion, is refused in one line."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import pytest
 
 from core.analysis.diagnosis import CAUSE_NOTES
 from core.analysis.expansion import ExpansionLedger, ExpansionSpec
+from core.analysis.residual import ResidualEvaluation
 from core.service import SAMPLE_QUERY_SET, LexplainService
 from tests.unit.terminal.sample import SAMPLE, run, table_rows
 
@@ -112,3 +113,32 @@ def test_evaluate_ledger_without_an_expansion_is_refused_in_one_line(
         "error: --ledger needs --expand rm3 (the ledger compares the typed and the expanded run, "
         "by passage)"
     ]
+
+
+@pytest.mark.postgres
+def test_evaluate_expand_rocchio_prints_the_facades_residual_measurement_and_says_so(
+    facade: LexplainService,
+) -> None:
+    facade.import_sample_grades(workspace=SAMPLE)
+    spec = ExpansionSpec.rocchio().model_copy(update={"fb_docs": 5})
+    expected = facade.evaluate_residual(SAMPLE_QUERY_SET, 10, 50, workspace=SAMPLE, expand=spec)
+    assert expected.typed.rows and sum(map(len, expected.fed_back.values()))
+    common = ("evaluate", "--workspace", SAMPLE, "--set", SAMPLE_QUERY_SET, "--limit", "50",
+              "--expand", "rocchio", "--fb-docs", "5")  # fmt: skip
+
+    status, out = run(*common, "--json")
+    assert status == 0, out
+    head, *runs = [json.loads(line) for line in out.splitlines()]
+    assert (head.pop("kind"), head.pop("query_set")) == ("residual", SAMPLE_QUERY_SET)
+    assert head.pop("note") == expected.note
+    assert [(r.pop("kind"), r.pop("run")) for r in runs] == [("run", "typed"), ("run", "expanded")]
+    typed, expanded = runs
+    rebuilt = ResidualEvaluation.model_validate({**head, "typed": typed, "expanded": expanded})
+    assert rebuilt == expected
+
+    status, out = run(*common)
+    assert status == 0, out
+    assert "Residual ranking:" in out and "left out of both rankings" in out
+    body = {cells[0]: cells for cells in table_rows(out) if len(cells) == 5}
+    for row in expected.typed.rows:
+        assert body[row.query_id][3] == repr(row.ndcg)
