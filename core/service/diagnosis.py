@@ -43,6 +43,7 @@ from core.analysis.sentences import passage_label
 from core.analysis.tuning import GridSpec, TuningGrid, TuningQuery, tuning_steps
 from core.checkpoint import checkpoint, stepped
 from core.domain.bm25 import CorpusStats
+from core.domain.chunks import StoredChunk
 from core.domain.judging import QuerySet
 from core.domain.ranking import LexicalCandidates
 from core.domain.tokenize import Profile, tokenize
@@ -175,12 +176,13 @@ class DiagnosisActions(StoreRunner):
                     terms, weights = await self._diagnosed_expansion(
                         terms, tenant, profile, limit, ranker, expand
                     )
-                full = await self._read(terms, tenant, profile, judged, limit, by_document)
+                held: dict[str, list[StoredChunk]] = {}  # relevant units' passages, read once
+                full = await self._read(terms, tenant, profile, judged, limit, by_document, held)
             except ValueError as exc:
                 raise ValueError(f"query {query_id}: {exc}") from None
             if by_document:
                 sources = await self._sources(full, limit, tenant)
-                rows = await self._document_rows(full, judged, tenant)
+                rows = await self._document_rows(full, judged, tenant, held)
                 diagnosed.append(
                     diagnose_documents(
                         query_id, text, terms, full, judged, k, limit, ranker, sources, rows,
@@ -221,6 +223,7 @@ class DiagnosisActions(StoreRunner):
         judged: dict[str, int],
         limit: int,
         by_document: bool,
+        held: dict[str, list[StoredChunk]],
     ) -> LexicalCandidates:
         """The query's candidates at ``limit`` (Evaluate's read), or unlimited when a relevant
         passage outside them holds a query term: only then is a position past the limit needed
@@ -235,12 +238,7 @@ class DiagnosisActions(StoreRunner):
         for unit, grade in judged.items():
             if grade < RELEVANT or unit in shown:
                 continue
-            if by_document:
-                passages = await self._store.get_by_source(unit, tenant)
-            else:
-                one = await self._store.get(unit, tenant)
-                passages = [] if one is None else [one]
-            for chunk in passages:
+            for chunk in await self._passages_of(unit, tenant, by_document, held):
                 if chunk.id not in shown and asked.intersection(tokenize(chunk.text, profile)):
                     return await bounded_candidates(self._store, terms, tenant, UNLIMITED)
         return head
@@ -260,14 +258,32 @@ class DiagnosisActions(StoreRunner):
             known.update((chunk.id, chunk.source_id) for chunk in full.chunks(gone))
         return list(map(known.__getitem__, ids))
 
+    async def _passages_of(
+        self, unit: str, tenant: UUID, by_document: bool, held: dict[str, list[StoredChunk]]
+    ) -> list[StoredChunk]:
+        """A judged unit's passages (a document's, or the passage itself), read once per query
+        into ``held``: ``_read`` and ``_document_rows`` each reading every relevant document
+        were two round trips a document (PostgreSQL, issue 50)."""
+        if unit not in held:
+            if by_document:
+                held[unit] = await self._store.get_by_source(unit, tenant)
+            else:
+                one = await self._store.get(unit, tenant)
+                held[unit] = [] if one is None else [one]
+        return held[unit]
+
     async def _document_rows(
-        self, full: LexicalCandidates, judged: dict[str, int], tenant: UUID
+        self,
+        full: LexicalCandidates,
+        judged: dict[str, int],
+        tenant: UUID,
+        held: dict[str, list[StoredChunk]],
     ) -> dict[str, list[int]]:
         """Each relevant document's rows in ``full`` (its passages that hold a query term)."""
         passages: dict[str, str] = {}
         for document, grade in judged.items():
             if grade >= RELEVANT:
-                for chunk in await self._store.get_by_source(document, tenant):
+                for chunk in await self._passages_of(document, tenant, True, held):
                     passages[chunk.id] = document
         rows: dict[str, list[int]] = {d: [] for d, g in judged.items() if g >= RELEVANT}
         ids = full.ids
