@@ -9,6 +9,8 @@ kept in session state so saving it does not run the set again.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import plotly.graph_objects as go
 import streamlit as st
 
@@ -27,6 +29,7 @@ from core.service import (
     Ranker,
     RankerKind,
     RunSpec,
+    SavedRunSummary,
     TuningGrid,
     grid_values,
 )
@@ -57,6 +60,8 @@ COLUMNS = {
 DIAGNOSIS_KEY, TUNING_KEY, LEDGER_KEY = "runs_diagnosis", "runs_tuning", "runs_ledger"
 #: Set by "Widen … and tune again": the next run tunes the widened grid without a click.
 TUNE_AGAIN_KEY = "_tune_again"
+#: Key of Compare's multiselect of saved runs (set when runs are saved to compare).
+PICK_KEY = "runs_pick"
 #: The ranges the Tune sliders allow for k1 and for b.
 K1_SLIDER, B_SLIDER = (0.0, 5.0), (0.0, 1.0)
 
@@ -74,6 +79,16 @@ def remember_inputs(key: str, settings: tuple[object, ...]) -> None:
 def out_of_date(key: str, settings: tuple[object, ...], button: str) -> None:
     """Say so above a result whose settings or grades changed since it was computed."""
     mark_out_of_date(key, settings, grades_now, button)
+
+
+def run_label(run: SavedRunSummary) -> str:
+    """A saved run as Compare lists it: its name and when it was saved."""
+    return f"{run.name} · {run.saved_at:%Y-%m-%d %H:%M:%S}"
+
+
+def pick_for_comparison(saved: Sequence[SavedRunSummary]) -> None:
+    """Runs just saved, picked under Compare saved runs (the baseline first): no hunt."""
+    st.session_state[PICK_KEY] = [run_label(run) for run in saved]
 
 
 def widen_and_tune(k1_range: tuple[float, float], b_range: tuple[float, float]) -> None:
@@ -118,20 +133,36 @@ def render_tuning(set_name: str, grid: TuningGrid) -> None:
             )
     if grid.significance.warning:
         st.warning(escape_text(grid.significance.warning))
-    if st.button(f"Save k1 {grid.best.k1:g}, b {grid.best.b:g} as a run", key="tuning_save"):
+    if st.button(
+        f"Save k1 {grid.best.k1:g}, b {grid.best.b:g} and the workspace's setting as runs, "
+        "to compare below",
+        key="tuning_save",
+    ):
         best = Ranker.of(RankerKind.CUSTOM, grid.best.k1, grid.best.b)
-        (run,) = service.evaluate_judged(
+        own = Ranker.of(RankerKind.WORKSPACE)
+        runs = service.evaluate_judged(
             set_name,
             grid.k,
-            [RunSpec(workspace=ws, limit=grid.limit, ranker=best)],
+            [RunSpec(workspace=ws, limit=grid.limit, ranker=r) for r in (own, best)],
             workspace=ws,
             by_document=grid.by_document,
         )
-        saved = service.save_run(
-            f"{best.label} · limit {grid.limit} (tuned)", run, best, set_name, workspace=ws,
-            by_document=grid.by_document,
-        )  # fmt: skip
-        st.success(f"Saved “{saved.name}”: pick it below to compare it with another run.")
+        saved = [
+            service.save_run(
+                name, run, ranker, set_name, workspace=ws, by_document=grid.by_document
+            )
+            for name, run, ranker in zip(
+                (f"{own.label} · limit {grid.limit}", f"{best.label} · limit {grid.limit} (tuned)"),
+                runs,
+                (own, best),
+                strict=True,
+            )
+        ]
+        pick_for_comparison(saved)
+        st.success(
+            f"Saved “{saved[1].name}” and, as its baseline, “{saved[0].name}”: both are picked "
+            "under Compare saved runs."
+        )
 
 
 service = screen()
@@ -279,13 +310,17 @@ if ledger is not None:
         workspace_bm25 = Ranker.of(RankerKind.WORKSPACE)
         typed_name = f"{workspace_bm25.label} · limit {limit}"
         names = [typed_name, f"{typed_name} · RM3"]
-        for saved_name, saved_run, saved_expand in zip(
-            names, (typed_run, expanded_run), (None, ExpansionSpec()), strict=True
-        ):
-            service.save_run(
-                saved_name, saved_run, workspace_bm25, chosen, workspace=ws, expand=saved_expand
-            )
-        st.success("Saved both: pick them under Compare saved runs.")
+        pick_for_comparison(
+            [
+                service.save_run(
+                    saved_name, saved_run, workspace_bm25, chosen, workspace=ws, expand=expand_as
+                )
+                for saved_name, saved_run, expand_as in zip(
+                    names, (typed_run, expanded_run), (None, ExpansionSpec()), strict=True
+                )
+            ]
+        )
+        st.success("Saved both: they are picked under Compare saved runs.")
 
 st.subheader("Why relevant passages were lost")
 st.caption(
@@ -359,9 +394,9 @@ if tuned is not None:
 
 st.subheader("Compare saved runs")
 saved_runs = service.saved_runs(workspace=ws)
-labels = {f"{r.name} · {r.saved_at:%Y-%m-%d %H:%M:%S}": r.run_id for r in saved_runs}
+labels = {run_label(r): r.run_id for r in saved_runs}
 picked = st.multiselect(
-    "Runs (the first is the baseline; 2 to 5)", list(labels), max_selections=5, key="runs_pick"
+    "Runs (the first is the baseline; 2 to 5)", list(labels), max_selections=5, key=PICK_KEY
 )
 metric = st.selectbox("Metric", list(COLUMNS), format_func=lambda m: COLUMNS[m], key="runs_metric")
 if len(picked) >= 2:

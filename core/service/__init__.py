@@ -81,7 +81,7 @@ from core.domain.bm25 import ScoreExplanation
 from core.domain.chunks import ChunkingOptions
 from core.domain.entities import ENTITY_KINDS, EXTRACTOR_LIMITS, EntityKind
 from core.domain.filters import MetadataMatch, PassageFilter
-from core.domain.judging import GRADE_NAMES
+from core.domain.judging import GRADE_NAMES, SavedRunSummary
 from core.domain.tokenize import DEFAULT_PROFILE, Profile
 from core.service.access import (
     LinkedWorkspace,
@@ -255,6 +255,7 @@ __all__ = [
     "RunDiagnosis",
     "RunSpec",
     "SavedQuerySet",
+    "SavedRunSummary",
     "ScoreExplanation",
     "SearchResult",
     "SetProgress",

@@ -120,8 +120,16 @@ def test_tuning_draws_the_grid_marks_the_best_point_and_saves_it_as_a_run(
     before = len(service.saved_runs(workspace=cranfield))
     at.button(key="tuning_save").click().run()
     saved = service.saved_runs(workspace=cranfield)
-    assert len(saved) == before + 1 and "(tuned)" in saved[-1].name
+    assert len(saved) == before + 2 and "(tuned)" in saved[-1].name
     assert f"k1 {want.best.k1:g}, b {want.best.b:g}" in saved[-1].name
+    assert saved[-2].name == "workspace BM25 (k1 1.2, b 0.75) · limit 100"
+    # Both picked under Compare, the workspace's setting as the baseline: its p is shown.
+    assert [label.split(" · 20")[0] for label in at.multiselect(key="runs_pick").value] == [
+        saved[-2].name,
+        saved[-1].name,
+    ]
+    versus = at.dataframe[-1].value
+    assert list(versus["run"]) == [saved[-1].name]
 
 
 def test_a_best_point_on_the_grids_edge_offers_a_wider_grid_and_tunes_it_in_one_click(

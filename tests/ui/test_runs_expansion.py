@@ -49,7 +49,10 @@ def test_runs_shows_what_rm3_did_per_query_and_saves_both_runs_for_compare(grade
     assert not at.exception
     saved = service.saved_runs(workspace=graded)
     assert len(saved) == 2 and saved[1].name.endswith("· RM3")
-    at.multiselect(key="runs_pick").set_value(at.multiselect(key="runs_pick").options).run()
+    # Picked for the analyst, baseline first: Compare shows the pair without a hunt.
+    assert [label.split(" · 20")[0] for label in at.multiselect(key="runs_pick").value] == [
+        run.name for run in saved
+    ]
     versus = at.dataframe[-1].value
     assert list(versus["randomisation p"]) == [ledger.significance.p_value]
 
