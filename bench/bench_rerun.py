@@ -14,6 +14,9 @@ query just shown). ``--bars`` times the ways of drawing ten contribution bars.
     .venv/bin/python -m bench.bench_rerun                        # Cranfield, in memory
     .venv/bin/python -m bench.bench_rerun --store embedded       # Cranfield, embedded PostgreSQL
     .venv/bin/python -m bench.bench_rerun --passages 100000      # synthetic Zipf, in memory
+
+Each page's figures are recorded in bench/results/rerun.json (``bench.results.record``) unless
+``--no-write`` or ``--profile`` is given (a profiled run's times include the profiler).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from bench import bench_scale, scale_setup
+from bench.results import record
 
 ROOT = Path(__file__).resolve().parents[1]
 #: The workspace the Cranfield runs load the sample into.
@@ -38,6 +42,12 @@ WORKSPACE = "bench-rerun"
 QUERIES = 40
 #: k and limit of every call (the pages' defaults).
 K, LIMIT = 10, 1000
+
+
+#: Issue 50's target: a Search rerun at most this many times its search.
+TARGET_RATIO = 5.0
+#: Each page's service call, as the recorded rows name it.
+CALLS = {page: f"service.{page}" for page in ("search", "truncation", "compare")}
 
 
 #: cProfile of the script thread's runs of one page when ``--profile`` is given (else None).
@@ -274,6 +284,26 @@ def bar_styles(workspace: str, query: str, repeat: int = 20) -> dict[str, float]
     return timings
 
 
+def rows_to_record(corpus: str, rows: list[dict[str, Any]], command: str) -> list[dict[str, Any]]:
+    """One result row per page: the rerun (and Search's opened explanation) against its call."""
+    recorded = []
+    for row in rows:
+        page, opened = row["page"], row.get("open_explanation_p50_ms")
+        target = f" (target <= {TARGET_RATIO:g}x)" if page == "search" else ""
+        recorded.append(
+            {
+                "workload": f"{corpus}, {page.capitalize()} page rerun vs {CALLS[page]}, p50",
+                "lexplain": f"rerun {row['rerun_p50_ms']:.1f} ms"
+                + ("" if opened is None else f" (open an explanation {opened:.1f} ms)"),
+                "peer": f"{CALLS[page]} {row['call_p50_ms']:.2f} ms",
+                "ratio": f"{row['ratio']:.1f}x{target}",
+                "command": command,
+                "reruns": row["reruns"],
+            }
+        )
+    return recorded
+
+
 def main() -> None:
     global QUERIES
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -282,15 +312,16 @@ def main() -> None:
     parser.add_argument("--bars", action="store_true", help="also time the bar styles")
     parser.add_argument("--profile", choices=("search", "truncation", "compare"))
     parser.add_argument("--queries", type=int, default=QUERIES, help="typed per page")
+    parser.add_argument("--no-write", action="store_true", help="print only")
     args = parser.parse_args()
     QUERIES = args.queries
     os.chdir(ROOT)
     if args.passages:
         workspace, queries = _prebuilt(args.passages)
-        corpus = f"Zipf {args.passages:,}, in memory"
+        corpus = f"Zipf {args.passages:,} in memory"
     else:
         workspace, queries = _cranfield(args.store)
-        corpus = f"Cranfield, {args.store}"
+        corpus = "Cranfield " + ("in memory" if args.store == "memory" else "embedded PostgreSQL")
     rows = measure(workspace, queries, args.profile)
     print(f"\n{corpus}; k = {K}, limit = {LIMIT:,}; {QUERIES} typed queries per page\n")
     print("| page | rerun p50 ms | service call p50 ms | ratio | open an explanation p50 ms |")
@@ -306,6 +337,11 @@ def main() -> None:
         for name, ms in bar_styles(workspace, queries[0]).items():
             print(f"| {name} | {ms:.2f} |")
     print(json.dumps(rows))
+    if not (args.no_write or args.profile):
+        command = ".venv/bin/python -m bench.bench_rerun" + (
+            f" --passages {args.passages}" if args.passages else f" --store {args.store}"
+        )
+        record("rerun", rows_to_record(corpus, rows, command))
 
 
 if __name__ == "__main__":
