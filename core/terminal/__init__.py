@@ -1,4 +1,4 @@
-"""The terminal: ``python -m core load|db|owner|reextract|search|evaluate|diagnose ...``.
+"""The terminal: ``python -m core load|db|owner|reextract|search|evaluate|diagnose|import-queries``.
 
 | module | what |
 | --- | --- |
@@ -9,6 +9,7 @@
 | ``owner`` | ``owner NAME EMAIL``: give a workspace an owner |
 | ``reextract`` | ``reextract --workspace NAME``: find its entities again, counts by kind |
 | ``search``, ``evaluate``, ``diagnose`` | the screens' numbers in a terminal |
+| ``queries`` | ``import-queries FILE --workspace NAME --set SET``: a query-set file kept |
 
 Who it trusts: it is an operator's tool, like ``psql``, trusting whoever holds the database
 URL or the data folder; sign-in guards the app, not this (docs/command-line.md and
@@ -59,6 +60,7 @@ from core.terminal.evaluate import evaluate as evaluate_command
 from core.terminal.load import load
 from core.terminal.owner import set_owner
 from core.terminal.parser import parser
+from core.terminal.queries import import_queries
 from core.terminal.reextract import reextract
 from core.terminal.search import search as search_command
 
@@ -69,6 +71,7 @@ QUERY_COMMANDS: Final[dict[str, Callable[[argparse.Namespace, Console], int]]] =
     "search": search_command,
     "evaluate": evaluate_command,
     "diagnose": diagnose_command,
+    "import-queries": import_queries,
 }
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from core.analysis.evaluation import METRICS
 from core.analysis.expansion import FB_DOCS, FB_TERMS, ORIGINAL_WEIGHT, ROCCHIO_ALPHA
+from core.analysis.judgment_files import QueryFormat
 from core.domain.tokenize import DEFAULT_PROFILE, Profile
 from core.ingest import bulk
 from core.terminal.common import (
@@ -241,6 +242,31 @@ def add_query_commands(commands: argparse._SubParsersAction[argparse.ArgumentPar
         "against the expanded query's terms",
     )
     diagnose.add_argument("--json", action="store_true", help="one JSON object per line")
+
+    queries = commands.add_parser(
+        "import-queries",
+        help="keep a query-set file in a workspace, as the Judge screen's New query set does",
+        description=(
+            "Read FILE (one query per line, BEIR queries.jsonl, TREC topics or CSV with a "
+            "'query' column) and keep it as the query set SET of the workspace (a set of that "
+            "name is replaced). A line whose query costs more than a query may (docs/bounds.md) "
+            "is left out and listed with its number, the rest kept: exit status 1. A file that "
+            "cannot be read stores nothing: exit status 2."
+        ),
+    )
+    queries.add_argument("file", type=Path, metavar="FILE", help="the query-set file")
+    queries.add_argument("--workspace", required=True, metavar="NAME", help="the workspace")
+    queries.add_argument(
+        "--set", dest="query_set", required=True, metavar="SET", help="the query set's name"
+    )
+    queries.add_argument(
+        "--format",
+        choices=[f.value for f in QueryFormat],
+        default=QueryFormat.LINES.value,
+        help="lines (default), beir (queries.jsonl), trec (topics) or csv",
+    )
+    queries.add_argument("--database-url", metavar="URL", default=None, help="as for load")
+    queries.add_argument("--json", action="store_true", help="one JSON object per line")
 
 
 def expansion_arguments(

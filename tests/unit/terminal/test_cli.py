@@ -753,3 +753,54 @@ def test_evaluate_expand_rm3_prints_the_facades_expanded_run(facade: LexplainSer
     means, *queries = [json.loads(line) for line in out.splitlines()]
     assert "RM3" in means["label"] and means["mean_ndcg"] == expected.mean_ndcg
     assert [q["ranked"] for q in queries] == [expected.ranked[r.query_id] for r in expected.rows]
+
+
+# --- import-queries: a query-set file, its refused lines listed ----------------------------
+
+
+@pytest.mark.postgres
+def test_import_queries_keeps_a_long_question_and_lists_each_refused_line_with_status_one(
+    facade: LexplainService, tmp_path: Path
+) -> None:
+    from tests.fixtures.queries import cranfield_questions, long_question, too_many_terms
+
+    rows = [cranfield_questions()[0], ("56", long_question())]
+    rows += [("57", too_many_terms(1_025)), ("58", "wing " * 4_097), cranfield_questions()[1]]
+    path = tmp_path / "queries.jsonl"
+    path.write_text("".join(json.dumps({"_id": i, "text": t}) + "\n" for i, t in rows))
+    argv = ("import-queries", str(path), "--workspace", SAMPLE, "--set", "cisi-like")
+    status, out = run(*argv, "--format", "beir")
+    assert status == 1, out
+    assert f"saved 'cisi-like' in '{SAMPLE}': 3 queries" in out
+    assert "2 lines left out, the rest kept: each asks more than a query may." in out
+    assert (
+        "  line 3: the query has 1,025 distinct terms; at most 1,024 are searched: shorten it"
+        in out
+    )
+    assert "  line 4: the query has 4,097 words; at most 4,096 are searched: shorten it" in out
+    kept = facade.query_set("cisi-like", workspace=SAMPLE).queries
+    assert [q.query_id for q in kept] == ["1", "56", "2"]
+    status, out = run(*argv, "--format", "beir", "--json")
+    head, *refused = [json.loads(line) for line in out.splitlines()]
+    assert status == 1 and head == {"kind": "set", "name": "cisi-like", "queries": 3, "refused": 2}
+    assert [r["line"] for r in refused] == [3, 4]
+    path.write_text(json.dumps({"_id": "1", "text": long_question()}) + "\n")
+    assert run(*argv, "--format", "beir") == (0, f"saved 'cisi-like' in '{SAMPLE}': 1 query\n")
+
+
+@pytest.mark.postgres
+def test_import_queries_that_stores_nothing_says_why_in_one_line_with_status_two(
+    facade: LexplainService, tmp_path: Path
+) -> None:
+    from tests.fixtures.queries import too_many_terms
+
+    path = tmp_path / "queries.txt"
+    path.write_text(too_many_terms(1_025) + "\n")
+    argv = ("import-queries", str(path), "--workspace", SAMPLE, "--set", "none kept")
+    status, out = run(*argv)
+    assert status == 2
+    assert out.startswith("error: no query can be kept: line 1: the query has 1,025")
+    assert "none kept" not in [s.name for s in facade.query_sets(workspace=SAMPLE)]
+    status, out = run("import-queries", str(tmp_path / "absent.txt"), "--workspace", SAMPLE,
+                      "--set", "x")  # fmt: skip
+    assert status == 2 and out.startswith("error: cannot read")
