@@ -397,7 +397,9 @@ class PostgresChunkStore(PostgresJudging, PostgresCorrections):
         )
 
     async def source_ids(self, chunk_ids: Sequence[str], tenant_id: UUID) -> dict[str, str]:
-        ids = [i for i in dict.fromkeys(chunk_ids) if is_storable(i)]
+        ids = list(dict.fromkeys(chunk_ids))
+        if not is_storable("".join(ids)):  # a character no row holds: only the others
+            ids = [i for i in ids if is_storable(i)]
 
         async def read(conn: asyncpg.Connection) -> dict[str, str]:
             rows = await conn.fetch(SOURCES, tenant_id, ids)
