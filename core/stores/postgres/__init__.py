@@ -59,6 +59,7 @@ Modules:
 - ``passage_copy``: A batch's passage rows as one binary COPY built in numpy, a field at a time, …
 - ``pieces``: A write's Python work in pieces of ``PIECE_ROWS`` rows, each ended by a checkpoint
 - ``repairs``: ``python -m core db repair``: each workspace's counters checked against its …
+- ``server_settings``: The embedded PostgreSQL's settings for the machine it runs on
 - ``snapshots``: A read's snapshot kept for the passages looked up after the read returned
 - ``staging``: A big batch's tokenising and block building in a worker process beside the writer
 """

