@@ -276,7 +276,8 @@ def recorded(
                 continue
             peer = PEERS[call]
             then = (
-                f" (before {was[f'{call}_s']:.2f} s against {was[f'{peer}_s']:.2f} s)"
+                f" (before {was[f'{call}_s']:.2f} s against {was[f'{peer}_s']:.2f} s, load "
+                f"{was['load_start'][0]:.1f}-{was['load_end'][0]:.1f})"
                 if f"{call}_s" in was
                 else ""
             )
