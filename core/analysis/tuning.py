@@ -225,31 +225,51 @@ def _ranked_steps(
         want *= 4
 
 
-def tuning_steps(
-    queries: Sequence[TuningQuery],
+def grid_points(spec: GridSpec) -> list[tuple[float, float]]:
+    """Every (k1, b) of ``spec`` (b-major), then the workspace's setting if the grid lacks it."""
+    points = [(k1, b) for b in spec.bs for k1 in spec.k1s]
+    if (BM25_K1, BM25_B) not in points:
+        points.append((BM25_K1, BM25_B))
+    return points
+
+
+def query_grid_steps(
+    query: TuningQuery,
+    points: Sequence[tuple[float, float]],
+    metric: Metric,
+    k: int,
+    by_document: bool,
+) -> Steps[list[float]]:
+    """One query's metric at every point of ``points`` (its candidates scored once per point in
+    one pass: ``QueryScorer.score_grid``); the candidates are not needed afterwards."""
+    candidates = query.candidates
+    scorer = QueryScorer(query.terms, candidates.stats)  # the IDF: the same at every point
+    grid = scorer.score_grid(candidates.terms, candidates.tfs, candidates.doc_lengths, points)
+    sources: dict[int, str] | None = {} if by_document else None
+    values = []
+    for scores in grid:
+        ranked = yield from _ranked_steps(query, scores, k, sources)
+        values.append(metric_value(metric, ranked, query.grades, k))
+    return values
+
+
+def grid_result(
+    query_ids: Sequence[str],
+    per_query: Sequence[Sequence[float]],
     spec: GridSpec,
     k: int,
     limit: int,
     by_document: bool,
 ) -> Steps[TuningGrid]:
-    """The grid over ``queries`` (each read once, every point scored in one pass:
-    ``QueryScorer.score_grid``), a step per query, then the test."""
-    if not queries:
+    """The grid from each query's values at ``grid_points(spec)`` (``query_grid_steps``, in
+    ``query_ids`` order): the means, the best point and its test against the workspace's."""
+    if not query_ids:
         raise ValueError("no judged query to tune on")
-    points = [(k1, b) for b in spec.bs for k1 in spec.k1s]
-    on_grid = (BM25_K1, BM25_B) in points
-    if not on_grid:
-        points.append((BM25_K1, BM25_B))
-    per_point: dict[tuple[float, float], list[float]] = {point: [] for point in points}
-    for query in queries:
-        candidates = query.candidates
-        scorer = QueryScorer(query.terms, candidates.stats)  # the IDF: the same at every point
-        grid = scorer.score_grid(candidates.terms, candidates.tfs, candidates.doc_lengths, points)
-        sources: dict[int, str] | None = {} if by_document else None
-        for point, scores in zip(points, grid, strict=True):
-            ranked = yield from _ranked_steps(query, scores, k, sources)
-            per_point[point].append(metric_value(spec.metric, ranked, query.grades, k))
-        yield
+    points = grid_points(spec)
+    on_grid = (BM25_K1, BM25_B) in [(k1, b) for b in spec.bs for k1 in spec.k1s]
+    per_point: dict[tuple[float, float], list[float]] = {
+        point: [values[i] for values in per_query] for i, point in enumerate(points)
+    }
     own = per_point[BM25_K1, BM25_B] if on_grid else per_point.pop((BM25_K1, BM25_B))
     means = {point: mean_of(scores) for point, scores in per_point.items()}
     # The best mean; ties go to the point nearest the workspace's setting, then the smaller k1.
@@ -266,11 +286,32 @@ def tuning_steps(
         means=[[means[k1, b] for k1 in spec.k1s] for b in spec.bs],
         best=GridPoint(k1=best_point[0], b=best_point[1], mean=means[best_point]),
         workspace=GridPoint(k1=BM25_K1, b=BM25_B, mean=mean_of(own)),
-        query_ids=[q.query_id for q in queries],
+        query_ids=list(query_ids),
         best_scores=per_point[best_point],
         workspace_scores=own,
         significance=significance,
     )
+
+
+def tuning_steps(
+    queries: Sequence[TuningQuery],
+    spec: GridSpec,
+    k: int,
+    limit: int,
+    by_document: bool,
+) -> Steps[TuningGrid]:
+    """The grid over ``queries`` held together (tests, small sets), a step per query, then the
+    test. The service streams instead: ``query_grid_steps`` as each query is read, then
+    ``grid_result``, so only the values stay, never every query's candidates."""
+    if not queries:
+        raise ValueError("no judged query to tune on")
+    points = grid_points(spec)
+    per_query = []
+    for query in queries:
+        per_query.append((yield from query_grid_steps(query, points, spec.metric, k, by_document)))
+        yield
+    ids = [q.query_id for q in queries]
+    return (yield from grid_result(ids, per_query, spec, k, limit, by_document))
 
 
 __all__ = [
@@ -282,6 +323,9 @@ __all__ = [
     "Metric",
     "TuningGrid",
     "TuningQuery",
+    "grid_points",
+    "grid_result",
     "grid_values",
+    "query_grid_steps",
     "tuning_steps",
 ]

@@ -183,3 +183,32 @@ def test_by_document_a_candidate_deleted_after_the_read_is_diagnosed_as_the_read
     gone = service.diagnose(SAMPLE_QUERY_SET, K, LIMIT, workspace=ws, by_document=True)
     assert len(asked) == 225 and sum(asked) > 1_000
     assert gone == held
+
+
+def test_tuning_holds_one_querys_candidates_at_a_time(
+    graded: tuple[LexplainService, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import gc
+    import weakref
+
+    from core.service import diagnosis
+
+    service, ws = graded
+    read: list[weakref.ref[object]] = []
+    alive_at_each_read: list[int] = []
+    original = diagnosis.bounded_candidates
+
+    async def counted(*args: object, **kwargs: object) -> object:
+        gc.collect()
+        alive_at_each_read.append(sum(ref() is not None for ref in read))
+        handed = await original(*args, **kwargs)  # type: ignore[arg-type]
+        read.append(weakref.ref(handed))
+        return handed
+
+    monkeypatch.setattr(diagnosis, "bounded_candidates", counted)
+    spec = GridSpec(k1s=(0.5, 1.2, 2.0), bs=(0.3, 0.75))
+    grid = service.tune(SAMPLE_QUERY_SET, K, LIMIT, workspace=ws, grid=spec, by_document=True)
+    assert len(alive_at_each_read) == len(grid.query_ids) > 200
+    # Streamed: when a query is read, at most the last one's columns are alive (still named by
+    # the loop's variable until the read returns); held, all earlier queries' were.
+    assert max(alive_at_each_read) <= 1
