@@ -47,6 +47,7 @@ from core.service import (
     QueryFormat,
     RankerKind,
     SetProgress,
+    one_sentence,
     refused_heading,
 )
 from pages.common import offer_sample, screen, workspace
@@ -185,6 +186,9 @@ def give(pool: JudgingPool, at: int, grade: int, svc: LexplainService) -> None:
     passage = pool.passages[at]
     try:
         svc.grade(pool.query, passage.chunk_id, grade, workspace=ws)
+    except ValueError as exc:  # a query too long to keep a grade under (core's sentence)
+        state[NOTE_KEY] = f"Not graded: {one_sentence(exc)}"
+        return
     except KeyError as exc:  # the passage went away (a re-index) since the pool was read
         state[NOTE_KEY] = f"Not graded: {exc}"
         state[POOLS_KEY].pop(pool.position, None)

@@ -57,6 +57,7 @@ from core.service import (
     ScoreExplanation,
     SearchResult,
     expansion_rows,
+    one_sentence,
 )
 from pages.common import (
     K_MAX,
@@ -207,7 +208,9 @@ def give_grade(query: str, chunk_id: str, key: str, query_set: str) -> None:
     try:
         service.add_to_query_set(query, query_set, workspace=workspace())
         service.grade(query, chunk_id, int(grade), workspace=workspace())
-    except (ValueError, KeyError) as exc:
+    except ValueError as exc:
+        st.session_state[GRADE_ERROR_KEY] = one_sentence(exc)
+    except KeyError as exc:
         st.session_state[GRADE_ERROR_KEY] = str(exc)
 
 

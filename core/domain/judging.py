@@ -30,10 +30,28 @@ GRADE_NAMES: Final[tuple[str, ...]] = ("not relevant", "related", "relevant", "p
 MAX_QUERIES: Final[int] = 10_000
 #: Characters in a query's id (TREC and BEIR ids are a few; an id is a name, not a question).
 MAX_QUERY_ID_CHARS: Final[int] = 1_000
+#: Most UTF-8 bytes of a query a grade is kept under. PostgreSQL keys a grade by its query's
+#: text in a btree, whose entries hold at most 2,704 bytes (grading an 8,864-character query
+#: failed there: "index row size 4432 exceeds btree version 4 maximum"); 2,000 leaves room for
+#: the passage id and the rater, in every store alike. Far above CISI's longest question (1,462
+#: characters), far below what a query may be searched with (``query_cost``): keying grades by
+#: a hash of the text would lift it (not done yet).
+MAX_GRADED_QUERY_BYTES: Final[int] = 2_000
 #: Characters in the name of a query set or a saved run.
 MAX_NAME_CHARS: Final[int] = 200
 #: The rater of a judgment made without sign-in.
 LOCAL_RATER: Final[str] = "local"
+
+
+def graded_query_refusal(query: str) -> str:
+    """The sentence refusing a grade for ``query`` (too long to key a grade by), or ""."""
+    size = len(query.encode("utf-8", "surrogatepass"))
+    if size <= MAX_GRADED_QUERY_BYTES:
+        return ""
+    return (
+        f"a query of {size:,} bytes cannot be graded: a grade is kept under its query's text, "
+        f"at most {MAX_GRADED_QUERY_BYTES:,} bytes (UTF-8)"
+    )
 
 
 def _name(value: str, what: str) -> str:
@@ -124,6 +142,14 @@ class Judgment(BaseModel):
     @classmethod
     def _text(cls, value: str) -> str:
         return check_storable(value, "a judgment's text")
+
+    @field_validator("query")
+    @classmethod
+    def _keyable(cls, value: str) -> str:
+        refusal = graded_query_refusal(value)
+        if refusal:
+            raise ValueError(refusal)
+        return value
 
     @field_validator("judged_at")
     @classmethod

@@ -53,6 +53,7 @@ from core.domain.judging import (
     SavedRun,
     SavedRunSummary,
     SetQuery,
+    graded_query_refusal,
 )
 from core.service.common import (
     DEFAULT_LIMIT,
@@ -169,9 +170,13 @@ class JudgingActions(StoreRunner):
     def grade(self, query: str, chunk_id: str, grade: int, *, workspace: str) -> Judgment:
         """Keep this rater's grade (0-3) of a passage for a query; a second grade replaces it.
 
-        ``KeyError`` when the workspace holds no such passage; ``ValueError`` (pydantic's)
-        for a grade outside 0-3.
+        ``KeyError`` when the workspace holds no such passage; ``ValueError`` for a query too
+        long to keep a grade under (``graded_query_refusal``) or (pydantic's) a grade outside
+        0-3.
         """
+        refusal = graded_query_refusal(" ".join(query.split()))
+        if refusal:
+            raise ValueError(refusal)
         tenant = self._tenant(workspace)
         passage = self._call(self._store.get(chunk_id, tenant))
         if passage is None:
@@ -322,6 +327,11 @@ class JudgingActions(StoreRunner):
         fmt = JudgmentFormat(fmt)
         pairs = read_judgments(data, fmt)
         queries = self.query_set(query_set, workspace=workspace).queries
+        named = {pair.query for pair in pairs}
+        for q in queries:  # refused before anything is stored, naming the query
+            refusal = graded_query_refusal(q.text)
+            if refusal and (q.query_id in named or q.text in named):
+                raise JudgmentError(f"query {q.query_id}: {refusal}")
         by_key = {(q.text if fmt is JudgmentFormat.CSV else q.query_id): q.text for q in queries}
         return self._call(self._import(pairs, by_key, workspace))
 

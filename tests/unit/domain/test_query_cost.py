@@ -75,3 +75,10 @@ def test_docs_bounds_states_the_rule_with_the_numbers_core_uses() -> None:
         "core/domain/query_cost.py",
     ):
         assert stated in text, stated
+
+
+def test_docs_bounds_states_the_graded_query_bound_core_uses() -> None:
+    from core.domain.judging import MAX_GRADED_QUERY_BYTES
+
+    text = (Path(__file__).resolve().parents[3] / "docs" / "bounds.md").read_text(encoding="utf-8")
+    assert f"**{MAX_GRADED_QUERY_BYTES:,} bytes**" in text

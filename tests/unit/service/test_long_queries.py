@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from core.domain.judging import QuerySet, SetQuery
+from core.domain.judging import MAX_GRADED_QUERY_BYTES, Judgment, QuerySet, SetQuery
 from core.domain.query_cost import MAX_QUERY_TERMS, MAX_QUERY_WORDS, query_refusal
-from core.service import LexplainService, RunSpec
+from core.service import JudgmentError, LexplainService, RunSpec
 from core.settings import Settings
 from tests.fixtures.queries import (
     CISI_LONGEST,
@@ -63,8 +63,9 @@ def _files(text: str) -> tuple[bytes, bytes]:
 
 
 def _graded_set(service: LexplainService, text: str) -> str:
-    """A set holding ``text``, graded once: written to the store directly, as a set kept before
-    the rule was would be (every import path now refuses the query the set holds)."""
+    """A set holding ``text``, graded once: both written to the in-memory store directly, as a
+    set and a grade kept before the rule was would be (every path now refuses the query, and a
+    grade of a query past ``MAX_GRADED_QUERY_BYTES``)."""
     name = f"set {len(service.query_sets(workspace=WS))}"
     tenant = service._tenant(WS)
     first = cranfield_questions()[0][1]
@@ -74,8 +75,12 @@ def _graded_set(service: LexplainService, text: str) -> str:
     )
     found = QuerySet(tenant_id=tenant, name=name, queries=queries, created_at=datetime.now(UTC))
     service._call(service._store.save_query_set(found))
-    passage = service.search("wing", workspace=WS).passages[0].chunk.id
-    service.grade(text, passage, 2, workspace=WS)
+    passage = service.search("wing", workspace=WS).passages[0].chunk
+    graded = Judgment.model_construct(
+        tenant_id=tenant, query=" ".join(text.split()), chunk_id=passage.id,
+        source_id=passage.source_id, grade=2, rater="local", judged_at=datetime.now(UTC),
+    )  # fmt: skip
+    service._call(service._store.put_judgments(tenant, [graded]))
     return name
 
 
@@ -147,3 +152,39 @@ def test_a_file_of_only_refusable_lines_stores_nothing_and_the_set_of_that_name_
             "kept", ASKED["one distinct term too many"][0], "lines", workspace=WS
         )
     assert [q.text for q in service.query_set("kept", workspace=WS).queries] == ["flutter"]
+
+
+@pytest.fixture(scope="module", params=["memory", "postgres"])
+def each_store(request: pytest.FixtureRequest) -> Iterator[LexplainService]:
+    """A few Cranfield documents in each store, through the service."""
+    if request.param == "memory":
+        settings = Settings(store="memory")
+    else:
+        url = request.getfixturevalue("database_url")
+        schema = request.getfixturevalue("pg_schema")
+        settings = Settings(store="postgres", database_url=url, database_schema=schema)
+    svc = LexplainService.from_settings(settings)
+    lines = CORPUS.read_text(encoding="utf-8").splitlines()[:50]
+    svc.upload_files([("corpus.jsonl", "\n".join(lines).encode())], workspace=WS)
+    yield svc
+    svc.close()
+
+
+def test_every_store_keeps_a_grade_of_a_long_question_and_refuses_one_too_long_to_key_plainly(
+    each_store: LexplainService,
+) -> None:
+    """PostgreSQL keys a grade by its query's text in a btree (at most 2,704 bytes an entry):
+    an 8,864-character query failed there with the server's error; now every store refuses
+    it in one sentence before writing, and takes CISI-length questions."""
+    passage = each_store.search("wing", workspace=WS).passages[0].chunk.id
+    each_store.grade(long_question(), passage, 2, workspace=WS)
+    assert each_store.my_grades(long_question(), workspace=WS) == {passage: 2}
+    texts = [text for _, text in cranfield_questions()]
+    too_long = " ".join(texts[:80])  # searched fine: 8,864 characters, well within the rule
+    assert query_refusal(too_long) == "" and len(too_long.encode()) > MAX_GRADED_QUERY_BYTES
+    with pytest.raises(ValueError, match=r"^a query of 8,864 bytes cannot be graded: a grade is"):
+        each_store.grade(too_long, passage, 2, workspace=WS)
+    each_store.save_query_set("too long", too_long, "lines", workspace=WS)
+    with pytest.raises(JudgmentError, match=r"^query 1: a query of 8,864 bytes cannot be graded"):
+        each_store.import_judgments("1 0 1 2\n", "trec", "too long", workspace=WS)
+    assert each_store.judgments(workspace=WS, queries=[too_long]) == []
