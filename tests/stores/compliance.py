@@ -155,9 +155,11 @@ class ChunkStoreCompliance:
         await store.delete_by_source("doc-c", tenant)
         held = {c.id: c.source_id for c in chunks if c.source_id != "doc-c"}
         asked = [*reversed([c.id for c in chunks]), chunks[0].id, theirs.id, "0" * 64]
-        asked += ["not an id", "nul\x00", "\ud800", ""]
+        asked += ["not an id", "nul\x00", "\ud800", "", chunks[1].id.upper(), " " * 64, "g" * 64]
         assert await store.source_ids(asked, tenant) == held
         assert await store.source_ids([chunks[2].id], tenant) == {chunks[2].id: "doc-b"}
+        for odd in ([chunks[1].id.upper(), "0" * 64], [" " * 64], ["é" * 64]):  # all 64 long
+            assert await store.source_ids([*odd, chunks[0].id], tenant) == {chunks[0].id: "doc-a"}
         assert await store.source_ids([theirs.id], other) == {theirs.id: "theirs"}
         assert await store.source_ids([], tenant) == {}
         assert await store.source_ids(asked, uuid.uuid4()) == {}

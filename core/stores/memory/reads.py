@@ -35,7 +35,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import operator
-import re
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -71,9 +70,6 @@ PIECE: Final = 1 << 22
 #: A term whose posting holds at least 1/this of the rows keeps its rows' bitset once a query
 #: asked for it: N/8 bytes, at most twice its rows' own 4 bytes a posting.
 KEEP_BITS: Final = 64
-
-#: Stored-form chunk ids joined: every id of a candidate read is one.
-_STORED: Final = re.compile(r"(?:[0-9a-f]{64})*")
 
 Int32s = npt.NDArray[np.int32]
 #: One view built in a thread at a time: two readers of a new image wait for one build.
@@ -315,12 +311,25 @@ async def read_view(image: Image) -> View:
     return view_of(image)
 
 
+def _as_stored(chunk_ids: list[str]) -> bool:
+    """Whether every one of ``chunk_ids`` is 64 hex digits (upper case passes: such an id is
+    found nowhere), checked on them joined in C: a regex over the join was ~0.3 ms a query."""
+    joined = "".join(chunk_ids)
+    if not set(map(len, chunk_ids)) <= {64} or not (joined.isascii() and joined.isalnum()):
+        return False
+    try:
+        bytes.fromhex(joined)
+    except ValueError:
+        return False
+    return True
+
+
 def sources_of(image: Image, chunk_ids: Sequence[str]) -> dict[str, str]:
     """The source id of each of ``chunk_ids`` ``image`` holds live (``PassageStore.source_ids``):
     one binary search of them all, no passage copied, no step per id in Python (a thousand
     candidates' ids a query: a regex and a dict entry each were half its time)."""
     wanted = list(dict.fromkeys(chunk_ids))
-    if not _STORED.fullmatch("".join(wanted)):  # not every one as stored: those that are
+    if not _as_stored(wanted):  # not every one as stored: only those that are
         wanted = [i for i in wanted if CHUNK_ID.fullmatch(i)]
     rows, _ = image.rows_of_ids(wanted)
     found = [at for at, row in enumerate(rows) if row >= 0]
