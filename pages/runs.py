@@ -2,9 +2,10 @@
 
 Every number is core's: ``evaluate_judged`` (the set's graded queries, by passage or by a
 document's best passage, with Judged@k beside the other metrics), ``save_run`` (the run and
-the grades as they stood) and ``compare_saved_runs`` (win/tie/loss, means with 95%
-intervals, the t-test and the randomisation test, RBO and Jaccard). The last evaluation is
-kept in session state so saving it does not run the set again.
+the grades as they stood), ``compare_saved_runs`` (win/tie/loss, means with 95% intervals,
+the t-test and the randomisation test, RBO and Jaccard) and ``evaluate_residual`` (feedback
+from the grades measured without the passages fed back, and the sentence why). The last
+evaluation is kept in session state so saving it does not run the set again.
 """
 
 from __future__ import annotations
@@ -28,10 +29,12 @@ from core.service import (
     JudgmentError,
     Ranker,
     RankerKind,
+    ResidualEvaluation,
     RunSpec,
     SavedRunSummary,
     TuningGrid,
     grid_values,
+    learned_from_judged,
 )
 from pages.common import (
     WORKSPACE_PARAM,
@@ -58,6 +61,16 @@ COLUMNS = {
 
 #: Session keys of the last diagnosis, the last grid (with its set) and the last ledger.
 DIAGNOSIS_KEY, TUNING_KEY, LEDGER_KEY = "runs_diagnosis", "runs_tuning", "runs_ledger"
+#: Session key of the last residual measurement of feedback from the grades.
+RESIDUAL_KEY = "runs_residual"
+#: The residual measurement's means, as columns: label -> the run's field.
+RESIDUAL_MEANS = {
+    "nDCG@k": "mean_ndcg",
+    "P@k": "mean_precision",
+    "recall@k": "mean_recall",
+    "MRR": "mean_mrr",
+    "AP": "mean_ap",
+}
 #: Set by "Widen … and tune again": the next run tunes the widened grid without a click.
 TUNE_AGAIN_KEY = "_tune_again"
 #: Key of Compare's multiselect of saved runs (set when runs are saved to compare).
@@ -321,6 +334,52 @@ if ledger is not None:
             ]
         )
         st.success("Saved both: they are picked under Compare saved runs.")
+
+st.subheader("What feedback from the grades did, measured honestly")
+st.caption(escape_text(learned_from_judged(ExpansionSpec.rocchio().fb_docs)))
+if st.button("Measure feedback from my grades (Rocchio)", key="runs_measure_rocchio"):
+    try:
+        with st.spinner("Ranking each graded query twice, the fed-back passages left out…"):
+            st.session_state[RESIDUAL_KEY] = service.evaluate_residual(
+                chosen, k, limit, workspace=ws
+            )
+            remember_inputs(RESIDUAL_KEY, (chosen, k, limit))
+    except (JudgmentError, KeyError, ValueError) as exc:
+        st.error(str(exc))
+residual: ResidualEvaluation | None = st.session_state.get(RESIDUAL_KEY)
+if residual is not None:
+    out_of_date(RESIDUAL_KEY, (chosen, k, limit), "Measure feedback from my grades (Rocchio)")
+    st.markdown(escape_text(residual.note))
+    if residual.significance.warning:
+        st.warning(escape_text(residual.significance.warning))
+    st.dataframe(
+        [
+            {
+                "run": measured.label,
+                **{
+                    label.replace("@k", f"@{measured.k}"): getattr(measured, field)
+                    for label, field in RESIDUAL_MEANS.items()
+                },
+            }
+            for measured in (residual.typed, residual.expanded)
+        ],
+        hide_index=True,
+        key="runs_residual_means",
+    )
+    with_feedback = {r.query_id: r.ndcg for r in residual.expanded.rows}
+    st.dataframe(
+        [
+            {
+                "query": r.query,
+                "passages fed back": len(residual.fed_back.get(r.query_id, [])),
+                f"nDCG@{residual.typed.k} as typed": r.ndcg,
+                f"nDCG@{residual.typed.k} with feedback": with_feedback[r.query_id],
+            }
+            for r in residual.typed.rows
+        ],
+        hide_index=True,
+        key="runs_residual_table",
+    )
 
 st.subheader("Why relevant passages were lost")
 st.caption(

@@ -102,8 +102,8 @@ EXPAND_CHOICES = {
 GRADES_NOTE = (
     "Learned from this query's grades: the passages graded 1-3 pull their terms in (beta "
     "0.75), those graded 0 push theirs out (gamma 0.15). The graded passages are the ones it "
-    "was taught, so judging this ranking by the same grades would flatter it; Runs does not "
-    "offer it as a run for that reason."
+    "was taught, so judging this ranking by the same grades would flatter it; Runs measures "
+    "it by residual ranking instead, the passages fed back left out."
 )
 #: What an expanded search changes, said under its expanded query.
 EXPANDED_NOTE = (

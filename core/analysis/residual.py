@@ -24,6 +24,19 @@ from core.domain.comparison import SignificanceResult, randomisation_test
 RELEVANT = 1
 
 
+def learned_from_judged(fb_docs: int) -> str:
+    """Why feedback from the grades is not judged as a run, and what is measured instead: said
+    above the residual measurement on Runs."""
+    return (
+        "Feedback from the grades (Rocchio, Search's 'from my grades') learns from graded "
+        "passages, and the passages it learned from are in the judged set: judged by the same "
+        "grades, its ranking would be credited for passages it was fed. So it is measured by "
+        f"residual ranking: the graded passages in each query's typed top {fb_docs} are fed "
+        "back, then left out of both rankings (as typed and with feedback) and of the judged "
+        "set."
+    )
+
+
 def fed_back(typed_ranked: Sequence[str], grades: Mapping[str, int], fb_docs: int) -> list[str]:
     """The passages whose grades are fed back: the graded ones among the typed ranking's first
     ``fb_docs`` (what a rater saw), in rank order."""

@@ -76,6 +76,7 @@ from core.analysis.rankers import (
     RankerKind,
     RankMovement,
 )
+from core.analysis.residual import ResidualEvaluation, learned_from_judged
 from core.analysis.tuning import DEFAULT_BS, DEFAULT_K1S, METRICS, GridSpec, TuningGrid, grid_values
 from core.domain.bm25 import ScoreExplanation
 from core.domain.chunks import ChunkingOptions
@@ -252,6 +253,7 @@ __all__ = [
     "RankerKind",
     "ReextractionReport",
     "RefusedQuery",
+    "ResidualEvaluation",
     "RunDiagnosis",
     "RunSpec",
     "SavedQuerySet",
@@ -270,6 +272,7 @@ __all__ = [
     "compare_runs",
     "expansion_rows",
     "grid_values",
+    "learned_from_judged",
     "local_mode",
     "one_sentence",
     "refused_heading",

@@ -10,7 +10,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from core.analysis.sentences import escape_text
-from core.service import SAMPLE_CORPUS, SAMPLE_QUERY_SET, ExpansionSpec
+from core.service import SAMPLE_CORPUS, SAMPLE_QUERY_SET, ExpansionSpec, learned_from_judged
 
 APP = str(SAMPLE_CORPUS.parents[2] / "app.py")
 
@@ -76,3 +76,32 @@ def test_with_expand_on_diagnose_shows_the_rm3_runs_causes_the_facades(graded: s
     assert [i.value for i in at.info] == [expected.ceiling_note]
     table = next(f.value for f in at.dataframe if "nDCG lost" in f.value.columns)
     assert list(table["nDCG lost"]) == [q.ndcg_lost for q in expected.queries]
+
+
+def test_runs_measures_feedback_from_the_grades_without_the_passages_it_learned_from(
+    graded: str,
+) -> None:
+    from pages.common import get_service
+
+    service = get_service()
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.query_params["ws"] = graded
+    at.run()
+    at.switch_page("pages/runs.py").run()
+    # Said before anything is measured: what it learned from is in the judged set.
+    assert escape_text(learned_from_judged(10)) in [c.value for c in at.caption]
+    at.button(key="runs_measure_rocchio").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    found = service.evaluate_residual(SAMPLE_QUERY_SET, 10, 1000, workspace=graded)
+    assert sum(len(units) for units in found.fed_back.values()) > 0
+    assert escape_text(found.note) in "\n".join(m.value for m in at.markdown)
+    means = next(f.value for f in at.dataframe if "run" in f.value.columns)
+    assert list(means["run"]) == [found.typed.label, found.expanded.label]
+    assert list(means["nDCG@10"]) == [found.typed.mean_ndcg, found.expanded.mean_ndcg]
+    assert list(means["AP"]) == [found.typed.mean_ap, found.expanded.mean_ap]
+    table = next(f.value for f in at.dataframe if "passages fed back" in f.value.columns)
+    assert list(table["passages fed back"]) == [
+        len(found.fed_back[r.query_id]) for r in found.typed.rows
+    ]
+    assert list(table["nDCG@10 as typed"]) == [r.ndcg for r in found.typed.rows]
+    assert list(table["nDCG@10 with feedback"]) == [r.ndcg for r in found.expanded.rows]
