@@ -14,24 +14,35 @@ PostgreSQL server's own memory is its business (its ``work_mem`` bounds a query 
 The other half of item 5, a heavy query beside a light one, is ``bench_stall --work
 truncation``.
 
-    .venv/bin/python -m bench.bench_query_probes --store memory|embedded|stock|citus
+``--probes analyses`` runs issue 49 item 1's instead (``bench.analysis_probes``): every
+analysis at the largest input the app accepts (10,000 graded queries, the largest grid, by
+document, judgment files), each against 60 s and 1 GiB; ``--record`` writes their rows to
+bench/results/query_probes.json. ``--store postgres`` is the server at ``DATABASE_URL`` (a
+schema of the bench's own, dropped before and after), rather than a throwaway one.
+
+    .venv/bin/python -m bench.bench_query_probes --store memory|embedded|stock|citus|postgres
+    .venv/bin/python -m bench.bench_query_probes --store postgres --probes analyses --record
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
+import os
 import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import SecretStr
 
 from bench.bench_citus import cluster
 from bench.bench_load import SERVERS, server
+from bench.results import record
 from bench.scale_setup import zipf_corpus
 from core.analysis.rankers import Ranker, RankerKind
 from core.domain.tokenize import tokenize
@@ -39,6 +50,9 @@ from core.service.facade import LexplainService
 from core.service.runner import ResultCache
 from core.settings import Settings
 from core.stores.postgres.embedded import running
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 #: Passages of the issue's probed workspace.
 PASSAGES = 47_505
@@ -51,6 +65,8 @@ HUGE = 10**9
 #: Judged queries of the issue's Evaluate.
 EVALUATE_QUERIES = 1_000_000
 WORKSPACE = "probe"
+#: The schema ``--store postgres`` keeps its tables in (dropped before and after a run).
+SCHEMA = "bench_query_probes"
 
 
 def _status(field: str) -> int:
@@ -75,6 +91,7 @@ def measured(call: Callable[[], str]) -> dict[str, object]:
     return {
         "seconds": round(seconds, 2),
         "peak_over_mib": round((_status("VmHWM") - before) / 1024),
+        "peak_mib": round(_status("VmHWM") / 1024),
         "outcome": outcome[:150],
     }
 
@@ -88,6 +105,18 @@ def opened(store: str) -> Iterator[tuple[LexplainService, str | None]]:
             yield service, None
         finally:
             service.close()
+        return
+    if store == "postgres":
+        url = database_url()
+        drop_schema(url, SCHEMA)
+        service = LexplainService.from_settings(
+            Settings(database_url=SecretStr(url), database_schema=SCHEMA)
+        )
+        try:
+            yield service, url
+        finally:
+            service.close()
+            drop_schema(url, SCHEMA)
         return
     if store == "embedded":
         with tempfile.TemporaryDirectory(prefix="lexplain-qprobe.") as data:
@@ -105,6 +134,27 @@ def opened(store: str) -> Iterator[tuple[LexplainService, str | None]]:
             yield service, url
         finally:
             service.close()
+
+
+def database_url() -> str:
+    """The running server's URL (``LEXPLAIN_DATABASE_URL``, else ``DATABASE_URL``)."""
+    url = os.environ.get("LEXPLAIN_DATABASE_URL") or os.environ.get("DATABASE_URL")
+    if not url:
+        raise SystemExit("--store postgres needs DATABASE_URL (source /work/pgenv.sh)")
+    return url
+
+
+def drop_schema(url: str, schema: str) -> None:
+    import asyncpg
+
+    async def drop() -> None:
+        conn = await asyncpg.connect(url)
+        try:
+            await conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+        finally:
+            await conn.close()
+
+    asyncio.run(drop())
 
 
 def probes(service: LexplainService, texts: list[str]) -> dict[str, Callable[[], str]]:
@@ -165,8 +215,13 @@ def probes(service: LexplainService, texts: list[str]) -> dict[str, Callable[[],
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--store", choices=("memory", "embedded", "stock", "citus"), required=True)
+    parser.add_argument(
+        "--store", choices=("memory", "embedded", "stock", "citus", "postgres"), required=True
+    )
     parser.add_argument("--passages", type=int, default=PASSAGES)
+    parser.add_argument("--probes", choices=("queries", "analyses"), default="queries")
+    parser.add_argument("--only", default="", help="analyses: a comma-separated subset")
+    parser.add_argument("--record", action="store_true", help="analyses: write their rows")
     args = parser.parse_args()
     ids, texts, _ = zipf_corpus(args.passages)
     corpus = "".join(
@@ -187,8 +242,24 @@ def main() -> None:
             ),
             flush=True,
         )
-        for name, call in probes(service, texts).items():
-            print(json.dumps({"probe": name, **measured(call)}), flush=True)
+        if args.probes == "queries":
+            for name, call in probes(service, texts).items():
+                print(json.dumps({"probe": name, **measured(call)}), flush=True)
+            return
+        from bench import analysis_probes
+
+        wanted = [name for name in args.only.split(",") if name]
+        calls: Mapping[str, Callable[[], str]] = analysis_probes.probes(
+            service, WORKSPACE, ids, texts, wanted
+        )
+        rows, seconds = [], {}
+        for name, call in calls.items():
+            found = {"probe": name, **measured(call), "load": f"{os.getloadavg()[0]:.1f}"}
+            print(json.dumps(found), flush=True)
+            seconds[name] = float(found["seconds"])  # type: ignore[arg-type]
+            rows.append(analysis_probes.row(name, args.store, len(ids), found, seconds))
+        if args.record:
+            record("query_probes", rows)
 
 
 if __name__ == "__main__":
