@@ -24,6 +24,7 @@ counts the index holds, by the one tokenizer.
 
 from __future__ import annotations
 
+import heapq
 from collections import Counter
 from collections.abc import Sequence
 from typing import Final, Literal, NamedTuple, Protocol
@@ -171,22 +172,47 @@ class Feedback(NamedTuple):
     score: float
 
 
-#: (chunk id, tf, part) per term: a ``TermSource`` is built only for a kept term.
-Parts = dict[str, list[tuple[str, int, float]]]
+class _Weighed:
+    """The passages weighed so far, in order, each with its weight, term counts and dl: a
+    term's parts (``TermSource``) are built only for the few terms kept, not for every term
+    of every passage (~500 a query, most of an RM3 expansion's time)."""
+
+    def __init__(self) -> None:
+        self.passages: list[tuple[str, float, Counter[str], int]] = []
+
+    def sources(self, term: str) -> list[tuple[str, int, float]]:
+        """(chunk id, tf, part) of ``term`` in each passage holding it, in the order weighed."""
+        return [
+            (chunk_id, counts[term], weight * (counts[term] / dl))
+            for chunk_id, weight, counts, dl in self.passages
+            if term in counts
+        ]
 
 
 def _add_passage(
-    chunk: StoredChunk, weight: float, profile: Profile, totals: dict[str, float], parts: Parts
+    chunk: StoredChunk,
+    weight: float,
+    profile: Profile,
+    totals: dict[str, float],
+    weighed: _Weighed,
 ) -> int:
-    """Add ``weight * tf(t, D) / dl(D)`` of each of the passage's terms (after ``profile``, in
-    term order) to ``totals``, and the part to ``parts``; the passage's dl (0: nothing added).
-    RM3 and Rocchio both weigh a passage's terms so; they differ in the weight."""
+    """Add ``weight * tf(t, D) / dl(D)`` of each of the passage's terms (after ``profile``) to
+    ``totals`` (one addition per term and passage, so the order within a passage changes no
+    sum), and the passage to ``weighed``; the passage's dl (0: nothing added). RM3 and Rocchio
+    both weigh a passage's terms so; they differ in the weight."""
     tokens = tokenize(chunk.text, profile)
-    for term, tf in sorted(Counter(tokens).items()):
-        part = weight * (tf / len(tokens))
-        totals[term] = totals.get(term, 0.0) + part
-        parts.setdefault(term, []).append((chunk.id, tf, part))
-    return len(tokens)
+    dl = len(tokens)
+    counts = Counter(tokens)
+    for term, tf in counts.items():
+        totals[term] = totals.get(term, 0.0) + weight * (tf / dl)
+    weighed.passages.append((chunk.id, weight, counts, dl))
+    return dl
+
+
+def _highest(values: dict[str, float], n: int) -> list[tuple[str, float]]:
+    """The ``n`` highest values, ties by term ascending: ``sorted(...)[:n]`` without sorting
+    every term (the key is unique, so both give the same list)."""
+    return heapq.nsmallest(n, values.items(), key=lambda item: (-item[1], item[0]))
 
 
 def _as_typed(
@@ -227,7 +253,7 @@ def rm3(
         total += ranked.score
     passages: list[FeedbackPassage] = []
     relevance: dict[str, float] = {}
-    sources: Parts = {}
+    sources = _Weighed()
     empty = 0
     for rank, ranked in enumerate(used, start=1):
         share = ranked.score / total if total > 0 else 0.0
@@ -249,7 +275,7 @@ def rm3(
             f"{empty} feedback passage{'s' if empty != 1 else ''} had no terms left after the "
             "profile and added nothing"
         )
-    kept = sorted(relevance.items(), key=lambda item: (-item[1], item[0]))[: spec.fb_terms]
+    kept = _highest(relevance, spec.fb_terms)
     norm = 0.0
     for _, value in kept:
         norm += value
@@ -279,7 +305,7 @@ def rm3(
                 sources=[
                     TermSource(chunk_id=chunk_id, tf=tf, part=part)
                     for chunk_id, tf, part in (
-                        sources.get(term, []) if term in from_feedback else []
+                        sources.sources(term) if term in from_feedback else []
                     )
                 ],
             )
@@ -307,7 +333,7 @@ def rocchio(
     notes: list[str] = []
     passages: list[FeedbackPassage] = []
     parts: dict[str, float] = {}
-    sources: Parts = {}
+    sources = _Weighed()
     for group, sign, share in (
         (relevant, 1.0, spec.beta / len(relevant) if relevant else 0.0),
         (other, -1.0, spec.gamma / len(other) if other else 0.0),
@@ -323,9 +349,7 @@ def rocchio(
     if not relevant:
         notes.append("no passage of this query is graded relevant, so it is searched as typed")
         return _as_typed(spec, distinct, passages, notes)
-    kept = [(t, v) for t, v in sorted(parts.items(), key=lambda i: (-i[1], i[0])) if v > 0][
-        : spec.fb_terms
-    ]
+    kept = _highest({t: v for t, v in parts.items() if v > 0}, spec.fb_terms)
     from_feedback = dict(kept)
     query_share = spec.original_weight * (1.0 / len(distinct))
     asked = set(distinct)
@@ -342,7 +366,7 @@ def rocchio(
             ExpansionTerm(
                 term=term, weight=weight, typed=term in asked, query_part=query_part,
                 feedback_part=feedback_part, relevance=parts.get(term, 0.0),
-                sources=[TermSource(chunk_id=c, tf=n, part=p) for c, n, p in sources.get(term, [])],
+                sources=[TermSource(chunk_id=c, tf=n, part=p) for c, n, p in sources.sources(term)],
             )
         )  # fmt: skip
     if dropped:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import io
+from itertools import islice
 from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -264,7 +265,7 @@ class SearchActions(StoreRunner):
         matching = handed.matching
         position = {chunk_id: i + 1 for i, chunk_id in enumerate(handed.ids)}
         names = await entity_names(self._store, [r.chunk for r in ranked], tenant)
-        top_before = {chunk_id for chunk_id, rank in before.items() if rank <= k}
+        top_before = set(islice(before, k))  # ``before`` is in rank order
         added = set(expansion.added) if expansion is not None else set()
         passages = [
             RankedPassage(
@@ -342,7 +343,9 @@ class SearchActions(StoreRunner):
             chunks = handed.chunks(rows)
             scored = zip(chunks, scores[rows].tolist(), strict=True)
             expansion = rm3(terms, [Feedback(c, s) for c, s in scored], profile, spec)
-        before = {str(handed.ids[row]): i + 1 for i, row in enumerate(order.tolist())}
+        # Rank order, so the first k keys are the unexpanded top k (one column read, not 1,000).
+        ranked_ids = map(str, handed.ids_at(order).tolist())
+        before = dict(zip(ranked_ids, range(1, len(order) + 1), strict=True))
         weights = expansion.weights
         expanded = sorted(weights)
         check_query_terms(expanded, "the expanded query")
