@@ -20,11 +20,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from functools import cached_property
-from typing import Any, Final, NamedTuple
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, cast
 
 import numpy as np
 import numpy.typing as npt
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
 
 from core.domain.bm25 import CorpusStats, QueryScorer, ScoreExplanation
 from core.domain.chunks import StoredChunk
@@ -276,14 +284,94 @@ class LexicalCandidates(BaseModel):
         ]
 
 
+class _Explainer:
+    """The explanations of a list of results, built on the first read of any of them
+    (``QueryScorer.explain_columns`` over all their rows at once: the bits an eager build
+    gives, since every cell is computed alone and each sum is in sorted term order)."""
+
+    __slots__ = ("_built", "_doc_lengths", "_scorer", "_terms", "_tfs")
+
+    def __init__(
+        self,
+        scorer: QueryScorer,
+        terms: Sequence[str],
+        tfs: npt.NDArray[np.int64],
+        doc_lengths: npt.NDArray[np.int64],
+    ) -> None:
+        self._scorer, self._terms, self._tfs, self._doc_lengths = scorer, terms, tfs, doc_lengths
+        self._built: list[ScoreExplanation] | None = None
+
+    def explanation(self, i: int) -> ScoreExplanation:
+        built_ = self._built
+        if built_ is None:
+            # Two threads reading at once both build the same list; either one is kept.
+            built_ = self._scorer.explain_columns(self._terms, self._tfs, self._doc_lengths)
+            self._built = built_
+        return built_[i]
+
+
 class RankedChunk(BaseModel):
-    """One result: the passage, its score, and the arithmetic behind the score."""
+    """One result: the passage, its score, and the arithmetic behind the score.
+
+    ``rank_chunks`` hands results whose ``explanation`` is built on its first read (then kept):
+    at 10k passages a search's explanations were ~40% of it, and a caller that reads the ids
+    and scores alone (a benchmark, parity's top-k check) never pays them. Every way a model is
+    read whole (``==``, dumps, ``repr``) reads it first; a copy or a pickle carries the
+    explainer. Rejected: callers telling ``rank_chunks`` whether they will read them (each
+    would have to know), and explanations in numpy for all rows (landed, ``explain_columns``:
+    the models built per term were the cost, not the arithmetic). The stepped ``rank_steps``
+    the screens use still builds them, a step per block, so no screen's read holds the loop.
+    """
 
     model_config = ConfigDict(frozen=True)
 
     chunk: StoredChunk
     score: float
     explanation: ScoreExplanation
+    #: (the explainer, this result's index in it) until ``explanation`` is first read.
+    _later: tuple[_Explainer, int] | None = PrivateAttr(default=None)
+
+    if not TYPE_CHECKING:
+
+        def __getattr__(self, name: str) -> Any:
+            if name == "explanation":
+                return self._explained()
+            return super().__getattr__(name)
+
+    def _explained(self) -> ScoreExplanation:
+        """The explanation, built now if it was left for later."""
+        done = self.__dict__.get("explanation")
+        if done is not None:
+            return cast(ScoreExplanation, done)
+        private = self.__pydantic_private__ or {}
+        later = cast("tuple[_Explainer, int] | None", private.get("_later"))
+        if later is None:
+            raise AttributeError(f"{type(self).__name__!r} object has no 'explanation'")
+        explainer, i = later
+        explanation = explainer.explanation(i)
+        self.__dict__["explanation"] = explanation  # frozen to callers; filled in once here
+        return explanation
+
+    @model_serializer(mode="wrap")
+    def _explained_first(self, handler: SerializerFunctionWrapHandler) -> Any:
+        self._explained()
+        return handler(self)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, RankedChunk):
+            return NotImplemented
+        return (
+            type(self) is type(other)
+            and self.chunk == other.chunk
+            and self.score == other.score
+            and self._explained() == other._explained()
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr_args__(self) -> Any:
+        self._explained()
+        return super().__repr_args__()
 
 
 #: One fields set for every RankedChunk ``ranked_row_steps`` builds (the model is frozen).
@@ -360,8 +448,9 @@ def rank_chunks(
     k: int,
     weights: Mapping[str, float] | None = None,
 ) -> list[RankedChunk]:
-    """The top ``k`` candidates by BM25, ties broken by chunk id ascending."""
-    return finish(rank_steps(terms, candidates, k, weights))
+    """The top ``k`` candidates by BM25, ties broken by chunk id ascending; each explanation is
+    built when first read (``RankedChunk``)."""
+    return finish(rank_steps(terms, candidates, k, weights, later=True))
 
 
 def rank_steps(
@@ -369,16 +458,19 @@ def rank_steps(
     candidates: LexicalCandidates,
     k: int,
     weights: Mapping[str, float] | None = None,
+    *,
+    later: bool = False,
 ) -> Steps[list[RankedChunk]]:
     """``rank_chunks`` in steps: the scoring's blocks, then one step per explained result (a
-    1,000-term query's scoring and explanations were ~0.1 s in one piece)."""
+    1,000-term query's scoring and explanations were ~0.1 s in one piece); ``later``: the
+    explanations are built on first read instead (``ranked_row_steps``)."""
     if k < 0:
         raise ValueError(f"k must be >= 0, got {k}")
     if k == 0 or not terms:
         return []
     scores = yield from candidate_score_steps(terms, candidates, weights)
     rows = top_rows(scores, candidates.id_order, k)
-    return (yield from ranked_row_steps(terms, candidates, rows, scores, weights))
+    return (yield from ranked_row_steps(terms, candidates, rows, scores, weights, later=later))
 
 
 def ranked_rows(
@@ -398,14 +490,27 @@ def ranked_row_steps(
     rows: npt.NDArray[np.int64],
     scores: npt.NDArray[np.float64],
     weights: Mapping[str, float] | None = None,
+    *,
+    later: bool = False,
 ) -> Steps[list[RankedChunk]]:
     """``ranked_rows`` in steps of ``EXPLAIN_BLOCK_CELLS`` result x term cells; the scorer (an
     IDF per distinct term) and the passages' copies are steps of their own (~2 ms each for
-    1,000 terms and 100 rows)."""
+    1,000 terms and 100 rows). ``later``: no explanation is built here; each result's is built
+    on its first read, all of the list's at once (``RankedChunk``)."""
     scorer = QueryScorer(terms, candidates.stats, weights=weights)
     yield
     chunks = candidates.chunks(rows)
     yield
+    if later:
+        explainer = _Explainer(
+            scorer, candidates.terms, candidates.tfs[rows], candidates.doc_lengths[rows]
+        )
+        waiting: list[RankedChunk] = []
+        for i, (chunk, score) in enumerate(zip(chunks, scores[rows].tolist(), strict=True)):
+            result = built(RankedChunk, {"chunk": chunk, "score": score}, _RANKED_FIELDS)
+            object.__setattr__(result, "__pydantic_private__", {"_later": (explainer, i)})
+            waiting.append(result)
+        return waiting
     ranked: list[RankedChunk] = []
     step = max(1, EXPLAIN_BLOCK_CELLS // max(1, len(candidates.terms)))
     for start in range(0, len(rows), step):

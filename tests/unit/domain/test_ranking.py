@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import math
 import random
+from collections.abc import Callable
 from uuid import UUID
 
 import numpy as np
@@ -14,7 +15,13 @@ from hypothesis import strategies as st
 
 from core.domain.bm25 import CorpusStats, QueryScorer, bm25_score
 from core.domain.chunks import StoredChunk
-from core.domain.ranking import LexicalCandidate, LexicalCandidates, candidate_scores, rank_chunks
+from core.domain.ranking import (
+    LexicalCandidate,
+    LexicalCandidates,
+    RankedChunk,
+    candidate_scores,
+    rank_chunks,
+)
 
 TENANT = UUID("00000000-0000-0000-0000-000000000001")
 
@@ -149,3 +156,55 @@ def test_a_copy_with_other_rows_or_statistics_is_scored_afresh() -> None:
         candidate_scores(["wing"], fresh).tolist()
     )
     assert candidate_scores(["wing"], restated).tolist() != whole.tolist()
+
+
+def test_results_explained_on_first_read_are_the_eager_ones_bit_for_bit_in_every_form(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``rank_chunks`` leaves each explanation until it is read; read, dumped, compared,
+    printed, copied or pickled, a result is what the stepped ranking builds at once."""
+    import copy
+    import pickle
+
+    from core.domain.ranking import rank_steps
+    from core.domain.steps import finish
+
+    rng = random.Random(7)
+    cands = [
+        candidate(
+            f"p{i}", {"wing": rng.randint(0, 3), "body": rng.randint(0, 3)}, rng.randint(1, 30)
+        )
+        for i in range(40)
+    ]
+    pool = LexicalCandidates(stats=STATS, candidates=cands)
+    terms = ["wing", "body", "tail"]
+    eager = finish(rank_steps(terms, pool, 12))
+    built = 0
+    explain = QueryScorer.explain_columns
+
+    def counted(*args: object, **kwargs: object) -> object:
+        nonlocal built
+        built += 1
+        return explain(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(QueryScorer, "explain_columns", counted)
+    later = rank_chunks(terms, pool, 12)
+    assert built == 0 and [(r.chunk, r.score) for r in later] == [(r.chunk, r.score) for r in eager]
+    assert [r.explanation for r in later] == [r.explanation for r in eager] and built == 1
+    for a, b in zip(later, eager, strict=True):
+        assert a.explanation.score.hex() == b.score.hex() == b.explanation.score.hex()
+        assert [t.contribution.hex() for t in a.explanation.terms] == [
+            t.contribution.hex() for t in b.explanation.terms
+        ]
+    forms: list[Callable[[RankedChunk], object]] = [
+        lambda r: r.model_dump(),
+        lambda r: r.model_dump_json(),
+        repr,
+        lambda r: pickle.loads(pickle.dumps(r)),
+        lambda r: copy.deepcopy(r).explanation,
+        lambda r: r.model_copy().explanation,
+    ]
+    for form in forms:
+        fresh = rank_chunks(terms, pool, 12)
+        assert [form(r) for r in fresh] == [form(r) for r in eager]
+    assert rank_chunks(terms, pool, 12) == eager
