@@ -16,6 +16,7 @@ from core.domain.postings import (
     EMPTY_POSTING,
     SCATTER_ORDER_ROWS,
     Posting,
+    bit_tf_columns,
     in_key_order,
     posting_bits,
     postings_candidates,
@@ -103,6 +104,27 @@ def test_both_ways_of_reading_tf_columns_agree(
     many = tf_columns(postings, selected, n)  # the position-map path
     assert many.tolist() == [list(corpus[r]) for r in selected.tolist()]
     assert few.tolist() == many[:1].tolist()
+    bits = [(j, posting_bits(rows, n)) for j, (rows, _) in enumerate(postings) if len(rows)]
+    assert bit_tf_columns(postings, bits, selected).tolist() == many.tolist()
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_tf_columns_read_off_bitsets_match_the_postings_across_many_words(seed: int) -> None:
+    """Rows far apart (thousands of words), out of order, some in no posting: each row's place
+    in a posting is its term's bits below it, so the tfs are the postings' own."""
+    rng = np.random.default_rng(seed)
+    n, terms = int(rng.integers(1, 20_000)), int(rng.integers(1, 7))
+    present = rng.random((n, terms)) < rng.random(terms) ** 2
+    tf = present * rng.integers(1, 50, (n, terms))
+    postings = [
+        (np.flatnonzero(present[:, j]).astype(np.int32), tf[present[:, j], j].astype(np.int32))
+        for j in range(terms)
+    ]
+    bits = [(j, posting_bits(rows, n)) for j, (rows, _) in enumerate(postings) if len(rows)]
+    selected = rng.permutation(n)[: int(rng.integers(0, min(n, 3_000) + 1))].astype(np.int64)
+    got = bit_tf_columns(postings, bits, selected)
+    assert got.tolist() == tf[selected].tolist()
+    assert got.tolist() == tf_columns(postings, selected, n).tolist()
 
 
 def test_a_limit_inside_a_level_keeps_its_smallest_ids() -> None:
