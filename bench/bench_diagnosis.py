@@ -16,8 +16,9 @@ and the ratios (b)/(a), (c)/(a) (the issue's targets: at most 1.5x and 3x), (d) 
 over its own Evaluate (issue 50: at most 1.5x). Workspaces: Cranfield (``load_sample`` +
 ``import_sample_grades``: its 225 queries, the qrels as grades), the 100k-passage synthetic
 Zipf workspace of ``bench_scale`` (``zipf``) and a 5,183-passage one (``zipf5k``, the size of
-issue 50's collection), each with ``bench_judge``'s 300 graded queries (built by their own
-functions: ``build_memory`` / ``build_postgres``, ``bench_judge.graded_set``). ``--record``
+issue 50's collection: the first 5,183 passages of that corpus, whichever workspaces are
+asked), each with ``bench_judge``'s 300 graded queries (built by their own functions:
+``build_memory`` / ``build_postgres``, ``bench_judge.graded_set``). ``--record``
 writes the (d) and (e) rows to bench/results/diagnosis.json (``bench.results.record``),
 each beside the figures of a run of the code before (``--before``: that run's output).
 PostgreSQL's Zipf workspaces are ``build_postgres``'s (schema ``bench_scale``, dropped and
@@ -329,7 +330,7 @@ def main() -> None:
     calls = args.calls.split(",")
     corpus: tuple[list[str], list[str]] = ([], [])
     if "zipf" in workspaces or "zipf5k" in workspaces:
-        ids, texts, _ = scale_setup.zipf_corpus(args.passages if "zipf" in workspaces else SMALL)
+        ids, texts, _ = scale_setup.zipf_corpus(args.passages)  # zipf5k: its first SMALL
         corpus = (ids, texts)
     results = []
     try:

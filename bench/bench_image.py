@@ -51,7 +51,7 @@ def run(passages: int) -> dict[str, object]:
     before = image(passages)
     rng = np.random.default_rng(21)
     removed = rng.choice(passages, WRITE, replace=False).tolist()
-    added = [(passages + i, _id(f"new-{i}"), 7) for i in range(WRITE)]
+    added = [(passages + i, _id(f"new-{i}"), 7, f"source-{i}") for i in range(WRITE)]
     runs = []
     for _ in range(RUNS):
         steps, spent = before.changed_steps(2, passages + WRITE, added, removed), []

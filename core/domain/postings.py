@@ -372,11 +372,13 @@ def postings_candidate_steps(
     id_rank: npt.NDArray[np.int64] | None = None,
     bits: TermBits | None = None,
     admitted: npt.NDArray[np.int64] | None = None,
+    sources: npt.NDArray[np.object_] | None = None,
 ) -> Steps[LexicalCandidates]:
     """``postings_candidates`` in three steps (count, order, tf columns): for a 1,000-term
     query each is a few milliseconds of numpy over every posting. A filter's ``admitted``
     rows restrict the counts (a bitset AND, or the count array zeroed outside them) before
-    the order is taken, so the limit counts admitted passages only."""
+    the order is taken, so the limit counts admitted passages only. ``sources``: the source
+    id beside each of ``ids`` (the candidates' ``source_pool``)."""
     if len(terms) != len(postings):
         raise ValueError(f"{len(terms)} terms but {len(postings)} postings")
     n_rows = len(doc_lengths)
@@ -435,6 +437,7 @@ def postings_candidate_steps(
         terms=tuple(terms),
         id_pool=ids,
         id_rows=selected,
+        source_pool=np.empty(0, dtype=object) if sources is None else sources,
         id_order=selected if id_rank is None else id_rank[selected],
         doc_lengths=doc_lengths[selected],
         tfs=tfs,

@@ -358,6 +358,40 @@ class ChunkStoreCompliance:
             assert candidate.doc_length == len(tokens)
             assert candidate.term_frequencies == {t: counts[t] for t in terms if counts[t]}
 
+    async def test_each_candidate_carries_its_source_in_the_columns_through_writes(
+        self, store: ChunkStore
+    ) -> None:
+        """The source column (``source_pool``) is filled from the store's image, and follows
+        its writes: a source added, one deleted, one replaced, each read after the last."""
+        tenant = uuid.uuid4()
+        held = {c.id: c.source_id for c in corpus_chunks(tenant)}
+        await store.upsert_many(corpus_chunks(tenant))
+
+        async def read(limit: int) -> None:
+            found = await store.lexical_candidates(["ocean", "rivers", "coast"], tenant, limit)
+            assert len(found.source_pool), "the store left the source column empty"
+            rows = list(range(len(found)))
+            assert found.sources_at(rows).tolist() == [held[i] for i in found.ids.tolist()]
+            assert found.sources_at(rows[::-1]).tolist() == [held[i] for i in found.ids[::-1]]
+            head = found.head(2)
+            assert head.sources_at(range(len(head))).tolist() == [
+                held[i] for i in head.ids.tolist()
+            ]
+
+        await read(100)
+        added = make_chunk(tenant, "doc-new", "Ocean rivers meet the coast")
+        await store.upsert_many([added])
+        held[added.id] = "doc-new"
+        await read(100)
+        await store.delete_by_source("doc-a", tenant)
+        held = {i: s for i, s in held.items() if s != "doc-a"}
+        await read(100)
+        moved = make_chunk(tenant, "doc-b", "The coast of an ocean", 7)
+        await store.replace_source("doc-b", tenant, [moved])
+        held = {i: s for i, s in held.items() if s != "doc-b"} | {moved.id: "doc-b"}
+        await read(100)
+        await read(1)
+
     async def test_candidates_are_ordered_by_matched_terms_then_id_and_cut_at_the_limit(
         self, store: ChunkStore
     ) -> None:

@@ -86,6 +86,9 @@ class View:
     lengths: Ints
     ids: Objects
     image_rows: Ints
+    #: Per row: the passage's source id (the candidates' ``source_pool``: a diagnosis by
+    #: document reads every candidate's; two gathers of references per view, ~1/100 of it).
+    sources: Objects
     #: Common terms' rows as bitsets (``KEEP_BITS``), packed on a query's first ask: readers
     #: on the loop and in threads may race to pack one, and only pack it twice.
     kept_bits: dict[str, Bits] = field(default_factory=dict, compare=False, repr=False)
@@ -106,7 +109,7 @@ class View:
         the ``admitted`` rows of a filter, when given)."""
         return postings_candidate_steps(
             stats, terms, postings, self.lengths, self.ids, limit, chunks,
-            bits=self.bits(terms), admitted=admitted,
+            bits=self.bits(terms), admitted=admitted, sources=self.sources,
         )  # fmt: skip
 
     def bits(self, terms: Sequence[str]) -> TermBits:
@@ -142,7 +145,15 @@ class View:
         np.cumsum(counts, out=offsets[1:])
         lengths = image.lengths[image.id_rows]
         postings = Segment(slots, offsets, rows, tfs, image.passages)
-        return cls(postings, lengths, image.id_keys, image.id_rows)
+        return cls(postings, lengths, image.id_keys, image.id_rows, _sources(image))
+
+
+def _sources(image: Image) -> Objects:
+    """The source id of each live row in chunk-id order (the view's rows)."""
+    by_row = np.empty(len(image.chunks), dtype=object)
+    by_row[image.source_rows] = image.source_keys
+    sources: Objects = by_row[image.id_rows]
+    return sources
 
 
 def _pieces(image: Image, maps: list[Ints]) -> Iterator[tuple[Ints, Ints, Int32s]]:
@@ -255,7 +266,9 @@ def _updated(before: View, image: Image, since: Since) -> View:
     out_rows[~new], out_rows[place] = rows, rank
     out_tfs[~new], out_tfs[place] = tfs, tf
     postings = Segment(slots, offsets, out_rows, out_tfs, image.passages)
-    return View(postings, image.lengths[image.id_rows], image.id_keys, image.id_rows)
+    return View(
+        postings, image.lengths[image.id_rows], image.id_keys, image.id_rows, _sources(image)
+    )
 
 
 def _appended(image: Image, first: int, slots: dict[str, int]) -> tuple[Ints, Int32s, Int32s]:

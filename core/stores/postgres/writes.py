@@ -331,7 +331,7 @@ async def write_new(
                 await _write_blocks(conn, tenant_id, blocks, kept[0][0], len(kept))
             if changes is not None:
                 changes.added.setdefault(tenant_id, []).extend(
-                    (first + i, row[1], row[9])
+                    (first + i, row[1], row[9], row[2])
                     for i, (row, _) in enumerate(by_tenant[tenant_id])
                     if every or first + i in new
                 )

@@ -185,7 +185,8 @@ async def test_by_document_a_lost_document_is_diagnosed_at_the_passage_that_came
     await store.upsert_many(chunks)
     full = await store.lexical_candidates(TERMS, tenant, 10_000)
     head = list(range(min(limit, len(full))))
-    sources = [c.source_id for c in full.chunks(head)]
+    sources = full.sources_at(head)
+    assert sources.tolist() == [c.source_id for c in full.chunks(head)]
     ids = [str(i) for i in full.ids]
     rows = {d: [ids.index(c.id) for c in chunks if c.source_id == d and c.id in ids] for d in "DEF"}
     grades = {"D": 2, "E": 3, "F": 1, "b0": 1}

@@ -132,6 +132,45 @@ def test_columns_built_from_rows_rank_as_the_rows_do_and_hand_back_copies() -> N
         pool.tfs[0, 0] = 99
 
 
+def test_sources_come_from_the_column_when_filled_and_from_the_passages_when_not() -> None:
+    cands = [
+        LexicalCandidate(
+            chunk=StoredChunk(
+                tenant_id=TENANT, source_id=f"s{i % 3}", text=f"t{i}", chunk_index=0,
+                start_char=0, end_char=2,
+            ),
+            doc_length=5,
+            term_frequencies={"wing": 1},
+        )
+        for i in range(6)
+    ]  # fmt: skip
+    pool = LexicalCandidates(stats=STATS, candidates=cands)
+    assert pool.sources_at([5, 0, 4]).tolist() == ["s2", "s0", "s1"]
+    assert pool.head(2).sources_at([1]).tolist() == ["s1"]
+    bare = pool.model_copy(update={"source_pool": np.empty(0, dtype=object)})
+    assert bare.sources_at([5, 0, 4]).tolist() == ["s2", "s0", "s1"]  # read off the copies
+    assert bare.sources_at([]).tolist() == []
+    pooled = LexicalCandidates(
+        stats=STATS,
+        id_pool=np.array(["a", "b", "c"], dtype=object),
+        id_rows=np.array([2, 0], dtype=np.int64),
+        source_pool=np.array(["sa", "sb", "sc"], dtype=object),
+        id_order=np.array([1, 0], dtype=np.int64),
+        doc_lengths=np.array([1, 1], dtype=np.int64),
+        tfs=np.zeros((2, 0), dtype=np.int64),
+    )
+    assert pooled.sources_at([0, 1]).tolist() == ["sc", "sa"]
+    with pytest.raises(ValueError, match="source_pool"):
+        LexicalCandidates(
+            stats=STATS,
+            ids=np.array(["a"], dtype=object),
+            source_pool=np.array(["x", "y"], dtype=object),
+            id_order=np.array([0], dtype=np.int64),
+            doc_lengths=np.array([1], dtype=np.int64),
+            tfs=np.zeros((1, 0), dtype=np.int64),
+        )
+
+
 def test_candidates_scored_twice_for_one_query_are_scored_once() -> None:
     """A PostgreSQL read scores every candidate to choose its prefetch; the analysis it
     hands them to reuses those scores instead of scoring a million rows again."""

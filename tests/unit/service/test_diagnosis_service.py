@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator, Sequence
+from typing import Any
 
+import numpy as np
 import pytest
 
+from core.domain.ranking import LexicalCandidates
 from core.service import (
     SAMPLE_QUERY_SET,
     GridSpec,
@@ -164,21 +167,46 @@ def test_the_diagnosis_read_at_the_limit_equals_the_one_read_unlimited(
     ]  # fmt: skip
 
 
+def test_by_document_every_candidates_source_is_read_from_its_column_with_no_lookup(
+    graded: tuple[LexplainService, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    service, ws = graded
+    store = service._store
+    asked: list[int] = []
+
+    async def counted(chunk_ids: Sequence[str], tenant_id: uuid.UUID) -> dict[str, str]:
+        asked.append(len(chunk_ids))
+        return await type(store).source_ids(store, chunk_ids, tenant_id)
+
+    monkeypatch.setattr(store, "source_ids", counted)
+    found = service.diagnose(SAMPLE_QUERY_SET, K, LIMIT, workspace=ws, by_document=True)
+    assert found.lost and asked == []
+
+
 def test_by_document_a_candidate_deleted_after_the_read_is_diagnosed_as_the_read_saw_it(
     graded: tuple[LexplainService, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # ``source_ids`` answers for the passages still held; one it leaves out (deleted since the
-    # read) is looked up in the read's own snapshot, so the diagnosis does not change.
+    # A store that hands over no source column is asked ``source_ids`` once a query; it
+    # answers for the passages still held, and one it leaves out (deleted since the read)
+    # is looked up in the read's own snapshot, so the diagnosis does not change.
+    from core.service import diagnosis
+
     service, ws = graded
     held = service.diagnose(SAMPLE_QUERY_SET, K, LIMIT, workspace=ws, by_document=True)
     store = service._store
     asked: list[int] = []
+    original = diagnosis.bounded_candidates
+
+    async def no_column(*args: Any, **kwargs: Any) -> LexicalCandidates:
+        handed = await original(*args, **kwargs)
+        return handed.model_copy(update={"source_pool": np.empty(0, dtype=object)})
 
     async def every_other(chunk_ids: Sequence[str], tenant_id: uuid.UUID) -> dict[str, str]:
         asked.append(len(chunk_ids))
         found = await type(store).source_ids(store, chunk_ids[::2], tenant_id)
         return dict(found)
 
+    monkeypatch.setattr(diagnosis, "bounded_candidates", no_column)
     monkeypatch.setattr(store, "source_ids", every_other)
     gone = service.diagnose(SAMPLE_QUERY_SET, K, LIMIT, workspace=ws, by_document=True)
     assert len(asked) == 225 and sum(asked) > 1_000

@@ -64,27 +64,36 @@ def test_an_image_updated_by_a_write_stays_counted_and_within_the_bound() -> Non
     cache = ImageCache(capacity=100)
     cache[a] = image(40)
     cache[b] = image(50)
-    grown = ImageChanges(generations={a: (1, 2, 60)}, added={a: [(55, "c55", 3)]})
+    grown = ImageChanges(generations={a: (1, 2, 60)}, added={a: [(55, "c55", 3, "s55")]})
     cache.update(grown)  # noted only: the next read of a applies it
     assert cache.get(a) is not None and cache.get(a).generation == 1  # type: ignore[union-attr]
     updated = finish(cache.current(a, 2))  # a grows to 60 ordinals: 110 > 100, so b goes
     assert updated is not None and updated.generation == 2 and len(updated.ids) == 60
     assert cache.get(a) is updated and b not in cache and cache.held == 60
     assert updated.id_rank[55] == 40 and updated.ids[55] == "c55" and updated.lengths[55] == 3
+    assert updated.sources is not None and updated.sources[55] == "s55"
     cache.update(ImageChanges(generations={a: (1, 3, 60)}))  # follows a generation it lacks
     assert a not in cache and cache.held == 0
 
 
 def fresh_image(generation: int, live: dict[int, tuple[str, int]], size: int) -> Image:
-    """The image ``Image.load`` reads for these live passages (ordinal -> id, length)."""
+    """The image ``Image.load`` reads for these live passages (ordinal -> id, length; the
+    source of each is ``source_of`` its id)."""
     id_rank = np.full(size, -1, dtype=np.int64)
     ids = np.empty(size, dtype=object)
     lengths = np.zeros(size, dtype=np.int64)
+    sources = np.empty(size, dtype=object)
     for rank, (ordinal, (chunk_id, length)) in enumerate(
         sorted(live.items(), key=lambda item: item[1][0])
     ):
         id_rank[ordinal], ids[ordinal], lengths[ordinal] = rank, chunk_id, length
-    return Image(generation, id_rank, ids, lengths)
+        sources[ordinal] = source_of(chunk_id)
+    return Image(generation, id_rank, ids, lengths, sources=sources)
+
+
+def source_of(chunk_id: str) -> str:
+    """A source id per passage id, a few passages to a source."""
+    return f"s-{chunk_id[:1]}"
 
 
 def test_an_image_changed_write_after_write_equals_one_read_afresh(
@@ -113,7 +122,7 @@ def test_an_image_changed_write_after_write_equals_one_read_afresh(
                 if chunk_id not in taken:
                     taken.add(chunk_id)
                     live[following] = (chunk_id, rng.randint(0, 9))
-                    added.append((following, chunk_id, live[following][1]))
+                    added.append((following, chunk_id, live[following][1], source_of(chunk_id)))
                     following += 1
             following += rng.randint(0, 2)  # ordinals reserved, not all used
             changed = current.changed(generation, following, added, removed)
@@ -136,7 +145,7 @@ def test_a_change_to_a_large_image_is_applied_in_steps_of_bounded_size(
     live = {ordinal: (f"{ordinal:08d}", 1) for ordinal in range(1_000)}
     grown = fresh_image(1, live, 1_000).changed(2, 1_001, [], [])  # slots with room to spare
     assert grown is not None
-    added = [(1_001 + i, f"{2 * i:08d}x", 2) for i in range(50)]
+    added = [(1_001 + i, f"{2 * i:08d}x", 2, "s") for i in range(50)]
     removed = list(range(0, 1_000, 3))
     steps = grown.changed_steps(3, 1_051, added, removed)
     count = 0
@@ -157,7 +166,7 @@ def test_a_write_that_does_not_fit_the_image_has_it_read_again() -> None:
     live = {ordinal: (f"c{ordinal}", 1) for ordinal in range(10)}
     current = fresh_image(1, live, 10)
     assert current.changed(2, 12, [], [3, 3]) is not None
-    assert current.changed(2, 12, [(5, "c5b", 1)], []) is None
+    assert current.changed(2, 12, [(5, "c5b", 1, "s")], []) is None
     gone = current.changed(2, 12, [], [4])
     assert gone is not None and gone.changed(3, 12, [], [4]) is None
     a = uuid.uuid4()
