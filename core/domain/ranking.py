@@ -312,25 +312,31 @@ class LexicalCandidates(BaseModel):
 class _Explainer:
     """The explanations of a list of results, built on the first read of any of them
     (``QueryScorer.explain_columns`` over all their rows at once: the bits an eager build
-    gives, since every cell is computed alone and each sum is in sorted term order)."""
+    gives, since every cell is computed alone and each sum is in sorted term order). The
+    scorer too (an IDF per term) is built then: the ranking already checked the weights."""
 
-    __slots__ = ("_built", "_doc_lengths", "_scorer", "_terms", "_tfs")
+    __slots__ = ("_built", "_doc_lengths", "_stats", "_terms", "_tfs", "_typed", "_weights")
 
     def __init__(
         self,
-        scorer: QueryScorer,
+        typed: Sequence[str],
+        stats: CorpusStats,
+        weights: Mapping[str, float] | None,
         terms: Sequence[str],
         tfs: npt.NDArray[np.int64],
         doc_lengths: npt.NDArray[np.int64],
     ) -> None:
-        self._scorer, self._terms, self._tfs, self._doc_lengths = scorer, terms, tfs, doc_lengths
+        self._typed, self._stats = tuple(typed), stats
+        self._weights = None if weights is None else dict(weights)
+        self._terms, self._tfs, self._doc_lengths = terms, tfs, doc_lengths
         self._built: list[ScoreExplanation] | None = None
 
     def explanation(self, i: int) -> ScoreExplanation:
         built_ = self._built
         if built_ is None:
             # Two threads reading at once both build the same list; either one is kept.
-            built_ = self._scorer.explain_columns(self._terms, self._tfs, self._doc_lengths)
+            scorer = QueryScorer(self._typed, self._stats, weights=self._weights)
+            built_ = scorer.explain_columns(self._terms, self._tfs, self._doc_lengths)
             self._built = built_
         return built_[i]
 
@@ -522,13 +528,16 @@ def ranked_row_steps(
     IDF per distinct term) and the passages' copies are steps of their own (~2 ms each for
     1,000 terms and 100 rows). ``later``: no explanation is built here; each result's is built
     on its first read, all of the list's at once (``RankedChunk``)."""
-    scorer = QueryScorer(terms, candidates.stats, weights=weights)
-    yield
-    chunks = candidates.chunks(rows)
-    yield
     if later:
+        chunks = candidates.chunks(rows)
+        yield
         explainer = _Explainer(
-            scorer, candidates.terms, candidates.tfs[rows], candidates.doc_lengths[rows]
+            terms,
+            candidates.stats,
+            weights,
+            candidates.terms,
+            candidates.tfs[rows],
+            candidates.doc_lengths[rows],
         )
         waiting: list[RankedChunk] = []
         for i, (chunk, score) in enumerate(zip(chunks, scores[rows].tolist(), strict=True)):
@@ -536,6 +545,10 @@ def ranked_row_steps(
             object.__setattr__(result, "__pydantic_private__", {"_later": (explainer, i)})
             waiting.append(result)
         return waiting
+    scorer = QueryScorer(terms, candidates.stats, weights=weights)
+    yield
+    chunks = candidates.chunks(rows)
+    yield
     ranked: list[RankedChunk] = []
     step = max(1, EXPLAIN_BLOCK_CELLS // max(1, len(candidates.terms)))
     for start in range(0, len(rows), step):
