@@ -8,7 +8,13 @@ tokenise to the same terms), so the service's result cache never answers. The ta
 search at most 2.5x the unexpanded one (two rankings and a second
 read are its floor). Also Cranfield, the sample. Results: bench/results/expansion.json.
 
+``--evaluate``: issue 47's other bound, an expanded Evaluate (``evaluate_judged``, documents,
+k 10, limit 1000) of bench_judge's 300 graded Zipf queries at 100k passages at most 3x the
+same Evaluate typed; the two alternated, the median of EVALUATE_REPEATS each (a whole Evaluate
+is seconds, so a few runs are its sample, not 100 as for a search).
+
     .venv/bin/python -m bench.bench_expansion --sizes 100000
+    .venv/bin/python -m bench.bench_expansion --sizes '' --evaluate
 """
 
 from __future__ import annotations
@@ -18,10 +24,11 @@ import os
 import statistics
 import time
 
+from bench.bench_judge import SET_QUERIES, graded_set
 from bench.results import record
 from bench.scale_setup import cranfield_corpus, zipf_corpus
 from core.domain.chunks import StoredChunk, workspace_tenant_id
-from core.service import ExpansionSpec, LexplainService
+from core.service import ExpansionSpec, LexplainService, RunSpec
 from core.settings import Settings
 
 #: The workspace the corpus is written to.
@@ -32,6 +39,8 @@ K, LIMIT = 10, 1000
 QUERIES = 100
 #: Passages written per batch.
 BATCH = 5_000
+#: The Evaluate bound's corpus (Zipf passages) and how many times each Evaluate is timed.
+EVALUATE_PASSAGES, EVALUATE_REPEATS = 100_000, 3
 
 
 def build(name: str) -> tuple[LexplainService, list[str]]:
@@ -86,12 +95,51 @@ def measure(name: str) -> dict[str, object]:
     }
 
 
+def measure_evaluate() -> dict[str, object]:
+    """An expanded Evaluate of the graded set against the same Evaluate typed (seconds)."""
+    service, _ = build(str(EVALUATE_PASSAGES))
+    try:
+        graded_set(service, WORKSPACE)
+        typed = RunSpec(workspace=WORKSPACE, limit=LIMIT)
+        rm3 = RunSpec(workspace=WORKSPACE, limit=LIMIT, expand=ExpansionSpec())
+
+        def evaluated(spec: RunSpec) -> float:
+            start = time.perf_counter()
+            service.evaluate_judged("bench", K, [spec], workspace=WORKSPACE, by_document=True)
+            return time.perf_counter() - start
+
+        evaluated(typed)  # warm: the first Evaluate builds the image and caches
+        plain: list[float] = []
+        expanded: list[float] = []
+        for _ in range(EVALUATE_REPEATS):
+            plain.append(evaluated(typed))
+            expanded.append(evaluated(rm3))
+    finally:
+        service.close()
+    mid_plain, mid_rm3 = statistics.median(plain), statistics.median(expanded)
+    ratio = mid_rm3 / mid_plain
+    print(f"evaluate: typed {mid_plain:.3f} s, RM3 {mid_rm3:.3f} s, {ratio:.2f}x")
+    return {
+        "workload": (
+            f"RM3 Evaluate vs typed, memory, {SET_QUERIES} graded queries, "
+            f"{EVALUATE_PASSAGES} passages, k {K}, limit {LIMIT}, by document"
+        ),
+        "lexplain": f"{mid_rm3:.3f} s (typed {mid_plain:.3f} s)",
+        "peer": "the same Evaluate unexpanded",
+        "ratio": f"{ratio:.2f}x (target <= 3x)",
+        "command": "python -m bench.bench_expansion --sizes '' --evaluate",
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sizes", default="cranfield,100000")
     parser.add_argument("--no-write", action="store_true", help="print only")
+    parser.add_argument("--evaluate", action="store_true", help="also the Evaluate bound")
     args = parser.parse_args()
-    rows = [measure(name) for name in args.sizes.split(",")]
+    rows = [measure(name) for name in args.sizes.split(",") if name]
+    if args.evaluate:
+        rows.append(measure_evaluate())
     print(f"load {os.getloadavg()[0]:.1f}")
     if not args.no_write:
         record("expansion", rows)

@@ -30,6 +30,7 @@ from core.domain.classic import CLASSIC_B, CLASSIC_K1
 from core.domain.ranking import (
     LexicalCandidates,
     RankedChunk,
+    candidate_score_steps,
     rank_steps,
     ranked_row_steps,
     top_rows,
@@ -218,6 +219,28 @@ def score_all_steps(
     rows = np.flatnonzero(matched).astype(np.int64)
     order = np.lexsort((candidates.id_order[rows], -scores[rows]))
     return rows[order], scores
+
+
+def top_scored_steps(
+    ranker: Ranker,
+    terms: Sequence[str],
+    candidates: LexicalCandidates,
+    k: int,
+    weights: Mapping[str, float] | None = None,
+) -> Steps[tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]]:
+    """The rows of ``rank_with``'s top ``k`` in its order, and every row's score, with no
+    explanation: for a caller that keeps only scores and ids (an Evaluate run, RM3's feedback).
+    Rejected: ``rank_with`` and dropping its explanations, which were most of an expanded
+    Evaluate (the feedback passages' and the top k's, ~520 terms a query explained unread)."""
+    if k < 0:
+        raise ValueError(f"k must be >= 0, got {k}")
+    if ranker.kind is RankerKind.WORKSPACE:  # as rank_steps ranks: positive scores only
+        if k == 0 or not terms:
+            return np.zeros(0, dtype=np.int64), np.zeros(len(candidates), dtype=np.float64)
+        scores = yield from candidate_score_steps(terms, candidates, weights)
+        return top_rows(scores, candidates.id_order, k), scores
+    rows, scores = yield from score_all_steps(ranker, terms, candidates, weights)
+    return rows[:k], scores
 
 
 def rank_with(

@@ -14,12 +14,13 @@ from uuid import UUID
 from pydantic import BaseModel, ConfigDict, Field
 
 from core.analysis.evaluation import documents_in_rank_order
-from core.analysis.expansion import ExpansionSpec, rm3, rocchio
-from core.analysis.rankers import Ranker, RankerKind, rank_with, rank_with_steps
+from core.analysis.expansion import ExpansionSpec, Feedback, rm3, rocchio
+from core.analysis.rankers import Ranker, RankerKind, rank_with_steps, top_scored_steps
 from core.analysis.residual import fed_back
 from core.checkpoint import checkpoint, stepped
 from core.domain.filters import PassageFilter
 from core.domain.ranking import LexicalCandidates
+from core.domain.steps import finish
 from core.domain.tokenize import Profile
 from core.service.common import UNLIMITED, bounded_candidates, check_query_terms
 from core.stores.port import ChunkStore
@@ -60,14 +61,15 @@ def top_documents(
 ) -> list[str]:
     """The first ``k`` source ids in rank order: more passages are ranked while documents repeat.
 
-    Ranking builds an explanation per returned passage, so ranking every candidate to
-    find k documents would explain hundreds of passages nobody sees; doubling stops early.
+    Scores and ids only (``top_scored_steps``): a run shows no passage's explanation, and
+    building them (the ranked passages' every term) was most of an expanded Evaluate. Ranking
+    every candidate to find k documents would look up hundreds of passages; doubling stops early.
     """
     want = k
     while True:
-        ranked = rank_with(ranker, terms, handed, want, weights)
-        documents = documents_in_rank_order(r.chunk.source_id for r in ranked)
-        if len(documents) >= k or len(ranked) < want:
+        rows, _ = finish(top_scored_steps(ranker, terms, handed, want, weights))
+        documents = documents_in_rank_order(c.source_id for c in handed.chunks(rows))
+        if len(documents) >= k or len(rows) < want:
             return documents[:k]
         want *= 2
 
@@ -87,7 +89,11 @@ async def expansion_weights(
             "a run expands by RM3 only: feedback from the analyst's grades (Rocchio) is "
             "measured on Search, one query at a time"
         )
-    feedback = await stepped(rank_with_steps(ranker, terms, handed, expand.fb_docs))
+    rows, scores = await stepped(top_scored_steps(ranker, terms, handed, expand.fb_docs))
+    feedback = [
+        Feedback(chunk, score)
+        for chunk, score in zip(handed.chunks(rows), scores[rows].tolist(), strict=True)
+    ]
     return rm3(terms, feedback, profile, expand).weights
 
 
@@ -113,8 +119,8 @@ async def expanded_top(
     again = await bounded_candidates(store, expanded, tenant, spec.limit, spec.within)
     await checkpoint()
     if passages:
-        top = await stepped(rank_with_steps(spec.ranker, expanded, again, k, weights=weights))
-        return [r.chunk.id for r in top]
+        rows, _ = await stepped(top_scored_steps(spec.ranker, expanded, again, k, weights))
+        return [str(unit) for unit in again.ids_at(rows).tolist()]
     return top_documents(spec.ranker, expanded, again, k, weights)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections import Counter
 from uuid import UUID
@@ -11,10 +12,11 @@ from pydantic import ValidationError
 
 from core.analysis import rankers
 from core.analysis.rankers import Ranker, RankerKind, compare_rankers, explain_under, rank_with
-from core.domain.bm25 import BM25_B, BM25_K1, IdfForm, corpus_stats
+from core.domain.bm25 import BM25_B, BM25_K1, IdfForm, QueryScorer, corpus_stats
 from core.domain.chunks import StoredChunk
 from core.domain.classic import BM25
 from core.domain.ranking import LexicalCandidate, LexicalCandidates, rank_chunks
+from core.domain.steps import finish
 from core.domain.tokenize import tokenize
 
 TENANT = UUID("00000000-0000-0000-0000-000000000012")
@@ -195,6 +197,34 @@ def test_each_what_if_result_is_explained_under_its_own_ranker(ranker: Ranker) -
             ranker.idf_form,
         )
         assert explanation.score == result.score
+
+
+@pytest.mark.parametrize(
+    "ranker",
+    [Ranker.of("workspace"), Ranker.of("classic"), Ranker.of("custom", k1=0.4, b=0.2)],
+    ids=lambda r: r.kind,
+)
+@pytest.mark.parametrize("k", [0, 1, 3, 10])
+def test_the_scored_top_k_is_rank_withs_rows_and_scores_and_explains_nothing(
+    ranker: Ranker, k: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Ties (the same words twice, in either order) are broken by chunk id, as rank_with does;
+    # the rows in descending id order too, so a tie left in row order would show.
+    terms, read_in_order = read([*TEXTS, "wing body", "body wing"], "wing body shock flutter")
+    backwards = LexicalCandidates(
+        stats=read_in_order.stats,
+        candidates=sorted(read_in_order.candidates, key=lambda c: c.chunk.id, reverse=True),
+        matching=read_in_order.matching,
+    )
+    weighed = {"wing": 0.3, "body": 1.0, "shock": 0.7, "flutter": 1.2}
+    for candidates, weights in itertools.product((read_in_order, backwards), (None, weighed)):
+        ranked = rank_with(ranker, terms, candidates, k, weights)
+        with monkeypatch.context() as patched:
+            for name in ("explain", "explain_columns"):
+                patched.setattr(QueryScorer, name, lambda *a, **kw: pytest.fail("explained"))
+            rows, scores = finish(rankers.top_scored_steps(ranker, terms, candidates, k, weights))
+        assert [c.id for c in candidates.chunks(rows)] == [r.chunk.id for r in ranked]
+        assert scores[rows].tolist() == [r.score for r in ranked]
 
 
 def test_every_ranker_kind_has_one_row_and_every_choice_and_label_derives_from_it() -> None:
