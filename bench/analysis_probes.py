@@ -29,6 +29,7 @@ from core.service.bounds import (
     MAX_CANDIDATE_CELLS,
     MAX_CEILING_LIMITS,
     MAX_EVALUATE_QUERIES,
+    MAX_EXPANDED_QUERIES,
     MAX_GRID_RANKINGS,
     MAX_PARITY_QUERIES,
     MAX_QUERY_TERMS,
@@ -43,7 +44,7 @@ GRADED_PER_QUERY: Final = 5
 SEED: Final = scale_setup.SEED + 49
 #: The sets: every query; the most the default grid (42 points) tunes; the most the largest
 #: grid (20 x 20) tunes.
-SET, TUNE_SET, WIDE_SET = "probe", "probe-tune", "probe-wide"
+SET, TUNE_SET, WIDE_SET, EXPAND_SET = "probe", "probe-tune", "probe-wide", "probe-expand"
 DEFAULT_POINTS: Final = 42
 WIDE_GRID: Final = GridSpec(
     k1s=tuple(round(0.2 * n, 1) for n in range(20)), bs=tuple(n / 19 for n in range(20))
@@ -136,7 +137,8 @@ def probes(
     queries_file, qrels_file = judgment_files(ids, queries, grades)
     tune_queries = MAX_GRID_RANKINGS // DEFAULT_POINTS
     wide_queries = MAX_GRID_RANKINGS // (len(WIDE_GRID.k1s) * len(WIDE_GRID.bs))
-    for name, count in ((SET, len(queries)), (TUNE_SET, tune_queries), (WIDE_SET, wide_queries)):
+    sets = {SET: len(queries), TUNE_SET: tune_queries, WIDE_SET: wide_queries}
+    for name, count in (sets | {EXPAND_SET: MAX_EXPANDED_QUERIES}).items():
         lines = b"".join(queries_file.splitlines(keepends=True)[:count])
         service.save_query_set(name, lines, "beir", workspace=ws)
     imported = service.import_judgments(qrels_file, "trec", SET, workspace=ws)
@@ -199,10 +201,13 @@ def probes(
         "queries hardest first": lambda: (
             f"{len(service.queries_hardest_first(SET, workspace=ws))} ordered"
         ),
-        "expansion ledger (RM3)": lambda: (
-            f"{len(service.expansion_ledger(SET, K, LIMIT, workspace=ws, expand=rm3).rows)} rows"
+        f"expansion ledger (RM3), {MAX_EXPANDED_QUERIES:,} queries": lambda: (
+            f"{len(service.expansion_ledger(EXPAND_SET, K, LIMIT, workspace=ws, expand=rm3).rows)}"
         ),
-        "residual (Rocchio)": lambda: (
+        f"residual (Rocchio), {MAX_EXPANDED_QUERIES:,} queries": lambda: (
+            f"{len(service.evaluate_residual(EXPAND_SET, K, LIMIT, workspace=ws).typed.rows)}"
+        ),
+        "residual (Rocchio), 10,000 queries": lambda: (
             f"{len(service.evaluate_residual(SET, K, LIMIT, workspace=ws).typed.rows)} queries"
         ),
     }
@@ -230,7 +235,7 @@ def row(
     ratio = ""
     if peer and seconds_of and seconds_of.get(peer):
         ratio = f"{seconds / seconds_of[peer]:.2f}x {peer}"
-    alone = name.startswith(("tune", "parity", "limit", "Truncation"))
+    alone = name.startswith(("tune", "parity", "limit", "Truncation")) or "queries" in name
     detail = "" if alone else f", {MAX_EVALUATE_QUERIES:,} queries, limit {LIMIT:,}"
     return {
         "workload": f"{name}{detail} ({store}, {passages:,} passages)",

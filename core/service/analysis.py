@@ -38,6 +38,7 @@ from core.service.common import (
     UNLIMITED,
     QueryView,
     bounded_candidates,
+    check_expanded,
     check_k_limit,
     checked_terms,
     combine_judgments,
@@ -421,6 +422,8 @@ class AnalysisActions(StoreRunner):
             raise JudgmentError(f"no query of the set “{query_set}” has a grade yet")
         qrels = {query_id: grades[text] for query_id, text in queries.items()}
         specs = list(runs)
+        if any(spec.expand is not None for spec in specs):
+            check_expanded(len(queries))
         return self._call_with_progress(
             lambda progress: self._evaluate(
                 queries, qrels, k, specs, True, progress, passages=not by_document
@@ -442,8 +445,9 @@ class AnalysisActions(StoreRunner):
         for spec in runs:  # a limit of 0 is refused as Search refuses it
             check_k_limit(k, spec.limit)
         judged, qrels = judged_files(queries_data, qrels_data)
-
         specs = list(runs)
+        if any(spec.expand is not None for spec in specs):
+            check_expanded(len(judged))
         return self._call_with_progress(
             lambda progress: self._evaluate(judged, qrels, k, specs, labelled, progress),
             on_progress,

@@ -21,6 +21,8 @@ light search queued behind a 2,000-term Truncation waited 8.85 s instead of 0.22
 - Tune: at most ``MAX_GRID_RANKINGS`` grid points x graded queries, refused before a read
   (the cheap half of issue 49 item 1; streaming the candidates per block, which bounds the
   memory of a large set at any grid, is not done yet).
+- An expanded run (RM3 in Evaluate and the expansion ledger, Rocchio's residual run): at
+  most ``MAX_EXPANDED_QUERIES`` graded queries, since each is read twice.
 - Every number an analysis takes (k, limit, a parity's queries, a ceiling's limits) passes
   ``whole`` at the facade's door: an int (not a bool, a float such as NaN, inf or 10.0, nor a
   string such as "10") within its documented range, or one sentence naming the parameter and
@@ -62,14 +64,20 @@ CELL_BYTES: Final = 8
 MAX_EVALUATE_QUERIES: Final = 10_000
 #: Largest limit of any read: the "no limit" of a run (2^62), within PostgreSQL's bigint.
 MAX_LIMIT: Final = UNLIMITED
-#: Most queries one parity check asks both stores (its default is 200).
-MAX_PARITY_QUERIES: Final = 10_000
+#: Most queries one parity check asks both stores (its default is 200): each is read at its
+#: limit and unlimited from both; 1,000 took 16 s in memory and 44 s on PostgreSQL at 47,505
+#: passages, 10,000 ran past the 120 s a call may take.
+MAX_PARITY_QUERIES: Final = 1_000
 #: Most limits one ceiling curve is drawn at (the Truncation screen asks for a few dozen).
 MAX_CEILING_LIMITS: Final = 1_000
 #: Most (k1, b) points x graded queries one Tune ranks (issue 49: 42 points x 10,000 queries
 #: took 35 s and 2.4 GB on PostgreSQL, 400 x 10,000 took 106 s): the default grid's 42 points
 #: over up to 2,380 queries, or the largest grid (400 points) over 250.
 MAX_GRID_RANKINGS: Final = 100_000
+#: Most graded queries one expanded run (RM3, or Rocchio's residual) ranks: each is read twice,
+#: typed and expanded (issue 49: the residual run of 10,000 queries took 134 s on PostgreSQL,
+#: 47,505 passages, 13 ms a query; the expansion ledger of 10,000 took 84 s in memory at 5,000).
+MAX_EXPANDED_QUERIES: Final = 2_000
 #: A number refused at the door: the parameter, its range and what was given.
 NUMBER_REFUSAL: Final = "{name} must be a whole number from {low} to {high}, got {given}"
 #: The prefix pydantic puts before a validator's own sentence.
@@ -146,6 +154,16 @@ def check_grid(points: int, queries: int) -> None:
             f"a grid of {points:,} points over {queries:,} graded queries is "
             f"{points * queries:,} rankings; at most {MAX_GRID_RANKINGS:,} are tuned at once: "
             "use fewer points (a coarser step or a narrower range) or a smaller query set"
+        )
+
+
+def check_expanded(queries: int) -> None:
+    """An expanded run of ``queries`` graded queries reads each twice: refused beyond
+    ``MAX_EXPANDED_QUERIES``, before anything is read."""
+    if queries > MAX_EXPANDED_QUERIES:
+        raise ValueError(
+            f"an expanded run reads each query twice; at most {MAX_EXPANDED_QUERIES:,} graded "
+            f"queries are expanded at once, not {queries:,}: use a smaller query set"
         )
 
 

@@ -23,6 +23,7 @@ from core.service.access import AccessActions
 from core.service.analysis import AnalysisActions
 from core.service.common import (
     DEFAULT_WORKSPACE,
+    check_expanded,
     check_k_limit,
     check_query_terms,
     workspace_profile,
@@ -120,6 +121,7 @@ class LexplainService(
             )
         found, grades = self._graded(query_set, workspace, False)
         queries = {q.query_id: q.text for q in found.queries if q.text in grades}
+        check_expanded(len(queries))
         judged = {query_id: grades[text] for query_id, text in queries.items()}
         return self._call_with_progress(
             lambda report: self._residual(queries, judged, k, limit, workspace, spec, report),

@@ -1,0 +1,76 @@
+"""An expanded run reads each graded query twice (typed, then expanded): at most 2,000 queries
+(issue 49 item 1: Rocchio's residual run of 10,000 took 134 s on PostgreSQL), refused in one
+sentence before anything is read, by every action that expands a set: Evaluate's RM3 run (a
+set's grades or judgment files), the expansion ledger and the residual run."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from core.analysis.expansion import ExpansionSpec
+from core.service import LexplainService, RunSpec
+from core.stores.memory import InMemoryChunkStore
+
+WS = "expanded"
+#: One query more than an expanded run takes.
+TOO_MANY = 2_001
+REFUSAL = (
+    "an expanded run reads each query twice; at most 2,000 graded queries are expanded at "
+    "once, not 2,001: use a smaller query set"
+)
+
+
+@pytest.fixture(scope="module")
+def service() -> Iterator[LexplainService]:
+    async def opened() -> InMemoryChunkStore:
+        return InMemoryChunkStore()
+
+    svc = LexplainService(opened)
+    svc.upload_files(
+        [(f"d{i}.txt", f"wing flutter word{i}".encode()) for i in range(4)], workspace=WS
+    )
+    lines = "".join(f'{{"_id": "q{n}", "text": "wing word{n}"}}\n' for n in range(TOO_MANY))
+    svc.save_query_set("big", lines, "beir", workspace=WS)
+    qrels = "".join(f"q{n} 0 d{n % 4}.txt 1\n" for n in range(TOO_MANY))
+    svc.import_judgments(qrels, "trec", "big", workspace=WS)
+    svc.save_query_set("small", lines.splitlines(keepends=True)[0], "beir", workspace=WS)
+    svc.import_judgments("q0 0 d0.txt 1\n", "trec", "small", workspace=WS)
+    yield svc
+    svc.close()
+
+
+def refusal(call: object) -> str:
+    assert callable(call)
+    with pytest.raises(ValueError) as raised:
+        call()
+    return str(raised.value)
+
+
+def test_a_set_of_2_001_graded_queries_is_refused_by_every_expanded_action(
+    service: LexplainService,
+) -> None:
+    rm3 = ExpansionSpec()
+    typed, expanded = RunSpec(workspace=WS, limit=100), RunSpec(workspace=WS, limit=100, expand=rm3)
+    files = service.export_query_set("big", "beir", workspace=WS).encode()
+    qrels = service.export_judgments("big", "trec", workspace=WS, by_document=True).encode()
+    assert refusal(lambda: service.evaluate_judged("big", 10, [typed, expanded], workspace=WS)) == (
+        REFUSAL
+    )
+    assert refusal(lambda: service.evaluate_runs(files, qrels, 10, [expanded])) == REFUSAL
+    assert (
+        refusal(lambda: service.expansion_ledger("big", 10, 100, workspace=WS, expand=rm3))
+        == REFUSAL
+    )
+    assert refusal(lambda: service.evaluate_residual("big", 10, 100, workspace=WS)) == REFUSAL
+
+
+def test_the_same_set_is_evaluated_as_typed_and_a_small_set_is_expanded(
+    service: LexplainService,
+) -> None:
+    (run,) = service.evaluate_judged("big", 10, [RunSpec(workspace=WS, limit=100)], workspace=WS)
+    assert len(run.rows) == TOO_MANY
+    ledger = service.expansion_ledger("small", 10, 100, workspace=WS, expand=ExpansionSpec())
+    assert len(ledger.rows) == 1
+    assert len(service.evaluate_residual("small", 10, 100, workspace=WS).typed.rows) <= 1
