@@ -25,6 +25,7 @@ from core.analysis.presentation import (
     clip_end,
     compare_explanations,
     contribution_bar_html,
+    explanation_markdown,
     explanation_rows,
     formula_lines,
     highlight_html,
@@ -166,25 +167,13 @@ def write_url(query: str, k: int, limit: int) -> None:
     write_query_params(KEYS, URL_MARKER, query, k, limit)
 
 
-#: Pixels of one dataframe row and of its header: tables are sized to show every row.
-ROW_PX, HEADER_PX = 35, 38
-
-
-def explanation_table(
-    explanation: ScoreExplanation, key: str, what: str = "the score above"
-) -> None:
+def explanation_table(explanation: ScoreExplanation, what: str = "the score above") -> None:
     """Every term's numbers, all rows visible, with the total stated above (never scrolled to)."""
     rows = explanation_rows(explanation)
     st.markdown(
         f"**total = {explanation.score:.4f}** = {what} (the sum of the contribution column)"
     )
-    st.dataframe(
-        rows,
-        column_config=NUMBER_FORMATS,
-        hide_index=True,
-        key=key,
-        height=HEADER_PX + ROW_PX * len(rows) + 2,
-    )
+    st.markdown(explanation_markdown(rows))
 
 
 #: Session keys of the grading toggle, the set a grade's query joins, and the last refusal.
@@ -331,7 +320,7 @@ def render_explanation(passage: RankedPassage) -> None:
     )
     if part.weights:
         st.markdown("Expanded query: each contribution is weight × idf × TF part.")
-    explanation_table(passage.explanation, key=f"explain-{passage.rank}")
+    explanation_table(passage.explanation)
     st.code("\n".join(formula_lines(passage.explanation)), language=None, wrap_lines=True)
     st.caption(SCORE_NOTE)
 
@@ -368,7 +357,7 @@ def render_compare(result: SearchResult) -> None:
         )
         for name, passage in (("A", a), ("B", b)):
             st.caption(f"{name}: " + escape_text(label(passage.rank)))
-            explanation_table(passage.explanation, key=f"cmp-{name}")
+            explanation_table(passage.explanation)
 
 
 def adopt_why_param() -> None:
@@ -452,7 +441,6 @@ def render_why_not(result: SearchResult) -> None:
             # What it scores, term by term: the answer to "why not higher?".
             explanation_table(
                 service.explain(result.query, why.chunk_id, workspace=workspace()),
-                key="why-not-terms",
                 what="its score, every match scored",
             )
 

@@ -138,6 +138,20 @@ def table_with(at: AppTest, column: str) -> list[dict[str, Any]]:
     raise AssertionError(f"no table with a column {column!r}")
 
 
+def explanation_cells(at: AppTest) -> list[dict[str, str]]:
+    """The rows of the first explanation table (Markdown with a "contribution" column), as
+    shown: every cell the text an analyst reads."""
+    for element in at.markdown:
+        lines = element.value.splitlines()
+        if lines and lines[0].startswith("| term") and "contribution" in lines[0]:
+            head = [c.strip() for c in lines[0].strip("| ").split("|")]
+            return [
+                dict(zip(head, (c.strip() for c in line.strip("| ").split("|")), strict=True))
+                for line in lines[2:]
+            ]
+    raise AssertionError("no explanation table")
+
+
 def rows(at: AppTest, index: int) -> list[dict[str, Any]]:
     frame = at.dataframe[index].value
     return list(frame.to_dict(orient="records"))
@@ -219,25 +233,25 @@ def test_cranfield_query_1_shows_core_ranking_and_explanations(
     open_explanation(at, 1)
     no_exception(at)
     explanation = expected.explanations["184"]
-    table = rows(at, 0)
-    assert all(None not in row.values() for row in table)
+    table = explanation_cells(at)
+    assert all("" not in row.values() for row in table)
     assert len(table) == len(explanation.every_term())
     assert (
         f"**total = {explanation.score:.4f}** = the score above "
         "(the sum of the contribution column)"
     ) in markdown(at)
     by_term = {r["term"]: r for r in table}
-    for part in explanation.every_term():
+    for part in explanation.every_term():  # core's numbers, in the screens' one format
         row = by_term[part.term]
         assert (row["tf"], row["df"], row["N"], row["dl"]) == (
-            part.tf,
-            part.df,
-            part.n_docs,
-            part.doc_length,
+            f"{part.tf:,}",
+            f"{part.df:,}",
+            f"{part.n_docs:,}",
+            f"{part.doc_length:,}",
         )
-        assert row["idf"] == part.idf
-        assert row["avgdl"] == part.avg_doc_length
-        assert row["contribution"] == part.contribution
+        assert row["idf"] == f"{part.idf:.4f}"
+        assert row["avgdl"] == f"{part.avg_doc_length:.2f}"
+        assert row["contribution"] == f"{part.contribution:.4f}"
     formula = at.code[0].value
     aero = next(p for p in explanation.terms if p.term == "aeroelastic")
     assert (

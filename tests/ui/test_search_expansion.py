@@ -32,6 +32,20 @@ def searched(workspace: str, expand: str) -> AppTest:
     return at.run()
 
 
+def explanation_cells(at: AppTest) -> list[dict[str, str]]:
+    """The rows of the first explanation table (Markdown with a "contribution" column), as
+    shown: every cell the text an analyst reads."""
+    for element in at.markdown:
+        lines = element.value.splitlines()
+        if lines and lines[0].startswith("| term") and "contribution" in lines[0]:
+            head = [c.strip() for c in lines[0].strip("| ").split("|")]
+            return [
+                dict(zip(head, (c.strip() for c in line.strip("| ").split("|")), strict=True))
+                for line in lines[2:]
+            ]
+    raise AssertionError("no explanation table")
+
+
 def table_with(at: AppTest, column: str) -> list[dict[str, Any]]:
     for frame in at.dataframe:
         if column in frame.value.columns:
@@ -57,10 +71,10 @@ def test_an_rm3_search_shows_its_expanded_query_and_where_each_passage_stood(
     assert any(p.brought_by for p in expected.passages), "RM3 brought no passage in on query 1"
     at.session_state["why-1"] = True
     at.run()
-    rows = table_with(at, "contribution")
+    rows = explanation_cells(at)
     top = expected.passages[0].explanation
     assert {r["term"]: (r["weight"], r["contribution"]) for r in rows} == {
-        p.term: (p.weight, p.contribution) for p in top.every_term()
+        p.term: (f"{p.weight:.4f}", f"{p.contribution:.4f}") for p in top.every_term()
     }
 
 

@@ -91,6 +91,20 @@ class Direct:
         ]
 
 
+def explanation_cells(at: AppTest) -> list[dict[str, str]]:
+    """The rows of the first explanation table (Markdown with a "contribution" column), as
+    shown: every cell the text an analyst reads."""
+    for element in at.markdown:
+        lines = element.value.splitlines()
+        if lines and lines[0].startswith("| term") and "contribution" in lines[0]:
+            head = [c.strip() for c in lines[0].strip("| ").split("|")]
+            return [
+                dict(zip(head, (c.strip() for c in line.strip("| ").split("|")), strict=True))
+                for line in lines[2:]
+            ]
+    raise AssertionError("no explanation table")
+
+
 @pytest.fixture(scope="module")
 def direct() -> Iterator[Direct]:
     found = Direct()
@@ -341,12 +355,11 @@ def test_why_not_on_search_explains_a_cut_passage_with_cores_numbers(
     mine = explain_score(
         terms, found.term_frequencies(row), int(found.doc_lengths[row]), found.stats
     )
-    (table,) = [f.value for f in at.dataframe if "contribution" in f.value.columns]
-    shown = dict(zip(table["term"], table["contribution"], strict=True))
+    shown = {row["term"]: row["contribution"] for row in explanation_cells(at)}
     assert {t: shown[t] for t in (p.term for p in mine.terms)} == {
-        p.term: p.contribution for p in mine.terms
+        p.term: f"{p.contribution:.4f}" for p in mine.terms
     }
-    assert all(shown[t] == 0 for t in shown.keys() - {p.term for p in mine.terms})
+    assert all(shown[t] == "0.0000" for t in shown.keys() - {p.term for p in mine.terms})
     total = f"**total = {mine.score:.4f}** = its score, every match scored"
     assert any(v.startswith(total) for v in values)
 

@@ -71,3 +71,21 @@ def test_a_best_point_on_an_edge_widens_that_side_within_the_screens_bounds() ->
     assert grid((1.0, 0.5), [0.5, 1.0, 3.0], [0.25, 0.5, 1.0]).widened(*screen) is None
     # Already at what the screen allows: nothing to offer.
     assert grid((5.0, 0.5), [4.0, 5.0], [0.25, 0.5, 1.0]).widened(*screen) is None
+
+
+def test_an_explanation_table_shows_core_numbers_in_one_format_with_its_text_escaped() -> None:
+    from core.analysis.presentation import explanation_markdown
+
+    rows = [
+        {"term": "flutter", "tf": 3, "df": 1234, "idf": 2.345678, "avgdl": 91.3456, "TF part": 1.5,
+         "contribution": 3.5185171},
+        {"term": "<b>x|y", "tf": 0, "df": 7, "idf": 4.0, "avgdl": 91.3456, "TF part": 0.0,
+         "contribution": 0.0},
+    ]  # fmt: skip
+    assert explanation_markdown(rows).splitlines() == [
+        "| term | tf | df | idf | avgdl | TF part | contribution |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| flutter | 3 | 1,234 | 2.3457 | 91.35 | 1.5000 | 3.5185 |",
+        "| &#60;b&#62;x&#124;y | 0 | 7 | 4.0000 | 91.35 | 0.0000 | 0.0000 |",
+    ]
+    assert explanation_markdown([]) == ""
