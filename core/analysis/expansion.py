@@ -228,6 +228,78 @@ def _as_typed(
     return Expansion(spec=spec, feedback=passages, terms=terms, note="; ".join(notes))
 
 
+class _Rm3(NamedTuple):
+    """What RM3 weighed: the feedback used with each passage's share and dl, R(w) and its
+    sources, the renormalised feedback parts of the kept terms, and the expanded query's
+    weights (term order; empty: nothing was added, the query is searched as typed)."""
+
+    distinct: list[str]
+    used: list[Scored]
+    shares: list[float]
+    dls: list[int]
+    relevance: dict[str, float]
+    sources: _Weighed
+    from_feedback: dict[str, float]
+    query_share: float
+    weights: dict[str, float]
+
+
+def _rm3(
+    query_terms: Sequence[str], feedback: Sequence[Scored], profile: Profile, spec: ExpansionSpec
+) -> _Rm3:
+    """Steps 1-5 of the module docstring: the one computation ``rm3`` and ``rm3_weights``
+    share, so the weights a run ranks by are the weights Search shows."""
+    distinct = sorted(set(query_terms))
+    if not distinct:
+        raise ValueError("the query has no terms to expand")
+    used = list(feedback[: spec.fb_docs])
+    total = 0.0
+    for ranked in used:
+        total += ranked.score
+    shares: list[float] = []
+    dls: list[int] = []
+    relevance: dict[str, float] = {}
+    sources = _Weighed()
+    for ranked in used:
+        share = ranked.score / total if total > 0 else 0.0
+        shares.append(share)
+        dls.append(_add_passage(ranked.chunk, share, profile, relevance, sources))
+    kept = _highest(relevance, spec.fb_terms)
+    norm = 0.0
+    for _, value in kept:
+        norm += value
+    feedback_weight = 1.0 - spec.original_weight
+    from_feedback = {term: feedback_weight * (value / norm) for term, value in kept if norm > 0}
+    query_share = spec.original_weight * (1.0 / len(distinct))
+    weights: dict[str, float] = {}
+    if from_feedback:
+        asked = set(distinct)
+        for term in sorted(asked | from_feedback.keys()):
+            weight = (query_share if term in asked else 0.0) + from_feedback.get(term, 0.0)
+            if weight > 0.0:
+                weights[term] = weight
+    return _Rm3(
+        distinct, used, shares, dls, relevance, sources, from_feedback, query_share, weights
+    )
+
+
+def rm3_weights(
+    query_terms: Sequence[str],
+    feedback: Sequence[Scored],
+    profile: Profile,
+    spec: ExpansionSpec,
+) -> dict[str, float]:
+    """``rm3(...).weights``, the same floats in the same order, without the ``Expansion``
+    around them: an Evaluate run ranks by the weights alone, and the terms' parts, sources and
+    feedback passages (~120 models a query) were a fifth of its RM3. Rejected: ``rm3`` with
+    its sources made lazy, a second way for an explanation to be built that every reader of
+    an ``Expansion`` would have to keep in mind."""
+    weighed = _rm3(query_terms, feedback, profile, spec)
+    if not weighed.weights:
+        return dict.fromkeys(weighed.distinct, 1.0)
+    return dict(sorted(weighed.weights.items(), key=lambda item: (-item[1], item[0])))
+
+
 def rm3(
     query_terms: Sequence[str],
     feedback: Sequence[Scored],
@@ -236,10 +308,8 @@ def rm3(
 ) -> Expansion:
     """The RM3 expansion of ``query_terms`` from ``feedback``, the unexpanded ranking's top
     passages in rank order (at most ``spec.fb_docs`` of them are used)."""
-    distinct = sorted(set(query_terms))
-    if not distinct:
-        raise ValueError("the query has no terms to expand")
-    used = list(feedback[: spec.fb_docs])
+    weighed = _rm3(query_terms, feedback, profile, spec)
+    used = weighed.used
     notes: list[str] = []
     if not used:
         notes.append("no passage matched the query, so there was nothing to learn from")
@@ -248,68 +318,48 @@ def rm3(
             f"only {len(used)} passage{'s' if len(used) != 1 else ''} matched, so the feedback "
             f"is {len(used)} of the {spec.fb_docs} asked for"
         )
-    total = 0.0
-    for ranked in used:
-        total += ranked.score
-    passages: list[FeedbackPassage] = []
-    relevance: dict[str, float] = {}
-    sources = _Weighed()
-    empty = 0
-    for rank, ranked in enumerate(used, start=1):
-        share = ranked.score / total if total > 0 else 0.0
-        dl = _add_passage(ranked.chunk, share, profile, relevance, sources)
-        passages.append(
-            FeedbackPassage(
-                chunk_id=ranked.chunk.id,
-                source_id=ranked.chunk.source_id,
-                chunk_index=ranked.chunk.chunk_index,
-                rank=rank,
-                score=ranked.score,
-                share=share,
-                doc_length=dl,
-            )
+    passages = [
+        FeedbackPassage(
+            chunk_id=ranked.chunk.id,
+            source_id=ranked.chunk.source_id,
+            chunk_index=ranked.chunk.chunk_index,
+            rank=rank,
+            score=ranked.score,
+            share=share,
+            doc_length=dl,
         )
-        empty += dl == 0
+        for rank, (ranked, share, dl) in enumerate(
+            zip(used, weighed.shares, weighed.dls, strict=True), start=1
+        )
+    ]
+    empty = sum(dl == 0 for dl in weighed.dls)
     if empty:
         notes.append(
             f"{empty} feedback passage{'s' if empty != 1 else ''} had no terms left after the "
             "profile and added nothing"
         )
-    kept = _highest(relevance, spec.fb_terms)
-    norm = 0.0
-    for _, value in kept:
-        norm += value
-    feedback_weight = 1.0 - spec.original_weight
-    from_feedback = {term: feedback_weight * (value / norm) for term, value in kept if norm > 0}
+    from_feedback = weighed.from_feedback
     if not from_feedback:
         notes.append("the query is searched as typed")
-        return _as_typed(spec, distinct, passages, notes)
-    query_share = spec.original_weight * (1.0 / len(distinct))
-    asked = set(distinct)
-    terms: list[ExpansionTerm] = []
-    for term in sorted(asked | from_feedback.keys()):
-        typed = term in asked
-        query_part = query_share if typed else 0.0
-        feedback_part = from_feedback.get(term, 0.0)
-        weight = query_part + feedback_part
-        if weight <= 0.0:
-            continue
-        terms.append(
-            ExpansionTerm(
-                term=term,
-                weight=weight,
-                typed=typed,
-                query_part=query_part,
-                feedback_part=feedback_part,
-                relevance=relevance.get(term, 0.0),
-                sources=[
-                    TermSource(chunk_id=chunk_id, tf=tf, part=part)
-                    for chunk_id, tf, part in (
-                        sources.sources(term) if term in from_feedback else []
-                    )
-                ],
-            )
+        return _as_typed(spec, weighed.distinct, passages, notes)
+    asked = set(weighed.distinct)
+    terms = [
+        ExpansionTerm(
+            term=term,
+            weight=weight,
+            typed=term in asked,
+            query_part=weighed.query_share if term in asked else 0.0,
+            feedback_part=from_feedback.get(term, 0.0),
+            relevance=weighed.relevance.get(term, 0.0),
+            sources=[
+                TermSource(chunk_id=chunk_id, tf=tf, part=part)
+                for chunk_id, tf, part in (
+                    weighed.sources.sources(term) if term in from_feedback else []
+                )
+            ],
         )
+        for term, weight in weighed.weights.items()
+    ]
     terms.sort(key=lambda t: (-t.weight, t.term))
     return Expansion(spec=spec, feedback=passages, terms=terms, note="; ".join(notes) or None)
 

@@ -14,7 +14,7 @@ from uuid import UUID
 from pydantic import BaseModel, ConfigDict, Field
 
 from core.analysis.evaluation import documents_in_rank_order
-from core.analysis.expansion import ExpansionSpec, Feedback, rm3, rocchio
+from core.analysis.expansion import ExpansionSpec, Feedback, rm3_weights, rocchio
 from core.analysis.rankers import Ranker, RankerKind, rank_with_steps, top_scored_steps
 from core.analysis.residual import fed_back
 from core.checkpoint import checkpoint, stepped
@@ -94,7 +94,7 @@ async def expansion_weights(
         Feedback(chunk, score)
         for chunk, score in zip(handed.chunks(rows), scores[rows].tolist(), strict=True)
     ]
-    return rm3(terms, feedback, profile, expand).weights
+    return rm3_weights(terms, feedback, profile, expand)
 
 
 async def expanded_top(

@@ -14,7 +14,8 @@ from uuid import UUID
 import pytest
 from pydantic import ValidationError
 
-from core.analysis.expansion import ExpansionSpec, rm3, rocchio
+from core.analysis import expansion as expansion_module
+from core.analysis.expansion import ExpansionSpec, rm3, rm3_weights, rocchio
 from core.domain.bm25 import ScoreExplanation
 from core.domain.chunks import StoredChunk
 from core.domain.ranking import RankedChunk
@@ -86,6 +87,41 @@ def test_a_feedback_passage_with_no_terms_left_adds_nothing_and_is_said() -> Non
     expansion = rm3(["wing"], silent, Profile.PLAIN, ExpansionSpec(fb_terms=3))
     assert expansion.feedback[1].doc_length == 0
     assert expansion.note is not None and "no terms left" in expansion.note
+
+
+WIDER = [
+    *FEEDBACK,
+    ranked("c", "the of and", 0.5),
+    ranked("d", "flutter drag drag shock wing tail body", 0.5),
+    ranked("e", "nozzle shock body", 0.25),
+]
+
+
+@pytest.mark.parametrize(
+    ("query", "feedback", "spec"),
+    [
+        (["wing", "flutter"], FEEDBACK, ExpansionSpec(fb_docs=2, fb_terms=3)),
+        (["wing", "flutter", "wing"], WIDER, ExpansionSpec()),
+        (["drag", "zebra"], WIDER, ExpansionSpec(fb_docs=3, fb_terms=2)),
+        (["shock"], WIDER, ExpansionSpec(fb_docs=5, fb_terms=1, original_weight=0.2)),
+        (["zebra", "wing"], WIDER, ExpansionSpec(original_weight=0.0)),
+        (["wing", "flutter"], WIDER, ExpansionSpec(original_weight=1.0)),
+        (["wing"], [], ExpansionSpec()),
+        (["wing"], [WIDER[2]], ExpansionSpec()),
+    ],
+)
+def test_rm3_weights_alone_are_the_expansions_weights_bit_for_bit_in_its_order(
+    query: list[str],
+    feedback: list[RankedChunk],
+    spec: ExpansionSpec,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    want = [(term, weight.hex()) for term, weight in rm3(query, feedback, Profile.PLAIN, spec)
+            .weights.items()]  # fmt: skip
+    for model in ("ExpansionTerm", "TermSource", "FeedbackPassage", "Expansion"):
+        monkeypatch.setattr(expansion_module, model, lambda *a, **kw: pytest.fail("built"))
+    weights = rm3_weights(query, feedback, Profile.PLAIN, spec)
+    assert [(term, weight.hex()) for term, weight in weights.items()] == want
 
 
 @pytest.mark.parametrize(
