@@ -211,8 +211,14 @@ def _add_passage(
 
 def _highest(values: dict[str, float], n: int) -> list[tuple[str, float]]:
     """The ``n`` highest values, ties by term ascending: ``sorted(...)[:n]`` without sorting
-    every term (the key is unique, so both give the same list)."""
-    return heapq.nsmallest(n, values.items(), key=lambda item: (-item[1], item[0]))
+    every term (the key is unique, so both give the same list). The n-th highest value is
+    found among the bare floats first, and only the terms at or above it are keyed and sorted:
+    ``heapq.nsmallest`` with the key called a Python lambda on each of a query's ~530 terms."""
+    if n <= 0 or not values:
+        return []
+    floor = heapq.nlargest(n, values.values())[-1]
+    above = [item for item in values.items() if item[1] >= floor]
+    return sorted(above, key=lambda item: (-item[1], item[0]))[:n]
 
 
 def _as_typed(

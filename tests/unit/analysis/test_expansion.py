@@ -124,6 +124,16 @@ def test_rm3_weights_alone_are_the_expansions_weights_bit_for_bit_in_its_order(
     assert [(term, weight.hex()) for term, weight in weights.items()] == want
 
 
+@pytest.mark.parametrize("n", [0, 1, 2, 3, 5, 8, 50])
+def test_the_highest_terms_are_the_first_n_of_every_term_sorted_ties_by_term(n: int) -> None:
+    values = {"d": 0.5, "a": 0.25, "c": 0.5, "b": 0.25, "e": 0.125, "f": 0.5, "g": -0.5}
+    shuffled = dict(sorted(values.items(), key=lambda item: hash(item[0]) % 7))
+    want = sorted(values.items(), key=lambda item: (-item[1], item[0]))[:n]
+    assert expansion_module._highest(values, n) == want
+    assert expansion_module._highest(shuffled, n) == want
+    assert expansion_module._highest({}, n) == []
+
+
 @pytest.mark.parametrize(
     "bad",
     [
