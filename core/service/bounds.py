@@ -78,6 +78,9 @@ MAX_GRID_RANKINGS: Final = 100_000
 #: typed and expanded (issue 49: the residual run of 10,000 queries took 134 s on PostgreSQL,
 #: 47,505 passages, 13 ms a query; the expansion ledger of 10,000 took 84 s in memory at 5,000).
 MAX_EXPANDED_QUERIES: Final = 2_000
+#: Most judged queries one diagnosis takes: 10,000 took 164-254 s (bench_query_probes'
+#: analyses, 47,505 passages, limit 1,000), ~16-25 ms a query; 2,000 stays within 60 s.
+MAX_DIAGNOSED_QUERIES: Final = 2_000
 #: A number refused at the door: the parameter, its range and what was given.
 NUMBER_REFUSAL: Final = "{name} must be a whole number from {low} to {high}, got {given}"
 #: The prefix pydantic puts before a validator's own sentence.
@@ -154,6 +157,17 @@ def check_grid(points: int, queries: int) -> None:
             f"a grid of {points:,} points over {queries:,} graded queries is "
             f"{points * queries:,} rankings; at most {MAX_GRID_RANKINGS:,} are tuned at once: "
             "use fewer points (a coarser step or a narrower range) or a smaller query set"
+        )
+
+
+def check_diagnosed(queries: int) -> None:
+    """A diagnosis of ``queries`` judged queries: refused beyond ``MAX_DIAGNOSED_QUERIES``,
+    before anything is read (each lost unit is explained and looked up)."""
+    if queries > MAX_DIAGNOSED_QUERIES:
+        raise ValueError(
+            f"a diagnosis explains every lost relevant passage of every query; at most "
+            f"{MAX_DIAGNOSED_QUERIES:,} judged queries are diagnosed at once, not {queries:,}: "
+            "use a smaller query set or judgment file"
         )
 
 

@@ -59,6 +59,7 @@ from core.service.common import (
     MAX_QUERY_TERMS,
     UNLIMITED,
     bounded_candidates,
+    check_diagnosed,
     check_grid,
     check_k_limit,
     check_query_terms,
@@ -127,6 +128,7 @@ class DiagnosisActions(StoreRunner):
         _check_expansion(expand)
         found, grades = self._graded(query_set, workspace, by_document)
         queries = {q.query_id: q.text for q in found.queries if q.text in grades}
+        check_diagnosed(len(queries))
         judged = {query_id: grades[text] for query_id, text in queries.items()}
         return self._call_with_progress(
             lambda report: self._diagnose(
@@ -153,6 +155,7 @@ class DiagnosisActions(StoreRunner):
         used = ranker or Ranker.of(RankerKind.WORKSPACE)
         _check_expansion(expand)
         queries, qrels = judged_files(queries_data, qrels_data)
+        check_diagnosed(len(queries.keys() & qrels.keys()))
         return self._call_with_progress(
             lambda report: self._diagnose(
                 queries, qrels, k, limit, used, workspace, True, report, expand
