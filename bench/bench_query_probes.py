@@ -140,7 +140,10 @@ def database_url() -> str:
     """The running server's URL (``LEXPLAIN_DATABASE_URL``, else ``DATABASE_URL``)."""
     url = os.environ.get("LEXPLAIN_DATABASE_URL") or os.environ.get("DATABASE_URL")
     if not url:
-        raise SystemExit("--store postgres needs DATABASE_URL (source /work/pgenv.sh)")
+        raise SystemExit(
+            "--store postgres needs DATABASE_URL (`source .ci/pg.sh && pg_start` starts a server "
+            "and exports it)"
+        )
     return url
 
 
