@@ -479,6 +479,16 @@ def _stop(pgdata: Path, user: str | None) -> None:
 _held: dict[Path, int] = {}
 
 
+@contextlib.contextmanager
+def _checked(data_dir: Path, min_free_bytes: int) -> Iterator[Path]:
+    """``data_dir`` made, locked and checked (free disk, whose folder it is): its pgdata, for
+    as long as the lock is held (``prepare`` and ``acquire``)."""
+    _make_data_dir(data_dir)
+    with _locked(data_dir):
+        check_data_dir(data_dir, min_free_bytes=min_free_bytes)
+        yield data_dir / PGDATA_NAME
+
+
 def _initialised(pgdata: Path, binaries: Path, user: str | None, durable: bool) -> None:
     """``pgdata`` made and owned by the server's user, with a cluster in it (initdb if none)."""
     pgdata.mkdir(mode=0o700, exist_ok=True)
@@ -500,12 +510,8 @@ def prepare(data_dir: Path, *, min_free_bytes: int = MIN_FREE_BYTES) -> bool:
     Rejected: starting the server ahead too, which would leave one running with no user if the
     app never came up.
     """
-    data_dir = data_dir.resolve()
-    _make_data_dir(data_dir)
     binaries = bin_dir()
-    with _locked(data_dir):
-        check_data_dir(data_dir, min_free_bytes=min_free_bytes)
-        pgdata = data_dir / PGDATA_NAME
+    with _checked(data_dir.resolve(), min_free_bytes) as pgdata:
         if _postmaster(pgdata) is not None or pgdata_major(pgdata) is not None:
             return False
         _initialised(pgdata, binaries, _server_user(), durable=True)
@@ -528,11 +534,8 @@ def acquire(
     nothing stored is changed.
     """
     data_dir = data_dir.resolve()
-    _make_data_dir(data_dir)
     binaries = bin_dir()
-    with _locked(data_dir):
-        check_data_dir(data_dir, min_free_bytes=min_free_bytes)
-        pgdata = data_dir / PGDATA_NAME
+    with _checked(data_dir, min_free_bytes) as pgdata:
         user = _server_user()
         found = _postmaster(pgdata)
         if found is None:
