@@ -18,6 +18,7 @@ import streamlit as st
 
 from core.analysis.presentation import (
     CANDIDATE_ORDER,
+    COLUMN_DECIMALS,
     FORMULA,
     IDF_FORMULA,
     SCORE_NOTE,
@@ -84,14 +85,10 @@ URL_MARKER = "_search_url"
 #: URL parameter naming a passage for "why not?" (links from other screens set it).
 WHY_PARAM = "why"
 
+#: Data-frame formats of the fractional columns: core's decimals, as the Markdown tables use.
 NUMBER_FORMATS = {
-    "idf": st.column_config.NumberColumn("idf", format="%.4f"),
-    "avgdl": st.column_config.NumberColumn("avgdl", format="%.2f"),
-    "TF part": st.column_config.NumberColumn("TF part", format="%.4f"),
-    "contribution": st.column_config.NumberColumn("contribution", format="%.4f"),
-    "weight": st.column_config.NumberColumn("weight", format="%.4f"),
-    "query part": st.column_config.NumberColumn("query part", format="%.4f"),
-    "feedback part": st.column_config.NumberColumn("feedback part", format="%.4f"),
+    column: st.column_config.NumberColumn(column, format=f"%.{decimals}f")
+    for column, decimals in COLUMN_DECIMALS.items()
 }
 #: The Expand control's choices, as offered.
 EXPAND_CHOICES = {

@@ -380,13 +380,17 @@ def explanation_rows(
     return [{name: row[name] for name in columns} for row in rows]
 
 
-#: Decimals of each fractional column of an explanation table (the screens' one format).
-EXPLANATION_DECIMALS: Final = {"weight": 4, "idf": 4, "avgdl": 2, "TF part": 4, "contribution": 4}
+#: Decimals of each fractional column of an explanation or expansion table (the screens' one
+#: format, for Markdown tables and data frames alike).
+COLUMN_DECIMALS: Final = {
+    "weight": 4, "idf": 4, "avgdl": 2, "TF part": 4, "contribution": 4, "query part": 4,
+    "feedback part": 4,
+}  # fmt: skip
 
 
 def explanation_markdown(rows: Sequence[Mapping[str, object]]) -> str:
     """``explanation_rows`` as a Markdown table: text cells escaped, counts with thousands
-    separators, fractions at ``EXPLANATION_DECIMALS``. Drawn as HTML rather than a data frame:
+    separators, fractions at ``COLUMN_DECIMALS``. Drawn as HTML rather than a data frame:
     the first data frame a session draws loads its grid's code in the browser and converts the
     rows through pyarrow, ~0.7-0.8 s of a newcomer's first explanation (bench_first_result,
     issue 50 item 1) for a table of a few rows that needs no sorting."""
@@ -395,8 +399,8 @@ def explanation_markdown(rows: Sequence[Mapping[str, object]]) -> str:
     columns = list(rows[0])
 
     def cell(column: str, value: object) -> str:
-        if isinstance(value, float) and column in EXPLANATION_DECIMALS:
-            return f"{value:.{EXPLANATION_DECIMALS[column]}f}"
+        if isinstance(value, float) and column in COLUMN_DECIMALS:
+            return f"{value:.{COLUMN_DECIMALS[column]}f}"
         if isinstance(value, int):
             return f"{value:,}"
         if isinstance(value, float):
