@@ -18,6 +18,7 @@ rerun was rejected for that.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from typing import Any
 from urllib.parse import urlencode
@@ -469,8 +470,10 @@ result_inputs = (judged_by, files_digest, workspace(), k, tuple(specs))
 diagnosis_inputs = (judged_by, files_digest, workspace(), k, limit_a, ranker_a)
 
 
+@functools.cache  # once per run of this script (it defines the function anew each run)
 def grades_now() -> tuple[int, str] | None:
-    """The chosen set's grades today (``pages.common.grades_state``); None for files."""
+    """The chosen set's grades today (``pages.common.grades_state``), read once per run; None
+    for files."""
     return grades_state(service, graded[0], workspace()) if graded is not None else None
 
 

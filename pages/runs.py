@@ -10,6 +10,7 @@ evaluation is kept in session state so saving it does not run the set again.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import plotly.graph_objects as go
@@ -79,8 +80,11 @@ PICK_KEY = "runs_pick"
 K1_SLIDER, B_SLIDER = (0.0, 5.0), (0.0, 1.0)
 
 
+@functools.cache  # once per run of this script (it defines the function anew each run)
 def grades_now() -> tuple[int, str]:
-    """The chosen set's grades as a comparable state (``pages.common.grades_state``)."""
+    """The chosen set's grades as a comparable state (``pages.common.grades_state``): read once
+    per run, not once per result shown; the only grade change on this screen (the sample's
+    grades) happens before the first result asks."""
     return grades_state(service, chosen, ws)
 
 
