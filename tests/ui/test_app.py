@@ -27,6 +27,7 @@ from core.domain.tokenize import tokenize
 from core.ingest.readers import read_file
 from core.service import MAX_QUERY_TERMS, SAMPLE_QUERY
 from pages.common import get_service
+from tests.fixtures.screens import explanation_cells
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = str(ROOT / "app.py")
@@ -136,20 +137,6 @@ def table_with(at: AppTest, column: str) -> list[dict[str, Any]]:
         if column in frame.value.columns:
             return list(frame.value.to_dict(orient="records"))
     raise AssertionError(f"no table with a column {column!r}")
-
-
-def explanation_cells(at: AppTest) -> list[dict[str, str]]:
-    """The rows of the first explanation table (Markdown with a "contribution" column), as
-    shown: every cell the text an analyst reads."""
-    for element in at.markdown:
-        lines = element.value.splitlines()
-        if lines and lines[0].startswith("| term") and "contribution" in lines[0]:
-            head = [c.strip() for c in lines[0].strip("| ").split("|")]
-            return [
-                dict(zip(head, (c.strip() for c in line.strip("| ").split("|")), strict=True))
-                for line in lines[2:]
-            ]
-    raise AssertionError("no explanation table")
 
 
 def rows(at: AppTest, index: int) -> list[dict[str, Any]]:

@@ -27,6 +27,21 @@ def page(workspace: str) -> AppTest:
     return at
 
 
+def tuned(workspace: str, k1_range: tuple[float, float]) -> AppTest:
+    """Runs on the sample's grades at limit 100, tuned over ``k1_range`` in steps of 0.5 and
+    b 0.5-1 in steps of 0.25."""
+    from pages.common import get_service
+
+    get_service().import_sample_grades(workspace=workspace)
+    at = page(workspace)
+    at.number_input(key="runs_limit").set_value(100)
+    at.slider(key="tune_k1").set_value(k1_range)
+    at.number_input(key="tune_k1_step").set_value(0.5)
+    at.slider(key="tune_b").set_value((0.5, 1.0))
+    at.number_input(key="tune_b_step").set_value(0.25)
+    return at.button(key="runs_tune").click().run()
+
+
 def test_two_runs_from_in_app_grades_are_saved_and_compared_with_a_p_value(
     cranfield: str,
 ) -> None:
@@ -98,14 +113,7 @@ def test_tuning_draws_the_grid_marks_the_best_point_and_saves_it_as_a_run(
     from pages.common import get_service
 
     service = get_service()
-    service.import_sample_grades(workspace=cranfield)
-    at = page(cranfield)
-    at.number_input(key="runs_limit").set_value(100)
-    at.slider(key="tune_k1").set_value((0.5, 1.5))
-    at.number_input(key="tune_k1_step").set_value(0.5)
-    at.slider(key="tune_b").set_value((0.5, 1.0))
-    at.number_input(key="tune_b_step").set_value(0.25)
-    at.button(key="runs_tune").click().run()
+    at = tuned(cranfield, (0.5, 1.5))
     assert not at.exception, [e.value for e in at.exception]
     want = service.tune(
         SAMPLE_QUERY_SET, 10, 100, workspace=cranfield,
@@ -139,14 +147,7 @@ def test_a_best_point_on_the_grids_edge_offers_a_wider_grid_and_tunes_it_in_one_
     from pages.common import get_service
 
     service = get_service()
-    service.import_sample_grades(workspace=cranfield)
-    at = page(cranfield)
-    at.number_input(key="runs_limit").set_value(100)
-    at.slider(key="tune_k1").set_value((0.0, 0.5))
-    at.number_input(key="tune_k1_step").set_value(0.5)
-    at.slider(key="tune_b").set_value((0.5, 1.0))
-    at.number_input(key="tune_b_step").set_value(0.25)
-    at.button(key="runs_tune").click().run()
+    at = tuned(cranfield, (0.0, 0.5))
     first = service.tune(
         SAMPLE_QUERY_SET, 10, 100, workspace=cranfield,
         grid=GridSpec(k1s=(0.0, 0.5), bs=(0.5, 0.75, 1.0)),

@@ -12,6 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 from core.service import ExpansionSpec, expansion_rows
 from pages.common import get_service
+from tests.fixtures.screens import explanation_cells
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 #: Cranfield query 1.
@@ -30,20 +31,6 @@ def searched(workspace: str, expand: str) -> AppTest:
     at.text_input(key="q").input(QUERY)
     at.selectbox(key="expand").set_value(expand)
     return at.run()
-
-
-def explanation_cells(at: AppTest) -> list[dict[str, str]]:
-    """The rows of the first explanation table (Markdown with a "contribution" column), as
-    shown: every cell the text an analyst reads."""
-    for element in at.markdown:
-        lines = element.value.splitlines()
-        if lines and lines[0].startswith("| term") and "contribution" in lines[0]:
-            head = [c.strip() for c in lines[0].strip("| ").split("|")]
-            return [
-                dict(zip(head, (c.strip() for c in line.strip("| ").split("|")), strict=True))
-                for line in lines[2:]
-            ]
-    raise AssertionError("no explanation table")
 
 
 def table_with(at: AppTest, column: str) -> list[dict[str, Any]]:

@@ -35,6 +35,7 @@ from core.ingest.indexing import index_uploads, read_upload
 from core.service import SAMPLE_CORPUS, SAMPLE_QRELS, SAMPLE_QUERIES
 from core.stores.memory import InMemoryChunkStore
 from pages.common import get_service
+from tests.fixtures.screens import explanation_cells
 
 APP = str(SAMPLE_CORPUS.parents[2] / "app.py")
 #: Cranfield query 1: limit 20 cuts three of its unlimited top-10.
@@ -89,20 +90,6 @@ class Direct:
             evaluate_run(queries, qrels, d, k, limit)
             for d, limit in zip(ranked, limits, strict=True)
         ]
-
-
-def explanation_cells(at: AppTest) -> list[dict[str, str]]:
-    """The rows of the first explanation table (Markdown with a "contribution" column), as
-    shown: every cell the text an analyst reads."""
-    for element in at.markdown:
-        lines = element.value.splitlines()
-        if lines and lines[0].startswith("| term") and "contribution" in lines[0]:
-            head = [c.strip() for c in lines[0].strip("| ").split("|")]
-            return [
-                dict(zip(head, (c.strip() for c in line.strip("| ").split("|")), strict=True))
-                for line in lines[2:]
-            ]
-    raise AssertionError("no explanation table")
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,11 @@
-"""An expanded run reads each graded query twice (typed, then expanded): at most 2,000 queries
-(issue 49 item 1: Rocchio's residual run of 10,000 took 134 s on PostgreSQL), refused in one
-sentence before anything is read, by every action that expands a set: Evaluate's RM3 run (a
-set's grades or judgment files), the expansion ledger and the residual run."""
+"""How many queries one analysis takes (issue 49 item 1), each refused in one sentence before
+anything is read.
+
+An expanded run reads each graded query twice (typed, then expanded): at most 2,000 queries
+(Rocchio's residual run of 10,000 took 134 s on PostgreSQL), in every action that expands a set:
+Evaluate's RM3 run (a set's grades or judgment files), the expansion ledger and the residual
+run. A diagnosis takes at most 2,000 judged queries (10,000 took 164-254 s on both stores), from
+a set's grades (by passage and by document) and from judgment files alike."""
 
 from __future__ import annotations
 
@@ -19,6 +23,10 @@ TOO_MANY = 2_001
 REFUSAL = (
     "an expanded run reads each query twice; at most 2,000 graded queries are expanded at "
     "once, not 2,001: use a smaller query set"
+)
+DIAGNOSIS_REFUSAL = (
+    "a diagnosis explains every lost relevant passage of every query; at most 2,000 judged "
+    "queries are diagnosed at once, not 2,001: use a smaller query set or judgment file"
 )
 
 
@@ -74,3 +82,18 @@ def test_the_same_set_is_evaluated_as_typed_and_a_small_set_is_expanded(
     ledger = service.expansion_ledger("small", 10, 100, workspace=WS, expand=ExpansionSpec())
     assert len(ledger.rows) == 1
     assert len(service.evaluate_residual("small", 10, 100, workspace=WS).typed.rows) <= 1
+
+
+def test_2_001_judged_queries_are_refused_by_every_diagnosis(service: LexplainService) -> None:
+    files = service.export_query_set("big", "beir", workspace=WS).encode()
+    qrels = service.export_judgments("big", "trec", workspace=WS, by_document=True).encode()
+    by_passage = refusal(lambda: service.diagnose("big", 10, 100, workspace=WS))
+    by_document = refusal(lambda: service.diagnose("big", 10, 100, workspace=WS, by_document=True))
+    assert by_passage == by_document == DIAGNOSIS_REFUSAL
+    assert refusal(lambda: service.diagnose_files(files, qrels, 10, 100, workspace=WS)) == (
+        DIAGNOSIS_REFUSAL
+    )
+
+
+def test_a_set_within_the_diagnosis_bound_is_diagnosed(service: LexplainService) -> None:
+    assert len(service.diagnose("small", 10, 100, workspace=WS).queries) <= 1
