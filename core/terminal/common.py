@@ -58,17 +58,27 @@ def refusal(exc: ValueError) -> str:
 
 def expansion_of(args: argparse.Namespace) -> ExpansionSpec | None:
     """The expansion ``--expand`` and its parameters name (None without ``--expand``); a
-    parameter out of range raises pydantic's ``ValidationError``, which ``refusal`` words."""
+    parameter out of range raises pydantic's ``ValidationError``, which ``refusal`` words, and
+    ``--beta``/``--gamma`` without Rocchio a ``ValueError`` (they would be ignored)."""
     if not args.expand:
         return None
     typed_share = args.original_weight
     if typed_share is None:
         typed_share = ROCCHIO_ALPHA if args.expand == "rocchio" else ORIGINAL_WEIGHT
+    rocchio = {
+        name: value
+        for name in ("beta", "gamma")
+        if (value := getattr(args, name, None)) is not None
+    }
+    if rocchio and args.expand != "rocchio":
+        given = " and ".join(f"--{name}" for name in rocchio)
+        raise ValueError(f"{given} weigh feedback from the grades: give them with --expand rocchio")
     return ExpansionSpec(
         method=args.expand,
         fb_docs=args.fb_docs,
         fb_terms=args.fb_terms,
         original_weight=typed_share,
+        **rocchio,
     )
 
 

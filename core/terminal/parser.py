@@ -10,7 +10,14 @@ import argparse
 from pathlib import Path
 
 from core.analysis.evaluation import METRICS
-from core.analysis.expansion import FB_DOCS, FB_TERMS, ORIGINAL_WEIGHT, ROCCHIO_ALPHA
+from core.analysis.expansion import (
+    FB_DOCS,
+    FB_TERMS,
+    ORIGINAL_WEIGHT,
+    ROCCHIO_ALPHA,
+    ROCCHIO_BETA,
+    ROCCHIO_GAMMA,
+)
 from core.analysis.judgment_files import QueryFormat
 from core.domain.tokenize import DEFAULT_PROFILE, Profile
 from core.ingest import bulk
@@ -294,4 +301,20 @@ def expansion_arguments(
             f"the typed query's share of the weights, 0..1 (RM3 {ORIGINAL_WEIGHT:g}, Rocchio's "
             f"alpha {ROCCHIO_ALPHA:g})"
         ),
+    )
+    if "rocchio" not in methods:
+        return
+    command.add_argument(
+        "--beta",
+        type=float,
+        default=None,
+        metavar="X",
+        help=f"Rocchio: the weight of the passages graded relevant, 0..1 ({ROCCHIO_BETA:g})",
+    )
+    command.add_argument(
+        "--gamma",
+        type=float,
+        default=None,
+        metavar="X",
+        help=f"Rocchio: the weight of the passages graded 0, 0..1 ({ROCCHIO_GAMMA:g})",
     )

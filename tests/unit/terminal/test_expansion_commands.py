@@ -142,3 +142,46 @@ def test_evaluate_expand_rocchio_prints_the_facades_residual_measurement_and_say
     body = {cells[0]: cells for cells in table_rows(out) if len(cells) == 5}
     for row in expected.typed.rows:
         assert body[row.query_id][3] == repr(row.ndcg)
+
+
+@pytest.mark.postgres
+def test_evaluate_expand_rocchio_takes_beta_and_gamma_as_the_facade_does(
+    facade: LexplainService,
+) -> None:
+    facade.import_sample_grades(workspace=SAMPLE)
+    spec = ExpansionSpec.rocchio().model_copy(update={"fb_docs": 5, "beta": 0.4, "gamma": 0.0})
+    expected = facade.evaluate_residual(SAMPLE_QUERY_SET, 10, 50, workspace=SAMPLE, expand=spec)
+    default = facade.evaluate_residual(
+        SAMPLE_QUERY_SET, 10, 50, workspace=SAMPLE,
+        expand=ExpansionSpec.rocchio().model_copy(update={"fb_docs": 5}),
+    )  # fmt: skip
+    assert expected.expanded != default.expanded  # the weights reach the ranking
+
+    status, out = run(
+        "evaluate", "--workspace", SAMPLE, "--set", SAMPLE_QUERY_SET, "--limit", "50", "--json",
+        "--expand", "rocchio", "--fb-docs", "5", "--beta", "0.4", "--gamma", "0",
+    )  # fmt: skip
+    assert status == 0, out
+    head, _, expanded = [json.loads(line) for line in out.splitlines()]
+    assert head["expansion"] == spec.label
+    assert [r["ndcg"] for r in expanded["rows"]] == [r.ndcg for r in expected.expanded.rows]
+
+
+@pytest.mark.parametrize(
+    ("given", "said"),
+    [
+        (("--expand", "rocchio", "--beta", "1.5"),
+         "error: --beta: Input should be less than or equal to 1"),
+        (("--expand", "rocchio", "--gamma", "nan"), "error: --gamma: Input should be a finite number"),
+        (("--expand", "rm3", "--beta", "0.5"),
+         "error: --beta weigh feedback from the grades: give them with --expand rocchio"),
+    ],
+)  # fmt: skip
+@pytest.mark.postgres
+def test_evaluate_refuses_a_rocchio_weight_out_of_range_or_without_rocchio_in_one_line(
+    facade: LexplainService, given: tuple[str, ...], said: str
+) -> None:
+    facade.import_sample_grades(workspace=SAMPLE)
+    status, out = run("evaluate", "--workspace", SAMPLE, "--set", SAMPLE_QUERY_SET, *given)
+    assert status == 2
+    assert out.strip().splitlines() == [said]
