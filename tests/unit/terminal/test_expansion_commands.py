@@ -172,7 +172,8 @@ def test_evaluate_expand_rocchio_takes_beta_and_gamma_as_the_facade_does(
     [
         (("--expand", "rocchio", "--beta", "1.5"),
          "error: --beta: Input should be less than or equal to 1"),
-        (("--expand", "rocchio", "--gamma", "nan"), "error: --gamma: Input should be a finite number"),
+        (("--expand", "rocchio", "--gamma", "nan"),
+         "error: --gamma: Input should be a finite number"),
         (("--expand", "rm3", "--beta", "0.5"),
          "error: --beta weigh feedback from the grades: give them with --expand rocchio"),
     ],
