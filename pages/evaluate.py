@@ -7,13 +7,14 @@ the result lists mark what is unjudged (``EvaluationRun.grades``), so a high sco
 judgments reads as one.
 
 Runs A and B may also differ in ranker (the workspace's BM25, the textbook one, or
-BM25 with chosen k1/b) and in workspace (e.g. the plain and english profiles of the
-same files), shown with the same table, deltas and CSV. Every number comes from
-``service.evaluate``/``service.evaluate_runs`` (one unlimited candidate read per query
-and workspace, sliced per limit, ranked per ranker, judged by ``core.analysis.evaluation``) and
-``compare_runs`` (differences B − A). The result is kept in session state, so sorting
-the table or switching the metric does not re-run 225 queries; re-running on every
-rerun was rejected for that.
+BM25 with chosen k1/b), in expansion (RM3, a run setting as on Runs; feedback from the grades
+is measured on Runs, where it is left out of what judges it) and in workspace (e.g. the
+plain and english profiles of the same files), shown with the same table, deltas and CSV.
+Every number comes from ``service.evaluate``/``service.evaluate_runs`` (one unlimited
+candidate read per query and workspace, sliced per limit, ranked per ranker, judged by
+``core.analysis.evaluation``) and ``compare_runs`` (differences B − A). The result is kept
+in session state, so sorting the table or switching the metric does not re-run 225 queries;
+re-running on every rerun was rejected for that.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from core.service import (
     MAX_K1,
     EvaluationComparison,
     EvaluationRun,
+    ExpansionSpec,
     JudgmentError,
     LexplainService,
     QueryComparison,
@@ -129,6 +131,19 @@ def ranker_input(side: str, column: Any) -> Ranker:
         key=f"ev_b_{side}",
     )
     return Ranker.of(kind, k1=float(k1), b=float(b))
+
+
+def expansion_input(side: str, column: Any) -> ExpansionSpec | None:
+    """Run ``side``'s expansion: RM3 with Anserini's defaults when on (a run setting, as on
+    Runs), else None. Feedback from grades is not offered here: judged by the grades it learned
+    from it flatters itself; Runs measures it honestly."""
+    on = column.toggle(
+        f"Expand {side} (RM3)",
+        key=f"ev_expand_{side}",
+        help="Each query expanded from its own top passages (RM3: 10 feedback passages, "
+        "10 terms, the typed query's share 0.5), then ranked again.",
+    )
+    return ExpansionSpec() if on else None
 
 
 def table_rows(result: EvaluationComparison, metric: str, k: int) -> list[dict[str, object]]:
@@ -343,9 +358,9 @@ service = screen()
 st.title("Evaluate")
 # First line: how this screen differs from Runs, the other one that evaluates.
 st.caption(
-    "Judgment files (BEIR, TREC) or this workspace's grades, with one or two limits, rankers "
-    "or workspaces side by side; nothing is saved. **Runs** evaluates this workspace's grades "
-    "and saves runs, to compare them later with significance tests."
+    "Judgment files (BEIR, TREC) or this workspace's grades, with one or two limits, rankers, "
+    "workspaces or expansions (RM3) side by side; nothing is saved. **Runs** evaluates this "
+    "workspace's grades and saves runs, to compare them later with significance tests."
 )
 st.page_link(
     "pages/runs.py",
@@ -397,6 +412,8 @@ limits = [limit_a, limit_b] if compare else [limit_a]
 rank_a, rank_b = st.columns(2)
 ranker_a = ranker_input("A", rank_a)
 ranker_b = ranker_input("B", rank_b)
+expand_a = expansion_input("A", rank_a)
+expand_b = expansion_input("B", rank_b)
 names = service.list_workspaces()
 workspace_b = str(
     rank_b.selectbox(
@@ -410,7 +427,9 @@ workspace_b = str(
 )
 # Both runs narrowed alike (a filter names this workspace's sources and entities).
 within = narrowing(service, workspace())
-specs = [RunSpec(workspace=workspace(), limit=limit_a, ranker=ranker_a, within=within)]
+specs = [
+    RunSpec(workspace=workspace(), limit=limit_a, ranker=ranker_a, within=within, expand=expand_a)
+]
 if compare:
     specs.append(
         RunSpec(
@@ -418,11 +437,13 @@ if compare:
             limit=limit_b,
             ranker=ranker_b,
             within=within if workspace_b == workspace() else None,
+            expand=expand_b,
         )
     )
-#: Limits only (the workspace's ranker, one workspace): runs named by their limits.
+#: Limits only (the workspace's ranker, one workspace, as typed): runs named by their limits.
 limits_only = all(
-    s.ranker.kind is RankerKind.WORKSPACE and s.workspace == workspace() for s in specs
+    s.ranker.kind is RankerKind.WORKSPACE and s.workspace == workspace() and s.expand is None
+    for s in specs
 )
 
 # Before and instead of a table of zeros: how much of what is judged this workspace holds.
@@ -467,7 +488,7 @@ files_digest = (
 )
 #: What a result below was computed from besides the grades; a change marks it out of date.
 result_inputs = (judged_by, files_digest, workspace(), k, tuple(specs))
-diagnosis_inputs = (judged_by, files_digest, workspace(), k, limit_a, ranker_a)
+diagnosis_inputs = (judged_by, files_digest, workspace(), k, limit_a, ranker_a, expand_a)
 
 
 @functools.cache  # once per run of this script (it defines the function anew each run)
@@ -530,12 +551,13 @@ if st.button("Diagnose run A", key="ev_diagnose", disabled=(judgments is None an
             if graded is not None:
                 lost = service.diagnose(
                     graded[0], k, limit_a, workspace=workspace(), ranker=ranker_a,
-                    by_document=graded[1],
+                    by_document=graded[1], expand=expand_a,
                 )  # fmt: skip
             elif judgments is not None:
                 lost = service.diagnose_files(
-                    judgments[1], judgments[2], k, limit_a, workspace=workspace(), ranker=ranker_a
-                )
+                    judgments[1], judgments[2], k, limit_a, workspace=workspace(),
+                    ranker=ranker_a, expand=expand_a,
+                )  # fmt: skip
         st.session_state[DIAGNOSIS_KEY] = lost
         remember(DIAGNOSIS_KEY, diagnosis_inputs, grades_now())
     except (JudgmentError, KeyError, ValueError) as exc:
