@@ -64,7 +64,15 @@ BIT_TERMS: Final = 16
 #: Candidate x term cells up to which the bitset path reads the tf columns off the terms'
 #: bitsets (``bit_tf_columns``: one step, and only while the words it counts, up to the last
 #: row's, cost less than binary searches); more go through ``tf_column_steps``, in steps.
-BIT_TF_CELLS: Final = 1 << 13
+#: ``BIT_TERMS`` x 2,048 rows: an RM3 query's expanded read (~12-16 terms at limit 1,000) is
+#: inside it; at 1 << 13 it binary-searched each term's posting, 1.0 against 0.4 ms a read
+#: at 100k Zipf passages (the bitset path's one step: ~0.6 ms for 16 terms at 1M rows).
+BIT_TF_CELLS: Final = 1 << 15
+#: Bitset words counted per unit of ``SEARCH_COST``: a word (copied, popcounted, summed) cost
+#: ~2 ns against ~4 ns a posting scattered (16 terms, 1,000 rows of 1M: 0.53 ms for the
+#: words against 0.66-1.4 ms searching). Counted as 1, the bitset path stopped at ~800k rows
+#: and a 1M-passage RM3 read binary-searched its terms (RM3 search p50 5.4 against 8.2 ms).
+WORDS_PER_COST: Final = 2
 
 #: Bit i of a word alone, and the bits below it (``bit_tf_columns``).
 _BIT: Final = np.left_shift(np.uint64(1), np.arange(64, dtype=np.uint64))
@@ -426,7 +434,7 @@ def postings_candidate_steps(
         every_bits is not None
         and len(selected) * len(terms) <= BIT_TF_CELLS
         # The words it counts, against what a binary search per row and term costs.
-        and int(selected.max()) >> 6 < len(selected) * SEARCH_COST + CALL_COST
+        and int(selected.max()) >> 6 < WORDS_PER_COST * (len(selected) * SEARCH_COST + CALL_COST)
     ):
         tfs = bit_tf_columns(postings, every_bits, selected)
     else:
