@@ -28,6 +28,7 @@ from core.service import LexplainService, RunSpec
 from core.service.bounds import (
     MAX_CANDIDATE_CELLS,
     MAX_CEILING_LIMITS,
+    MAX_DIAGNOSED_QUERIES,
     MAX_EVALUATE_QUERIES,
     MAX_EXPANDED_QUERIES,
     MAX_GRID_RANKINGS,
@@ -43,8 +44,9 @@ LIMIT: Final = 1_000
 GRADED_PER_QUERY: Final = 5
 SEED: Final = scale_setup.SEED + 49
 #: The sets: every query; the most the default grid (42 points) tunes; the most the largest
-#: grid (20 x 20) tunes.
+#: grid (20 x 20) tunes; the most an expanded run takes; the most a diagnosis takes.
 SET, TUNE_SET, WIDE_SET, EXPAND_SET = "probe", "probe-tune", "probe-wide", "probe-expand"
+DIAGNOSE_SET: Final = "probe-diagnose"
 DEFAULT_POINTS: Final = 42
 WIDE_GRID: Final = GridSpec(
     k1s=tuple(round(0.2 * n, 1) for n in range(20)), bs=tuple(n / 19 for n in range(20))
@@ -55,8 +57,8 @@ BOUND_MIB: Final = 1_024
 #: Issue 49's figures of the code before, by probe (10,000 queries unless it says).
 BEFORE: Final = {
     "Evaluate files": "22 s",
-    "diagnose files": "PostgreSQL 152 s, memory 41 s",
-    "diagnose by document": "PostgreSQL 74 s",
+    "diagnose files": "10,000 queries: PostgreSQL 152 s, memory 41 s",
+    "diagnose by document": "10,000 queries: PostgreSQL 74 s",
     "tune, 42 points x 2,380 queries": "10,000 queries: PostgreSQL 35 s, 2.4 GB",
     "tune, 400 points x 250 queries": "400 x 10,000: PostgreSQL 106 s, 2.55 GB",
     "parity": "10^9 queries: 94 s; 1,000 queries past 120 s",
@@ -64,7 +66,12 @@ BEFORE: Final = {
     "residual (Rocchio), 2,000": "10,000 queries: PostgreSQL 134 s",
 }
 #: Each probe timed against the Evaluate of the same input (issue 49: at most 1.5x).
-PEERS: Final = {"diagnose files": "Evaluate files"}
+PEERS: Final = {
+    "diagnose files": "Evaluate files",
+    f"diagnose files, {MAX_DIAGNOSED_QUERIES:,} queries": (
+        f"Evaluate files, {MAX_DIAGNOSED_QUERIES:,} queries"
+    ),
+}
 
 
 def graded_queries(
@@ -132,18 +139,24 @@ def probes(
     texts: Sequence[str],
     wanted: Sequence[str] = (),
 ) -> dict[str, Callable[[], str]]:
-    """The sets saved and graded on ``ws``, then every analysis probe by name (``wanted``:
-    those whose names start with one of them; all when empty)."""
+    """The sets saved and graded on ``ws`` (unless a kept workspace has them all already),
+    then every analysis probe by name (``wanted``: those whose names start with one of them;
+    all when empty)."""
     queries, grades = graded_queries(texts, MAX_EVALUATE_QUERIES)
     queries_file, qrels_file = judgment_files(ids, queries, grades)
+    few = MAX_DIAGNOSED_QUERIES
+    few_files = judgment_files(ids, queries[:few], grades[:few])
     tune_queries = MAX_GRID_RANKINGS // DEFAULT_POINTS
     wide_queries = MAX_GRID_RANKINGS // (len(WIDE_GRID.k1s) * len(WIDE_GRID.bs))
     sets = {SET: len(queries), TUNE_SET: tune_queries, WIDE_SET: wide_queries}
-    for name, count in (sets | {EXPAND_SET: MAX_EXPANDED_QUERIES}).items():
-        lines = b"".join(queries_file.splitlines(keepends=True)[:count])
-        service.save_query_set(name, lines, "beir", workspace=ws)
-    imported = service.import_judgments(qrels_file, "trec", SET, workspace=ws)
-    print(json.dumps({"queries": len(queries), "imported": imported.model_dump(mode="json")}))
+    sets |= {EXPAND_SET: MAX_EXPANDED_QUERIES, DIAGNOSE_SET: few}
+    saved = {found.name: found.queries for found in service.query_sets(workspace=ws)}
+    if any(saved.get(name) != count for name, count in sets.items()):
+        for name, count in sets.items():
+            lines = b"".join(queries_file.splitlines(keepends=True)[:count])
+            service.save_query_set(name, lines, "beir", workspace=ws)
+        imported = service.import_judgments(qrels_file, "trec", SET, workspace=ws)
+        print(json.dumps({"queries": len(queries), "imported": imported.model_dump(mode="json")}))
     words = ceiling_words(texts)
     heavy = " ".join(words)
     ceiling_files = (
@@ -166,6 +179,9 @@ def probes(
     def evaluate() -> str:
         return runs(service.evaluate(queries_file, qrels_file, K, [LIMIT], workspace=ws))
 
+    def evaluate_few() -> str:
+        return runs(service.evaluate(*few_files, K, [LIMIT], workspace=ws))
+
     every: dict[str, Callable[[], str]] = {
         "Evaluate files": evaluate,
         "Evaluate grades by passage": lambda: runs(
@@ -180,6 +196,16 @@ def probes(
         ),
         "diagnose files": lambda: diagnosed(
             service.diagnose_files(queries_file, qrels_file, K, LIMIT, workspace=ws)
+        ),
+        f"diagnose by passage, {few:,} queries": lambda: diagnosed(
+            service.diagnose(DIAGNOSE_SET, K, LIMIT, workspace=ws)
+        ),
+        f"diagnose by document, {few:,} queries": lambda: diagnosed(
+            service.diagnose(DIAGNOSE_SET, K, LIMIT, workspace=ws, by_document=True)
+        ),
+        f"Evaluate files, {few:,} queries": evaluate_few,
+        f"diagnose files, {few:,} queries": lambda: diagnosed(
+            service.diagnose_files(*few_files, K, LIMIT, workspace=ws)
         ),
         f"tune, 42 points x {tune_queries:,} queries": lambda: tuned(
             service.tune(TUNE_SET, K, LIMIT, workspace=ws)
@@ -237,6 +263,8 @@ def row(
         ratio = f"{seconds / seconds_of[peer]:.2f}x {peer}"
     alone = name.startswith(("tune", "parity", "limit", "Truncation")) or "queries" in name
     detail = "" if alone else f", {MAX_EVALUATE_QUERIES:,} queries, limit {LIMIT:,}"
+    if name.startswith(("diagnose", "Evaluate")) and "queries" in name:
+        detail = f", limit {LIMIT:,}"
     return {
         "workload": f"{name}{detail} ({store}, {passages:,} passages)",
         "lexplain": (

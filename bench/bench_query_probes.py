@@ -18,10 +18,17 @@ truncation``.
 analysis at the largest input the app accepts (10,000 graded queries, the largest grid, by
 document, judgment files), each against 60 s and 1 GiB; ``--record`` writes their rows to
 bench/results/query_probes.json. ``--store postgres`` is the server at ``DATABASE_URL`` (a
-schema of the bench's own, dropped before and after), rather than a throwaway one.
+schema of the bench's own, dropped before and after), rather than a throwaway one; with
+``--keep`` the schema is kept after the run and a later ``--keep`` run reuses its workspace,
+sets and grades (the same seeded corpus and queries, so the same figures' inputs) instead of
+uploading 47,505 passages again: a bound can then be re-measured in its probe's own time.
+Rejected: a dump file of the workspace (the store's tables are the dump, and a schema of the
+bench's own is dropped by any run without ``--keep``).
 
     .venv/bin/python -m bench.bench_query_probes --store memory|embedded|stock|citus|postgres
     .venv/bin/python -m bench.bench_query_probes --store postgres --probes analyses --record
+    .venv/bin/python -m bench.bench_query_probes --store postgres --probes analyses --keep \
+        --only "diagnose by passage, 2"
 """
 
 from __future__ import annotations
@@ -97,8 +104,9 @@ def measured(call: Callable[[], str]) -> dict[str, object]:
 
 
 @contextmanager
-def opened(store: str) -> Iterator[tuple[LexplainService, str | None]]:
-    """A service on a fresh store of kind ``store``, and its server's URL (None in memory)."""
+def opened(store: str, keep: bool = False) -> Iterator[tuple[LexplainService, str | None]]:
+    """A service on a fresh store of kind ``store``, and its server's URL (None in memory);
+    ``keep`` (``postgres`` only): the bench's schema as the last ``keep`` run left it, kept."""
     if store == "memory":
         service = LexplainService.from_settings(Settings(store="memory"))
         try:
@@ -108,7 +116,8 @@ def opened(store: str) -> Iterator[tuple[LexplainService, str | None]]:
         return
     if store == "postgres":
         url = database_url()
-        drop_schema(url, SCHEMA)
+        if not keep:
+            drop_schema(url, SCHEMA)
         service = LexplainService.from_settings(
             Settings(database_url=SecretStr(url), database_schema=SCHEMA)
         )
@@ -116,7 +125,8 @@ def opened(store: str) -> Iterator[tuple[LexplainService, str | None]]:
             yield service, url
         finally:
             service.close()
-            drop_schema(url, SCHEMA)
+            if not keep:
+                drop_schema(url, SCHEMA)
         return
     if store == "embedded":
         with tempfile.TemporaryDirectory(prefix="lexplain-qprobe.") as data:
@@ -134,6 +144,11 @@ def opened(store: str) -> Iterator[tuple[LexplainService, str | None]]:
             yield service, url
         finally:
             service.close()
+
+
+def kept_passages(service: LexplainService) -> int:
+    """Passages of a kept workspace (one a source in the generated corpus)."""
+    return sum(source.passages for source in service.list_sources(workspace=WORKSPACE))
 
 
 def database_url() -> str:
@@ -225,26 +240,37 @@ def main() -> None:
     parser.add_argument("--probes", choices=("queries", "analyses"), default="queries")
     parser.add_argument("--only", default="", help="analyses: a comma-separated subset")
     parser.add_argument("--record", action="store_true", help="analyses: write their rows")
+    parser.add_argument(
+        "--keep", action="store_true", help="postgres: keep the workspace and reuse a kept one"
+    )
     args = parser.parse_args()
+    if args.keep and args.store != "postgres":
+        parser.error("--keep keeps the schema of --store postgres")
     ids, texts, _ = zipf_corpus(args.passages)
     corpus = "".join(
         json.dumps({"_id": i, "text": t}) + "\n" for i, t in zip(ids, texts, strict=True)
     ).encode()
-    with opened(args.store) as (service, _):
+    with opened(args.store, args.keep) as (service, _):
         service._results = ResultCache(entries=0)  # every probe reads, none is answered cached
-        service.create_workspace(WORKSPACE)
-        started = time.perf_counter()
-        (report,) = service.upload_files([("corpus.jsonl", corpus)], workspace=WORKSPACE)
-        print(
-            json.dumps(
-                {
-                    "store": args.store,
-                    "passages": report.passages_written,
-                    "upload_s": round(time.perf_counter() - started, 1),
-                }
-            ),
-            flush=True,
-        )
+        kept = WORKSPACE in service.list_workspaces() and kept_passages(service) == len(ids)
+        if not kept:
+            if WORKSPACE in service.list_workspaces():
+                service.delete_workspace(WORKSPACE)
+            service.create_workspace(WORKSPACE)
+            started = time.perf_counter()
+            (report,) = service.upload_files([("corpus.jsonl", corpus)], workspace=WORKSPACE)
+            print(
+                json.dumps(
+                    {
+                        "store": args.store,
+                        "passages": report.passages_written,
+                        "upload_s": round(time.perf_counter() - started, 1),
+                    }
+                ),
+                flush=True,
+            )
+        else:
+            print(json.dumps({"store": args.store, "kept": len(ids)}), flush=True)
         if args.probes == "queries":
             for name, call in probes(service, texts).items():
                 print(json.dumps({"probe": name, **measured(call)}), flush=True)
