@@ -40,6 +40,7 @@ from core.service.common import (
     bounded_candidates,
     check_expanded,
     check_k_limit,
+    check_runs,
     checked_terms,
     combine_judgments,
     decoded_file,
@@ -364,7 +365,7 @@ class AnalysisActions(StoreRunner):
 
         The workspace's own ranker at each limit: ``evaluate_runs`` with one spec per limit.
         """
-        for limit in limits:
+        for limit in check_runs(limits, "limits"):
             check_k_limit(k, limit)
         specs = [RunSpec(workspace=workspace, limit=limit) for limit in limits]
         return self._evaluate_specs(queries_data, qrels_data, k, specs, on_progress, False)
@@ -405,8 +406,7 @@ class AnalysisActions(StoreRunner):
         reports Judged@k, the share of its top k that has a grade. ``KeyError`` for an unknown
         set, ``JudgmentError`` when no query of it has a grade yet.
         """
-        if not runs:
-            raise ValueError("at least one run is needed")
+        check_runs(runs, "runs")
         for spec in runs:  # a limit of 0 is refused as Search refuses it
             check_k_limit(k, spec.limit)
         tenant = self._tenant(workspace)
@@ -440,8 +440,7 @@ class AnalysisActions(StoreRunner):
         on_progress: ProgressCallback | None,
         labelled: bool,
     ) -> list[EvaluationRun]:
-        if not runs:
-            raise ValueError("at least one limit is needed")
+        check_runs(runs, "runs")
         for spec in runs:  # a limit of 0 is refused as Search refuses it
             check_k_limit(k, spec.limit)
         judged, qrels = judged_files(queries_data, qrels_data)

@@ -17,7 +17,10 @@ light search queued behind a 2,000-term Truncation waited 8.85 s instead of 0.22
   whatever the query, the limit or the corpus. Checked from a passage count, and only when
   that is not enough, from a zero-row read that counts the matches: two cheap reads rather
   than sparse columns in every store and scorer (rejected for now: a change of the port).
-- Evaluate: at most ``MAX_EVALUATE_QUERIES`` judged queries in one run.
+- Evaluate: at most ``MAX_EVALUATE_QUERIES`` judged queries in one run, and at most
+  ``MAX_EVALUATE_RUNS`` runs (limits, or run specs) in one call: the screen offers two (A and
+  B), and each run of another workspace, ranker or filter is another read or ranking of
+  every query, so the Python API's "any number" was 10,000 queries times whatever it was given.
 - Tune: at most ``MAX_GRID_RANKINGS`` grid points x graded queries, refused before a read
   (the cheap half of issue 49 item 1; streaming the candidates per block, which bounds the
   memory of a large set at any grid, is not done yet).
@@ -38,7 +41,7 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Sequence
-from typing import Final
+from typing import Final, TypeVar
 from uuid import UUID
 
 from pydantic import ValidationError
@@ -54,6 +57,8 @@ from core.domain.query_cost import checked_terms as checked_terms
 from core.domain.ranking import LexicalCandidates
 from core.stores.port import ChunkStore
 
+T = TypeVar("T")
+
 #: Largest k of any screen or run (the pages offer up to 100).
 MAX_K: Final = 1_000
 #: Most candidate rows × distinct query terms one read may hold (int64: 256 MiB).
@@ -62,6 +67,10 @@ MAX_CANDIDATE_CELLS: Final = 2**25
 CELL_BYTES: Final = 8
 #: Most judged queries one Evaluate run scores (BEIR's largest query sets have about 10,000).
 MAX_EVALUATE_QUERIES: Final = 10_000
+#: Most runs (limits, or run specs) one Evaluate ranks: the Evaluate screen's A and B (a run of
+#: another workspace, ranker or filter reads or ranks every query again; 10,000 queries took
+#: 50-67 s on PostgreSQL at one run). More runs are compared from saved ones (Runs: 2 to 5).
+MAX_EVALUATE_RUNS: Final = 2
 #: Largest limit of any read: the "no limit" of a run (2^62), within PostgreSQL's bigint.
 MAX_LIMIT: Final = UNLIMITED
 #: Most queries one parity check asks both stores (its default is 200): each is read at its
@@ -188,6 +197,15 @@ def check_limits(limits: Sequence[int]) -> list[int]:
         raise ValueError(f"the limits must be a list of whole numbers, got {limits!r}")
     whole(len(limits), "the number of limits", 1, MAX_CEILING_LIMITS)
     return [whole(limit, "each limit", 0, MAX_LIMIT) for limit in limits]
+
+
+def check_runs(runs: Sequence[T], name: str) -> list[T]:
+    """An Evaluate's runs (``name``: "runs", or "limits" for ``evaluate``): a list of 1 to
+    ``MAX_EVALUATE_RUNS``, refused in ``NUMBER_REFUSAL``'s sentence before anything is read."""
+    if isinstance(runs, str | bytes) or not isinstance(runs, Sequence):
+        raise ValueError(f"the {name} must be a list, got {runs!r}")
+    whole(len(runs), f"the number of {name}", 1, MAX_EVALUATE_RUNS)
+    return list(runs)
 
 
 def _too_many_cells(distinct: int, rows: int) -> ValueError:

@@ -46,6 +46,7 @@ from core.service.bounds import check_k_limit as check_k_limit
 from core.service.bounds import check_limit as check_limit
 from core.service.bounds import check_limits as check_limits
 from core.service.bounds import check_query_terms as check_query_terms
+from core.service.bounds import check_runs as check_runs
 from core.service.bounds import checked_terms as checked_terms
 from core.service.bounds import whole as whole
 from core.stores.port import ChunkStore, EntitySummary, Workspace

@@ -67,7 +67,12 @@ def test_a_search_returns_while_another_sessions_evaluate_is_still_running(
     service: LexplainService,
 ) -> None:
     queries, qrels = service.sample_judgments()
-    runs = [RunSpec(workspace="cranfield", limit=limit) for limit in (10, 100, 1000)] * 4
+    # Long work: the sample's queries six times over (an Evaluate takes two runs at most).
+    queries = b"".join(queries.replace(b'"_id": "', b'"_id": "%d-' % n) for n in range(6))
+    qrels = qrels.splitlines(keepends=True)[0] + b"".join(
+        b"%d-" % n + line for n in range(6) for line in qrels.splitlines(keepends=True)[1:]
+    )
+    runs = [RunSpec(workspace="cranfield", limit=limit) for limit in (100, 1000)]
 
     def evaluate(progress: Callable[[int, int, str], None]) -> object:
         return service.evaluate_runs(queries, qrels, 10, runs, on_progress=progress)

@@ -5,16 +5,26 @@ An expanded run reads each graded query twice (typed, then expanded): at most 2,
 (Rocchio's residual run of 10,000 took 134 s on PostgreSQL), in every action that expands a set:
 Evaluate's RM3 run (a set's grades or judgment files), the expansion ledger and the residual
 run. A diagnosis takes at most 2,000 judged queries (10,000 took 164-254 s on both stores), from
-a set's grades (by passage and by document) and from judgment files alike."""
+a set's grades (by passage and by document) and from judgment files alike. An Evaluate takes
+at most two runs or limits (the screen's A and B), from every entry alike; docs/bounds.md
+states each of these numbers as core has it."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from core.analysis.expansion import ExpansionSpec
 from core.service import LexplainService, RunSpec
+from core.service.bounds import (
+    MAX_DIAGNOSED_QUERIES,
+    MAX_EVALUATE_QUERIES,
+    MAX_EVALUATE_RUNS,
+    MAX_EXPANDED_QUERIES,
+    MAX_PARITY_QUERIES,
+)
 from core.stores.memory import InMemoryChunkStore
 
 WS = "expanded"
@@ -97,3 +107,50 @@ def test_2_001_judged_queries_are_refused_by_every_diagnosis(service: LexplainSe
 
 def test_a_set_within_the_diagnosis_bound_is_diagnosed(service: LexplainService) -> None:
     assert len(service.diagnose("small", 10, 100, workspace=WS).queries) <= 1
+
+
+def test_an_evaluate_of_more_runs_or_limits_than_the_screen_offers_is_refused_in_one_sentence(
+    service: LexplainService,
+) -> None:
+    files = service.export_query_set("small", "beir", workspace=WS).encode()
+    qrels = service.export_judgments("small", "trec", workspace=WS, by_document=True).encode()
+    three = [RunSpec(workspace=WS, limit=limit) for limit in (10, 100, 1000)]
+    assert refusal(lambda: service.evaluate(files, qrels, 10, [10, 100, 1000], workspace=WS)) == (
+        "the number of limits must be a whole number from 1 to 2, got 3"
+    )
+    assert refusal(lambda: service.evaluate_runs(files, qrels, 10, three)) == (
+        "the number of runs must be a whole number from 1 to 2, got 3"
+    )
+    assert refusal(lambda: service.evaluate_judged("small", 10, three, workspace=WS)) == (
+        "the number of runs must be a whole number from 1 to 2, got 3"
+    )
+    assert refusal(lambda: service.evaluate_judged("small", 10, [], workspace=WS)) == (
+        "the number of runs must be a whole number from 1 to 2, got 0"
+    )
+    assert refusal(lambda: service.evaluate(files, qrels, 10, [], workspace=WS)) == (
+        "the number of limits must be a whole number from 1 to 2, got 0"
+    )
+    assert refusal(lambda: service.evaluate(files, qrels, 10, 100, workspace=WS)) == (  # type: ignore[arg-type]
+        "the limits must be a list, got 100"
+    )
+
+
+def test_an_evaluate_of_two_runs_or_limits_is_run(service: LexplainService) -> None:
+    files = service.export_query_set("small", "beir", workspace=WS).encode()
+    qrels = service.export_judgments("small", "trec", workspace=WS, by_document=True).encode()
+    assert len(service.evaluate(files, qrels, 10, [10, 100], workspace=WS)) == 2
+    two = [RunSpec(workspace=WS, limit=10), RunSpec(workspace=WS, limit=100)]
+    assert len(service.evaluate_runs(files, qrels, 10, two)) == 2
+    assert len(service.evaluate_judged("small", 10, two, workspace=WS)) == 2
+
+
+def test_docs_bounds_states_each_set_size_bound_core_uses() -> None:
+    text = (Path(__file__).resolve().parents[3] / "docs" / "bounds.md").read_text(encoding="utf-8")
+    for stated in (
+        f"**{MAX_EVALUATE_QUERIES:,} judged queries**",
+        f"**{MAX_EVALUATE_RUNS:,} runs**",
+        f"**{MAX_EXPANDED_QUERIES:,} graded queries in an expanded run**",
+        f"**{MAX_DIAGNOSED_QUERIES:,} judged queries in one diagnosis**",
+        f"**{MAX_PARITY_QUERIES:,} queries in a parity check**",
+    ):
+        assert stated in text, stated
