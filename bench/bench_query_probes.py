@@ -162,6 +162,21 @@ def database_url() -> str:
     return url
 
 
+def server_label(url: str) -> str:
+    """ "PostgreSQL 15": how a row names the server it ran on, whichever ``--store`` started it
+    (rows of one server replace each other's)."""
+    import asyncpg
+
+    async def version() -> int:
+        conn = await asyncpg.connect(url)
+        try:
+            return int(await conn.fetchval("SHOW server_version_num")) // 10_000
+        finally:
+            await conn.close()
+
+    return f"PostgreSQL {asyncio.run(version())}"
+
+
 def drop_schema(url: str, schema: str) -> None:
     import asyncpg
 
@@ -250,7 +265,7 @@ def main() -> None:
     corpus = "".join(
         json.dumps({"_id": i, "text": t}) + "\n" for i, t in zip(ids, texts, strict=True)
     ).encode()
-    with opened(args.store, args.keep) as (service, _):
+    with opened(args.store, args.keep) as (service, url):
         service._results = ResultCache(entries=0)  # every probe reads, none is answered cached
         kept = WORKSPACE in service.list_workspaces() and kept_passages(service) == len(ids)
         if not kept:
@@ -282,11 +297,12 @@ def main() -> None:
             service, WORKSPACE, ids, texts, wanted
         )
         rows, seconds = [], {}
+        label = "memory" if url is None else server_label(url)
         for name, call in calls.items():
             found = {"probe": name, **measured(call), "load": f"{os.getloadavg()[0]:.1f}"}
             print(json.dumps(found), flush=True)
             seconds[name] = float(found["seconds"])  # type: ignore[arg-type]
-            rows.append(analysis_probes.row(name, args.store, len(ids), found, seconds))
+            rows.append(analysis_probes.row(name, label, len(ids), found, seconds))
         if args.record:
             record("query_probes", rows)
 
