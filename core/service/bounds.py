@@ -88,7 +88,8 @@ MAX_GRID_RANKINGS: Final = 100_000
 #: 47,505 passages, 13 ms a query; the expansion ledger of 10,000 took 84 s in memory at 5,000).
 MAX_EXPANDED_QUERIES: Final = 2_000
 #: Most judged queries one diagnosis takes: 10,000 took 164-254 s (bench_query_probes'
-#: analyses, 47,505 passages, limit 1,000), ~16-25 ms a query; 2,000 stays within 60 s.
+#: analyses, 47,505 passages, limit 1,000); 2,000 take 43-46 s on PostgreSQL 15, 22-32 s in
+#: memory (by passage, by document, from files).
 MAX_DIAGNOSED_QUERIES: Final = 2_000
 #: A number refused at the door: the parameter, its range and what was given.
 NUMBER_REFUSAL: Final = "{name} must be a whole number from {low} to {high}, got {given}"
