@@ -154,3 +154,25 @@ def test_any_ascii_batch_tokenised_at_once_equals_tokenising_each_text(
     texts: list[str], profile: Profile
 ) -> None:
     assert _each(texts, profile) == [tokenize(text, profile) for text in texts]
+
+
+def _by_the_pattern(text: str) -> list[str]:
+    from core.domain import tokenize as module
+
+    return module.TERM_PATTERN.findall(module._normalise(text))
+
+
+@given(st.text(alphabet=st.characters(max_codepoint=127)))
+def test_an_ascii_text_split_without_the_pattern_has_the_pattern_s_terms(text: str) -> None:
+    assert raw_terms(text) == _by_the_pattern(text)
+
+
+@given(st.text(alphabet="aZ9_-. \x00\t\n", max_size=600))
+def test_an_ascii_text_with_long_runs_has_the_pattern_s_terms(text: str) -> None:
+    assert raw_terms(text) == _by_the_pattern(text)
+
+
+def test_an_ascii_run_longer_than_a_term_is_still_split_as_the_pattern_splits_it() -> None:
+    for text in ["Q" * 255, "q" * 256 + " Wing_Body", "x1" * 300, "A_b-C.d\x00E\x1fF"]:
+        assert raw_terms(text) == _by_the_pattern(text)
+    assert raw_terms("A_b-C.d\x00E\x1fF") == ["a", "b", "c", "d", "e", "f"]
