@@ -32,6 +32,7 @@ from core.service.bounds import (
     MAX_EVALUATE_QUERIES,
     MAX_EXPANDED_QUERIES,
     MAX_GRID_RANKINGS,
+    MAX_LEDGER_QUERIES,
     MAX_PARITY_QUERIES,
     MAX_QUERY_TERMS,
 )
@@ -46,7 +47,7 @@ SEED: Final = scale_setup.SEED + 49
 #: The sets: every query; the most the default grid (42 points) tunes; the most the largest
 #: grid (20 x 20) tunes; the most an expanded run takes; the most a diagnosis takes.
 SET, TUNE_SET, WIDE_SET, EXPAND_SET = "probe", "probe-tune", "probe-wide", "probe-expand"
-DIAGNOSE_SET: Final = "probe-diagnose"
+DIAGNOSE_SET, LEDGER_SET = "probe-diagnose", "probe-ledger"
 DEFAULT_POINTS: Final = 42
 WIDE_GRID: Final = GridSpec(
     k1s=tuple(round(0.2 * n, 1) for n in range(20)), bs=tuple(n / 19 for n in range(20))
@@ -149,7 +150,7 @@ def probes(
     tune_queries = MAX_GRID_RANKINGS // DEFAULT_POINTS
     wide_queries = MAX_GRID_RANKINGS // (len(WIDE_GRID.k1s) * len(WIDE_GRID.bs))
     sets = {SET: len(queries), TUNE_SET: tune_queries, WIDE_SET: wide_queries}
-    sets |= {EXPAND_SET: MAX_EXPANDED_QUERIES, DIAGNOSE_SET: few}
+    sets |= {EXPAND_SET: MAX_EXPANDED_QUERIES, DIAGNOSE_SET: few, LEDGER_SET: MAX_LEDGER_QUERIES}
     saved = {found.name: found.queries for found in service.query_sets(workspace=ws)}
     if any(saved.get(name) != count for name, count in sets.items()):
         for name, count in sets.items():
@@ -230,6 +231,9 @@ def probes(
         ),
         f"expansion ledger (RM3), {MAX_EXPANDED_QUERIES:,} queries": lambda: (
             f"{len(service.expansion_ledger(EXPAND_SET, K, LIMIT, workspace=ws, expand=rm3).rows)}"
+        ),
+        f"expansion ledger (RM3), {MAX_LEDGER_QUERIES:,} queries": lambda: (
+            f"{len(service.expansion_ledger(LEDGER_SET, K, LIMIT, workspace=ws, expand=rm3).rows)}"
         ),
         f"residual (Rocchio), {MAX_EXPANDED_QUERIES:,} queries": lambda: (
             f"{len(service.evaluate_residual(EXPAND_SET, K, LIMIT, workspace=ws).typed.rows)}"

@@ -25,7 +25,8 @@ light search queued behind a 2,000-term Truncation waited 8.85 s instead of 0.22
   (the cheap half of issue 49 item 1; streaming the candidates per block, which bounds the
   memory of a large set at any grid, is not done yet).
 - An expanded run (RM3 in Evaluate and the expansion ledger, Rocchio's residual run): at
-  most ``MAX_EXPANDED_QUERIES`` graded queries, since each is read twice.
+  most ``MAX_EXPANDED_QUERIES`` graded queries, since each is read twice; the expansion
+  ledger, which also diagnoses the typed run, at most ``MAX_LEDGER_QUERIES``.
 - Every number an analysis takes (k, limit, a parity's queries, a ceiling's limits) passes
   ``whole`` at the facade's door: an int (not a bool, a float such as NaN, inf or 10.0, nor a
   string such as "10") within its documented range, or one sentence naming the parameter and
@@ -91,6 +92,10 @@ MAX_EXPANDED_QUERIES: Final = 2_000
 #: analyses, 47,505 passages, limit 1,000); 2,000 take 43-46 s on PostgreSQL 15, 22-32 s in
 #: memory (by passage, by document, from files).
 MAX_DIAGNOSED_QUERIES: Final = 2_000
+#: Most graded queries in one expansion ledger: it is an expanded Evaluate (typed and RM3) and
+#: the typed run's diagnosis, so 2,000 took 78.9 s on PostgreSQL 15 (24.4 s in memory; 47,505
+#: passages, limit 1,000), against 43-46 s for the diagnosis alone.
+MAX_LEDGER_QUERIES: Final = 1_000
 #: A number refused at the door: the parameter, its range and what was given.
 NUMBER_REFUSAL: Final = "{name} must be a whole number from {low} to {high}, got {given}"
 #: The prefix pydantic puts before a validator's own sentence.
@@ -178,6 +183,17 @@ def check_diagnosed(queries: int) -> None:
             f"a diagnosis explains every lost relevant passage of every query; at most "
             f"{MAX_DIAGNOSED_QUERIES:,} judged queries are diagnosed at once, not {queries:,}: "
             "use a smaller query set or judgment file"
+        )
+
+
+def check_ledger(queries: int) -> None:
+    """An expansion ledger of ``queries`` graded queries (an expanded run and a diagnosis of
+    each): refused beyond ``MAX_LEDGER_QUERIES``, before any candidate is read."""
+    if queries > MAX_LEDGER_QUERIES:
+        raise ValueError(
+            f"an expansion ledger ranks each query typed and expanded and diagnoses it; at most "
+            f"{MAX_LEDGER_QUERIES:,} graded queries are in one ledger, not {queries:,}: use a "
+            "smaller query set"
         )
 
 

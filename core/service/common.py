@@ -43,6 +43,7 @@ from core.service.bounds import check_expanded as check_expanded
 from core.service.bounds import check_grid as check_grid
 from core.service.bounds import check_k as check_k
 from core.service.bounds import check_k_limit as check_k_limit
+from core.service.bounds import check_ledger as check_ledger
 from core.service.bounds import check_limit as check_limit
 from core.service.bounds import check_limits as check_limits
 from core.service.bounds import check_query_terms as check_query_terms

@@ -25,6 +25,7 @@ from core.service.common import (
     DEFAULT_WORKSPACE,
     check_expanded,
     check_k_limit,
+    check_ledger,
     check_query_terms,
     workspace_profile,
 )
@@ -85,6 +86,8 @@ class LexplainService(
         (``evaluate_judged``), and the typed run's diagnosis for the vocabulary mismatches
         the expansion recovered. Here, not in a screen family: it combines two of them."""
         check_k_limit(k, limit)  # before a run is specified, so the refusal is the bound's
+        found, grades = self._graded(query_set, workspace, False)
+        check_ledger(len({q.query_id for q in found.queries if q.text in grades}))
         typed, expanded = self.evaluate_judged(
             query_set,
             k,
