@@ -249,9 +249,10 @@ def diagnose_documents(
     of its candidates, else its first in the candidate order, else none: a mismatch).
     ``head_sources``: the source of each of the first ``limit`` rows (object array);
     ``document_rows``: each relevant document's rows in ``full`` (its passages that hold a
-    query term); ``weights`` as for ``diagnose_query``. Each document's best passage is its
-    first in the ranking, found by one dict built from the ranking reversed (a step per
-    candidate in Python was ~1/4 of a diagnosis by document at limit 1,000)."""
+    query term, first first: ``document_rows`` gives the first); ``weights`` as for
+    ``diagnose_query``. Each document's best passage is its first in the ranking, found by
+    one dict built from the ranking reversed (a step per candidate in Python was ~1/4 of a
+    diagnosis by document at limit 1,000)."""
     order, scores = score_all(ranker, terms, full.head(limit), weights)
     ranked_sources = head_sources[order]
     # Built from the end, each source's value is its first position in the ranking.
@@ -270,6 +271,27 @@ def diagnose_documents(
     return _diagnosed(
         query_id, query, terms, full, grades, k, limit, ranker, order, scores, ranked, rows, weights
     )
+
+
+def document_rows(
+    sources: npt.NDArray[np.object_], grades: Mapping[str, int]
+) -> dict[str, list[int]]:
+    """Each relevant document's first row in a read ([] if none: no passage of it holds a
+    query term), from ``sources``, the source of each of the read's rows as the read saw it:
+    the row ``diagnose_documents`` diagnoses an unranked document at (a ranked one is taken
+    at its best passage). One search of that column a document, where reading each
+    document's passages to find their ids among the rows (``np.isin`` of the read's id
+    column) cost a store read a document and ~1/4 of a diagnosis by document beyond its
+    Evaluate (issue 50)."""
+    column: list[str] = sources.tolist()
+    rows: dict[str, list[int]] = {}
+    for document, grade in grades.items():
+        if grade >= RELEVANT:
+            try:
+                rows[document] = [column.index(document)]
+            except ValueError:
+                rows[document] = []
+    return rows
 
 
 def _rank(ranked: list[str], unit: str) -> int | None:

@@ -34,6 +34,7 @@ from core.analysis.diagnosis import (
     RunDiagnosis,
     diagnose_documents,
     diagnose_query,
+    document_rows,
     own_terms,
     summarise,
 )
@@ -51,7 +52,6 @@ from core.analysis.tuning import (
 )
 from core.checkpoint import checkpoint, stepped
 from core.domain.bm25 import CorpusStats
-from core.domain.chunks import StoredChunk
 from core.domain.judging import QuerySet
 from core.domain.ranking import LexicalCandidates
 from core.domain.tokenize import Profile, tokenize
@@ -74,6 +74,9 @@ from core.stores.port import tenant_of
 
 #: Distinct terms of the lost passages' texts read per df lookup (the query bound).
 _DF_TERMS: Final = MAX_QUERY_TERMS
+#: Lost documents whose passages are read at once (``get_by_sources``): one round trip for
+#: a run's few, a bounded read for the largest (2,000 queries' mismatches).
+_SOURCES_READ: Final = 500
 
 
 class DiagnosisActions(StoreRunner):
@@ -187,17 +190,16 @@ class DiagnosisActions(StoreRunner):
                     terms, weights = await self._diagnosed_expansion(
                         terms, tenant, profile, limit, ranker, expand
                     )
-                held: dict[str, list[StoredChunk]] = {}  # relevant units' passages, read once
-                full = await self._read(terms, tenant, profile, judged, limit, by_document, held)
+                full = await self._read(terms, tenant, profile, judged, limit, by_document)
             except ValueError as exc:
                 raise ValueError(f"query {query_id}: {exc}") from None
             if by_document:
-                sources = await self._sources(full, limit, tenant)
-                rows = await self._document_rows(full, judged, tenant, held)
+                sources = await self._sources(full, len(full), tenant)
+                rows = document_rows(sources, judged)
                 diagnosed.append(
                     diagnose_documents(
-                        query_id, text, terms, full, judged, k, limit, ranker, sources, rows,
-                        weights,
+                        query_id, text, terms, full, judged, k, limit, ranker, sources[:limit],
+                        rows, weights,
                     )
                 )  # fmt: skip
             else:
@@ -234,7 +236,6 @@ class DiagnosisActions(StoreRunner):
         judged: dict[str, int],
         limit: int,
         by_document: bool,
-        held: dict[str, list[StoredChunk]],
     ) -> LexicalCandidates:
         """The query's candidates at ``limit`` (Evaluate's read), or unlimited when a relevant
         passage outside them holds a query term: only then is a position past the limit needed
@@ -246,10 +247,17 @@ class DiagnosisActions(StoreRunner):
             return head  # every matching passage is a candidate already
         shown = set(head.ids.tolist())
         asked = set(terms)
-        for unit, grade in judged.items():
-            if grade < RELEVANT or unit in shown:
-                continue
-            for chunk in await self._passages_of(unit, tenant, by_document, held):
+        units = [unit for unit, grade in judged.items() if grade >= RELEVANT and unit not in shown]
+        # A document's passages: every relevant document's in one read (``get_by_sources``),
+        # where a read each was a round trip a document on PostgreSQL (issue 50).
+        held = await self._store.get_by_sources(units, tenant) if by_document and units else {}
+        for unit in units:
+            if by_document:
+                chunks = held.get(unit, [])
+            else:
+                one = await self._store.get(unit, tenant)
+                chunks = [] if one is None else [one]
+            for chunk in chunks:
                 if chunk.id not in shown and asked.intersection(tokenize(chunk.text, profile)):
                     return await bounded_candidates(self._store, terms, tenant, UNLIMITED)
         return head
@@ -278,39 +286,6 @@ class DiagnosisActions(StoreRunner):
         found[:] = list(map(known.__getitem__, ids))
         return found
 
-    async def _passages_of(
-        self, unit: str, tenant: UUID, by_document: bool, held: dict[str, list[StoredChunk]]
-    ) -> list[StoredChunk]:
-        """A judged unit's passages (a document's, or the passage itself), read once per query
-        into ``held``: ``_read`` and ``_document_rows`` each reading every relevant document
-        were two round trips a document (PostgreSQL, issue 50)."""
-        if unit not in held:
-            if by_document:
-                held[unit] = await self._store.get_by_source(unit, tenant)
-            else:
-                one = await self._store.get(unit, tenant)
-                held[unit] = [] if one is None else [one]
-        return held[unit]
-
-    async def _document_rows(
-        self,
-        full: LexicalCandidates,
-        judged: dict[str, int],
-        tenant: UUID,
-        held: dict[str, list[StoredChunk]],
-    ) -> dict[str, list[int]]:
-        """Each relevant document's rows in ``full`` (its passages that hold a query term)."""
-        passages: dict[str, str] = {}
-        for document, grade in judged.items():
-            if grade >= RELEVANT:
-                for chunk in await self._passages_of(document, tenant, True, held):
-                    passages[chunk.id] = document
-        rows: dict[str, list[int]] = {d: [] for d, g in judged.items() if g >= RELEVANT}
-        ids = full.ids
-        for row in np.flatnonzero(np.isin(ids, list(passages))).tolist():
-            rows[passages[str(ids[row])]].append(int(row))
-        return rows
-
     async def _explained(
         self,
         queries: list[QueryDiagnosis],
@@ -322,15 +297,19 @@ class DiagnosisActions(StoreRunner):
         summed), and the ones no longer in the workspace marked."""
         unreached = {p.chunk_id for q in queries for p in q.lost if p.cause is LostCause.VOCABULARY}
         counts: dict[str, Counter[str]] = {}
-        for unit in sorted(unreached):
-            if by_document:
-                chunks = await self._store.get_by_source(unit, tenant)
-            else:
+        units = sorted(unreached)
+        if by_document:  # a document's passages summed; many documents a read
+            for start in range(0, len(units), _SOURCES_READ):
+                group = units[start : start + _SOURCES_READ]
+                for unit, chunks in (await self._store.get_by_sources(group, tenant)).items():
+                    counts[unit] = Counter(t for c in chunks for t in tokenize(c.text, profile))
+                    await checkpoint()
+        else:
+            for unit in units:
                 one = await self._store.get(unit, tenant)
-                chunks = [] if one is None else [one]
-            if chunks:
-                counts[unit] = Counter(t for c in chunks for t in tokenize(c.text, profile))
-            await checkpoint()
+                if one is not None:
+                    counts[unit] = Counter(tokenize(one.text, profile))
+                await checkpoint()
         words = sorted({t for c in counts.values() for t in c})
         frequencies: dict[str, int] = {}
         stats = CorpusStats(n_docs=0, avg_doc_length=0.0)

@@ -145,6 +145,26 @@ class ChunkStoreCompliance:
         assert await store.get_by_source("no-such-source", tenant) == []
         assert await store.get_by_entity(uuid.uuid4(), tenant) == []
 
+    async def test_get_by_sources_reads_each_held_source_as_get_by_source_and_leaves_out_the_rest(
+        self, store: ChunkStore
+    ) -> None:
+        tenant, other = uuid.uuid4(), uuid.uuid4()
+        long = [make_chunk(tenant, "long", f"ocean passage {i}", i) for i in (2, 0, 1)]
+        theirs = make_chunk(other, "theirs", "Ocean waves and ocean tides")
+        await store.upsert_many([*corpus_chunks(tenant), *long, theirs])
+        await store.delete_by_source("doc-c", tenant)
+        held = ["doc-a", "doc-b", "long"]
+        asked = ["long", "doc-c", "theirs", "doc-a", "long", "doc-b", "no-such-source"]
+        asked += ["nul\x00", "\ud800", ""]
+        expected = {source: await store.get_by_source(source, tenant) for source in held}
+        assert [c.chunk_index for c in expected["long"]] == [0, 1, 2]
+        found = await store.get_by_sources(asked, tenant)
+        assert found == expected and sorted(found) == held
+        assert await store.get_by_sources(["doc-b"], tenant) == {"doc-b": expected["doc-b"]}
+        assert await store.get_by_sources(["theirs"], other) == {"theirs": [theirs]}
+        assert await store.get_by_sources([], tenant) == {}
+        assert await store.get_by_sources(asked, uuid.uuid4()) == {}
+
     async def test_source_ids_name_the_source_of_each_held_passage_and_leave_out_the_rest(
         self, store: ChunkStore
     ) -> None:

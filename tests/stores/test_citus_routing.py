@@ -221,6 +221,7 @@ def calls(store: ChunkStore, tenant: UUID, other: UUID) -> dict[str, Callable[[]
         "get": lambda: store.get(a[0].id, tenant),
         "get_by_source": lambda: store.get_by_source("a", tenant),
         "get_by_entity": lambda: store.get_by_entity(entity.entity_id, tenant),
+        "get_by_sources": lambda: store.get_by_sources(["a", "b"], tenant),
         "source_ids": lambda: store.source_ids([c.id for c in a], tenant),
         "lexical_candidates": lambda: store.lexical_candidates(["ocean", "tides"], tenant, 10),
         "list_sources": lambda: store.list_sources(tenant),

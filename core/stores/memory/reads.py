@@ -39,12 +39,14 @@ import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Final, cast
+from uuid import UUID
 
 import numpy as np
 import numpy.typing as npt
 
 from core.checkpoint import checkpoint, giving_way
 from core.domain.bm25 import CorpusStats
+from core.domain.chunks import StoredChunk
 from core.domain.filters import PassageFilter
 from core.domain.postings import (
     Bits,
@@ -57,7 +59,7 @@ from core.domain.postings import (
 from core.domain.ranking import LexicalCandidates
 from core.domain.steps import Steps
 from core.stores.memory.index import CHUNK_ID, Image, Ints, Objects, Segment, Since, shared_slots
-from core.stores.memory.kept import SOURCE_ID, kept_metadata
+from core.stores.memory.kept import SOURCE_ID, kept_metadata, passage_copy
 
 #: Passages a metadata filter reads between two checkpoints (~1 us each).
 LOOKUP_ROWS: Final = 4_096
@@ -356,12 +358,31 @@ def sources_of(image: Image, chunk_ids: Sequence[str]) -> dict[str, str]:
     return dict(zip(wanted, map(operator.itemgetter(SOURCE_ID), kept), strict=True))
 
 
+def passages_of(
+    image: Image, source_ids: Sequence[str], tenant_id: UUID
+) -> dict[str, list[StoredChunk]]:
+    """Each of ``source_ids`` ``image`` holds live -> copies of its passages by chunk_index,
+    then id (``PassageStore.get_by_sources``; ``get_by_source`` is one): the sources found
+    in one pass of the image's source keys."""
+    wanted = list(dict.fromkeys(source_ids))
+    found, _ = image.rows_of_sources(wanted)
+    return {
+        source: sorted(
+            (passage_copy(image.chunks[row], tenant_id) for row in rows),
+            key=lambda chunk: (chunk.chunk_index, chunk.id),
+        )
+        for source, rows in zip(wanted, found, strict=True)
+        if rows
+    }
+
+
 __all__ = [
     "KEEP_BITS",
     "KEY_BITS",
     "PIECE",
     "THREAD_POSTINGS",
     "View",
+    "passages_of",
     "read_view",
     "sources_of",
     "view_of",

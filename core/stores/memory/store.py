@@ -70,7 +70,7 @@ from core.stores.memory.kept import (
     kept_passage,
     passage_copy,
 )
-from core.stores.memory.reads import admitted_rows, read_view, sources_of
+from core.stores.memory.reads import admitted_rows, passages_of, read_view, sources_of
 from core.stores.memory.workspaces import InMemoryWorkspaces
 from core.stores.memory.writer import TEXT_PIECE_CHARS, TEXT_STEP_CHARS, SegmentWriter
 from core.stores.port import (
@@ -400,17 +400,17 @@ class InMemoryChunkStore(InMemoryCorrections, InMemoryJudging, InMemoryWorkspace
     # -- reading --------------------------------------------------------------------------
 
     async def get(self, chunk_id: str, tenant_id: UUID) -> StoredChunk | None:
-        with self._lock:
-            tenant = self._peek(tenant_id)
-            row = tenant.image.row_of(chunk_id)
-            return None if row is None else tenant.copy_of(row, tenant_id)
+        image = self._image(tenant_id)
+        row = image.row_of(chunk_id)
+        return None if row is None else passage_copy(image.chunks[row], tenant_id)
 
     async def get_by_source(self, source_id: str, tenant_id: UUID) -> list[StoredChunk]:
-        with self._lock:
-            tenant = self._peek(tenant_id)
-            rows = tenant.image.rows_of_source(source_id).tolist()
-            chunks = [tenant.copy_of(row, tenant_id) for row in rows]
-        return sorted(chunks, key=lambda chunk: (chunk.chunk_index, chunk.id))
+        return passages_of(self._image(tenant_id), [source_id], tenant_id).get(source_id, [])
+
+    async def get_by_sources(
+        self, source_ids: Sequence[str], tenant_id: UUID
+    ) -> dict[str, list[StoredChunk]]:
+        return passages_of(self._image(tenant_id), source_ids, tenant_id)
 
     async def source_ids(self, chunk_ids: Sequence[str], tenant_id: UUID) -> dict[str, str]:
         return sources_of(self._image(tenant_id), chunk_ids)

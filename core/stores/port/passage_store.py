@@ -72,6 +72,15 @@ class PassageStore(Protocol):
         """Ordered by chunk_index, then id."""
         ...
 
+    async def get_by_sources(
+        self, source_ids: Sequence[str], tenant_id: UUID
+    ) -> dict[str, list[StoredChunk]]:
+        """``get_by_source`` of each of ``source_ids`` in one read: each source the tenant
+        holds a passage of -> its passages (ordered by chunk_index, then id); a source it
+        holds none of is left out. What an analysis of many documents a query needs, where a
+        read per document was a round trip each (issue 50: ~1,100 a diagnosis on PostgreSQL)."""
+        ...
+
     async def source_ids(self, chunk_ids: Sequence[str], tenant_id: UUID) -> dict[str, str]:
         """The source id of each of ``chunk_ids`` the tenant holds (an id it does not hold is
         left out), in one read: what a by-document analysis needs of every candidate, where a

@@ -11,9 +11,16 @@ from __future__ import annotations
 import math
 import uuid
 
+import numpy as np
 import pytest
 
-from core.analysis.diagnosis import LostCause, diagnose_query, own_terms, summarise
+from core.analysis.diagnosis import (
+    LostCause,
+    diagnose_query,
+    document_rows,
+    own_terms,
+    summarise,
+)
 from core.analysis.rankers import Ranker, RankerKind, score_all
 from core.domain.bm25 import CorpusStats, inverse_document_frequency
 from core.domain.chunks import StoredChunk
@@ -205,3 +212,10 @@ async def test_by_document_a_lost_document_is_diagnosed_at_the_passage_that_came
     assert e.score == max(scores[r] for r in rows["E"])  # its best passage
     assert e.rank == ranked_documents.index("E") + 1
     assert found.unjudged == [d for d in ranked_documents[:K] if d not in grades]
+
+
+def test_a_relevant_documents_row_is_its_first_in_the_read_and_an_absent_one_has_none() -> None:
+    sources = np.array(["b", "a", "c", "a", "b"], dtype=object)
+    grades = {"a": 2, "c": 0, "b": 1, "gone": 1}
+    assert document_rows(sources, grades) == {"a": [1], "b": [0], "gone": []}
+    assert document_rows(np.empty(0, dtype=object), {"a": 1}) == {"a": []}

@@ -173,6 +173,7 @@ def call_values(tenant: uuid.UUID) -> dict[str, Any]:
         "tenant_id": theirs,
         "chunks": [chunk],
         "source_id": "s",
+        "source_ids": ["s"],
         "sources": [("s", [chunk])],
         "entities": [Entity(name="Ada Lovelace")],
         "chunk_id": chunk.id,
