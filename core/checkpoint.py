@@ -155,9 +155,10 @@ async def stepped(steps: Steps[T]) -> T:
             request = next(steps)
         except StopIteration as done:
             return done.value  # type: ignore[no-any-return]
-        if inspect.isawaitable(request):
+        if request is not None and inspect.isawaitable(request):
             await request
-        await checkpoint()
+        if turn_due():  # else the checkpoint would do nothing: no coroutine made for it
+            await checkpoint()
 
 
 __all__ = [

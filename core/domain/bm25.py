@@ -320,26 +320,35 @@ class QueryScorer:
             return scores
         k1 = self._k1
         # (A float when avgdl is 0: every row gets the same denominator.)
-        norm = np.broadcast_to(
-            _length_norm(doc_lengths, self._stats.avg_doc_length, k1, self._b), scores.shape
-        )
+        lengths = _length_norm(doc_lengths, self._stats.avg_doc_length, k1, self._b)
+        norm = lengths if isinstance(lengths, np.ndarray) else np.full(scores.shape, lengths)
         column = {term: j for j, term in enumerate(columns)}
         used = [(column[term], idf) for term, _, idf in self._terms if term in column]
         if not used:
             return scores
-        wanted = np.array([j for j, _ in used], dtype=np.int64)
-        idfs = np.array([idf for _, idf in used], dtype=np.float64)
+        wanted_ = [j for j, _ in used]
+        # Every column, in order (a query's own candidates): the block is read as it is.
+        wanted = None if wanted_ == list(range(len(columns))) else np.array(wanted_, np.int64)
+        idfs_ = [idf for _, idf in used]
+        idfs = np.array(idfs_, dtype=np.float64)
+        # An absent term's cell is tf_part 0 * (k1 + 1) / norm times its idf: exactly +0.0 when
+        # every idf is above 0 and every norm is, finite (else -0.0, or 0/0 = NaN), so it then
+        # needs no mask: a term with tf 0 adds exactly nothing either way (x + 0.0 is x).
+        masked = not (min(idfs_) > 0.0 and math.isfinite(max(idfs_)) and float(norm.min()) > 0.0)
         # All terms at once, in blocks of rows: a loop of numpy calls per term held the loop
         # ~0.2 s for a 1,000-term query. ``cumsum`` along a row adds strictly left to right,
         # starting from the first term, so each row gets the bits of the sorted-order sum
         # (from 0.0, and 0.0 + x is x).
         step = max(1, SCORE_BLOCK_CELLS // len(used))
         for start in range(0, len(doc_lengths), step):
-            tf = tfs[start : start + step][:, wanted]
+            tf = tfs[start : start + step]
+            if wanted is not None:
+                tf = tf[:, wanted]
             with np.errstate(divide="ignore", invalid="ignore"):
                 part = idfs * _tf_part(tf, norm[start : start + step, None], k1)
-            # An absent term adds exactly nothing (0.0).
-            part = np.where(tf > 0, part, 0.0)
+            if masked:
+                # An absent term adds exactly nothing (0.0).
+                part = np.where(tf > 0, part, 0.0)
             if len(used) <= COLUMN_ADDS:
                 # The same left-to-right sum a column at a time: ``cumsum`` along rows of a few
                 # terms loops per row (~18 ms of a 300k-candidate Truncation's ~100 ms).

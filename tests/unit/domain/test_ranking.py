@@ -10,10 +10,10 @@ from uuid import UUID
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
-from core.domain.bm25 import CorpusStats, QueryScorer, bm25_score
+from core.domain.bm25 import CorpusStats, IdfForm, QueryScorer, bm25_score
 from core.domain.chunks import StoredChunk
 from core.domain.ranking import (
     LexicalCandidate,
@@ -96,28 +96,48 @@ def test_no_terms_rank_nothing() -> None:
         min_size=1,
         max_size=40,
     ),
-    n_docs=st.integers(0, 10_000),
+    # Small corpora often: there the classic IDF of every term is 0 or below.
+    n_docs=st.one_of(st.integers(0, 80), st.integers(0, 10_000)),
     avg=st.sampled_from([0.0, 0.5, 7.3, 10.0, 123.456]),
     k1=st.sampled_from([0.0, 0.9, 1.2, 2.0]),
     b=st.sampled_from([0.0, 0.4, 0.75, 1.0]),
+    idf_form=st.sampled_from(list(IdfForm)),
+    other_column=st.booleans(),
+    query=st.sets(st.sampled_from(["wing", "tail", "body", "absent"]), min_size=1),
 )
+# A query of one common term, classic IDF (below 0), a passage without it: -0.0 unmasked.
+@example([(5, 0, 0, 0)], 10, 7.3, 1.2, 0.75, IdfForm.CLASSIC, False, {"wing"})
 def test_the_column_scorer_gives_every_passage_the_bits_of_the_scalar_scorer(
-    rows: list[tuple[int, int, int, int]], n_docs: int, avg: float, k1: float, b: float
+    rows: list[tuple[int, int, int, int]],
+    n_docs: int,
+    avg: float,
+    k1: float,
+    b: float,
+    idf_form: IdfForm,
+    other_column: bool,
+    query: set[str],
 ) -> None:
     stats = CorpusStats(
         n_docs=n_docs,
         avg_doc_length=avg,
         doc_frequencies={"body": min(3, n_docs), "wing": min(40, n_docs), "tail": min(7, n_docs)},
     )
-    # Three terms present: float addition is not associative, so a changed order shows.
-    scorer = QueryScorer(["wing", "tail", "body", "absent"], stats, k1=k1, b=b)
-    columns = ("absent", "body", "tail", "wing")
-    tfs = np.array([[0, body, tail, wing] for _, body, wing, tail in rows], dtype=np.int64)
+    # Up to three terms present: float addition is not associative, so a changed order shows. The
+    # classic IDF is 0 or below for a common term: an absent term's cell is then -0.0 or NaN
+    # unmasked (a sum of such cells alone stays -0.0). A column the query lacks is read past.
+    scorer = QueryScorer(query, stats, k1=k1, b=b, idf_form=idf_form)
+    columns = ("absent", "body", "other", "tail", "wing") if other_column else (
+        "absent", "body", "tail", "wing")  # fmt: skip
+    tfs = np.array(
+        [[0, body, *([1] if other_column else []), tail, wing] for _, body, wing, tail in rows],
+        dtype=np.int64,
+    )
     lengths = np.array([row[0] for row in rows], dtype=np.int64)
     vectorised = scorer.score_columns(columns, tfs, lengths)
     for (length, body, wing, tail), got in zip(rows, vectorised, strict=True):
         want = scorer.score({"body": body, "wing": wing, "tail": tail}, length)
-        assert got.item() == want or (math.isnan(want) and math.isnan(got))
+        # Bits, not ==: -0.0 == 0.0.
+        assert got.item().hex() == want.hex() or (math.isnan(want) and math.isnan(got))
 
 
 def test_columns_built_from_rows_rank_as_the_rows_do_and_hand_back_copies() -> None:
