@@ -5,12 +5,12 @@ Each (engine, corpus) pair runs in its own child process (``--child``), so peak 
 synthetic Zipf corpus of the scale issue (s = 1.1 over ``w0 … w199999``, passages of
 80-159 tokens, queries of 3-6 terms from the same Zipf, fixed seed) at each size, plus
 Cranfield. Engines: lexplain in memory and in PostgreSQL (``lexical_candidates`` +
-``rank_chunks``, k = 10, at limit 100 and 1000, and the unlimited Truncation analysis),
+``rank_chunks``, k = 10, at limit 100, 1000 and none, and the unlimited Truncation analysis),
 bm25s (lucene, fed lexplain's token lists), tantivy (default tokenizer over the same
 words), rank-bm25 (skipped above 100k passages: it scores every passage in Python) and
 PostgreSQL's full-text search (GIN + ``ts_rank_cd`` over an OR tsquery of the same
-terms, same server). Peers have no candidate limit, so their two "limit" columns are
-the same top-k search measured twice. Also in the run: Evaluate (300 judged queries x 3
+terms, same server). Peers have no candidate limit, so their three "limit" columns are
+the same top-k search measured three times. Also in the run: Evaluate (300 judged queries x 3
 limits through the facade) for the lexplain engines, and the ``load`` command end to end (a
 new interpreter reading one JSONL file) at up to 100k into the embedded default, a stock-settings
 PostgreSQL and the tuned one (``bench_load``'s servers, started fresh for each). The run
@@ -60,6 +60,7 @@ from bench.scale_setup import (
     POSTGRES_MAX,
     RANK_BM25_MAX,
     SCHEMA,
+    SEARCH_LIMITS,
     SEED,
     TENANT,
     VOCABULARY,
@@ -156,7 +157,7 @@ def _lexplain(store: Any, loop: asyncio.AbstractEventLoop, opener: Opener) -> Bu
         full = loop.run_until_complete(store.lexical_candidates(terms, TENANT, 2**62))
         return analyse_truncation(terms, full, K, LIMITS[-1])
 
-    return {limit: at(limit) for limit in LIMITS}, analysis, opener
+    return {limit: at(limit) for limit in SEARCH_LIMITS}, analysis, opener
 
 
 def build_memory(ids: list[str], texts: list[str]) -> Built:
@@ -215,7 +216,7 @@ def build_bm25s(ids: list[str], texts: list[str]) -> Built:
         top = np.argpartition(-scores, K)[:K] if len(scores) > K else np.arange(len(scores))
         return [ids[i] for i in top[np.argsort(-scores[top], kind="stable")] if scores[i] > 0]
 
-    return dict.fromkeys(LIMITS, search), None, None
+    return dict.fromkeys(SEARCH_LIMITS, search), None, None
 
 
 def build_rank_bm25(ids: list[str], texts: list[str]) -> Built:
@@ -228,7 +229,7 @@ def build_rank_bm25(ids: list[str], texts: list[str]) -> Built:
         top = np.argsort(-scores, kind="stable")[:K]
         return [ids[i] for i in top if scores[i] > 0]
 
-    return dict.fromkeys(LIMITS, search), None, None
+    return dict.fromkeys(SEARCH_LIMITS, search), None, None
 
 
 def build_tantivy(ids: list[str], texts: list[str]) -> Built:
@@ -253,7 +254,7 @@ def build_tantivy(ids: list[str], texts: list[str]) -> Built:
         hits = searcher.search(query, K).hits
         return [searcher.doc(address)["id"][0] for _, address in hits]
 
-    return dict.fromkeys(LIMITS, search), None, None
+    return dict.fromkeys(SEARCH_LIMITS, search), None, None
 
 
 def build_pg_fts(ids: list[str], texts: list[str]) -> Built:
@@ -287,7 +288,7 @@ def build_pg_fts(ids: list[str], texts: list[str]) -> Built:
         query = " | ".join(sorted(set(terms))) or "x"
         return loop.run_until_complete(conn.fetch(sql, query))
 
-    return dict.fromkeys(LIMITS, search), None, None
+    return dict.fromkeys(SEARCH_LIMITS, search), None, None
 
 
 BUILDERS: dict[str, Callable[[list[str], list[str]], Built]] = {
@@ -337,9 +338,10 @@ def child(engine: str, corpus_name: str) -> dict[str, Any]:
     result["build_s"] = build
     for limit, search in searches.items():
         times = timed(search, queries)
-        result[f"p50_{limit}"] = percentile(times, 50)
-        result[f"p95_{limit}"] = percentile(times, 95)
-        result[f"n_{limit}"] = len(times)
+        label = limit if limit in LIMITS else "none"
+        result[f"p50_{label}"] = percentile(times, 50)
+        result[f"p95_{label}"] = percentile(times, 95)
+        result[f"n_{label}"] = len(times)
     if analysis is not None:
         times = timed(analysis, queries[:ANALYSIS_QUERIES])
         result["analysis_p50"] = percentile(times, 50)

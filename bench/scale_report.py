@@ -12,6 +12,10 @@ from typing import Any
 from bench.scale_setup import ENGINES, EVALUATE_LIMITS, EVALUATE_QUERIES, LIMITS, LOADS, ROOT
 
 RESULTS = ROOT / "bench" / "scale.json"
+#: The peers the summary's rows compare the in-memory store with.
+PEERS = ("bm25s", "tantivy")
+#: The searches' names in a run's rows (``p50_<label>``): the two limits and none.
+LABELS = (*(str(limit) for limit in LIMITS), "none")
 PLOT = ROOT / "bench" / "scale.png"
 
 
@@ -31,9 +35,9 @@ def table(results: list[dict[str, Any]]) -> str:
     """Every engine at every size: absolute figures (ms unless named) and the peer ratios."""
     lines = [
         "| corpus | passages | engine | build s | peak RSS MB | p50 @100 | p95 @100 "
-        "| p50 @1000 | p95 @1000 | unlimited analysis p50 | Evaluate s "
-        "| p50 ÷ bm25s @100 / @1000 | p50 ÷ pg-fts @100 / @1000 |",
-        "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| p50 @1000 | p95 @1000 | p50 @none | unlimited analysis p50 | Evaluate s "
+        "| p50 ÷ bm25s @100 / @1000 / @none | p50 ÷ pg-fts @100 / @1000 / @none |",
+        "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
 
     def peers(engine: str) -> dict[str, dict[str, Any]]:
@@ -45,16 +49,16 @@ def table(results: list[dict[str, Any]]) -> str:
             continue
         if "skipped" in r:
             lines.append(f"| {r['corpus']} | | {r['engine']} | skipped: {r['skipped']} "
-                         "| | | | | | | | | |")  # fmt: skip
+                         "| | | | | | | | | | |")  # fmt: skip
             continue
         cells = []
         for peer in (bm25s.get(r["corpus"]), fts.get(r["corpus"])):
-            low, high = (_ratio(r[f"p50_{limit}"], peer, f"p50_{limit}") for limit in LIMITS)
-            cells.append("—" if low is None else f"{_fmt(low, 2)} / {_fmt(high, 2)}")
+            ratios = [_ratio(r.get(f"p50_{limit}"), peer, f"p50_{limit}") for limit in LABELS]
+            cells.append("—" if ratios[0] is None else " / ".join(_fmt(x, 2) for x in ratios))
         lines.append(
             f"| {r['corpus']} | {r['passages']:,} | {r['engine']} | {_fmt(r['build_s'])} "
             f"| {_fmt(r['rss_mb'], 0)} | {_fmt(r['p50_100'], 2)} | {_fmt(r['p95_100'], 2)} "
-            f"| {_fmt(r['p50_1000'], 2)} | {_fmt(r['p95_1000'], 2)} "
+            f"| {_fmt(r['p50_1000'], 2)} | {_fmt(r['p95_1000'], 2)} | {_fmt(r.get('p50_none'), 2)} "
             f"| {_fmt(r.get('analysis_p50'), 1)} | {_fmt(r.get('evaluate_s'), 1)} "
             f"| {cells[0]} | {cells[1]} |"
         )
@@ -176,8 +180,8 @@ def plot(results: list[dict[str, Any]]) -> None:
 
 
 def record_figures(results: list[dict[str, Any]], command: str) -> None:
-    """The in-memory store against bm25s at each size, as rows of bench/results/scale.json (the
-    whole run stays in ``bench/scale.json`` and the plot)."""
+    """The in-memory store against bm25s and tantivy at each size, as rows of
+    bench/results/scale.json (the whole run stays in ``bench/scale.json`` and the plot)."""
     from bench.results import record
 
     def engine(corpus: str, name: str) -> dict[str, Any] | None:
@@ -186,19 +190,30 @@ def record_figures(results: list[dict[str, Any]], command: str) -> None:
 
     rows = []
     for corpus in dict.fromkeys(r["corpus"] for r in results):
-        memory, bm25s = engine(corpus, "memory"), engine(corpus, "bm25s")
-        if memory is None or bm25s is None:
+        memory = engine(corpus, "memory")
+        peers = [(name, row) for name in PEERS if (row := engine(corpus, name)) is not None]
+        if memory is None or not peers:
             continue
-        ms = [f"{memory[f'p50_{limit}']:.2f}" for limit in LIMITS]
-        peer = [f"{bm25s[f'p50_{limit}']:.2f}" for limit in LIMITS]
-        ratio = [f"{memory[f'p50_{limit}'] / bm25s[f'p50_{limit}']:.2f}x" for limit in LIMITS]
+        # A run from before the unlimited search has the two limits only.
+        labels = [label for label in LABELS if f"p50_{label}" in memory]
+        labels = [label for label in labels if all(f"p50_{label}" in row for _, row in peers)]
+        ms = [f"{memory[f'p50_{label}']:.2f}" for label in labels]
+        peer = [
+            name + " " + " / ".join(f"{row[f'p50_{label}']:.2f}" for label in labels) + " ms"
+            for name, row in peers
+        ]
+        ratio = [
+            " / ".join(f"{memory[f'p50_{label}'] / row[f'p50_{label}']:.2f}x" for label in labels)
+            + f" ({name})"
+            for name, row in peers
+        ]
         size = corpus if corpus == "cranfield" else f"{int(corpus):,} Zipf passages"
         rows.append(
             {
-                "workload": f"{size}, search p50 @{' / @'.join(map(str, LIMITS))}",
+                "workload": f"{size}, search p50 @{' / @'.join(labels)}",
                 "lexplain": f"memory {' / '.join(ms)} ms",
-                "peer": f"bm25s {' / '.join(peer)} ms",
-                "ratio": " / ".join(ratio),
+                "peer": "; ".join(peer),
+                "ratio": "; ".join(ratio),
                 "command": command,
             }
         )

@@ -22,6 +22,9 @@ DATA = ROOT / "data" / "cranfield"
 K = 10
 #: The two candidate limits measured.
 LIMITS = (100, 1000)
+#: The searches timed: those limits and none (every matching passage scored, as the peers do);
+#: the results name the last one ``none`` (``p50_none``).
+SEARCH_LIMITS = (*LIMITS, 2**62)
 #: Synthetic corpus: Zipf exponent, vocabulary, passage lengths [lo, hi), seed.
 ZIPF_S = 1.1
 VOCABULARY = 200_000
