@@ -7,6 +7,8 @@ both alike. Each search's text is new (the query plus its own count of trailing 
 tokenise to the same terms), so the service's result cache never answers. The target: an RM3
 search at most 2.5x the unexpanded one (two rankings and a second
 read are its floor). Also Cranfield, the sample. Results: bench/results/expansion.json.
+``--store postgres``: the same on the server at ``DATABASE_URL``, in a schema of the bench's
+own, dropped before and after (the issue's bound at 100k in PostgreSQL).
 
 ``--evaluate``: issue 47's other bound, an expanded Evaluate (``evaluate_judged``, documents,
 k 10, limit 1000) of bench_judge's 300 graded Zipf queries at 100k passages at most 3x the
@@ -15,6 +17,7 @@ is seconds, so a few runs are its sample, not 100 as for a search).
 
     .venv/bin/python -m bench.bench_expansion --sizes 100000
     .venv/bin/python -m bench.bench_expansion --sizes '' --evaluate
+    .venv/bin/python -m bench.bench_expansion --sizes 100000 --store postgres
 """
 
 from __future__ import annotations
@@ -23,8 +26,13 @@ import argparse
 import os
 import statistics
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from pydantic import SecretStr
 
 from bench.bench_judge import SET_QUERIES, graded_set
+from bench.bench_query_probes import database_url, drop_schema, server_label
 from bench.results import record
 from bench.scale_setup import cranfield_corpus, zipf_corpus
 from core.domain.chunks import StoredChunk, workspace_tenant_id
@@ -41,15 +49,39 @@ QUERIES = 100
 BATCH = 5_000
 #: The Evaluate bound's corpus (Zipf passages) and how many times each Evaluate is timed.
 EVALUATE_PASSAGES, EVALUATE_REPEATS = 100_000, 3
+#: The schema ``--store postgres`` keeps its tables in (dropped before and after a run).
+SCHEMA = "bench_expansion"
 
 
-def build(name: str) -> tuple[LexplainService, list[str]]:
-    """An in-memory service holding corpus ``name`` and its queries as text."""
+@contextmanager
+def opened(store: str) -> Iterator[tuple[LexplainService, str]]:
+    """A service on an empty store of kind ``store`` (memory, or postgres at DATABASE_URL)
+    and how a row names that store."""
+    if store == "memory":
+        service = LexplainService.from_settings(Settings(store="memory"))
+        try:
+            yield service, "memory"
+        finally:
+            service.close()
+        return
+    url = database_url()
+    drop_schema(url, SCHEMA)
+    service = LexplainService.from_settings(
+        Settings(database_url=SecretStr(url), database_schema=SCHEMA)
+    )
+    try:
+        yield service, server_label(url)
+    finally:
+        service.close()
+        drop_schema(url, SCHEMA)
+
+
+def build(service: LexplainService, name: str) -> list[str]:
+    """Corpus ``name`` written to ``service``'s workspace; its queries as text."""
     if name == "cranfield":
         ids, texts, queries = cranfield_corpus()
     else:
         ids, texts, queries = zipf_corpus(int(name))
-    service = LexplainService.from_settings(Settings(store="memory"))
     service.create_workspace(WORKSPACE)
     tenant = workspace_tenant_id(WORKSPACE)
     chunks = [
@@ -60,7 +92,7 @@ def build(name: str) -> tuple[LexplainService, list[str]]:
     ]
     for start in range(0, len(chunks), BATCH):
         service._call(service._store.upsert_many(chunks[start : start + BATCH]))
-    return service, [" ".join(q) for q in queries[:QUERIES]]
+    return [" ".join(q) for q in queries[:QUERIES]]
 
 
 def timed(service: LexplainService, query: str, expand: ExpansionSpec | None) -> float:
@@ -69,9 +101,9 @@ def timed(service: LexplainService, query: str, expand: ExpansionSpec | None) ->
     return (time.perf_counter() - start) * 1000
 
 
-def measure(name: str) -> dict[str, object]:
-    service, queries = build(name)
-    try:
+def measure(name: str, store: str) -> dict[str, object]:
+    with opened(store) as (service, label):
+        queries = build(service, name)
         for query in queries[:5]:  # warm: the first searches build the image and caches
             timed(service, query, None)
         plain: list[float] = []
@@ -81,24 +113,23 @@ def measure(name: str) -> dict[str, object]:
             typed, rm3 = query + " " * (2 * i + 1), query + " " * (2 * i + 2)
             plain.append(timed(service, typed, None))
             expanded.append(timed(service, rm3, ExpansionSpec()))
-    finally:
-        service.close()
     p50_plain, p50_rm3 = statistics.median(plain), statistics.median(expanded)
     ratio = p50_rm3 / p50_plain
-    print(f"{name}: typed p50 {p50_plain:.2f} ms, RM3 p50 {p50_rm3:.2f} ms, {ratio:.2f}x")
+    print(f"{label} {name}: typed p50 {p50_plain:.2f} ms, RM3 p50 {p50_rm3:.2f} ms, {ratio:.2f}x")
     return {
-        "workload": f"RM3 search vs typed, memory, {name} passages, k {K}, limit {LIMIT}",
+        "workload": f"RM3 search vs typed, {label}, {name} passages, k {K}, limit {LIMIT}",
         "lexplain": f"{p50_rm3:.2f} ms (typed {p50_plain:.2f} ms)",
         "peer": "the same query unexpanded",
         "ratio": f"{ratio:.2f}x (target <= 2.5x)",
-        "command": f"python -m bench.bench_expansion --sizes {name}",
+        "command": f"python -m bench.bench_expansion --sizes {name}"
+        + ("" if store == "memory" else f" --store {store}"),
     }
 
 
 def measure_evaluate() -> dict[str, object]:
     """An expanded Evaluate of the graded set against the same Evaluate typed (seconds)."""
-    service, _ = build(str(EVALUATE_PASSAGES))
-    try:
+    with opened("memory") as (service, _):
+        build(service, str(EVALUATE_PASSAGES))
         graded_set(service, WORKSPACE)
         typed = RunSpec(workspace=WORKSPACE, limit=LIMIT)
         rm3 = RunSpec(workspace=WORKSPACE, limit=LIMIT, expand=ExpansionSpec())
@@ -114,8 +145,6 @@ def measure_evaluate() -> dict[str, object]:
         for _ in range(EVALUATE_REPEATS):
             plain.append(evaluated(typed))
             expanded.append(evaluated(rm3))
-    finally:
-        service.close()
     mid_plain, mid_rm3 = statistics.median(plain), statistics.median(expanded)
     ratio = mid_rm3 / mid_plain
     print(f"evaluate: typed {mid_plain:.3f} s, RM3 {mid_rm3:.3f} s, {ratio:.2f}x")
@@ -136,8 +165,9 @@ def main() -> None:
     parser.add_argument("--sizes", default="cranfield,100000")
     parser.add_argument("--no-write", action="store_true", help="print only")
     parser.add_argument("--evaluate", action="store_true", help="also the Evaluate bound")
+    parser.add_argument("--store", choices=("memory", "postgres"), default="memory")
     args = parser.parse_args()
-    rows = [measure(name) for name in args.sizes.split(",") if name]
+    rows = [measure(name, args.store) for name in args.sizes.split(",") if name]
     if args.evaluate:
         rows.append(measure_evaluate())
     print(f"load {os.getloadavg()[0]:.1f}")
