@@ -24,7 +24,8 @@ snapshot than the run's.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import functools
+from collections.abc import Callable, Mapping, Sequence
 from enum import StrEnum
 from typing import Final
 
@@ -226,9 +227,11 @@ def diagnose_query(
     relevant = [c for c, g in grades.items() if g >= RELEVANT]
     rows = {str(ids[r]): [r] for r in np.flatnonzero(np.isin(ids, relevant)).tolist()}
     ranked = [str(i) for i in ids[order]] if len(order) else []
+    kth_row = int(order[k - 1]) if len(ranked) >= k and k else None
     return _diagnosed(
-        query_id, query, terms, full, grades, k, limit, ranker, order, scores, ranked, rows, weights
-    )
+        query_id, query, terms, full, grades, k, limit, ranker, scores, ranked[:k], kth_row,
+        functools.partial(_rank, ranked), rows, weights,
+    )  # fmt: skip
 
 
 def diagnose_documents(
@@ -250,27 +253,34 @@ def diagnose_documents(
     ``head_sources``: the source of each of the first ``limit`` rows (object array);
     ``document_rows``: each relevant document's rows in ``full`` (its passages that hold a
     query term, first first: ``document_rows`` gives the first); ``weights`` as for
-    ``diagnose_query``. Each document's best passage is its first in the ranking, found by
-    one dict built from the ranking reversed (a step per candidate in Python was ~1/4 of a
-    diagnosis by document at limit 1,000)."""
+    ``diagnose_query``. Each document's best passage is its first in the ranking; only the
+    top k documents and the relevant ones are looked for (a dict of every ranked document,
+    a step per candidate in Python, was ~1/3 of what a diagnosis by document cost beyond its
+    Evaluate at limit 1,000, issue 50)."""
     order, scores = score_all(ranker, terms, full.head(limit), weights)
-    ranked_sources = head_sources[order]
-    # Built from the end, each source's value is its first position in the ranking.
-    first = dict(zip(ranked_sources[::-1].tolist(), range(len(order) - 1, -1, -1), strict=True))
-    at = np.sort(np.fromiter(first.values(), dtype=np.int64, count=len(first)))
-    ranked: list[str] = ranked_sources[at].tolist()
-    rows: dict[str, Sequence[int]] = {
-        document: sorted(found, key=lambda r: (r >= limit, r))
-        for document, found in document_rows.items()
-        if found
-    }
-    for document in rows:  # a ranked document is diagnosed at its best passage
-        if document in first:
-            rows[document] = [int(order[first[document]])]
-    order = order[at]
+    ranked: list[str] = head_sources[order].tolist()  # each row's document, best first
+    top: dict[str, int] = {}  # the first k documents -> their best passage's place
+    for place, document in enumerate(ranked):
+        if len(top) == k:
+            break
+        top.setdefault(document, place)
+    kth_row = int(order[top[next(reversed(top))]]) if len(top) == k and k else None
+    rows: dict[str, Sequence[int]] = {}
+    for document, found in document_rows.items():
+        if found:  # a ranked document is diagnosed at its best passage
+            best = _place(ranked, document)
+            rows[document] = (
+                sorted(found, key=lambda r: (r >= limit, r)) if best is None else [int(order[best])]
+            )
+
+    def rank(document: str) -> int | None:
+        at = _place(ranked, document)  # its rank: the documents ranked above it, plus one
+        return None if at is None else len(set(ranked[:at])) + 1
+
     return _diagnosed(
-        query_id, query, terms, full, grades, k, limit, ranker, order, scores, ranked, rows, weights
-    )
+        query_id, query, terms, full, grades, k, limit, ranker, scores, list(top), kth_row,
+        rank, rows, weights,
+    )  # fmt: skip
 
 
 def document_rows(
@@ -294,13 +304,19 @@ def document_rows(
     return rows
 
 
+def _place(ranked: list[str], unit: str) -> int | None:
+    """``unit``'s first place in ``ranked`` (None if absent): one search."""
+    try:
+        return ranked.index(unit)
+    except ValueError:
+        return None
+
+
 def _rank(ranked: list[str], unit: str) -> int | None:
     """``unit``'s 1-based place in ``ranked`` (None if absent): a search per outranked unit,
     where a dict of every ranked unit was a step per candidate for a few lookups a query."""
-    try:
-        return ranked.index(unit) + 1
-    except ValueError:
-        return None
+    at = _place(ranked, unit)
+    return None if at is None else at + 1
 
 
 def _diagnosed(
@@ -312,21 +328,21 @@ def _diagnosed(
     k: int,
     limit: int,
     ranker: Ranker,
-    order: npt.NDArray[np.int64],
     scores: npt.NDArray[np.float64],
-    ranked: list[str],
+    top_ids: list[str],
+    kth_row: int | None,
+    rank: Callable[[str], int | None],
     rows: Mapping[str, Sequence[int]],
     weights: Mapping[str, float] | None = None,
 ) -> QueryDiagnosis:
-    """The causes, given the run's ranking: ``ranked`` (unit ids, passages or documents, best
-    first, each at the row ``order`` holds at the same position) and each relevant unit's rows
-    in ``full`` (the one it is diagnosed at first)."""
-    top_ids = ranked[:k]
+    """The causes, given the run's ranking: its first k units (passages or documents)
+    ``top_ids``, the row of the k-th (None when fewer than k were ranked), ``rank``: a unit's
+    1-based rank (None if unranked), and each relevant unit's rows in ``full`` (the one it is
+    diagnosed at first)."""
     ndcg = ndcg_at_k(top_ids, dict(grades), k)
     relevant = sorted(c for c, g in grades.items() if g >= RELEVANT)
     matched = full.matched_terms
     asked = sorted(set(terms))
-    kth_row = int(order[k - 1]) if len(top_ids) == k and k else None
     scorer = ranker.scorer(terms, full, weights) if kth_row is not None else None
     kth_explained = (
         scorer.explain(full.term_frequencies(kth_row), int(full.doc_lengths[kth_row]))
@@ -374,7 +390,7 @@ def _diagnosed(
                 missing_terms=missing,
                 matched_terms=int(matched[row]),
                 position=row + 1,
-                rank=_rank(ranked, unit),
+                rank=rank(unit),
                 score=float(scores[row]),
                 kth_score=float(scores[kth_row]),
                 kth_chunk_id=str(full.ids_at([kth_row])[0]),

@@ -16,6 +16,7 @@ import pytest
 
 from core.analysis.diagnosis import (
     LostCause,
+    diagnose_documents,
     diagnose_query,
     document_rows,
     own_terms,
@@ -219,3 +220,30 @@ def test_a_relevant_documents_row_is_its_first_in_the_read_and_an_absent_one_has
     grades = {"a": 2, "c": 0, "b": 1, "gone": 1}
     assert document_rows(sources, grades) == {"a": [1], "b": [0], "gone": []}
     assert document_rows(np.empty(0, dtype=object), {"a": 1}) == {"a": []}
+
+
+async def test_by_document_a_lost_document_is_ranked_among_documents_against_the_kth_best() -> None:
+    # Five documents of three passages each, every passage longer than the one before: the
+    # ranking is d0's three, then d1's, ... so a document's rank is not its passage's.
+    tenant = uuid.uuid4()
+    chunks = {
+        f"d{d}-{i}": make_chunk(tenant, f"d{d}", "wing flutter" + " padding" * (3 * d + i), i)
+        for d in range(5)
+        for i in range(3)
+    }
+    full = await _read(chunks)
+    sources = full.sources_at(np.arange(len(full)))
+    grades = {"d3": 2}
+    found = diagnose_documents(
+        "q", "wing flutter", TERMS, full, grades, 2, 100, WORKSPACE, sources[:100],
+        document_rows(sources, grades),
+    )  # fmt: skip
+    order, scores = score_all(WORKSPACE, TERMS, full)
+    assert [sources[r] for r in order[::3]] == ["d0", "d1", "d2", "d3", "d4"]
+    (lost,) = found.lost
+    assert lost.cause is LostCause.OUTRANKED and lost.chunk_id == "d3"
+    assert lost.rank == 4 and lost.position == full.row_of(chunks["d3-0"].id) + 1
+    assert lost.score == scores[full.row_of(chunks["d3-0"].id)]
+    assert lost.kth_chunk_id == chunks["d1-0"].id
+    assert lost.kth_score == scores[full.row_of(chunks["d1-0"].id)]
+    assert found.unjudged == ["d0", "d1"]
