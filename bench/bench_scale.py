@@ -416,11 +416,14 @@ def main() -> None:
         f"{(time.perf_counter() - started) / 60:.0f} min in all. {args.note}"
     )
     if not args.no_write:
+        # Recorded before the run's own file is written: the commit is then not "-dirty" for it.
+        record_figures(results, ".venv/bin/python -m bench.bench_scale " + " ".join(sys.argv[1:]))
         RESULTS.write_text(json.dumps(results, indent=1), encoding="utf-8")
         print(note)
-        record_figures(results, ".venv/bin/python -m bench.bench_scale " + " ".join(sys.argv[1:]))
-        plot(results)
     print(table(results), load_table(results), targets(results), sep="\n\n")
+    if not args.no_write:
+        # Last: without matplotlib (the bench extra) the run has still printed its tables.
+        plot(results)
 
 
 if __name__ == "__main__":
