@@ -11,6 +11,9 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Callable, Sequence
+from contextlib import aclosing
+from functools import partial
+from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict
 
@@ -32,7 +35,11 @@ from core.analysis.truncation import (
 from core.checkpoint import checkpoint, stepped
 from core.domain.chunks import StoredChunk
 from core.domain.filters import PassageFilter
+from core.domain.ranking import LexicalCandidates
+from core.domain.tokenize import Profile
 from core.service.common import (
+    READ_AHEAD,
+    READ_AHEAD_CELLS,
     SAMPLE_QRELS,
     SAMPLE_QUERIES,
     UNLIMITED,
@@ -48,6 +55,7 @@ from core.service.common import (
     filter_words,
     judged_files,
     query_view,
+    read_ahead,
     workspace_profile,
 )
 from core.service.run_ranking import RunSpec, expanded_top, top_documents
@@ -482,47 +490,24 @@ class AnalysisActions(StoreRunner):
             # matching passage's columns (300 queries at 100k: most of the time).
             widest = max(specs[i].limit for i in mine)
             filters = {specs[i].within for i in mine}
-            for query_id in queries:
-                terms = tokens[workspace, query_id]
-                try:
-                    reads = {
-                        within: await bounded_candidates(self._store, terms, tenant, widest, within)
-                        for within in filters
-                    }
-                except ValueError as exc:
-                    raise ValueError(f"query {query_id}: {exc}") from None
-                for within, full in reads.items():
-                    runs_of = [i for i in mine if specs[i].within == within]
-                    for i in [i for i in runs_of if specs[i].expand is not None]:
-                        ranked[i][query_id] = await expanded_top(
-                            self._store,
-                            specs[i],
-                            terms,
-                            full,
-                            tenant,
-                            profiles[workspace],
-                            k,
-                            passages,
-                        )
-                    runs_of = [i for i in runs_of if specs[i].expand is None]
-                    if passages:  # judged passage by passage: the top k passages, not documents
-                        for i in runs_of:
-                            top = rank_with(specs[i].ranker, terms, full.head(specs[i].limit), k)
-                            ranked[i][query_id] = [r.chunk.id for r in top]
-                        continue
-                    # The workspace's own runs share one scoring of the query (top_document_steps).
-                    own = [i for i in runs_of if specs[i].ranker.kind is RankerKind.WORKSPACE]
-                    limits = [specs[i].limit for i in own]
-                    bulk = await stepped(top_document_steps(terms, full, k, limits))
-                    for i, documents in zip(own, bulk, strict=True):
-                        ranked[i][query_id] = documents
-                    for i in runs_of:
-                        if i not in own:
-                            handed = full.head(specs[i].limit)
-                            ranked[i][query_id] = top_documents(specs[i].ranker, terms, handed, k)
-                done += 1
-                report(done, total, query_id)
-                await checkpoint()
+
+            read = partial(self._evaluate_read, tokens, workspace, tenant, widest, filters)
+            # The next queries are read while this one is ranked (PostgreSQL: its round trips),
+            # when their candidates are small (at most READ_AHEAD_CELLS each).
+            largest = max((len(set(tokens[workspace, q])) for q in queries), default=0)
+            depth = READ_AHEAD if largest * widest * len(filters) <= READ_AHEAD_CELLS else 0
+            async with aclosing(read_ahead(read, queries, depth)) as reading:
+                async for query_id, reads in reading:
+                    terms = tokens[workspace, query_id]
+                    for within, full in reads.items():
+                        runs_of = [i for i in mine if specs[i].within == within]
+                        await self._rank_evaluated(
+                            specs, runs_of, ranked, query_id, terms, full, tenant,
+                            profiles[workspace], k, passages,
+                        )  # fmt: skip
+                    done += 1
+                    report(done, total, query_id)
+                    await checkpoint()
         runs = []
         for by_query, spec in zip(ranked, specs, strict=True):
             await checkpoint()  # a run's metrics over 225 queries: 5-17 ms in one piece
@@ -532,3 +517,58 @@ class AnalysisActions(StoreRunner):
             )
             runs.append(await stepped(steps))
         return runs
+
+    async def _evaluate_read(
+        self,
+        tokens: dict[tuple[str, str], list[str]],
+        workspace: str,
+        tenant: UUID,
+        widest: int,
+        filters: set[PassageFilter | None],
+        query_id: str,
+    ) -> dict[PassageFilter | None, LexicalCandidates]:
+        """One query's candidates for an Evaluate: one read at the widest limit per filter."""
+        try:
+            return {
+                within: await bounded_candidates(
+                    self._store, tokens[workspace, query_id], tenant, widest, within
+                )
+                for within in filters
+            }
+        except ValueError as exc:
+            raise ValueError(f"query {query_id}: {exc}") from None
+
+    async def _rank_evaluated(
+        self,
+        specs: list[RunSpec],
+        runs_of: list[int],
+        ranked: list[dict[str, list[str]]],
+        query_id: str,
+        terms: list[str],
+        full: LexicalCandidates,
+        tenant: UUID,
+        profile: Profile,
+        k: int,
+        passages: bool,
+    ) -> None:
+        """``full`` ranked by each run of ``runs_of`` into ``ranked`` (its top k ids)."""
+        for i in [i for i in runs_of if specs[i].expand is not None]:
+            ranked[i][query_id] = await expanded_top(
+                self._store, specs[i], terms, full, tenant, profile, k, passages
+            )
+        runs_of = [i for i in runs_of if specs[i].expand is None]
+        if passages:  # judged passage by passage: the top k passages, not documents
+            for i in runs_of:
+                top = rank_with(specs[i].ranker, terms, full.head(specs[i].limit), k)
+                ranked[i][query_id] = [r.chunk.id for r in top]
+            return
+        # The workspace's own runs share one scoring of the query (top_document_steps).
+        own = [i for i in runs_of if specs[i].ranker.kind is RankerKind.WORKSPACE]
+        limits = [specs[i].limit for i in own]
+        bulk = await stepped(top_document_steps(terms, full, k, limits))
+        for i, documents in zip(own, bulk, strict=True):
+            ranked[i][query_id] = documents
+        for i in runs_of:
+            if i not in own:
+                handed = full.head(specs[i].limit)
+                ranked[i][query_id] = top_documents(specs[i].ranker, terms, handed, k)
