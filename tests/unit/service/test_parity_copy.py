@@ -1,4 +1,5 @@
-"""The parity check's in-memory reference: a whole copy of the workspace, written in batches.
+"""The parity check's in-memory reference: a whole copy of the workspace, read and written in
+batches (one read of a batch's sources, one write).
 
 Copied from an in-memory workspace here (the PostgreSQL copy is asked end to end by
 tests/stores/test_parity_check.py); the batch is made small so a handful of sources spans
@@ -59,8 +60,22 @@ async def test_a_parity_copy_writes_whole_sources_a_batch_at_a_time_and_misses_n
     monkeypatch.setattr(InMemoryChunkStore, "upsert_many", one_write)
     monkeypatch.setattr(InMemoryChunkStore, "upsert_entities", one_write)
     monkeypatch.setattr(InMemoryChunkStore, "replace_source", one_write)
+    reads: list[int] = []  # sources per read of the original
+    real_get_by_sources = original.get_by_sources
+
+    async def get_by_sources(sources: Sequence[str], tenant_id: uuid.UUID) -> Any:
+        reads.append(len(sources))
+        return await real_get_by_sources(sources, tenant_id)
+
+    async def one_read(*args: Any) -> Any:
+        raise AssertionError("the copy read a source on its own")
+
+    monkeypatch.setattr(original, "get_by_sources", get_by_sources)
+    monkeypatch.setattr(original, "get_by_source", one_read)
     copy = await parity.copy_workspace(original, tenant)
+    monkeypatch.undo()
     assert writes == [2 * PASSAGES] * (SOURCES // 2) + [PASSAGES]  # the last source alone
+    assert reads == [2] * (SOURCES // 2) + [1]  # each batch's sources in one read
     assert await copy.list_sources(tenant) == await original.list_sources(tenant)
     for source in await original.list_sources(tenant):
         assert await copy.get_by_source(source.source_id, tenant) == (
