@@ -319,36 +319,27 @@ class QueryScorer:
         if self._stats.n_docs == 0 or not len(doc_lengths):
             return scores
         k1 = self._k1
-        # (A float when avgdl is 0: every row gets the same denominator.)
-        lengths = _length_norm(doc_lengths, self._stats.avg_doc_length, k1, self._b)
-        norm = lengths if isinstance(lengths, np.ndarray) else np.full(scores.shape, lengths)
+        norm = _length_norm(doc_lengths, self._stats.avg_doc_length, k1, self._b)
+        norm = norm if isinstance(norm, np.ndarray) else np.full(scores.shape, norm)  # avgdl 0
         column = {term: j for j, term in enumerate(columns)}
         used = [(column[term], idf) for term, _, idf in self._terms if term in column]
         if not used:
             return scores
-        wanted_ = [j for j, _ in used]
-        # Every column, in order (a query's own candidates): the block is read as it is.
-        wanted = None if wanted_ == list(range(len(columns))) else np.array(wanted_, np.int64)
-        idfs_ = [idf for _, idf in used]
-        idfs = np.array(idfs_, dtype=np.float64)
-        # An absent term's cell is tf_part 0 * (k1 + 1) / norm times its idf: exactly +0.0 when
-        # every idf is above 0 and every norm is, finite (else -0.0, or 0/0 = NaN), so it then
-        # needs no mask: a term with tf 0 adds exactly nothing either way (x + 0.0 is x).
-        masked = not (min(idfs_) > 0.0 and math.isfinite(max(idfs_)) and float(norm.min()) > 0.0)
-        # All terms at once, in blocks of rows: a loop of numpy calls per term held the loop
-        # ~0.2 s for a 1,000-term query. ``cumsum`` along a row adds strictly left to right,
-        # starting from the first term, so each row gets the bits of the sorted-order sum
-        # (from 0.0, and 0.0 + x is x).
+        at = [j for j, _ in used]
+        # All the columns in order (a store's read): the block is read as it is, not gathered.
+        wanted = None if at == list(range(len(columns))) else np.array(at, dtype=np.int64)
+        idfs = np.array([idf for _, idf in used], dtype=np.float64)
+        # Unmasked, a tf-0 cell (idf * 0 / norm) is +0.0 if idfs are finite > 0 and norms > 0.
+        masked = not (idfs.min() > 0.0 and np.isfinite(idfs.max()) and norm.min() > 0.0)
+        # All terms at once, in blocks of rows (a call per term: ~0.2 s for 1,000 terms); adding
+        # left to right from the first term gives each row the bits of the sorted-order sum.
         step = max(1, SCORE_BLOCK_CELLS // len(used))
         for start in range(0, len(doc_lengths), step):
-            tf = tfs[start : start + step]
-            if wanted is not None:
-                tf = tf[:, wanted]
+            block = tfs[start : start + step]
+            tf = block if wanted is None else block[:, wanted]
             with np.errstate(divide="ignore", invalid="ignore"):
                 part = idfs * _tf_part(tf, norm[start : start + step, None], k1)
-            if masked:
-                # An absent term adds exactly nothing (0.0).
-                part = np.where(tf > 0, part, 0.0)
+            part = np.where(tf > 0, part, 0.0) if masked else part  # absent: adds exactly 0.0
             if len(used) <= COLUMN_ADDS:
                 # The same left-to-right sum a column at a time: ``cumsum`` along rows of a few
                 # terms loops per row (~18 ms of a 300k-candidate Truncation's ~100 ms).
