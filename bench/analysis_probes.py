@@ -23,6 +23,7 @@ import numpy as np
 
 from bench import scale_setup
 from core.analysis.expansion import ExpansionSpec
+from core.analysis.rankers import Ranker, RankerKind
 from core.analysis.tuning import GridSpec
 from core.service import LexplainService, RunSpec
 from core.service.bounds import (
@@ -166,6 +167,8 @@ def probes(
     )
     limits = [round(n * len(ids) / MAX_CEILING_LIMITS) for n in range(MAX_CEILING_LIMITS)]
     spec = [RunSpec(workspace=ws, limit=LIMIT)]
+    #: The most an Evaluate takes (MAX_EVALUATE_RUNS): two runs of two rankers, each ranked.
+    two = [*spec, RunSpec(workspace=ws, limit=LIMIT, ranker=Ranker.of(RankerKind.CLASSIC))]
     rm3 = ExpansionSpec()
 
     def runs(found: Sequence[Any]) -> str:
@@ -190,6 +193,9 @@ def probes(
         ),
         "Evaluate grades by document": lambda: runs(
             service.evaluate_judged(SET, K, spec, workspace=ws, by_document=True)
+        ),
+        "Evaluate grades by passage, two rankers": lambda: runs(
+            service.evaluate_judged(SET, K, two, workspace=ws)
         ),
         "diagnose by passage": lambda: diagnosed(service.diagnose(SET, K, LIMIT, workspace=ws)),
         "diagnose by document": lambda: diagnosed(
