@@ -35,7 +35,8 @@ DEFAULT_MAX_UPLOAD_MB = DEFAULT_MAX_BYTES // (1024 * 1024)
 
 
 #: Passage slots the PostgreSQL store's workspace images may hold in all (~140 B each: about
-#: 280 MB); unbounded, a server opening many large workspaces in turn kept every one of them.
+#: 280 MB, and up to 128 B more each for the common terms' postings an image keeps,
+#: ``kept_postings``); unbounded, a server opening many large workspaces in turn kept every one.
 DEFAULT_IMAGE_CACHE_PASSAGES = 2_000_000
 
 

@@ -30,6 +30,7 @@ from core.settings import DEFAULT_IMAGE_CACHE_PASSAGES
 from core.stores.port import StoreInconsistent
 from core.stores.postgres.blocks import live_posting_steps
 from core.stores.postgres.frequencies import block_df
+from core.stores.postgres.kept_postings import KeptPostings
 from core.stores.postgres.lookups import SideReader, Texts
 
 #: The read of one query: its terms' posting blocks, a few rows per term (one per segment).
@@ -101,6 +102,8 @@ class Image:
     #: ~0.9 of a 3.4 s profile, issue 50). Its slots are shared as ``ids``'s are.
     sources: npt.NDArray[np.object_] | None = None
     _source_slots: npt.NDArray[np.object_] | None = field(default=None, repr=False, compare=False)
+    #: Common terms' live postings read at this generation (``kept_postings``).
+    kept: KeptPostings = field(default_factory=KeptPostings, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.order is None:
@@ -477,17 +480,23 @@ async def read_candidates(
             "WHERE tenant_id = $1",
             tenant_id,
         )
-        held = await conn.fetch(_BLOCKS, tenant_id, askable) if askable else []
-        df = await block_df(conn, tenant_id, held)
+        image = None
+        if totals is not None:
+            image = await stepped(images.current(tenant_id, int(totals["generation"])))
+        # The common terms this generation's image kept are not read again (kept_postings).
+        kept = {} if image is None else image.kept.known(askable)
+        ask = [term for term in askable if term not in kept]
+        held = await conn.fetch(_BLOCKS, tenant_id, ask) if ask else []
+        df = {term: found for term, (_, found) in kept.items()}
+        df.update(await block_df(conn, tenant_id, held))
         await checkpoint()  # counting, then ordering 1,000 terms' blocks: ~2 ms each
         present = list(df)
         blocks = [block for block in held if block["term"] in df]
-        image = None
-        if totals is not None and present:
-            image = await stepped(images.current(tenant_id, int(totals["generation"])))
-            if image is None:
-                image = await Image.load(conn, tenant_id, totals)
-                images[tenant_id] = image
+        if totals is None or not present:
+            image = None
+        elif image is None:
+            image = await Image.load(conn, tenant_id, totals)
+            images[tenant_id] = image
         n_docs = 0 if totals is None else int(totals["passages"])
         tokens = 0 if totals is None else int(totals["tokens"])
         frequencies = dict.fromkeys(wanted, 0)
@@ -505,6 +514,7 @@ async def read_candidates(
         texts = Texts(side, tenant_id)
         await checkpoint()
         postings = await stepped(live_posting_steps(wanted, blocks, image.id_rank))
+        postings = image.kept.merged(wanted, postings, df, len(image.live))
         columns = await stepped(
             postings_candidate_steps(
                 stats,
