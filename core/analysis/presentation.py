@@ -36,6 +36,7 @@ from core.analysis.sentences import (
 from core.domain.bm25 import IdfForm, ScoreExplanation, TermContribution
 from core.domain.tokenize import (
     DEFAULT_PROFILE,
+    MAX_TERM_CHARS,
     STOPWORDS,
     TERM_PATTERN,
     Profile,
@@ -165,6 +166,49 @@ class _Indexer:
         return self._seen[surface]
 
 
+#: Surface forms kept with their indexed term (None: a stopword) per profile, across calls: a
+#: rerun marks the same passages' words again. Emptied when it grows past this many forms.
+_INDEXED_KEPT: Final = 1 << 16
+_indexed_forms: dict[Profile, dict[str, str | None]] = {}
+
+
+def _indexed(surfaces: set[str], profile: Profile) -> dict[str, str | None]:
+    """The kept forms of ``profile``, with every one of ``surfaces`` in it (stemmed in one
+    batch: the stemmer is per word, so a batch gives each word what it gives it alone)."""
+    kept = _indexed_forms.setdefault(profile, {})
+    new = [s for s in surfaces if s not in kept]
+    if new:
+        if len(kept) + len(new) > _INDEXED_KEPT:
+            kept = _indexed_forms[profile] = {}
+        words = [s for s in new if s not in STOPWORDS]
+        kept.update(zip(words, index_terms(words, profile), strict=True))
+        kept.update((s, None) for s in new if s in STOPWORDS)
+    return kept
+
+
+def _marked_words(normalised: str, marked: Mapping[str, str]) -> list[tuple[int, int, str]]:
+    """Where each of ``marked``'s surface forms stands as a whole word of ``normalised``:
+    (start, end, term) in text order. Only when every word is a maximal run of letters and
+    digits (none reaches ``MAX_TERM_CHARS``), as ``TERM_PATTERN`` then finds them: ``[^\\W_]``
+    is ``str.isalnum`` (tests/unit/analysis/test_highlight_fast.py checks every code point)."""
+    found: list[tuple[int, int, str]] = []
+    size = len(normalised)
+    for surface, term in marked.items():
+        width = len(surface)
+        at = normalised.find(surface)
+        while at >= 0:
+            after = at + width
+            if (at == 0 or not normalised[at - 1].isalnum()) and (
+                after == size or not normalised[after].isalnum()
+            ):
+                found.append((at, after, term))
+                at = normalised.find(surface, after)
+            else:
+                at = normalised.find(surface, at + 1)
+    found.sort()
+    return found
+
+
 def term_spans(text: str, terms: Iterable[str], profile: Profile = DEFAULT_PROFILE) -> list[Span]:
     """Where each of ``terms`` (indexed terms) occurs in ``text``, as original offsets.
 
@@ -172,16 +216,22 @@ def term_spans(text: str, terms: Iterable[str], profile: Profile = DEFAULT_PROFI
     marked, labelled with that indexed term. The number of spans per term equals the
     term's tf in ``tokenize(text, profile)``, except when two terms share one original
     character (e.g. "½" is the terms "1" and "2"): a character is marked once.
+
+    The marked words are found with ``str.find`` per marked surface form, not by walking every
+    word of the text in Python, and each form's indexed term is kept across calls: ten
+    Cranfield passages of a Search rerun took 1.37 ms to mark, 0.33 of it only finding the
+    words with the pattern (bench/bench_rerun.py, issue 50). A text with a word as long as
+    ``MAX_TERM_CHARS`` (the pattern splits it) is walked word by word, as before.
     """
     wanted = set(terms)
     spans: list[Span] = []
     if not wanted:
         return spans
-    indexed = _Indexer(profile)
     mapped = _normalised_with_offsets(text)
     last_end = 0
     if mapped is None:
         # Fallback: tokenise each raw run on its own; exact for all but exotic compositions.
+        indexed = _Indexer(profile)
         for match in _TERM.finditer(text):
             for surface in raw_terms(match.group()):
                 term = indexed(surface)
@@ -190,22 +240,22 @@ def term_spans(text: str, terms: Iterable[str], profile: Profile = DEFAULT_PROFI
                     last_end = match.end()
         return spans
     normalised, starts, ends = mapped
-    # Each distinct surface form is indexed once (``findall`` runs in C) and the words are then
-    # looked up, not indexed one by one: a third less of what a Search rerun spent marking its
-    # ten passages on Cranfield (2.1 -> 1.5 ms; bench/bench_rerun.py, issue 50).
-    marked = {
-        surface: term
-        for surface in set(_TERM.findall(normalised))
-        if (term := indexed(surface)) is not None and term in wanted
-    }
+    # ASCII: the tokenizer's own split (``raw_terms``, ~6x the pattern's speed) of the same words.
+    words = raw_terms(text) if text.isascii() else _TERM.findall(normalised)
+    distinct = set(words)
+    kept = _indexed(distinct, profile)
+    marked = {s: term for s in distinct if (term := kept[s]) is not None and term in wanted}
     if not marked:
         return spans
-    for match in _TERM.finditer(normalised):
-        found = marked.get(match.group())
-        if found is None:
-            continue
-        term = found
-        start, end = starts[match.start()], ends[match.end() - 1]
+    if max(map(len, distinct)) < MAX_TERM_CHARS:
+        found = _marked_words(normalised, marked)
+    else:  # a run the pattern splits: its pieces are words too, found by the pattern
+        found = []
+        for match in _TERM.finditer(normalised):
+            if (term := marked.get(match.group())) is not None:
+                found.append((match.start(), match.end(), term))
+    for at, after, term in found:
+        start, end = starts[at], ends[after - 1]
         if start < last_end:
             continue
         spans.append(Span(start=start, end=end, label=term))
