@@ -22,4 +22,5 @@ Modules:
 - ``ranking``: Candidates to ranked passages: pure, deterministic, store-agnostic
 - ``steps``: Synchronous work cut into steps: a generator that yields (nothing) between them
 - ``tokenize``: What a term is: the one tokenizer every store and every screen shares, per profile
+- ``unlimited``: A read that nothing cut, ranked straight from its postings: its columns built …
 """

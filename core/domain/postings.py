@@ -27,16 +27,17 @@ Measured slower on 100k passages: an N-sized fancy-index scatter per term (``cou
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Final
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
 
-from core.domain.bm25 import CorpusStats
+from core.domain.bm25 import CorpusStats, QueryScorer
 from core.domain.chunks import StoredChunk
 from core.domain.ranking import LexicalCandidates
 from core.domain.steps import Steps, finish
+from core.domain.unlimited import UnlimitedCandidates, corpus_scores, top_corpus_rows
 
 #: One term's posting list: rows ascending (int32) and the term's tf in each (int32).
 Posting = tuple[npt.NDArray[np.int32], npt.NDArray[np.int32]]
@@ -196,6 +197,13 @@ def bit_selection(
     matching = int(np.bitwise_count(union).sum(dtype=np.int64))
     if not limit or not matching:
         return matching, None
+    return matching, _bit_order(counters, levels, limit, matching)
+
+
+def _bit_order(
+    counters: Sequence[Bits], levels: int, limit: int, matching: int
+) -> npt.NDArray[np.int64]:
+    """The first ``limit`` rows of the truncation order, from ``_counters``."""
     parts: list[npt.NDArray[np.int64]] = []
     taken = 0
     for level in range(min(levels, (1 << len(counters)) - 1), 0, -1):
@@ -204,7 +212,7 @@ def bit_selection(
         rows = _first_rows(_level(counters, level), limit - taken)
         parts.append(rows)
         taken += len(rows)
-    return matching, np.concatenate(parts)
+    return np.concatenate(parts)
 
 
 def bit_tf_columns(
@@ -405,11 +413,17 @@ def postings_candidate_steps(
             filtered_out = int(np.bitwise_count(every & ~allowed).sum(dtype=np.int64))
             sets = [each & allowed for each in sets]
         yield
-        matching, chosen = bit_selection(sets, len(terms), limit)
-        if chosen is None or not matching:
+        unbounded = limit >= n_rows and admitted is None
+        matching, chosen = bit_selection(sets, len(terms), 0 if unbounded else limit)
+        if not matching or not limit:
             return LexicalCandidates(
                 stats=stats, terms=tuple(terms), matching=matching, filtered_out=filtered_out
             )
+        if unbounded:  # nothing cut: ranked from the postings, columns built if read
+            return _unlimited(
+                stats, terms, postings, every_bits, doc_lengths, ids, chunks, sources, matching
+            )
+        assert chosen is not None
         selected = chosen
     else:
         counts = matched_counts(postings, n_rows)
@@ -427,32 +441,94 @@ def postings_candidate_steps(
         selected = truncation_order(counts, len(terms), limit, id_rank)
     yield
 
+    columns = yield from _column_steps(postings, every_bits, selected, doc_lengths, chunks, id_rank)
+    return LexicalCandidates(
+        stats=stats,
+        terms=tuple(terms),
+        id_pool=ids,
+        source_pool=np.empty(0, dtype=object) if sources is None else sources,
+        matching=matching,
+        filtered_out=filtered_out,
+        **columns,
+    )
+
+
+def _column_steps(
+    postings: Sequence[Posting],
+    every_bits: Sequence[tuple[int, Bits]] | None,
+    selected: npt.NDArray[np.int64],
+    doc_lengths: npt.NDArray[np.int64],
+    chunks: RowChunks,
+    id_rank: npt.NDArray[np.int64] | None = None,
+) -> Steps[dict[str, Any]]:
+    """The columns of the ``selected`` rows (``LexicalCandidates``' fields), the tf columns
+    in steps."""
+
     def lookup(rows: Sequence[int]) -> list[StoredChunk]:
         return chunks(selected[np.asarray(rows, dtype=np.int64)])
 
     if (
         every_bits is not None
-        and len(selected) * len(terms) <= BIT_TF_CELLS
+        and 0 < len(selected) * len(postings) <= BIT_TF_CELLS
         # The words it counts, against what a binary search per row and term costs.
         and int(selected.max()) >> 6 < WORDS_PER_COST * (len(selected) * SEARCH_COST + CALL_COST)
     ):
         tfs = bit_tf_columns(postings, every_bits, selected)
     else:
-        tfs = yield from tf_column_steps(postings, selected, n_rows)
+        tfs = yield from tf_column_steps(postings, selected, len(doc_lengths))
+    return {
+        "id_rows": selected,
+        "id_order": selected if id_rank is None else id_rank[selected],
+        "doc_lengths": doc_lengths[selected],
+        "tfs": tfs,
+        "lookup": lookup,
+    }
 
-    return LexicalCandidates(
-        stats=stats,
-        terms=tuple(terms),
-        id_pool=ids,
-        id_rows=selected,
-        source_pool=np.empty(0, dtype=object) if sources is None else sources,
-        id_order=selected if id_rank is None else id_rank[selected],
-        doc_lengths=doc_lengths[selected],
-        tfs=tfs,
-        matching=matching,
-        filtered_out=filtered_out,
-        lookup=lookup,
-    )
+
+def _unlimited(
+    stats: CorpusStats,
+    terms: Sequence[str],
+    postings: Sequence[Posting],
+    every_bits: list[tuple[int, Bits]],
+    doc_lengths: npt.NDArray[np.int64],
+    ids: npt.NDArray[np.object_],
+    chunks: RowChunks,
+    sources: npt.NDArray[np.object_] | None,
+    matching: int,
+) -> UnlimitedCandidates:
+    """Every matching row of an unfiltered read over rows in chunk-id order, as
+    ``UnlimitedCandidates``: the columns the kernel would build, deferred, and a search's
+    ranking straight from the postings."""
+    pool = np.empty(0, dtype=object) if sources is None else sources
+    n_rows = len(doc_lengths)
+
+    def columns() -> dict[str, Any]:
+        sets = [each for _, each in every_bits]
+        _, selected = bit_selection(sets, len(terms), n_rows)
+        assert selected is not None
+        return finish(_column_steps(postings, every_bits, selected, doc_lengths, chunks))
+
+    def ranker(
+        asked: Sequence[str], k: int, weights: Mapping[str, float] | None
+    ) -> Steps[tuple[LexicalCandidates, npt.NDArray[np.float64]]]:
+        scorer = QueryScorer(asked, stats, weights=weights)
+        scores = yield from corpus_scores(scorer, asked, terms, postings, doc_lengths)
+        top = top_corpus_rows(scores, k)
+        found = yield from _column_steps(postings, every_bits, top, doc_lengths, chunks)
+        head = LexicalCandidates(
+            stats=stats, terms=tuple(terms), id_pool=ids, source_pool=pool, matching=matching,
+            **found,
+        )  # fmt: skip
+        return head, scores[top]
+
+    fields = {
+        "stats": stats,
+        "terms": tuple(terms),
+        "id_pool": ids,
+        "source_pool": pool,
+        "matching": matching,
+    }
+    return UnlimitedCandidates.deferred(fields, columns, ranker)
 
 
 __all__ = [

@@ -295,6 +295,13 @@ class LexicalCandidates(BaseModel):
         head.__dict__.pop("ids", None)  # the copy's own ids, not this list's cached ones
         return head
 
+    def top_directly(
+        self, terms: Sequence[str], k: int, weights: Mapping[str, float] | None
+    ) -> Steps[tuple[LexicalCandidates, npt.NDArray[np.float64]]] | None:
+        """The top ``k`` rows (as candidates of their own, best first) and their scores, from a
+        read that can rank without its columns (``core.domain.postings``), or None."""
+        return None
+
     @property
     def candidates(self) -> list[LexicalCandidate]:
         """Every row as a model (the caller's own copies); for small lists and tests."""
@@ -499,8 +506,13 @@ def rank_steps(
         raise ValueError(f"k must be >= 0, got {k}")
     if k == 0 or not terms:
         return []
-    scores = yield from candidate_score_steps(terms, candidates, weights)
-    rows = top_rows(scores, candidates.id_order, k)
+    direct = candidates.top_directly(terms, k, weights)
+    if direct is not None:
+        top, scores = yield from direct
+        candidates, rows = top, np.arange(len(top), dtype=np.int64)
+    else:
+        scores = yield from candidate_score_steps(terms, candidates, weights)
+        rows = top_rows(scores, candidates.id_order, k)
     return (yield from ranked_row_steps(terms, candidates, rows, scores, weights, later=later))
 
 

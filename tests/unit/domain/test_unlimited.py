@@ -1,0 +1,127 @@
+"""An unlimited read ranked from its postings gives the columns' ranking, bit for bit."""
+
+from __future__ import annotations
+
+from uuid import UUID
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from core.domain.bm25 import CorpusStats
+from core.domain.chunks import StoredChunk
+from core.domain.postings import Posting, postings_candidates
+from core.domain.ranking import (
+    LexicalCandidates,
+    RankedChunk,
+    candidate_scores,
+    rank_chunks,
+    ranked_rows,
+    top_rows,
+)
+from core.domain.unlimited import UnlimitedCandidates, top_corpus_rows
+
+TENANT = UUID("00000000-0000-0000-0000-000000000050")
+TERMS = ("a", "b", "c", "d", "e")
+
+#: A corpus: per row, tf of each of TERMS (0 = absent), and its extra tokens.
+rows_ = st.tuples(st.tuples(*[st.integers(0, 3)] * len(TERMS)), st.integers(0, 4))
+corpora = st.lists(rows_, min_size=1, max_size=60)
+
+
+def chunk(row: int) -> StoredChunk:
+    text = f"passage {row}"
+    return StoredChunk(
+        tenant_id=TENANT, source_id=f"s{row % 3}", text=text, chunk_index=row, start_char=0,
+        end_char=len(text),
+    )  # fmt: skip
+
+
+def read(corpus: list[tuple[tuple[int, ...], int]], limit: int) -> LexicalCandidates:
+    postings: list[Posting] = []
+    for j in range(len(TERMS)):
+        at = [r for r, (tfs, _) in enumerate(corpus) if tfs[j]]
+        tfs_ = [corpus[r][0][j] for r in at]
+        postings.append((np.array(at, dtype=np.int32), np.array(tfs_, dtype=np.int32)))
+    lengths = np.array([sum(tfs) + extra for tfs, extra in corpus], dtype=np.int64)
+    ids = np.empty(len(corpus), dtype=object)
+    ids[:] = [f"id{r:03d}" for r in range(len(corpus))]
+    stats = CorpusStats(
+        n_docs=len(corpus),
+        avg_doc_length=float(lengths.mean()),
+        doc_frequencies={t: len(p[0]) for t, p in zip(TERMS, postings, strict=True)},
+    )
+    return postings_candidates(
+        stats, TERMS, postings, lengths, ids, limit, lambda rows: [chunk(int(r)) for r in rows]
+    )
+
+
+def by_columns(
+    terms: list[str], found: LexicalCandidates, k: int, weights: dict[str, float] | None
+) -> list[RankedChunk]:
+    """What ``rank_chunks`` did before: every row scored from the columns, the top k taken."""
+    scores = candidate_scores(terms, found, weights)
+    return ranked_rows(terms, found, top_rows(scores, found.id_order, k), scores, weights)
+
+
+def bits(results: list[RankedChunk]) -> list[tuple[str, str, str]]:
+    return [(r.chunk.id, r.score.hex(), r.explanation.model_dump_json()) for r in results]
+
+
+queries = st.lists(st.sampled_from(TERMS), min_size=1, max_size=6)
+weighted = st.one_of(st.none(), st.dictionaries(st.sampled_from(TERMS), st.floats(0.1, 3.0)))
+
+
+@settings(max_examples=200, deadline=None)
+@given(corpora, queries, st.integers(0, 70), weighted)
+def test_an_unlimited_search_ranks_scores_and_explains_as_the_columns_do(
+    corpus: list[tuple[tuple[int, ...], int]],
+    terms: list[str],
+    k: int,
+    weights: dict[str, float] | None,
+) -> None:
+    weights = None if weights is None else {t: w for t, w in weights.items() if t in terms}
+    found = read(corpus, 2**62)
+    assert isinstance(found, UnlimitedCandidates) == (found.matching > 0)
+    direct = bits(rank_chunks(terms, found, k, weights))
+    assert direct == bits(by_columns(terms, found, k, weights))
+    assert found.tfs.shape == (found.matching, len(TERMS))
+
+
+def test_a_search_of_an_unlimited_read_builds_none_of_its_columns() -> None:
+    corpus = [((r % 2, r % 3, 1, 0, r % 5), r % 4) for r in range(40)]
+    found = read(corpus, 2**62)
+    ranked = rank_chunks(["a", "c", "e"], found, 5)
+    assert [r.chunk.chunk_index for r in ranked]
+    assert "tfs" not in found.__dict__ and "id_order" not in found.__dict__
+    assert len(found) == found.matching == 40 and found.cut_by_limit == 0
+
+
+def test_the_head_of_an_unlimited_read_ranks_only_its_rows() -> None:
+    corpus = [((r % 2, r % 3, 1, 0, r % 5), r % 4) for r in range(40)]
+    found = read(corpus, 2**62)
+    head = found.head(7)
+    assert len(head) == 7
+    assert bits(rank_chunks(["a", "b", "e"], head, 10)) == bits(
+        by_columns(["a", "b", "e"], head, 10, None)
+    )
+
+
+def test_a_copy_of_an_unlimited_read_reads_the_same_columns() -> None:
+    corpus = [((r % 2, r % 3, 1, 0, r % 5), r % 4) for r in range(20)]
+    found = read(corpus, 2**62)
+    copied = found.model_copy()
+    assert "tfs=" in repr(copied) and copied == found
+    assert np.array_equal(copied.tfs, found.tfs) and list(copied.ids) == list(found.ids)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(1, 4), st.integers(0, 2**32 - 1), st.integers(2, 6))
+def test_the_sampled_top_rows_are_the_top_rows_ties_included(
+    k: int, seed: int, values: int
+) -> None:
+    rng = np.random.default_rng(seed)
+    # Few distinct scores, many rows: the sample's threshold falls on ties.
+    scores = rng.integers(0, values, size=70 * 16 * k).astype(np.float64) / 4
+    rows = np.arange(len(scores), dtype=np.int64)
+    assert top_corpus_rows(scores, k).tolist() == top_rows(scores, rows, k).tolist()
