@@ -34,6 +34,7 @@ from core.stores.port import (
     ChunkStore,
     Workspace,
     member_email,
+    tenant_of,
 )
 
 #: The one string value of ``email_verified`` read as verified (some providers send strings).
@@ -254,8 +255,12 @@ class AccessActions(StoreRunner):
             super().close()
 
     def workspace_access(self, name: str) -> WorkspaceAccess:
-        """Owner and members of a workspace; ``NoAccess`` if they may not open it."""
-        found = self._call(self._store.get_workspace(self._tenant(name)))
+        """Owner and members of a workspace; ``NoAccess`` if they may not open it.
+
+        One call to the store's loop, the workspace looked up on it: the sidebar asks on every
+        rerun of every screen, and each call is a hop to the loop's thread and back.
+        """
+        found = self._call(self._found_workspace(name))
         if found is None:
             if self.user is not None:
                 raise NoAccess(f"the workspace “{name}” was {NOT_FOUND_OR_NO_ACCESS}")
@@ -266,6 +271,9 @@ class AccessActions(StoreRunner):
             members=found.members,
             you_own=self.user is not None and found.owner == self.user,
         )
+
+    async def _found_workspace(self, name: str) -> Workspace | None:
+        return await self._store.get_workspace(await tenant_of(self._store, name))
 
     def add_member(self, name: str, email: str) -> str:
         """Let ``email`` open the workspace ``name``; returns the address as kept.

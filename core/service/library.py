@@ -210,8 +210,12 @@ class LibraryActions(StoreRunner):
         return deleted
 
     def is_empty(self, *, workspace: str) -> bool:
-        """Whether the workspace holds no passage (counted, never listed)."""
-        return self._call(self._store.passage_count(self._tenant(workspace))) == 0
+        """Whether the workspace holds no passage (counted, never listed). One call to the
+        store's loop, the workspace looked up on it: every screen asks on every rerun."""
+        return self._call(self._passage_count(workspace)) == 0
+
+    async def _passage_count(self, workspace: str) -> int:
+        return await self._store.passage_count(await tenant_of(self._store, workspace))
 
     def list_sources(self, *, workspace: str) -> list[SourceSummary]:
         """The workspace's sources in natural order of their ids (2 before 10, as people count)."""
