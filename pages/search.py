@@ -84,6 +84,9 @@ KEYS = {"q": "q", "k": "k", "limit": "limit"}
 URL_MARKER = "_search_url"
 #: URL parameter naming a passage for "why not?" (links from other screens set it).
 WHY_PARAM = "why"
+#: Session key of the "why not?" expander: tracked, so a closed one builds no control (its
+#: caption and text box were ~1 ms of every Search rerun on Cranfield, bench/bench_rerun.py).
+WHY_NOT_OPEN = "why_not_open"
 
 #: Data-frame formats of the fractional columns: core's decimals, as the Markdown tables use.
 NUMBER_FORMATS = {
@@ -363,13 +366,18 @@ def adopt_why_param() -> None:
     if wanted and wanted != st.session_state.get("_why_url"):
         st.session_state["_why_url"] = wanted
         st.session_state["why_not_id"] = wanted
+        st.session_state[WHY_NOT_OPEN] = True
 
 
 def render_why_not(result: SearchResult) -> None:
     """Where one chosen passage stands for this query, and what the limit does to it."""
     adopt_why_param()
-    asked = bool(st.session_state.get("why_not_id"))
-    with st.expander("why not? — where a passage you expected stands", expanded=asked):
+    opened = st.expander(
+        "why not? — where a passage you expected stands", key=WHY_NOT_OPEN, on_change="rerun"
+    )
+    if not opened.open:
+        return
+    with opened:
         st.caption(
             f"Type a source id (e.g. the number after “source” above) for its first passage, "
             f"or source{PASSAGE_MARK}n for its n-th passage (e.g. 184{PASSAGE_MARK}1)."

@@ -319,6 +319,10 @@ def test_why_not_on_search_explains_a_cut_passage_with_cores_numbers(
     for key, value in {"ws": cranfield, "q": QUERY, "k": "10", "limit": "20"}.items():
         at.query_params[key] = value
     at.run()
+    # Closed, "why not?" builds no control (a tracked expander: issue 50 item 3).
+    assert "why_not_id" not in [t.key for t in at.text_input]
+    at.session_state["why_not_open"] = True  # the analyst opens "why not?"
+    at.run()
     at.text_input(key="why_not_id").input(cut.source_id).run()
     no_exception(at)
     answer = next(
