@@ -389,12 +389,15 @@ def postings_candidate_steps(
     bits: TermBits | None = None,
     admitted: npt.NDArray[np.int64] | None = None,
     sources: npt.NDArray[np.object_] | None = None,
+    kept_scores: dict[str, npt.NDArray[np.float64]] | None = None,
 ) -> Steps[LexicalCandidates]:
     """``postings_candidates`` in three steps (count, order, tf columns): for a 1,000-term
     query each is a few milliseconds of numpy over every posting. A filter's ``admitted``
     rows restrict the counts (a bitset AND, or the count array zeroed outside them) before
     the order is taken, so the limit counts admitted passages only. ``sources``: the source
-    id beside each of ``ids`` (the candidates' ``source_pool``)."""
+    id beside each of ``ids`` (the candidates' ``source_pool``). ``kept_scores``: the store's
+    cache of common terms' contributions under the default settings for ``stats``
+    (``core.domain.unlimited.corpus_scores``), for a read that nothing cut."""
     if len(terms) != len(postings):
         raise ValueError(f"{len(terms)} terms but {len(postings)} postings")
     n_rows = len(doc_lengths)
@@ -421,8 +424,9 @@ def postings_candidate_steps(
             )
         if unbounded:  # nothing cut: ranked from the postings, columns built if read
             return _unlimited(
-                stats, terms, postings, every_bits, doc_lengths, ids, chunks, sources, matching
-            )
+                stats, terms, postings, every_bits, doc_lengths, ids, chunks, sources, matching,
+                kept_scores,
+            )  # fmt: skip
         assert chosen is not None
         selected = chosen
     else:
@@ -495,6 +499,7 @@ def _unlimited(
     chunks: RowChunks,
     sources: npt.NDArray[np.object_] | None,
     matching: int,
+    kept_scores: dict[str, npt.NDArray[np.float64]] | None,
 ) -> UnlimitedCandidates:
     """Every matching row of an unfiltered read over rows in chunk-id order, as
     ``UnlimitedCandidates``: the columns the kernel would build, deferred, and a search's
@@ -512,7 +517,9 @@ def _unlimited(
         asked: Sequence[str], k: int, weights: Mapping[str, float] | None
     ) -> Steps[tuple[LexicalCandidates, npt.NDArray[np.float64]]]:
         scorer = QueryScorer(asked, stats, weights=weights)
-        scores = yield from corpus_scores(scorer, asked, terms, postings, doc_lengths)
+        plain = not weights or all(w == 1.0 for w in weights.values())
+        kept = kept_scores if plain else None
+        scores = yield from corpus_scores(scorer, asked, terms, postings, doc_lengths, kept)
         top = top_corpus_rows(scores, k)
         found = yield from _column_steps(postings, every_bits, top, doc_lengths, chunks)
         head = LexicalCandidates(

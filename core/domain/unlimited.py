@@ -41,6 +41,12 @@ DEFERRED: Final = frozenset({"id_rows", "id_order", "doc_lengths", "tfs", "looku
 SAMPLE_STRIDE: Final = 16
 SAMPLE_FROM: Final = 64
 
+#: A term in at least 1/this of the rows keeps its contributions for the next search
+#: (``corpus_scores``), 8 bytes a posting, while a store's kept ones hold at most
+#: ``KEPT_PER_ROW`` per row (128 bytes a passage).
+KEEP_SCORES: Final = 64
+KEPT_PER_ROW: Final = 16
+
 #: (query terms, k, weights) -> steps to the top k as candidates of their own and their scores.
 DirectRanker = Callable[
     [Sequence[str], int, Mapping[str, float] | None],
@@ -54,18 +60,37 @@ def corpus_scores(
     columns: Sequence[str],
     postings: Sequence[tuple[npt.NDArray[np.int32], npt.NDArray[np.int32]]],
     doc_lengths: npt.NDArray[np.int64],
+    kept: dict[str, npt.NDArray[np.float64]] | None = None,
 ) -> Steps[npt.NDArray[np.float64]]:
     """Every corpus row's score (0.0 where no term is): per column term ``asked`` (the scorer's
     query terms) holds, in sorted order, its contributions added at its posting's rows; a
-    step per term."""
-    scores = np.zeros(len(doc_lengths), dtype=np.float64)
+    step per term. ``kept``: a store's contributions of common terms under ``scorer``'s
+    settings (the caller's promise: the same statistics, k1, b, IDF form and weights), read
+    and filled here (``KEEP_SCORES``)."""
+    n_rows = len(doc_lengths)
+    scores = np.zeros(n_rows, dtype=np.float64)
     wanted = set(asked)
     for term, (rows, tfs) in zip(columns, postings, strict=True):
         if term not in wanted or not len(rows):
             continue
-        # The int32 tfs give the int64 column's bits (every operation is in float64).
-        tf = cast("npt.NDArray[np.int64]", tfs[:, None])
-        scores[rows] += scorer.score_columns((term,), tf, doc_lengths[rows])
+        part = None if kept is None else kept.get(term)
+        if part is None:
+            # The int32 tfs give the int64 column's bits (every operation is in float64).
+            tf = cast("npt.NDArray[np.int64]", tfs[:, None])
+            part = scorer.score_columns((term,), tf, doc_lengths[rows])
+            if (
+                kept is not None
+                and len(rows) * KEEP_SCORES >= n_rows
+                and sum(map(len, kept.values())) + len(rows) <= KEPT_PER_ROW * n_rows
+            ):
+                part.flags.writeable = False
+                kept[term] = part
+        if len(rows) == n_rows:  # every row: rows is 0..n-1
+            scores += part
+        else:
+            # One addition per row (a posting's rows are distinct): ``scores[rows] += part``'s
+            # bits, without its two int64 copies of the rows (3.0 against 7.5 ms at 1M rows).
+            np.add.at(scores, rows, part)
         yield
     return scores
 

@@ -74,6 +74,7 @@ PIECE: Final = 1 << 22
 KEEP_BITS: Final = 64
 
 Int32s = npt.NDArray[np.int32]
+Floats = npt.NDArray[np.float64]
 #: One view built in a thread at a time: two readers of a new image wait for one build.
 _BUILDING = threading.Lock()
 
@@ -94,6 +95,9 @@ class View:
     #: Common terms' rows as bitsets (``KEEP_BITS``), packed on a query's first ask: readers
     #: on the loop and in threads may race to pack one, and only pack it twice.
     kept_bits: dict[str, Bits] = field(default_factory=dict, compare=False, repr=False)
+    #: Common terms' score contributions under the default settings, kept by an unlimited
+    #: search for the next (``core.domain.unlimited.corpus_scores``: at most 128 B a row).
+    kept_scores: dict[str, Floats] = field(default_factory=dict, compare=False, repr=False)
 
     def posting(self, term: str) -> Posting:
         return self.postings.posting(term)
@@ -112,6 +116,7 @@ class View:
         return postings_candidate_steps(
             stats, terms, postings, self.lengths, self.ids, limit, chunks,
             bits=self.bits(terms), admitted=admitted, sources=self.sources,
+            kept_scores=self.kept_scores,
         )  # fmt: skip
 
     def bits(self, terms: Sequence[str]) -> TermBits:

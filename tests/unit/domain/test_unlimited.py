@@ -5,12 +5,13 @@ from __future__ import annotations
 from uuid import UUID
 
 import numpy as np
+import numpy.typing as npt
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core.domain.bm25 import CorpusStats
 from core.domain.chunks import StoredChunk
-from core.domain.postings import Posting, postings_candidates
+from core.domain.postings import Posting, postings_candidate_steps
 from core.domain.ranking import (
     LexicalCandidates,
     RankedChunk,
@@ -19,6 +20,7 @@ from core.domain.ranking import (
     ranked_rows,
     top_rows,
 )
+from core.domain.steps import finish
 from core.domain.unlimited import UnlimitedCandidates, top_corpus_rows
 
 TENANT = UUID("00000000-0000-0000-0000-000000000050")
@@ -37,7 +39,11 @@ def chunk(row: int) -> StoredChunk:
     )  # fmt: skip
 
 
-def read(corpus: list[tuple[tuple[int, ...], int]], limit: int) -> LexicalCandidates:
+def read(
+    corpus: list[tuple[tuple[int, ...], int]],
+    limit: int,
+    kept: dict[str, npt.NDArray[np.float64]] | None = None,
+) -> LexicalCandidates:
     postings: list[Posting] = []
     for j in range(len(TERMS)):
         at = [r for r, (tfs, _) in enumerate(corpus) if tfs[j]]
@@ -51,8 +57,14 @@ def read(corpus: list[tuple[tuple[int, ...], int]], limit: int) -> LexicalCandid
         avg_doc_length=float(lengths.mean()),
         doc_frequencies={t: len(p[0]) for t, p in zip(TERMS, postings, strict=True)},
     )
-    return postings_candidates(
-        stats, TERMS, postings, lengths, ids, limit, lambda rows: [chunk(int(r)) for r in rows]
+
+    def chunks(rows: npt.NDArray[np.int64]) -> list[StoredChunk]:
+        return [chunk(int(r)) for r in rows]
+
+    return finish(
+        postings_candidate_steps(
+            stats, TERMS, postings, lengths, ids, limit, chunks, kept_scores=kept
+        )
     )
 
 
@@ -81,10 +93,14 @@ def test_an_unlimited_search_ranks_scores_and_explains_as_the_columns_do(
     weights: dict[str, float] | None,
 ) -> None:
     weights = None if weights is None else {t: w for t, w in weights.items() if t in terms}
-    found = read(corpus, 2**62)
+    kept: dict[str, npt.NDArray[np.float64]] = {}
+    found = read(corpus, 2**62, kept)
     assert isinstance(found, UnlimitedCandidates) == (found.matching > 0)
+    # The first plain search keeps its terms' contributions; the others read them (or not).
+    plain = bits(rank_chunks(terms, found, k))
     direct = bits(rank_chunks(terms, found, k, weights))
     assert direct == bits(by_columns(terms, found, k, weights))
+    assert plain == bits(rank_chunks(terms, found, k)) == bits(by_columns(terms, found, k, None))
     assert found.tfs.shape == (found.matching, len(TERMS))
 
 
