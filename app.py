@@ -53,6 +53,10 @@ SHADOW_KEY = "_workspace"
 UNKNOWN_KEY = "_unknown_workspace"
 #: A one-time message about the workspace (created, deleted, refused), shown once.
 NOTICE_KEY = "_workspace_notice"
+#: Session keys of the sidebar's "New workspace" and "Delete workspace" popovers: tracked, so
+#: a closed one builds nothing inside (their five controls, two of them value widgets that each
+#: copy the whole session state, were ~2 ms of every rerun of every screen; bench_rerun).
+NEW_OPEN, DELETE_OPEN = "new_workspace_open", "delete_workspace_open"
 
 # Authlib (behind st.login) warns on the console about its own modules that Streamlit uses
 # (authlib.jose, its httpx client): nothing whoever runs lexplain can act on. Importing
@@ -217,18 +221,20 @@ with st.sidebar:
             help="A separate set of passages.",
             on_change=lambda: st.session_state.pop(UNKNOWN_KEY, None),  # answers the offer
         )
-    with st.popover("New workspace", icon=":material/add:"):
-        st.text_input("Name", key="new_workspace_name")
-        st.radio(
-            "Tokenizer profile",
-            [p.value for p in Profile],
-            index=list(Profile).index(DEFAULT_PROFILE),
-            key="new_workspace_profile",
-            horizontal=True,
-            help="  \n".join(f"{p.value}: {PROFILE_DESCRIPTIONS[p]}." for p in Profile)
-            + "  \nEvery write and query of the workspace uses it.",
-        )
-        st.button("Create", key="create_workspace", on_click=create_workspace)
+    new = st.popover("New workspace", icon=":material/add:", key=NEW_OPEN, on_change="rerun")
+    if new.open:
+        with new:
+            st.text_input("Name", key="new_workspace_name")
+            st.radio(
+                "Tokenizer profile",
+                [p.value for p in Profile],
+                index=list(Profile).index(DEFAULT_PROFILE),
+                key="new_workspace_profile",
+                horizontal=True,
+                help="  \n".join(f"{p.value}: {PROFILE_DESCRIPTIONS[p]}." for p in Profile)
+                + "  \nEvery write and query of the workspace uses it.",
+            )
+            st.button("Create", key="create_workspace", on_click=create_workspace)
     chosen = workspace()
     access = service.workspace_access(chosen) if names else None
     if access is not None and service.user is not None:
@@ -252,25 +258,29 @@ with st.sidebar:
             else:
                 st.caption("Only the owner adds and removes members.")
     if access is not None and (service.user is None or access.you_own):
-        with st.popover("Delete workspace", icon=":material/delete:"):
-            st.markdown(
-                f"Deletes the workspace **{escape_text(chosen)}** with all its passages and "
-                "entities. This cannot be undone."
-                + (
-                    " The default workspace is emptied and kept."
-                    if chosen == DEFAULT_WORKSPACE and service.user is None
-                    else ""
+        doomed = st.popover(
+            "Delete workspace", icon=":material/delete:", key=DELETE_OPEN, on_change="rerun"
+        )
+        if doomed.open:
+            with doomed:
+                st.markdown(
+                    f"Deletes the workspace **{escape_text(chosen)}** with all its passages and "
+                    "entities. This cannot be undone."
+                    + (
+                        " The default workspace is emptied and kept."
+                        if chosen == DEFAULT_WORKSPACE and service.user is None
+                        else ""
+                    )
                 )
-            )
-            sure = st.checkbox(f"Yes, delete “{chosen}”", key="confirm_delete_workspace")
-            st.button(
-                "Delete",
-                key="delete_workspace",
-                type="primary",
-                disabled=not sure,
-                on_click=delete_workspace,
-                args=(chosen,),
-            )
+                sure = st.checkbox(f"Yes, delete “{chosen}”", key="confirm_delete_workspace")
+                st.button(
+                    "Delete",
+                    key="delete_workspace",
+                    type="primary",
+                    disabled=not sure,
+                    on_click=delete_workspace,
+                    args=(chosen,),
+                )
     st.caption(f"Store: {service.store_label}")
     if not SIGN_IN:
         mode = local_mode(st.get_option("server.address"))

@@ -549,6 +549,10 @@ def test_deleting_a_source_removes_its_passages() -> None:
 def test_a_new_workspace_is_created_selected_and_put_in_the_url() -> None:
     at = app(fresh())
     name = fresh()
+    # Closed, the popover builds nothing inside (a tracked popover: issue 50 item 3).
+    assert "new_workspace_name" not in [t.key for t in at.text_input]
+    at.session_state["new_workspace_open"] = True  # the analyst opens "New workspace"
+    at.run()
     at.text_input(key="new_workspace_name").input(name).run()
     at.button(key="create_workspace").click().run()
     no_exception(at)
@@ -615,6 +619,9 @@ def test_a_workspace_is_deleted_with_its_passages_only_after_confirmation() -> N
     name = fresh()
     at = app(name)
     get_service().upload_files([("w.txt", b"wings and flutter")], workspace=name)
+    at.run()
+    assert "delete_workspace" not in [b.key for b in at.button]  # closed: nothing built inside
+    at.session_state["delete_workspace_open"] = True  # the analyst opens "Delete workspace"
     at.run()
     assert at.button(key="delete_workspace").disabled
     at.checkbox(key="confirm_delete_workspace").check().run()

@@ -126,6 +126,8 @@ def test_creating_a_workspace_that_exists_says_it_exists(cranfield: str) -> None
     at = opened(cranfield, "pages/search.py")
     other = f"exists-{uuid.uuid4().hex[:6]}"
     get_service().create_workspace(other)
+    at.session_state["new_workspace_open"] = True  # the analyst opens "New workspace"
+    at.run()
     at.sidebar.text_input(key="new_workspace_name").set_value(other)
     at.sidebar.button(key="create_workspace").click().run()
     assert at.session_state["workspace"] == other

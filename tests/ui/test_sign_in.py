@@ -48,6 +48,8 @@ def texts(at: AppTest) -> list[str]:
 
 
 def create(at: AppTest, name: str) -> None:
+    at.session_state["new_workspace_open"] = True  # the person opens "New workspace"
+    at.run()
     at.text_input(key="new_workspace_name").input(name).run()
     at.button(key="create_workspace").click().run()
     no_exception(at)
