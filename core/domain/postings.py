@@ -507,11 +507,12 @@ def _unlimited(
     pool = np.empty(0, dtype=object) if sources is None else sources
     n_rows = len(doc_lengths)
 
-    def columns() -> dict[str, Any]:
+    def columns() -> Steps[dict[str, Any]]:
         sets = [each for _, each in every_bits]
         _, selected = bit_selection(sets, len(terms), n_rows)
         assert selected is not None
-        return finish(_column_steps(postings, every_bits, selected, doc_lengths, chunks))
+        yield
+        return (yield from _column_steps(postings, every_bits, selected, doc_lengths, chunks))
 
     def ranker(
         asked: Sequence[str], k: int, weights: Mapping[str, float] | None

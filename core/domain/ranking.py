@@ -299,8 +299,12 @@ class LexicalCandidates(BaseModel):
         self, terms: Sequence[str], k: int, weights: Mapping[str, float] | None
     ) -> Steps[tuple[LexicalCandidates, npt.NDArray[np.float64]]] | None:
         """The top ``k`` rows (as candidates of their own, best first) and their scores, from a
-        read that can rank without its columns (``core.domain.postings``), or None."""
+        read that ranks without its columns (``core.domain.unlimited``; they are built in
+        ``column_steps``), or None."""
         return None
+
+    def column_steps(self) -> Steps[None]:
+        yield from ()
 
     @property
     def candidates(self) -> list[LexicalCandidate]:
@@ -414,8 +418,7 @@ class RankedChunk(BaseModel):
 
 #: One fields set for every RankedChunk ``ranked_row_steps`` builds (the model is frozen).
 _RANKED_FIELDS: Final = set(RankedChunk.model_fields)
-#: Result x query-term cells explained in one step: a 1,000-term query's 10 results were
-#: ~0.1 s in one piece one ``explain`` each.
+#: Result x query-term cells explained a step (a 1,000-term query's 10 results: ~0.1 s).
 EXPLAIN_BLOCK_CELLS: Final = 4_096
 
 
@@ -440,6 +443,7 @@ def candidate_score_steps(
     prefetch, and the analysis it hands them to scores them again (at 1M passages each pass
     is ~0.1-0.3 s of the loop). Rejected: passing scores along beside the candidates, which
     every analysis's signature would carry for one store's prefetch."""
+    yield from candidates.column_steps()  # a deferred read's columns, in steps
     key = tuple(terms)
     weighed = tuple(sorted((t, float(w)) for t, w in (weights or {}).items() if w != 1.0))
     kept = candidates._scored
@@ -506,10 +510,9 @@ def rank_steps(
         raise ValueError(f"k must be >= 0, got {k}")
     if k == 0 or not terms:
         return []
-    direct = candidates.top_directly(terms, k, weights)
-    if direct is not None:
-        top, scores = yield from direct
-        candidates, rows = top, np.arange(len(top), dtype=np.int64)
+    if (direct := candidates.top_directly(terms, k, weights)) is not None:
+        candidates, scores = yield from direct
+        rows = np.arange(len(candidates), dtype=np.int64)
     else:
         scores = yield from candidate_score_steps(terms, candidates, weights)
         rows = top_rows(scores, candidates.id_order, k)

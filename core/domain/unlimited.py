@@ -32,7 +32,7 @@ from pydantic import PrivateAttr
 
 from core.domain.bm25 import QueryScorer
 from core.domain.ranking import LexicalCandidates, top_rows
-from core.domain.steps import Steps
+from core.domain.steps import Steps, finish
 
 #: The columns a deferred read builds on first use (with the lookup of its rows).
 DEFERRED: Final = frozenset({"id_rows", "id_order", "doc_lengths", "tfs", "lookup"})
@@ -115,12 +115,15 @@ class UnlimitedCandidates(LexicalCandidates):
     """A read that nothing cut: ``DEFERRED`` columns built by ``_columns`` on their first read,
     ``top_directly`` from ``_ranker`` while it still holds every matching passage."""
 
-    _columns: Callable[[], dict[str, Any]] | None = PrivateAttr(default=None)
+    _columns: Callable[[], Steps[dict[str, Any]]] | None = PrivateAttr(default=None)
     _ranker: DirectRanker | None = PrivateAttr(default=None)
 
     @classmethod
     def deferred(
-        cls, fields: dict[str, Any], columns: Callable[[], dict[str, Any]], ranker: DirectRanker
+        cls,
+        fields: dict[str, Any],
+        columns: Callable[[], Steps[dict[str, Any]]],
+        ranker: DirectRanker,
     ) -> UnlimitedCandidates:
         """``fields`` (typed already; the rest of ``DEFERRED``'s complement their defaults)
         and the two builders."""
@@ -138,15 +141,20 @@ class UnlimitedCandidates(LexicalCandidates):
         return model
 
     def _built(self) -> dict[str, Any]:
-        """The instance's fields, the deferred ones built now if they were not yet."""
-        done = self.__dict__
-        if "tfs" not in done:
-            # Two threads reading at once both build the same columns; either one is kept.
-            columns = (self.__pydantic_private__ or {})["_columns"]()
-            for name in ("id_rows", "id_order", "doc_lengths", "tfs"):
-                columns[name].flags.writeable = False
-            done.update(columns)
-        return done
+        """The instance's fields, the deferred ones built now (in one piece) if not yet."""
+        finish(self.column_steps())
+        return self.__dict__
+
+    def column_steps(self) -> Steps[None]:
+        """The deferred columns built, in the kernel's steps (``candidate_score_steps`` runs
+        them first: an analysis of a 1M-passage read would otherwise hold the loop ~0.1 s)."""
+        if "tfs" in self.__dict__:
+            return
+        # Two threads reading at once both build the same columns; either one is kept.
+        columns = yield from (self.__pydantic_private__ or {})["_columns"]()
+        for name in ("id_rows", "id_order", "doc_lengths", "tfs"):
+            columns[name].flags.writeable = False
+        self.__dict__.update(columns)
 
     if not TYPE_CHECKING:
 

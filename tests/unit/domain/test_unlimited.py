@@ -15,6 +15,7 @@ from core.domain.postings import Posting, postings_candidate_steps
 from core.domain.ranking import (
     LexicalCandidates,
     RankedChunk,
+    candidate_score_steps,
     candidate_scores,
     rank_chunks,
     ranked_rows,
@@ -141,3 +142,14 @@ def test_the_sampled_top_rows_are_the_top_rows_ties_included(
     scores = rng.integers(0, values, size=70 * 16 * k).astype(np.float64) / 4
     rows = np.arange(len(scores), dtype=np.int64)
     assert top_corpus_rows(scores, k).tolist() == top_rows(scores, rows, k).tolist()
+
+
+def test_scoring_an_unlimited_read_builds_its_columns_in_steps() -> None:
+    corpus = [((r % 2, r % 3, 1, 0, r % 5), r % 4) for r in range(40)]
+    found = read(corpus, 2**62)
+    steps = candidate_score_steps(["a", "c"], found)
+    next(steps)  # the truncation order is a step before the tf columns
+    assert "tfs" not in found.__dict__
+    scores = finish(steps)
+    assert found.tfs.shape == (40, len(TERMS))
+    assert np.array_equal(scores[:39], candidate_scores(["a", "c"], read(corpus, 39)))
