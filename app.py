@@ -38,10 +38,10 @@ from core.service import (
     local_mode,
 )
 from pages.common import (
-    FRAMED_KEY,
     WORKSPACE_KEY,
     WORKSPACE_PARAM,
     current_service,
+    framed,
     sign_in_configured,
     signed_in_email,
     workspace,
@@ -106,7 +106,7 @@ if SIGN_IN and signed_in_email() is None:
     st.stop()
 
 try:
-    service = current_service()
+    service = current_service(SIGN_IN)
 except StoreUnreachable as exc:  # plain words, and nothing else can work without a store
     st.error(f"lexplain cannot open its store. {exc}", icon=":material/database:")
     st.stop()
@@ -323,6 +323,7 @@ if not names:  # signed in, and no workspace of theirs yet: nothing to show a sc
 st.session_state[SHADOW_KEY] = workspace()
 st.query_params[WORKSPACE_PARAM] = workspace()
 
-# The screen checks this (pages.common.screen): a screen Streamlit ran without app.py reruns.
-st.session_state[FRAMED_KEY] = True
+# The screen checks this (pages.common.screen): a screen Streamlit ran without app.py reruns;
+# it also takes this run's service from here rather than asking again.
+framed(service)
 page.run()

@@ -8,6 +8,7 @@ per-session creation would give every browser tab its own empty in-memory store.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -34,6 +35,9 @@ from core.service import signed_in_email as proven_email
 
 #: Session key app.py sets right before it runs a screen: a screen run without it ran bare.
 FRAMED_KEY = "_framed"
+#: The service app.py obtained for the run under way, handed to the screen it runs (``framed``).
+#: Per thread: each session's script run has its own thread.
+_HANDED = threading.local()
 #: Session key marking the one rerun a bare screen asks for.
 REFRAMING_KEY = "_reframing"
 #: Session-state key of the active workspace name.
@@ -68,13 +72,15 @@ def signed_in_email() -> str | None:
     return proven_email(st.user.to_dict())
 
 
-def current_service() -> LexplainService:
+def current_service(sign_in: bool | None = None) -> LexplainService:
     """The service as the person signed in may use it (every workspace without sign-in).
 
-    With sign-in and nobody signed in, the script stops here: nothing is shown or read
-    (app.py draws the sign-in screen before it gets this far).
+    ``sign_in``: whether sign-in is configured, when the caller has just asked
+    (``sign_in_configured`` reads the secrets and the user's claims each time). With sign-in
+    and nobody signed in, the script stops here: nothing is shown or read (app.py draws the
+    sign-in screen before it gets this far).
     """
-    if not sign_in_configured():
+    if not (sign_in_configured() if sign_in is None else sign_in):
         return get_service()
     email = signed_in_email()
     if email is None:
@@ -98,7 +104,8 @@ def screen() -> LexplainService:
     """
     if st.session_state.pop(FRAMED_KEY, False):
         st.session_state.pop(REFRAMING_KEY, None)
-        return current_service()
+        handed: LexplainService | None = _HANDED.__dict__.pop("service", None)
+        return handed if handed is not None else current_service()
     if not st.session_state.get(REFRAMING_KEY):
         st.session_state[REFRAMING_KEY] = True  # one rerun, never a loop
         # What ``st.navigation`` itself does first (streamlit/commands/navigation.py); calling
@@ -106,6 +113,14 @@ def screen() -> LexplainService:
         PagesManager.uses_pages_directory = False
         st.rerun()
     return current_service()
+
+
+def framed(service: LexplainService) -> None:
+    """app.py, right before it runs a screen: hand the screen the service this run already
+    got (``screen``), so a run asks for it once. Asking again read the secrets and the user's
+    claims twice more per rerun (bench/bench_rerun.py, issue 50)."""
+    st.session_state[FRAMED_KEY] = True
+    _HANDED.service = service
 
 
 def workspace() -> str:

@@ -85,9 +85,9 @@ def test_the_navigation_is_set_before_the_store_is_opened(monkeypatch: pytest.Mo
     seen: list[bool | None] = []
     opened = pages.common.current_service
 
-    def spy() -> object:
+    def spy(*args: object) -> object:
         seen.append(PagesManager.uses_pages_directory)
-        return opened()
+        return opened(*args)  # type: ignore[arg-type]
 
     monkeypatch.setattr(pages.common, "current_service", spy)
     AppTest.from_file(APP, default_timeout=60).run()

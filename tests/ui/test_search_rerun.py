@@ -147,3 +147,25 @@ def test_sources_chosen_in_the_open_controls_narrow_each_rerun_until_cleared(
     at.multiselect(key=SOURCES_KEY).set_value([]).run()
     assert not at.exception
     assert len(sources_shown(at)) > 2
+
+
+def test_a_rerun_asks_for_the_service_once_the_screen_taking_the_frames(
+    cranfield: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """app.py gets the person's service and hands it to the screen it runs (pages.common
+    ``framed``): asking again read the secrets and the user's claims twice more per rerun."""
+    import pages.common
+
+    asked: list[object] = []
+    original = pages.common.current_service
+
+    def spy(*args: bool | None) -> LexplainService:
+        asked.append(args)
+        return original(*args)
+
+    at = search(cranfield)
+    monkeypatch.setattr(pages.common, "current_service", spy)
+    at.text_input(key="q").input(QUERY).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert [m for m in at.markdown if m.value.startswith("**#1**")], "no result: nothing ran"
+    assert len(asked) == 1
