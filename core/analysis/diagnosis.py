@@ -24,7 +24,9 @@ snapshot than the run's.
 
 from __future__ import annotations
 
+import bisect
 import functools
+import itertools
 from collections.abc import Callable, Mapping, Sequence
 from enum import StrEnum
 from typing import Final
@@ -42,6 +44,9 @@ from core.domain.ranking import LexicalCandidates
 OWN_TERMS: Final = 5
 #: The grade from which a judged passage counts as relevant.
 RELEVANT: Final = 1
+#: Rows compared by ``np.isin`` at the cost of one id read by a binary search (a Python call):
+#: ``passage_rows`` searches while its searches read fewer ids than this many times the rows.
+_PROBE_COST: Final = 8
 
 
 class LostCause(StrEnum):
@@ -223,9 +228,15 @@ def diagnose_query(
     ones since deleted (``LostCause.GONE``). ``weights``: an expanded run's term weights
     (``terms`` is then the expanded term set, ``full`` its read), as ``QueryScorer`` takes them."""
     order, scores = score_all(ranker, terms, full.head(limit), weights)
-    ids = full.ids
+    head = min(limit, len(full))
+    ids = full.ids_at(np.arange(head))
     relevant = [c for c, g in grades.items() if g >= RELEVANT]
     rows = {str(ids[r]): [r] for r in np.flatnonzero(np.isin(ids, relevant)).tolist()}
+    # Past the limit, each relevant passage is searched for in its level (``passage_rows``):
+    # np.isin over every row's id of an unlimited read (47,505 at issue 49's probes) was
+    # most of what a diagnosis cost beyond its Evaluate.
+    past = passage_rows(full, dict.fromkeys((c for c in relevant if c not in rows), None), head)
+    rows.update((unit, [row]) for unit, row in past.items())
     ranked = [str(i) for i in ids[order]] if len(order) else []
     kth_row = int(order[k - 1]) if len(ranked) >= k and k else None
     return _diagnosed(
@@ -304,6 +315,63 @@ def document_rows(
     return rows
 
 
+def past_document_rows(
+    full: LexicalCandidates, start: int, passages: Mapping[str, Mapping[str, int | None]]
+) -> dict[str, list[int]]:
+    """Each document's first row at or past ``start`` in ``full`` (left out if none), from
+    ``passages``: each document's passages that may be there, by chunk id, with the number of
+    query terms each holds when known (``passage_rows``). With ``document_rows`` of the first
+    ``start`` rows' sources, this is ``document_rows`` of the whole read's, without gathering
+    a source per row of an unlimited read (issue 49: ~2/3 of ``diagnose_files`` at 47,505
+    passages went to that column and to searching it a document at a time)."""
+    wanted = {chunk: level for held in passages.values() for chunk, level in held.items()}
+    at = passage_rows(full, wanted, start)
+    rows: dict[str, list[int]] = {}
+    for document, held in passages.items():
+        found = [at[chunk] for chunk in held if chunk in at]
+        if found:
+            rows[document] = [min(found)]
+    return rows
+
+
+def passage_rows(
+    full: LexicalCandidates, wanted: Mapping[str, int | None], start: int
+) -> dict[str, int]:
+    """The row of each chunk id of ``wanted`` in ``full`` at or past ``start`` (left out if
+    none). The truncation order is levels (distinct query terms held, most first), each in
+    chunk-id order, so a passage is one binary search of its level's ids: ``wanted[id]``, the
+    query terms it holds when the caller knows it, names the level tried first (then the
+    others). When the searches would read more ids than the rows hold, the rows' ids are
+    compared instead. Either way a row is returned only where its id is the one wanted."""
+    found: dict[str, int] = {}
+    if start >= len(full) or not wanted:
+        return found
+    matched = np.count_nonzero(full.tfs[start:] > 0, axis=1)
+    cuts = [0, *(np.flatnonzero(np.diff(matched)) + 1).tolist(), len(matched)]
+    levels = {int(matched[a]): (start + a, start + b) for a, b in itertools.pairwise(cuts)}
+    probes = len(wanted) * len(levels) * max(1, len(matched).bit_length())
+    # (A level in two blocks would be no truncation order: then every id is compared.)
+    if probes * _PROBE_COST > len(matched) or len(levels) < len(cuts) - 1:
+        ids = full.ids_at(np.arange(start, len(full)))
+        for row in np.flatnonzero(np.isin(ids, list(wanted))).tolist():
+            found.setdefault(str(ids[row]), start + row)
+        return found
+    pool, pooled = full.id_pool, full.id_rows
+
+    def id_of(row: int) -> str:
+        return str(pool[row] if pooled is None else pool[pooled[row]])
+
+    for unit, hint in wanted.items():
+        tried = [hint] if hint in levels else []
+        for level in [*tried, *(each for each in levels if each != hint)]:
+            low, high = levels[level]
+            row = low + bisect.bisect_left(range(low, high), unit, key=id_of)
+            if row < high and id_of(row) == unit:
+                found[unit] = row
+                break
+    return found
+
+
 def _place(ranked: list[str], unit: str) -> int | None:
     """``unit``'s first place in ``ranked`` (None if absent): one search."""
     try:
@@ -341,7 +409,6 @@ def _diagnosed(
     diagnosed at first)."""
     ndcg = ndcg_at_k(top_ids, dict(grades), k)
     relevant = sorted(c for c, g in grades.items() if g >= RELEVANT)
-    matched = full.matched_terms
     asked = sorted(set(terms))
     scorer = ranker.scorer(terms, full, weights) if kth_row is not None else None
     kth_explained = (
@@ -373,9 +440,9 @@ def _diagnosed(
                     grade=grade,
                     cause=LostCause.LIMIT,
                     missing_terms=missing,
-                    matched_terms=int(matched[row]),
+                    matched_terms=_matched(full, row),
                     position=row + 1,
-                    matched_at_cut=int(matched[limit - 1]) if limit > 0 else None,
+                    matched_at_cut=_matched(full, limit - 1) if limit > 0 else None,
                     smallest_limit=row + 1,
                 )
             )
@@ -388,7 +455,7 @@ def _diagnosed(
                 grade=grade,
                 cause=LostCause.OUTRANKED,
                 missing_terms=missing,
-                matched_terms=int(matched[row]),
+                matched_terms=_matched(full, row),
                 position=row + 1,
                 rank=rank(unit),
                 score=float(scores[row]),
@@ -407,6 +474,11 @@ def _diagnosed(
         lost=lost,
         unjudged=unjudged,
     )
+
+
+def _matched(full: LexicalCandidates, row: int) -> int:
+    """The distinct query terms row ``row`` holds (``matched_terms`` of that row alone)."""
+    return int(np.count_nonzero(full.tfs[row] > 0))
 
 
 def own_terms(tfs: Mapping[str, int], stats: CorpusStats, most: int = OWN_TERMS) -> list[OwnTerm]:

@@ -36,6 +36,7 @@ from core.analysis.diagnosis import (
     diagnose_query,
     document_rows,
     own_terms,
+    past_document_rows,
     summarise,
 )
 from core.analysis.expansion import ExpansionSpec
@@ -190,16 +191,20 @@ class DiagnosisActions(StoreRunner):
                     terms, weights = await self._diagnosed_expansion(
                         terms, tenant, profile, limit, ranker, expand
                     )
-                full = await self._read(terms, tenant, profile, judged, limit, by_document)
+                full, past = await self._read(terms, tenant, profile, judged, limit, by_document)
             except ValueError as exc:
                 raise ValueError(f"query {query_id}: {exc}") from None
             if by_document:
-                sources = await self._sources(full, len(full), tenant)
+                # The first ``limit`` rows' sources, and the relevant documents past them
+                # found by their passages' ids: a source per row of an unlimited read, and a
+                # search of that column per document, were ~2/3 of diagnose_files (issue 49).
+                sources = await self._sources(full, limit, tenant)
                 rows = document_rows(sources, judged)
+                rows.update(past_document_rows(full, len(sources), past))
                 diagnosed.append(
                     diagnose_documents(
-                        query_id, text, terms, full, judged, k, limit, ranker, sources[:limit],
-                        rows, weights,
+                        query_id, text, terms, full, judged, k, limit, ranker, sources, rows,
+                        weights,
                     )
                 )  # fmt: skip
             else:
@@ -236,31 +241,38 @@ class DiagnosisActions(StoreRunner):
         judged: dict[str, int],
         limit: int,
         by_document: bool,
-    ) -> LexicalCandidates:
+    ) -> tuple[LexicalCandidates, dict[str, dict[str, int | None]]]:
         """The query's candidates at ``limit`` (Evaluate's read), or unlimited when a relevant
         passage outside them holds a query term: only then is a position past the limit needed
         (cut by the limit). At 100k passages the unlimited read, and finding the relevant ids
         in its column, were ~35x an Evaluate (bench_diagnosis); relevant passages past the
-        limit are few, and one without a query term needs no position."""
+        limit are few, and one without a query term needs no position. With an unlimited
+        read ``by_document``: each relevant document's passages outside the limit that hold
+        a query term, with how many (``past_document_rows``); else nothing."""
         head = await bounded_candidates(self._store, terms, tenant, limit)
         if head.matching <= len(head):
-            return head  # every matching passage is a candidate already
+            return head, {}  # every matching passage is a candidate already
         shown = set(head.ids.tolist())
         asked = set(terms)
         units = [unit for unit, grade in judged.items() if grade >= RELEVANT and unit not in shown]
-        # A document's passages: every relevant document's in one read (``get_by_sources``),
-        # where a read each was a round trip a document on PostgreSQL (issue 50).
-        held = await self._store.get_by_sources(units, tenant) if by_document and units else {}
+        if by_document:
+            # Every relevant document's passages in one read (``get_by_sources``), where a
+            # read each was a round trip a document on PostgreSQL (issue 50).
+            held = await self._store.get_by_sources(units, tenant) if units else {}
+            past: dict[str, dict[str, int | None]] = {}
+            for unit in units:
+                for chunk in held.get(unit, []):
+                    holds = len(asked.intersection(tokenize(chunk.text, profile)))
+                    if holds and chunk.id not in shown:
+                        past.setdefault(unit, {})[chunk.id] = holds
+            if past:
+                return await bounded_candidates(self._store, terms, tenant, UNLIMITED), past
+            return head, {}
         for unit in units:
-            if by_document:
-                chunks = held.get(unit, [])
-            else:
-                one = await self._store.get(unit, tenant)
-                chunks = [] if one is None else [one]
-            for chunk in chunks:
-                if chunk.id not in shown and asked.intersection(tokenize(chunk.text, profile)):
-                    return await bounded_candidates(self._store, terms, tenant, UNLIMITED)
-        return head
+            one = await self._store.get(unit, tenant)
+            if one is not None and asked.intersection(tokenize(one.text, profile)):
+                return await bounded_candidates(self._store, terms, tenant, UNLIMITED), {}
+        return head, {}
 
     async def _sources(
         self, full: LexicalCandidates, limit: int, tenant: UUID

@@ -20,6 +20,8 @@ from core.analysis.diagnosis import (
     diagnose_query,
     document_rows,
     own_terms,
+    passage_rows,
+    past_document_rows,
     summarise,
 )
 from core.analysis.rankers import Ranker, RankerKind, score_all
@@ -247,3 +249,38 @@ async def test_by_document_a_lost_document_is_ranked_among_documents_against_the
     assert lost.kth_chunk_id == chunks["d1-0"].id
     assert lost.kth_score == scores[full.row_of(chunks["d1-0"].id)]
     assert found.unjudged == ["d0", "d1"]
+
+
+async def test_a_passages_row_past_the_limit_is_found_in_its_level_as_a_scan_finds_it() -> None:
+    # Rows in three levels (three, two, one of the terms), each in chunk-id order; every
+    # passage's row past each start found by the level searches (one id at a time: right,
+    # wrong and no hint) and by the id comparison (all at once) alike, equal to a scan of the
+    # id column; absent ids left out.
+    terms = ["flutter", "vortex", "wing"]
+    tenant = uuid.uuid4()
+    texts = ["wing flutter vortex", "wing flutter", "wing", "flutter", "sensor drift"]
+    chunks = [make_chunk(tenant, f"s{i // 3}", f"{texts[i % 5]} w{i}", i % 3) for i in range(2_000)]
+    store = InMemoryChunkStore()
+    await store.upsert_many(chunks)
+    full = await store.lexical_candidates(terms, tenant, 10_000)
+    ids = [str(i) for i in full.ids]
+    holds = {c.id: sum(t in c.text.split() for t in terms) for c in chunks}
+    sample = [c.id for c in chunks[::37]]
+    for start in (0, 1, 390, 1_201, len(full) - 1, len(full)):
+        scanned = {c: ids.index(c) for c in ids[start:]}
+        for hint in (holds.get, lambda c: None, lambda c: 3 - (holds[c] % 3)):
+            assert passage_rows(full, {c: hint(c) for c in holds}, start) == scanned
+            for c in sample:
+                assert passage_rows(full, {c: hint(c)}, start) == (
+                    {c: scanned[c]} if c in scanned else {}
+                )
+    assert passage_rows(full, {"not-a-passage": 2, "other": None}, 0) == {}
+    sources = full.sources_at(np.arange(len(full)))
+    by_source: dict[str, dict[str, int | None]] = {}
+    for c in chunks:  # three passages a document, in three levels or none
+        if holds[c.id]:
+            by_source.setdefault(c.source_id, {})[c.id] = holds[c.id]
+    whole = document_rows(sources, dict.fromkeys(by_source, 1))
+    head = document_rows(sources[:400], dict.fromkeys(by_source, 1))
+    head.update(past_document_rows(full, 400, {d: p for d, p in by_source.items() if not head[d]}))
+    assert head == whole
