@@ -82,7 +82,8 @@ def corpus_scores(
             if (
                 kept is not None
                 and len(rows) * KEEP_SCORES >= n_rows
-                and sum(map(len, kept.values())) + len(rows) <= KEPT_PER_ROW * n_rows
+                # A copy of the values: a reader in a thread may be adding one meanwhile.
+                and sum(map(len, list(kept.values()))) + len(rows) <= KEPT_PER_ROW * n_rows
             ):
                 part.flags.writeable = False
                 kept[term] = part
