@@ -25,7 +25,7 @@ from bench import scale_setup
 from core.analysis.expansion import ExpansionSpec
 from core.analysis.rankers import Ranker, RankerKind
 from core.analysis.tuning import GridSpec
-from core.service import LexplainService, RunSpec
+from core.service import LIMIT_MAX, LexplainService, RunSpec
 from core.service.bounds import (
     MAX_CANDIDATE_CELLS,
     MAX_CEILING_LIMITS,
@@ -211,6 +211,13 @@ def probes(
             service.diagnose(DIAGNOSE_SET, K, LIMIT, workspace=ws, by_document=True)
         ),
         f"Evaluate files, {few:,} queries": evaluate_few,
+        # The largest limit the app accepts: nothing is cut, every candidate is ranked.
+        f"largest limit: Evaluate files of {MAX_EVALUATE_QUERIES} queries": lambda: runs(
+            service.evaluate(queries_file, qrels_file, K, [LIMIT_MAX], workspace=ws)
+        ),
+        f"largest limit: diagnose by passage of {few} queries": lambda: diagnosed(
+            service.diagnose(DIAGNOSE_SET, K, LIMIT_MAX, workspace=ws)
+        ),
         f"diagnose files, {few:,} queries": lambda: diagnosed(
             service.diagnose_files(*few_files, K, LIMIT, workspace=ws)
         ),
@@ -275,6 +282,8 @@ def row(
     detail = "" if alone else f", {MAX_EVALUATE_QUERIES:,} queries, limit {LIMIT:,}"
     if name.startswith(("diagnose", "Evaluate")) and "queries" in name:
         detail = f", limit {LIMIT:,}"
+    if name.startswith("largest limit"):
+        detail = f", limit {LIMIT_MAX:,}"
     return {
         "workload": f"{name}{detail} ({store}, {passages:,} passages)",
         "lexplain": (
