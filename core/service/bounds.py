@@ -91,8 +91,8 @@ MAX_GRID_RANKINGS: Final = 100_000
 #: 47,505 passages, 13 ms a query; the expansion ledger of 10,000 took 84 s in memory at 5,000).
 MAX_EXPANDED_QUERIES: Final = 2_000
 #: Most judged queries one diagnosis takes: 10,000 took 164-254 s (bench_query_probes'
-#: analyses, 47,505 passages, limit 1,000); 2,000 take 38-42 s on PostgreSQL 15, 22-32 s in
-#: memory (by passage, by document, from files).
+#: analyses, 47,505 passages, limit 1,000); 2,000 take 30-32 s on PostgreSQL 15 (41-44 s at
+#: load 2.5-2.9), 6-6.5 s in memory (by passage, by document, from files).
 MAX_DIAGNOSED_QUERIES: Final = 2_000
 #: Most graded queries in one expansion ledger: it is an expanded Evaluate (typed and RM3) and
 #: the typed run's diagnosis, so 2,000 took 78.9 s on PostgreSQL 15 (24.4 s in memory; 47,505
