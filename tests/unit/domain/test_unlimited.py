@@ -9,6 +9,8 @@ import numpy.typing as npt
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from core.analysis.evaluation import documents_in_rank_order
+from core.analysis.truncation import top_document_steps
 from core.domain.bm25 import CorpusStats
 from core.domain.chunks import StoredChunk
 from core.domain.postings import Posting, postings_candidate_steps
@@ -153,3 +155,27 @@ def test_scoring_an_unlimited_read_builds_its_columns_in_steps() -> None:
     scores = finish(steps)
     assert found.tfs.shape == (40, len(TERMS))
     assert np.array_equal(scores[:39], candidate_scores(["a", "c"], read(corpus, 39)))
+
+
+@settings(max_examples=200, deadline=None)
+@given(corpora, queries, st.integers(0, 30), st.integers(1, 3))
+def test_an_evaluate_of_an_unlimited_read_finds_the_columns_top_documents_without_them(
+    corpus: list[tuple[tuple[int, ...], int]], terms: list[str], k: int, runs: int
+) -> None:
+    # Evaluate's top documents (core.analysis.truncation) at limits that cut nothing: ranked
+    # from the postings, the same documents as every row's ranking read until k documents.
+    found = read(corpus, 2**62)
+    limits = [found.matching + extra for extra in range(runs)]
+    documents = finish(top_document_steps(terms, found, k, limits))
+    if found.matching:
+        assert "tfs" not in found.__dict__  # no column of the read was built
+    rows = top_rows(candidate_scores(terms, found), found.id_order, len(corpus))
+    expected = documents_in_rank_order(c.source_id for c in found.chunks(rows))[:k]
+    assert documents == [expected] * runs
+
+
+def test_an_evaluate_of_an_unlimited_read_reads_on_until_it_has_k_documents() -> None:
+    # The 40 best passages are of documents s0 and s1: the third document is further down.
+    corpus = [((1 if r % 3 == 2 else 3, 0, 0, 0, 0), 0) for r in range(60)]
+    found = read(corpus, 2**62)
+    assert finish(top_document_steps(["a"], found, 3, [60])) == [["s0", "s1", "s2"]]
