@@ -231,17 +231,28 @@ def diagnose_query(
     head = min(limit, len(full))
     ids = full.ids_at(np.arange(head))
     relevant = [c for c, g in grades.items() if g >= RELEVANT]
-    rows = {str(ids[r]): [r] for r in np.flatnonzero(np.isin(ids, relevant)).tolist()}
-    # Past the limit, each relevant passage is searched for in its level (``passage_rows``):
-    # np.isin over every row's id of an unlimited read (47,505 at issue 49's probes) was
-    # most of what a diagnosis cost beyond its Evaluate.
-    past = passage_rows(full, dict.fromkeys((c for c in relevant if c not in rows), None), head)
-    rows.update((unit, [row]) for unit, row in past.items())
-    ranked = [str(i) for i in ids[order]] if len(order) else []
-    kth_row = int(order[k - 1]) if len(ranked) >= k and k else None
+    # Each relevant passage is searched for in its level (``passage_rows``): np.isin over
+    # every row's id of an unlimited read (47,505 at issue 49's probes) was most of what a
+    # diagnosis cost beyond its Evaluate, and a third of one at the largest limit. The rows
+    # within the limit first, in row order, then those past it (as the isin gave them).
+    found = passage_rows(full, dict.fromkeys(relevant, None), 0)
+    rows = {unit: [row] for unit, row in sorted(found.items(), key=lambda f: f[1]) if row < head}
+    rows.update((unit, [row]) for unit, row in found.items() if row >= head)
+    kth_row = int(order[k - 1]) if len(order) >= k and k else None
+    every = functools.cache(lambda: [str(i) for i in ids[order]])
+
+    def rank(unit: str) -> int | None:
+        """``unit``'s 1-based rank: its row's place in ``order`` (a list of every ranked id,
+        searched by ``_rank``, was another quarter at the largest limit), else the list's."""
+        if (row := rows.get(unit)) is not None:
+            at = np.flatnonzero(order == row[0])
+            return int(at[0]) + 1 if len(at) else None
+        return _rank(every(), unit)
+
+    top = [str(i) for i in ids[order[:k]]] if k else []
     return _diagnosed(
-        query_id, query, terms, full, grades, k, limit, ranker, scores, ranked[:k], kth_row,
-        functools.partial(_rank, ranked), rows, weights,
+        query_id, query, terms, full, grades, k, limit, ranker, scores, top, kth_row, rank,
+        rows, weights,
     )  # fmt: skip
 
 
