@@ -36,6 +36,7 @@ from core.service.bounds import (
     MAX_LEDGER_QUERIES,
     MAX_PARITY_QUERIES,
     MAX_QUERY_TERMS,
+    MAX_UNCUT_EVALUATE_QUERIES,
 )
 from core.service.grading import CeilingJudgments
 
@@ -148,6 +149,8 @@ def probes(
     queries_file, qrels_file = judgment_files(ids, queries, grades)
     few = MAX_DIAGNOSED_QUERIES
     few_files = judgment_files(ids, queries[:few], grades[:few])
+    uncut = MAX_UNCUT_EVALUATE_QUERIES
+    uncut_files = judgment_files(ids, queries[:uncut], grades[:uncut])
     tune_queries = MAX_GRID_RANKINGS // DEFAULT_POINTS
     wide_queries = MAX_GRID_RANKINGS // (len(WIDE_GRID.k1s) * len(WIDE_GRID.bs))
     sets = {SET: len(queries), TUNE_SET: tune_queries, WIDE_SET: wide_queries}
@@ -211,9 +214,13 @@ def probes(
             service.diagnose(DIAGNOSE_SET, K, LIMIT, workspace=ws, by_document=True)
         ),
         f"Evaluate files, {few:,} queries": evaluate_few,
-        # The largest limit the app accepts: nothing is cut, every candidate is ranked.
+        # The largest limit the app accepts: nothing is cut, every candidate is ranked; at
+        # most MAX_UNCUT_EVALUATE_QUERIES queries (more are refused in one sentence).
         f"largest limit: Evaluate files of {MAX_EVALUATE_QUERIES} queries": lambda: runs(
             service.evaluate(queries_file, qrels_file, K, [LIMIT_MAX], workspace=ws)
+        ),
+        f"largest limit: Evaluate files of {MAX_UNCUT_EVALUATE_QUERIES} queries": lambda: runs(
+            service.evaluate(*uncut_files, K, [LIMIT_MAX], workspace=ws)
         ),
         f"largest limit: diagnose by passage of {few} queries": lambda: diagnosed(
             service.diagnose(DIAGNOSE_SET, K, LIMIT_MAX, workspace=ws)

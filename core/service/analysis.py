@@ -45,6 +45,7 @@ from core.service.common import (
     UNLIMITED,
     QueryView,
     bounded_candidates,
+    check_evaluated,
     check_expanded,
     check_k_limit,
     check_runs,
@@ -430,6 +431,7 @@ class AnalysisActions(StoreRunner):
             raise JudgmentError(f"no query of the set “{query_set}” has a grade yet")
         qrels = {query_id: grades[text] for query_id, text in queries.items()}
         specs = list(runs)
+        check_evaluated(len(queries), [spec.limit for spec in specs])
         if any(spec.expand is not None for spec in specs):
             check_expanded(len(queries))
         return self._call_with_progress(
@@ -453,6 +455,7 @@ class AnalysisActions(StoreRunner):
             check_k_limit(k, spec.limit)
         judged, qrels = judged_files(queries_data, qrels_data)
         specs = list(runs)
+        check_evaluated(len(judged), [spec.limit for spec in specs])
         if any(spec.expand is not None for spec in specs):
             check_expanded(len(judged))
         return self._call_with_progress(

@@ -21,6 +21,9 @@ light search queued behind a 2,000-term Truncation waited 8.85 s instead of 0.22
   ``MAX_EVALUATE_RUNS`` runs (limits, or run specs) in one call: the screen offers two (A and
   B), and each run of another workspace, ranker or filter is another read or ranking of
   every query, so the Python API's "any number" was 10,000 queries times whatever it was given.
+  At a limit above ``EVALUATE_MEASURED_LIMIT`` (the one that cap was measured at) at most
+  ``MAX_UNCUT_EVALUATE_QUERIES``: PostgreSQL's reads then build every matching passage's
+  columns (ranking them from the postings, as memory does, is not done there yet).
 - Tune: at most ``MAX_GRID_RANKINGS`` grid points x graded queries, refused before a read
   (the cheap half of issue 49 item 1; streaming the candidates per block, which bounds the
   memory of a large set at any grid, is not done yet).
@@ -69,6 +72,14 @@ CELL_BYTES: Final = 8
 #: Most judged queries one Evaluate run scores (BEIR's largest query sets have about 10,000):
 #: 45-49 s on PostgreSQL 15, 7 s in memory (47,505 passages, limit 1,000).
 MAX_EVALUATE_QUERIES: Final = 10_000
+#: The largest limit ``MAX_EVALUATE_QUERIES`` was measured at: a larger limit ranks more of
+#: each query's candidates (at 10,000,000, every matching passage).
+EVALUATE_MEASURED_LIMIT: Final = 1_000
+#: Most judged queries one Evaluate takes when a run's limit is above
+#: ``EVALUATE_MEASURED_LIMIT``: at limit 10,000,000 over 47,505 passages, 10,000 took 84.0 s
+#: and 5,000 59.5 s on PostgreSQL 15 (its reads build every matching passage's columns; 13.1
+#: and 7.4 s in memory, ranked straight from the postings).
+MAX_UNCUT_EVALUATE_QUERIES: Final = 2_000
 #: Most runs (limits, or run specs) one Evaluate ranks: the Evaluate screen's A and B (a run of
 #: another workspace, ranker or filter reads or ranks every query again; 10,000 queries take
 #: 45-49 s on PostgreSQL at one run, 53 s at two rankers). More runs are compared from saved
@@ -111,8 +122,9 @@ QUERY_BOUNDS_NOTE: Final = (
 #: What the Evaluate screen says about its bounds.
 EVALUATE_BOUNDS_NOTE: Final = (
     f"One run scores at most {MAX_EVALUATE_QUERIES:,} judged queries, each of at most "
-    f"{MAX_QUERY_TERMS:,} distinct terms and {MAX_QUERY_WORDS:,} words; a larger file is "
-    "refused (split it)."
+    f"{MAX_QUERY_TERMS:,} distinct terms and {MAX_QUERY_WORDS:,} words "
+    f"({MAX_UNCUT_EVALUATE_QUERIES:,} queries at a limit above {EVALUATE_MEASURED_LIMIT:,}); "
+    "a larger file is refused (split it)."
 )
 
 
@@ -196,6 +208,19 @@ def check_ledger(queries: int) -> None:
             f"an expansion ledger ranks each query typed and expanded and diagnoses it; at most "
             f"{MAX_LEDGER_QUERIES:,} graded queries are in one ledger, not {queries:,}: use a "
             "smaller query set"
+        )
+
+
+def check_evaluated(queries: int, limits: Sequence[int]) -> None:
+    """An Evaluate of ``queries`` judged queries at ``limits`` (its runs'): refused beyond
+    ``MAX_UNCUT_EVALUATE_QUERIES`` when a limit is above ``EVALUATE_MEASURED_LIMIT``."""
+    widest = max(limits, default=0)
+    if widest > EVALUATE_MEASURED_LIMIT and queries > MAX_UNCUT_EVALUATE_QUERIES:
+        raise ValueError(
+            f"an Evaluate at a limit above {EVALUATE_MEASURED_LIMIT:,} ranks more candidates "
+            f"of each query; at most {MAX_UNCUT_EVALUATE_QUERIES:,} judged queries are "
+            f"evaluated at such a limit, not {queries:,}: use a limit of at most "
+            f"{EVALUATE_MEASURED_LIMIT:,} or a smaller query set"
         )
 
 

@@ -41,6 +41,7 @@ from core.service.bounds import MAX_PARITY_QUERIES as MAX_PARITY_QUERIES
 from core.service.bounds import MAX_QUERY_TERMS as MAX_QUERY_TERMS
 from core.service.bounds import bounded_candidates as bounded_candidates
 from core.service.bounds import check_diagnosed as check_diagnosed
+from core.service.bounds import check_evaluated as check_evaluated
 from core.service.bounds import check_expanded as check_expanded
 from core.service.bounds import check_grid as check_grid
 from core.service.bounds import check_k as check_k

@@ -7,8 +7,10 @@ Evaluate's RM3 run (a set's grades or judgment files) and the residual run; the 
 ledger, which also diagnoses, at most 1,000 (2,000 took 78.9 s on PostgreSQL). A diagnosis
 takes at most 2,000 judged queries (10,000 took 164-254 s on both stores), from a set's grades
 (by passage and by document) and from judgment files alike. An Evaluate takes at most two runs
-or limits (the screen's A and B), from every entry alike; docs/bounds.md
-states each of these numbers as core has it."""
+or limits (the screen's A and B), from every entry alike, and at a limit above 1,000 (the one
+its 10,000 queries were measured at) at most 2,000 judged queries (10,000 at limit 10,000,000
+took 84 s on PostgreSQL, 5,000 took 59.5 s); docs/bounds.md states each of these numbers as
+core has it."""
 
 from __future__ import annotations
 
@@ -20,18 +22,26 @@ import pytest
 from core.analysis.expansion import ExpansionSpec
 from core.service import LexplainService, RunSpec
 from core.service.bounds import (
+    EVALUATE_MEASURED_LIMIT,
     MAX_DIAGNOSED_QUERIES,
     MAX_EVALUATE_QUERIES,
     MAX_EVALUATE_RUNS,
     MAX_EXPANDED_QUERIES,
     MAX_LEDGER_QUERIES,
     MAX_PARITY_QUERIES,
+    MAX_UNCUT_EVALUATE_QUERIES,
+    check_evaluated,
 )
 from core.stores.memory import InMemoryChunkStore
 
 WS = "expanded"
 #: One query more than an expanded run takes.
 TOO_MANY = 2_001
+UNCUT_REFUSAL = (
+    "an Evaluate at a limit above 1,000 ranks more candidates of each query; at most 2,000 "
+    "judged queries are evaluated at such a limit, not 2,001: use a limit of at most 1,000 or "
+    "a smaller query set"
+)
 REFUSAL = (
     "an expanded run reads each query twice; at most 2,000 graded queries are expanded at "
     "once, not 2,001: use a smaller query set"
@@ -159,6 +169,31 @@ def test_an_evaluate_of_two_runs_or_limits_is_run(service: LexplainService) -> N
     assert len(service.evaluate_judged("small", 10, two, workspace=WS)) == 2
 
 
+def test_2_001_judged_queries_at_a_limit_above_1_000_are_refused_by_every_evaluate(
+    service: LexplainService,
+) -> None:
+    files = service.export_query_set("big", "beir", workspace=WS).encode()
+    qrels = service.export_judgments("big", "trec", workspace=WS, by_document=True).encode()
+    wide = [RunSpec(workspace=WS, limit=100), RunSpec(workspace=WS, limit=1_001)]
+    assert refusal(lambda: service.evaluate(files, qrels, 10, [1_001], workspace=WS)) == (
+        UNCUT_REFUSAL
+    )
+    assert refusal(lambda: service.evaluate_runs(files, qrels, 10, wide)) == UNCUT_REFUSAL
+    assert refusal(lambda: service.evaluate_judged("big", 10, wide, workspace=WS)) == (
+        UNCUT_REFUSAL
+    )
+    unlimited = [RunSpec(workspace=WS, limit=2**62)]
+    assert refusal(lambda: service.evaluate_runs(files, qrels, 10, unlimited)) == UNCUT_REFUSAL
+
+
+def test_an_evaluate_within_the_limit_it_was_measured_at_or_of_2_000_queries_is_not_refused(
+    service: LexplainService,
+) -> None:
+    check_evaluated(MAX_UNCUT_EVALUATE_QUERIES, [2**62])
+    (run,) = service.evaluate_judged("big", 10, [RunSpec(workspace=WS, limit=1_000)], workspace=WS)
+    assert len(run.rows) == TOO_MANY
+
+
 def test_docs_bounds_states_each_set_size_bound_core_uses() -> None:
     text = (Path(__file__).resolve().parents[3] / "docs" / "bounds.md").read_text(encoding="utf-8")
     for stated in (
@@ -168,5 +203,7 @@ def test_docs_bounds_states_each_set_size_bound_core_uses() -> None:
         f"**{MAX_LEDGER_QUERIES:,} graded queries in one expansion ledger**",
         f"**{MAX_DIAGNOSED_QUERIES:,} judged queries in one diagnosis**",
         f"**{MAX_PARITY_QUERIES:,} queries in a parity check**",
+        f"**{MAX_UNCUT_EVALUATE_QUERIES:,} judged queries at a limit above "
+        f"{EVALUATE_MEASURED_LIMIT:,}**",
     ):
         assert stated in text, stated
