@@ -451,12 +451,6 @@ class InMemoryChunkStore(InMemoryCorrections, InMemoryJudging, InMemoryWorkspace
             postings += [view.posting(term) for term in wanted[at : at + LOOKUP_STEP]]
             if giving_way():
                 await checkpoint()
-        n_docs = image.passages
-        stats = CorpusStats(
-            n_docs=n_docs,
-            avg_doc_length=image.tokens / n_docs if n_docs else 0.0,
-            doc_frequencies={t: len(p[0]) for t, p in zip(wanted, postings, strict=True)},
-        )
         chunks = image.chunks
 
         def lookup(rows: Ints) -> list[StoredChunk]:
@@ -465,7 +459,7 @@ class InMemoryChunkStore(InMemoryCorrections, InMemoryJudging, InMemoryWorkspace
         admitted = None
         if within is not None and not within.empty:
             admitted = await admitted_rows(image, view, within, mentioned)
-        return await stepped(view.candidate_steps(stats, wanted, postings, limit, lookup, admitted))
+        return await view.read(image, wanted, postings, limit, lookup, admitted)
 
     async def list_sources(self, tenant_id: UUID) -> list[SourceSummary]:
         return await stepped(self._image(tenant_id).source_summary_steps())
