@@ -330,7 +330,7 @@ class QueryScorer:
         wanted = None if at == list(range(len(columns))) else np.array(at, dtype=np.int64)
         idfs = np.array([idf for _, idf in used], dtype=np.float64)
         # Unmasked, a tf-0 cell (idf * 0 / norm) is +0.0 if idfs are finite > 0 and norms > 0.
-        masked = not (idfs.min() > 0.0 and np.isfinite(idfs.max()) and norm.min() > 0.0)
+        masked = not (all(0.0 < idf < math.inf for _, idf in used) and norm.min() > 0.0)
         # All terms at once, in blocks of rows (a call per term: ~0.2 s for 1,000 terms); adding
         # left to right from the first term gives each row the bits of the sorted-order sum.
         step = max(1, SCORE_BLOCK_CELLS // len(used))
