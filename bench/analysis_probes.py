@@ -225,6 +225,12 @@ def probes(
         f"largest limit: diagnose by passage of {few} queries": lambda: diagnosed(
             service.diagnose(DIAGNOSE_SET, K, LIMIT_MAX, workspace=ws)
         ),
+        f"largest limit: diagnose by document of {few} queries": lambda: diagnosed(
+            service.diagnose(DIAGNOSE_SET, K, LIMIT_MAX, workspace=ws, by_document=True)
+        ),
+        f"largest limit: diagnose files of {few} queries": lambda: diagnosed(
+            service.diagnose_files(*few_files, K, LIMIT_MAX, workspace=ws)
+        ),
         f"diagnose files, {few:,} queries": lambda: diagnosed(
             service.diagnose_files(*few_files, K, LIMIT, workspace=ws)
         ),
