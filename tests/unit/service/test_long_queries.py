@@ -28,6 +28,7 @@ from tests.fixtures.queries import (
     long_question,
     too_many_terms,
 )
+from tests.fixtures.stores import settings_for
 
 WS = "long"
 CORPUS = CRANFIELD_QUERIES.parent / "corpus.jsonl"
@@ -157,13 +158,7 @@ def test_a_file_of_only_refusable_lines_stores_nothing_and_the_set_of_that_name_
 @pytest.fixture(scope="module", params=["memory", "postgres"])
 def each_store(request: pytest.FixtureRequest) -> Iterator[LexplainService]:
     """A few Cranfield documents in each store, through the service."""
-    if request.param == "memory":
-        settings = Settings(store="memory")
-    else:
-        url = request.getfixturevalue("database_url")
-        schema = request.getfixturevalue("pg_schema")
-        settings = Settings(store="postgres", database_url=url, database_schema=schema)
-    svc = LexplainService.from_settings(settings)
+    svc = LexplainService.from_settings(settings_for(request))
     lines = CORPUS.read_text(encoding="utf-8").splitlines()[:50]
     svc.upload_files([("corpus.jsonl", "\n".join(lines).encode())], workspace=WS)
     yield svc

@@ -26,8 +26,8 @@ from core.service import (
     RankerKind,
     bounds,
 )
-from core.settings import Settings
 from core.stores.memory import InMemoryChunkStore
+from tests.fixtures.stores import settings_for
 
 WS = "bounds"
 #: 40 passages all holding "wing", and each one word of its own.
@@ -179,13 +179,7 @@ def test_evaluate_refuses_a_query_past_the_term_bound_naming_it_before_running(
 @pytest.fixture(scope="module", params=["memory", "postgres"])
 def each_store(request: pytest.FixtureRequest) -> Iterator[LexplainService]:
     """The same documents in each store, through the service."""
-    if request.param == "memory":
-        settings = Settings(store="memory")
-    else:
-        url = request.getfixturevalue("database_url")
-        schema = request.getfixturevalue("pg_schema")
-        settings = Settings(store="postgres", database_url=url, database_schema=schema)
-    svc = LexplainService.from_settings(settings)
+    svc = LexplainService.from_settings(settings_for(request))
     svc.create_workspace(WS)
     svc.upload_files(DOCS, workspace=WS)
     yield svc

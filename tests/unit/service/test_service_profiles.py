@@ -23,7 +23,7 @@ from core.service import (
     RunSpec,
     compare_runs,
 )
-from core.settings import Settings
+from tests.fixtures.stores import settings_for
 
 PLAIN, ENGLISH = "cranfield-plain", "cranfield-english"
 QUERY = "what similarity laws must be obeyed when constructing aeroelastic models of heated"
@@ -36,13 +36,7 @@ DOCS = {
 
 @pytest.fixture(scope="module", params=["memory", "postgres"])
 def service(request: pytest.FixtureRequest) -> Iterator[LexplainService]:
-    if request.param == "memory":
-        settings = Settings(store="memory")
-    else:
-        url = request.getfixturevalue("database_url")
-        schema = request.getfixturevalue("pg_schema")
-        settings = Settings(store="postgres", database_url=url, database_schema=schema)
-    svc = LexplainService.from_settings(settings)
+    svc = LexplainService.from_settings(settings_for(request))
     assert svc.create_workspace(PLAIN) == PLAIN
     assert svc.create_workspace(ENGLISH, Profile.ENGLISH) == ENGLISH
     for workspace in (PLAIN, ENGLISH):
