@@ -282,7 +282,7 @@ if query.strip():
             within=within,
         )  # fmt: skip
     except ValueError as exc:  # a bound of core.service.bounds, in its own words
-        st.error(f"Not compared: {exc}.")
+        st.error(f"Not compared: {escape_text(str(exc))}.")
         st.stop()
     write_url(view, ranker_a, ranker_b)
     st.markdown(query_terms_markdown(view.terms, view.stopwords_dropped, view.characters_dropped))

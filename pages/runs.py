@@ -248,7 +248,7 @@ if st.button("Evaluate", key="runs_evaluate", type="primary"):
             by_document=by_document,
         )
     except (JudgmentError, KeyError) as exc:
-        st.error(str(exc))
+        st.error(escape_text(str(exc)))
     else:
         st.session_state[LAST_KEY] = (chosen, by_document, ranker, run, expand)
         remember_inputs(LAST_KEY, settings)
@@ -295,7 +295,7 @@ if st.button("Measure RM3", key="runs_measure_rm3"):
             )
             remember_inputs(LEDGER_KEY, (chosen, k, limit))
     except (JudgmentError, KeyError, ValueError) as exc:
-        st.error(str(exc))
+        st.error(escape_text(str(exc)))
 ledger = st.session_state.get(LEDGER_KEY)
 if ledger is not None:
     out_of_date(LEDGER_KEY, (chosen, k, limit), "Measure RM3")
@@ -349,7 +349,7 @@ if st.button("Measure feedback from my grades (Rocchio)", key="runs_measure_rocc
             )
             remember_inputs(RESIDUAL_KEY, (chosen, k, limit))
     except (JudgmentError, KeyError, ValueError) as exc:
-        st.error(str(exc))
+        st.error(escape_text(str(exc)))
 residual: ResidualEvaluation | None = st.session_state.get(RESIDUAL_KEY)
 if residual is not None:
     out_of_date(RESIDUAL_KEY, (chosen, k, limit), "Measure feedback from my grades (Rocchio)")
@@ -402,7 +402,7 @@ if st.button("Diagnose", key="runs_diagnose"):
             )  # fmt: skip
             remember_inputs(DIAGNOSIS_KEY, settings)
     except (JudgmentError, KeyError, ValueError) as exc:
-        st.error(str(exc))
+        st.error(escape_text(str(exc)))
 diagnosis = st.session_state.get(DIAGNOSIS_KEY)
 if diagnosis is not None:
     out_of_date(DIAGNOSIS_KEY, settings, "Diagnose")
@@ -449,7 +449,7 @@ if st.button("Tune", key="runs_tune") or st.session_state.pop(TUNE_AGAIN_KEY, Fa
         bar.empty()
         remember_inputs(TUNING_KEY, tuning_settings)
     except (JudgmentError, KeyError, ValueError) as exc:
-        st.error(str(exc))
+        st.error(escape_text(str(exc)))
 tuned = st.session_state.get(TUNING_KEY)
 if tuned is not None:
     out_of_date(TUNING_KEY, tuning_settings, "Tune")

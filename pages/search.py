@@ -516,7 +516,7 @@ else:
             query, k, limit, workspace=workspace(), within=within, expand=expand
         )
     except ValueError as exc:  # a bound of core.service.bounds, in its own words
-        st.error(f"Not searched: {exc}.")
+        st.error(f"Not searched: {escape_text(str(exc))}.")
         st.stop()
     st.markdown(
         query_terms_markdown(result.terms, result.stopwords_dropped, result.characters_dropped)

@@ -204,7 +204,7 @@ if query.strip():
     try:
         view = service.truncation(query, k, limit, workspace=workspace(), within=within)
     except ValueError as exc:  # a bound of core.service.bounds, in its own words
-        st.error(f"Not analysed: {exc}.")
+        st.error(f"Not analysed: {escape_text(str(exc))}.")
 # The slider's range follows the query; a new range is a new widget, which would start at its
 # minimum. Writing the value back first carries the limit over; the number box beside it shows
 # the same value and sets an exact one (a slider over thousands of candidates cannot).
