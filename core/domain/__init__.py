@@ -10,6 +10,7 @@ Modules:
 - ``bm25``: The BM25 formula, corpus statistics and the per-term explanation
 - ``chunks``: Passages: the content-addressed ``StoredChunk`` and the documents they come from
 - ``classic``: The textbook BM25 (Robertson/Sparck Jones IDF), for teaching and comparison
+- ``columns``: ``LexicalCandidates`` from the kernel's own columns, without validating them again
 - ``comparison``: Comparing runs: significance, confidence intervals, win/tie/loss, list overlap
 - ``entities``: Entities: named things a passage mentions, with ids stable across documents
 - ``filters``: Which passages may be candidates: a search narrowed to sources, entities and …

@@ -35,6 +35,7 @@ import numpy.typing as npt
 
 from core.domain.bm25 import CorpusStats, QueryScorer
 from core.domain.chunks import StoredChunk
+from core.domain.columns import candidates_of
 from core.domain.ranking import LexicalCandidates
 from core.domain.steps import Steps, finish
 from core.domain.unlimited import UnlimitedCandidates, corpus_scores, top_corpus_rows
@@ -419,7 +420,7 @@ def postings_candidate_steps(
         unbounded = limit >= n_rows and admitted is None
         matching, chosen = bit_selection(sets, len(terms), 0 if unbounded else limit)
         if not matching or not limit:
-            return LexicalCandidates(
+            return candidates_of(
                 stats=stats, terms=tuple(terms), matching=matching, filtered_out=filtered_out
             )
         if unbounded:  # nothing cut: ranked from the postings, columns built if read
@@ -438,7 +439,7 @@ def postings_candidate_steps(
             counts = kept
         matching = n_rows - int(np.count_nonzero(counts == 0))
         if limit == 0 or not matching:
-            return LexicalCandidates(
+            return candidates_of(
                 stats=stats, terms=tuple(terms), matching=matching, filtered_out=filtered_out
             )
         yield
@@ -446,7 +447,7 @@ def postings_candidate_steps(
     yield
 
     columns = yield from _column_steps(postings, every_bits, selected, doc_lengths, chunks, id_rank)
-    return LexicalCandidates(
+    return candidates_of(
         stats=stats,
         terms=tuple(terms),
         id_pool=ids,
@@ -523,7 +524,7 @@ def _unlimited(
         scores = yield from corpus_scores(scorer, asked, terms, postings, doc_lengths, kept)
         top = top_corpus_rows(scores, k)
         found = yield from _column_steps(postings, every_bits, top, doc_lengths, chunks)
-        head = LexicalCandidates(
+        head = candidates_of(
             stats=stats, terms=tuple(terms), id_pool=ids, source_pool=pool, matching=matching,
             **found,
         )  # fmt: skip
