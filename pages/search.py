@@ -78,6 +78,8 @@ LIMIT_HELP = (
     "limit = how many candidates the store hands to BM25, chosen by matched-term count, "
     "before any scoring"
 )
+#: Width in pixels of the k and limit inputs (a fifth of a wide page, as their columns were).
+NUMBER_WIDTH = 240
 #: This page's widget keys per URL name (the same names).
 KEYS = {"q": "q", "k": "k", "limit": "limit"}
 #: Session key of the URL this page last adopted.
@@ -245,16 +247,23 @@ def render_grade(passage: RankedPassage, query: str, grading: tuple[str, dict[st
     )
 
 
+def marked_terms(result: SearchResult) -> list[str]:
+    """The terms marked in every passage: an expanded search's added terms are scored like the
+    typed ones, so they are marked too."""
+    return result.distinct_terms + (result.expansion.added if result.expansion else [])
+
+
 def render_passage(
     passage: RankedPassage,
     result: SearchResult,
     scale: float,
+    colours: dict[str, str],
     grading: tuple[str, dict[str, int]] | None = None,
 ) -> None:
+    """One result: its card, and the controls that open its long text and its explanation.
+    ``scale`` (the top score) and ``colours`` (one per marked term) are the result list's."""
     chunk = passage.chunk
-    # An expanded search marks the added terms too: they are scored like the typed ones.
-    marked = result.distinct_terms + (result.expansion.added if result.expansion else [])
-    colours = term_colours(marked)
+    marked = marked_terms(result)
     spans = term_spans(chunk.text, marked, result.profile)
     end = clip_end(chunk.text, spans)
     counts = mark_counts(spans)
@@ -275,39 +284,44 @@ def render_passage(
             else ""
         )
         moved = f"({was}{brought}) &nbsp; "
-    with st.container(border=True):
-        # Header, bar, text and marks in one element: each element is a message the server
-        # builds, hashes and sends, and the browser lays out (bench/bench_rerun.py).
-        st.markdown(
-            f"**#{passage.rank}** {moved}&nbsp; **{score_text(passage.score)}** &nbsp; "
-            f"source {escape_text(chunk.source_id)} · passage {chunk.chunk_index + 1} · "
-            f"chars {chunk.start_char}–{chunk.end_char}\n\n"
-            + contribution_bar_html(passage.explanation, colours, scale)
-            + "\n\n"
-            + highlight_html(chunk.text, spans, colours, end)
-            + f'\n\n<div class="lx-marks" style="font-size:0.875rem;opacity:0.6">{marks}</div>',
-            unsafe_allow_html=True,
+    entities = (
+        '\n\n<div class="lx-entities">entities: '
+        + chip_html(e.name for e in passage.entities)
+        + "</div>"
+        if passage.entities
+        else ""
+    )
+    # One element for the header, bar, text, marks and entities, and no bordered box around
+    # the result: each element is a message the server builds, hashes and sends and the browser
+    # lays out, ~0.1 ms of server time apiece (bench/bench_rerun.py); the box was ten of a
+    # rerun's ~60. The expanders below a result's text are its own (the next starts at #).
+    st.markdown(
+        f"**#{passage.rank}** {moved}&nbsp; **{score_text(passage.score)}** &nbsp; "
+        f"source {escape_text(chunk.source_id)} · passage {chunk.chunk_index + 1} · "
+        f"chars {chunk.start_char}–{chunk.end_char}\n\n"
+        + contribution_bar_html(passage.explanation, colours, scale)
+        + "\n\n"
+        + highlight_html(chunk.text, spans, colours, end)
+        + f'\n\n<div class="lx-marks" style="font-size:0.875rem;opacity:0.6">{marks}</div>'
+        + entities,
+        unsafe_allow_html=True,
+    )
+    if end < len(chunk.text):
+        full = st.expander(
+            f"show all ({len(chunk.text):,} characters)",
+            key=f"all-{passage.rank}",
+            on_change="rerun",
         )
-        if end < len(chunk.text):
-            full = st.expander(
-                f"show all ({len(chunk.text):,} characters)",
-                key=f"all-{passage.rank}",
-                on_change="rerun",
-            )
-            if full.open:
-                full.markdown(highlight_html(chunk.text, spans, colours), unsafe_allow_html=True)
-        if grading is not None:
-            render_grade(passage, result.query, grading)
-        if passage.entities:
-            st.markdown(
-                "entities: " + chip_html(e.name for e in passage.entities), unsafe_allow_html=True
-            )
-        # Built only when opened: ten tables per rerun that nobody looked at were most of a
-        # rerun's server time once the bars were plain HTML.
-        why = st.expander("why this score", key=f"why-{passage.rank}", on_change="rerun")
-        if why.open:
-            with why:
-                render_explanation(passage)
+        if full.open:
+            full.markdown(highlight_html(chunk.text, spans, colours), unsafe_allow_html=True)
+    if grading is not None:
+        render_grade(passage, result.query, grading)
+    # Built only when opened: ten tables per rerun that nobody looked at were most of a
+    # rerun's server time once the bars were plain HTML.
+    why = st.expander("why this score", key=f"why-{passage.rank}", on_change="rerun")
+    if why.open:
+        with why:
+            render_explanation(passage)
 
 
 def render_explanation(passage: RankedPassage) -> None:
@@ -461,19 +475,21 @@ def render_results(result: SearchResult) -> None:
     st.caption(SCORE_NOTE)
     grading = grading_controls(result.query)
     top = max(p.score for p in result.passages)
+    colours = term_colours(marked_terms(result))  # one per result list, as every bar shares
     for passage in result.passages:
-        render_passage(passage, result, top, grading)
+        render_passage(passage, result, top, colours, grading)
     if len(result.passages) >= 2:
         render_compare(result)
-    # The exports are built on click (a callable), not on every rerun.
-    left, right = st.columns(2)
-    left.download_button(
+    # The exports are built on click (a callable), not on every rerun. One row, not two
+    # columns: a block each is a message per rerun (bench/bench_rerun.py).
+    row = st.container(horizontal=True)
+    row.download_button(
         "Export CSV (with explanations)",
         result.to_csv,
         file_name="lexplain-results.csv",
         mime="text/csv",
     )
-    right.download_button(
+    row.download_button(
         "Export JSON (with explanations)",
         result.to_json,
         file_name="lexplain-results.json",
@@ -495,13 +511,19 @@ query = st.text_input(
     placeholder="e.g. aeroelastic models of heated aircraft",
     help=QUERY_BOUNDS_NOTE,
 )
-col_k, col_limit, _ = st.columns([1, 1, 3])
-k = int(col_k.number_input("k", min_value=1, max_value=K_MAX, key="k", help="Results shown."))
-limit = int(
-    col_limit.number_input(
-        "limit", min_value=0, max_value=LIMIT_MAX, step=100, key="limit", help=LIMIT_HELP
+# One row of fixed-width inputs, not three columns: each block is a message per rerun.
+numbers = st.container(horizontal=True)
+k = int(
+    numbers.number_input(
+        "k", min_value=1, max_value=K_MAX, key="k", help="Results shown.", width=NUMBER_WIDTH
     )
 )
+limit = int(
+    numbers.number_input(
+        "limit", min_value=0, max_value=LIMIT_MAX, step=100, key="limit", help=LIMIT_HELP,
+        width=NUMBER_WIDTH,
+    )
+)  # fmt: skip
 write_url(query, k, limit)
 within = narrowing(service, workspace())
 expand = expand_controls()

@@ -160,7 +160,12 @@ def test_search_results_show_the_entities_as_corrected() -> None:
     at.selectbox(key="merge_into").set_value(andy).run()
     at.button(key="merge_entity").click().run()
     search = screen(workspace, "pages/search.py", q="engineers")
-    [chips] = [m.value for m in search.markdown if m.value.startswith("entities: ")]
+    # A result's entities close its card (one element with its header and text).
+    [chips] = [
+        m.value.split('<div class="lx-entities">entities: ', 1)[1]
+        for m in search.markdown
+        if '<div class="lx-entities">entities: ' in m.value
+    ]
     assert "Andy Warhol" in chips and ">Warhol<" not in chips
 
 
