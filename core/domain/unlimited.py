@@ -30,7 +30,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import PrivateAttr
 
-from core.domain.bm25 import QueryScorer
+from core.domain.bm25 import SCORE_BLOCK_CELLS, QueryScorer
 from core.domain.ranking import LexicalCandidates, top_rows
 from core.domain.steps import Steps, finish
 
@@ -47,6 +47,10 @@ SAMPLE_FROM: Final = 4
 #: ``KEPT_PER_ROW`` per row (128 bytes a passage).
 KEEP_SCORES: Final = 64
 KEPT_PER_ROW: Final = 16
+
+#: Stacked postings x terms up to which ``corpus_scores`` scores its terms in one call
+#: (``_batched``; ``SCORE_BLOCK_CELLS``: one block of the scorer).
+BATCH_CELLS: Final = SCORE_BLOCK_CELLS
 
 #: (query terms, k, weights) -> steps to the top k as candidates of their own and their scores.
 DirectRanker = Callable[
@@ -71,14 +75,17 @@ def corpus_scores(
     n_rows = len(doc_lengths)
     scores = np.zeros(n_rows, dtype=np.float64)
     wanted = set(asked)
+    batched = _batched(scorer, wanted, columns, postings, doc_lengths, kept)
     for term, (rows, tfs) in zip(columns, postings, strict=True):
         if term not in wanted or not len(rows):
             continue
         part = None if kept is None else kept.get(term)
         if part is None:
-            # The int32 tfs give the int64 column's bits (every operation is in float64).
-            tf = cast("npt.NDArray[np.int64]", tfs[:, None])
-            part = scorer.score_columns((term,), tf, doc_lengths[rows])
+            part = batched.get(term)
+            if part is None:
+                # The int32 tfs give the int64 column's bits (every operation is in float64).
+                tf = cast("npt.NDArray[np.int64]", tfs[:, None])
+                part = scorer.score_columns((term,), tf, doc_lengths[rows])
             if (
                 kept is not None
                 and len(rows) * KEEP_SCORES >= n_rows
@@ -95,6 +102,45 @@ def corpus_scores(
             np.add.at(scores, rows, part)
         yield
     return scores
+
+
+def _batched(
+    scorer: QueryScorer,
+    wanted: set[str],
+    columns: Sequence[str],
+    postings: Sequence[tuple[npt.NDArray[np.int32], npt.NDArray[np.int32]]],
+    doc_lengths: npt.NDArray[np.int64],
+    kept: dict[str, npt.NDArray[np.float64]] | None,
+) -> dict[str, npt.NDArray[np.float64]]:
+    """The contributions of the terms ``corpus_scores`` would score one by one (asked, in some
+    passage, not kept), all in one ``score_columns`` when they are several and small
+    (``BATCH_CELLS``): their postings stacked, each row holding its own term's tf and 0 in the
+    others' columns. A row's sum is then its one contribution (every other cell adds exactly
+    0.0, as an absent term's does), with the bits of its own column scored alone; a term's
+    scoring was ~20 numpy calls however short its posting (most of a 10k-passage unlimited
+    search's ranking for the rare terms of a Zipf query)."""
+    todo = [
+        (term, rows, tfs)
+        for term, (rows, tfs) in zip(columns, postings, strict=True)
+        if term in wanted and len(rows) and (kept is None or term not in kept)
+    ]
+    total = sum(len(rows) for _, rows, _ in todo)
+    if len(todo) < 2 or total * len(todo) > BATCH_CELLS:
+        return {}
+    tf = np.zeros((total, len(todo)), dtype=np.int32)
+    start = 0
+    for j, (_, rows, tfs) in enumerate(todo):
+        tf[start : start + len(rows), j] = tfs
+        start += len(rows)
+    every = np.concatenate([rows for _, rows, _ in todo])
+    names = [term for term, _, _ in todo]
+    parts = scorer.score_columns(names, cast("npt.NDArray[np.int64]", tf), doc_lengths[every])
+    out: dict[str, npt.NDArray[np.float64]] = {}
+    start = 0
+    for term, rows, _ in todo:
+        out[term] = parts[start : start + len(rows)].copy()  # kept ones must not pin the rest
+        start += len(rows)
+    return out
 
 
 def top_corpus_rows(scores: npt.NDArray[np.float64], k: int) -> npt.NDArray[np.int64]:

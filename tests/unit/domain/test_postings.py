@@ -15,7 +15,9 @@ from core.domain.postings import (
     BIT_TERMS,
     EMPTY_POSTING,
     SCATTER_ORDER_ROWS,
+    SMALL_WORDS,
     Posting,
+    bit_selection,
     bit_tf_columns,
     in_key_order,
     posting_bits,
@@ -196,3 +198,16 @@ def test_rows_counted_on_bitsets_come_in_the_order_the_per_row_count_gives(
     assert found.matching == len(matching)
     assert found.id_order.tolist() == expected
     assert found.tfs.tolist() == [list(corpus[r]) for r in expected]
+
+
+@pytest.mark.parametrize("words", [1, 3, SMALL_WORDS, SMALL_WORDS + 1, 4 * SMALL_WORDS])
+@pytest.mark.parametrize("most", [1, 70, 10**9])
+def test_the_first_rows_of_a_bitset_are_its_smallest_whatever_its_size(
+    words: int, most: int
+) -> None:
+    rng = np.random.default_rng(words * 7 + most)
+    for density in (0.0, 0.001, 0.3):
+        rows = np.flatnonzero(rng.random(words * 64) < density).astype(np.int32)
+        matching, found = bit_selection([posting_bits(rows, words * 64)], 1, most)
+        assert matching == len(rows)
+        assert (found.tolist() if found is not None else []) == rows[:most].tolist()

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from core.analysis.evaluation import documents_in_rank_order
 from core.analysis.truncation import top_document_steps
-from core.domain.bm25 import CorpusStats
+from core.domain.bm25 import CorpusStats, QueryScorer
 from core.domain.chunks import StoredChunk
 from core.domain.postings import Posting, postings_candidate_steps
 from core.domain.ranking import (
@@ -24,7 +24,7 @@ from core.domain.ranking import (
     top_rows,
 )
 from core.domain.steps import finish
-from core.domain.unlimited import UnlimitedCandidates, top_corpus_rows
+from core.domain.unlimited import UnlimitedCandidates, corpus_scores, top_corpus_rows
 
 TENANT = UUID("00000000-0000-0000-0000-000000000050")
 TERMS = ("a", "b", "c", "d", "e")
@@ -179,3 +179,36 @@ def test_an_evaluate_of_an_unlimited_read_reads_on_until_it_has_k_documents() ->
     corpus = [((1 if r % 3 == 2 else 3, 0, 0, 0, 0), 0) for r in range(60)]
     found = read(corpus, 2**62)
     assert finish(top_document_steps(["a"], found, 3, [60])) == [["s0", "s1", "s2"]]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(2, 7), st.booleans())
+def test_terms_scored_together_have_the_bits_each_gets_scored_alone(
+    seed: int, terms: int, weighted: bool
+) -> None:
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(200, 400))
+    names = [f"t{j}" for j in range(terms)]
+    postings = []
+    for j in range(terms):
+        # A few common terms (kept after a search) beside rare ones (scored each time).
+        rows = np.flatnonzero(rng.random(n) < (0.5 if j % 3 == 0 else 0.01)).astype(np.int32)
+        postings.append((rows, rng.integers(1, 9, len(rows)).astype(np.int32)))
+    lengths = rng.integers(1, 300, n).astype(np.int64)
+    stats = CorpusStats(
+        n_docs=n,
+        avg_doc_length=float(lengths.mean()),
+        doc_frequencies={t: len(p[0]) for t, p in zip(names, postings, strict=True)},
+    )
+    weights = {names[1]: 0.37} if weighted else None
+    scorer = QueryScorer(names, stats, weights=weights)
+    alone = np.zeros(n)
+    for term, (rows, tfs) in zip(names, postings, strict=True):
+        if len(rows):
+            np.add.at(alone, rows, scorer.score_columns((term,), tfs[:, None], lengths[rows]))
+    kept: dict[str, npt.NDArray[np.float64]] = {}
+    for _ in range(2):  # the second search reads the common terms' kept contributions
+        together = finish(corpus_scores(scorer, names, names, postings, lengths, kept))
+        assert together.tobytes() == alone.tobytes()
+    common = {t for t, (rows, _) in zip(names, postings, strict=True) if len(rows) * 64 >= n}
+    assert set(kept) == common
