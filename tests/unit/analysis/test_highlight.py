@@ -23,7 +23,7 @@ from core.analysis.presentation import (
     term_colours,
     term_spans,
 )
-from core.analysis.sentences import escape_text
+from core.analysis.sentences import ESCAPED_CHARACTERS, escape_text
 from core.domain.bm25 import CorpusStats, corpus_stats, explain_score
 from core.domain.tokenize import tokenize
 
@@ -112,6 +112,25 @@ def test_entity_chips_escape_names() -> None:
 
 def test_line_breaks_survive_as_br() -> None:
     assert escape_text("a\nb\r\nc") == "a<br>b<br>c"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        *ESCAPED_CHARACTERS,
+        "plain words only",
+        "a line\rand one\r\nand one more\n",
+        "x" * 3000 + ":",
+        "<script>alert('xss')</script> **bold** [link](u) #h `c` ~s~ $m$ a|b {c} _i_ \\ & é",
+    ],
+)
+def test_escaping_skips_no_character_it_encodes(text: str) -> None:
+    """A text with none of the encoded characters is left as it is (a quicker path than the
+    translation); every one of them is still encoded as an entity, wherever it stands."""
+    expected = "".join(f"&#{ord(c)};" if c in ESCAPED_CHARACTERS else c for c in text)
+    expected = expected.replace("\r\n", "\n").replace("\r", "\n").replace("\n", "<br>")
+    assert escape_text(text) == expected
+    assert escape_text("word " + text + " word") == "word " + expected + " word"
 
 
 def test_long_passages_clip_outside_marks_and_say_so() -> None:
