@@ -176,6 +176,8 @@ def _first_rows(bits: Bits, most: int) -> npt.NDArray[np.int64]:
     they are reached are unpacked, and of those only the non-zero ones."""
     if len(bits) <= SMALL_WORDS:  # every non-zero word unpacked: no popcounts to sum
         words = np.flatnonzero(bits)
+        if not len(words):  # an empty level (a Zipf query's top ones): ~10 calls less
+            return words
     else:
         pops = np.cumsum(np.bitwise_count(bits), dtype=np.int64)
         if not len(pops) or not pops[-1]:
