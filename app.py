@@ -321,7 +321,10 @@ if not names:  # signed in, and no workspace of theirs yet: nothing to show a sc
     st.stop()
 
 st.session_state[SHADOW_KEY] = workspace()
-st.query_params[WORKSPACE_PARAM] = workspace()
+# Written only when it differs: each write sends the browser the whole query string, a message
+# on every rerun of every screen that changed nothing (bench/bench_rerun.py).
+if st.query_params.get(WORKSPACE_PARAM) != workspace():
+    st.query_params[WORKSPACE_PARAM] = workspace()
 
 # The screen checks this (pages.common.screen): a screen Streamlit ran without app.py reruns;
 # it also takes this run's service from here rather than asking again.

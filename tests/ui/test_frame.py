@@ -92,3 +92,34 @@ def test_the_navigation_is_set_before_the_store_is_opened(monkeypatch: pytest.Mo
     monkeypatch.setattr(pages.common, "current_service", spy)
     AppTest.from_file(APP, default_timeout=60).run()
     assert seen and seen[0] is False, "the store was opened before st.navigation ran"
+
+
+def test_the_url_names_the_workspace_and_is_written_only_when_it_changes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each write sends the browser the whole query string: a rerun that left the workspace as
+    it was (Corpus writes nothing of its own) sends none; choosing another one writes it."""
+    from streamlit.runtime.state.query_params import QueryParams
+
+    first, second = (f"url-{uuid.uuid4().hex[:8]}" for _ in range(2))
+    for name in (first, second):
+        get_service().create_workspace(name)
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params["ws"] = first
+    at.run()
+    at.switch_page("pages/corpus.py").run()
+    sent: list[str | None] = []
+    written = QueryParams._send_query_param_msg
+
+    def spy(self: QueryParams) -> None:
+        sent.append(self.get("ws"))
+        written(self)
+
+    monkeypatch.setattr(QueryParams, "_send_query_param_msg", spy)
+    at.run()
+    assert_framed(at, first)
+    assert sent == []
+    at.selectbox(key="workspace").set_value(second).run()
+    assert_framed(at, second)
+    assert sent == [second]
+    assert at.query_params["ws"] == second
