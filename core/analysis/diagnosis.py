@@ -38,6 +38,7 @@ from pydantic import BaseModel, ConfigDict
 from core.analysis.rankers import Ranker, score_all
 from core.domain.bm25 import CorpusStats, ScoreExplanation, inverse_document_frequency
 from core.domain.metrics import ndcg_at_k
+from core.domain.places import Place
 from core.domain.ranking import LexicalCandidates
 
 #: A passage's own terms shown for a vocabulary mismatch (what the analyst might have typed).
@@ -220,13 +221,16 @@ def diagnose_query(
     limit: int,
     ranker: Ranker,
     weights: Mapping[str, float] | None = None,
+    past: Mapping[str, Place] | None = None,
 ) -> QueryDiagnosis:
-    """One query's lost relevant passages from its unlimited read ``full`` (every passage with a
-    query term, in the truncation order); ``grades``: chunk id -> grade. The run's top k is
-    ``ranker`` over the first ``limit`` candidates, as Evaluate ranks it. A graded passage that
-    is no candidate is a vocabulary mismatch here; the caller, who can ask the store, marks the
-    ones since deleted (``LostCause.GONE``). ``weights``: an expanded run's term weights
-    (``terms`` is then the expanded term set, ``full`` its read), as ``QueryScorer`` takes them."""
+    """One query's lost relevant passages from its read ``full`` at ``limit`` (Evaluate's:
+    the first ``limit`` passages with a query term, in the truncation order) and ``past``:
+    the place of each relevant passage past the cut that holds a query term (the read's
+    ``places``); ``grades``: chunk id -> grade. The run's top k is ``ranker`` over the first
+    ``limit`` candidates, as Evaluate ranks it. A graded passage neither read nor placed is
+    a vocabulary mismatch here; the caller, who can ask the store, marks the ones since
+    deleted (``LostCause.GONE``). ``weights``: an expanded run's term weights (``terms`` is
+    then the expanded term set, ``full`` its read), as ``QueryScorer`` takes them."""
     order, scores = score_all(ranker, terms, full.head(limit), weights)
     head = min(limit, len(full))
     ids = full.ids_at(np.arange(head))
@@ -252,7 +256,7 @@ def diagnose_query(
     top = [str(i) for i in ids[order[:k]]] if k else []
     return _diagnosed(
         query_id, query, terms, full, grades, k, limit, ranker, scores, top, kth_row, rank,
-        rows, weights,
+        rows, weights, past or {},
     )  # fmt: skip
 
 
@@ -268,6 +272,7 @@ def diagnose_documents(
     head_sources: npt.NDArray[np.object_],
     document_rows: Mapping[str, Sequence[int]],
     weights: Mapping[str, float] | None = None,
+    past: Mapping[str, Place] | None = None,
 ) -> QueryDiagnosis:
     """``diagnose_query`` judged by document, as qrels judge: a document is in the top k at its
     best passage, and a lost one is diagnosed at the passage that came nearest (the best-scored
@@ -275,7 +280,8 @@ def diagnose_documents(
     ``head_sources``: the source of each of the first ``limit`` rows (object array);
     ``document_rows``: each relevant document's rows in ``full`` (its passages that hold a
     query term, first first: ``document_rows`` gives the first); ``weights`` as for
-    ``diagnose_query``. Each document's best passage is its first in the ranking; only the
+    ``diagnose_query``; ``past``: each relevant document with no row at its passage placed
+    first past the cut. Each document's best passage is its first in the ranking; only the
     top k documents and the relevant ones are looked for (a dict of every ranked document,
     a step per candidate in Python, was ~1/3 of what a diagnosis by document cost beyond its
     Evaluate at limit 1,000, issue 50)."""
@@ -301,7 +307,7 @@ def diagnose_documents(
 
     return _diagnosed(
         query_id, query, terms, full, grades, k, limit, ranker, scores, list(top), kth_row,
-        rank, rows, weights,
+        rank, rows, weights, past or {},
     )  # fmt: skip
 
 
@@ -316,33 +322,14 @@ def document_rows(
     column) cost a store read a document and ~1/4 of a diagnosis by document beyond its
     Evaluate (issue 50)."""
     column: list[str] = sources.tolist()
-    rows: dict[str, list[int]] = {}
-    for document, grade in grades.items():
-        if grade >= RELEVANT:
-            try:
-                rows[document] = [column.index(document)]
-            except ValueError:
-                rows[document] = []
-    return rows
-
-
-def past_document_rows(
-    full: LexicalCandidates, start: int, passages: Mapping[str, Mapping[str, int | None]]
-) -> dict[str, list[int]]:
-    """Each document's first row at or past ``start`` in ``full`` (left out if none), from
-    ``passages``: each document's passages that may be there, by chunk id, with the number of
-    query terms each holds when known (``passage_rows``). With ``document_rows`` of the first
-    ``start`` rows' sources, this is ``document_rows`` of the whole read's, without gathering
-    a source per row of an unlimited read (issue 49: ~2/3 of ``diagnose_files`` at 47,505
-    passages went to that column and to searching it a document at a time)."""
-    wanted = {chunk: level for held in passages.values() for chunk, level in held.items()}
-    at = passage_rows(full, wanted, start)
-    rows: dict[str, list[int]] = {}
-    for document, held in passages.items():
-        found = [at[chunk] for chunk in held if chunk in at]
-        if found:
-            rows[document] = [min(found)]
-    return rows
+    # Most relevant documents are in no row (at issue 49's probes 5 in 6 lost were cut by
+    # the limit): a set of the column says so, where a failed search read every row.
+    present = set(column)
+    return {
+        document: [column.index(document)] if document in present else []
+        for document, grade in grades.items()
+        if grade >= RELEVANT
+    }
 
 
 def passage_rows(
@@ -412,12 +399,13 @@ def _diagnosed(
     kth_row: int | None,
     rank: Callable[[str], int | None],
     rows: Mapping[str, Sequence[int]],
-    weights: Mapping[str, float] | None = None,
+    weights: Mapping[str, float] | None,
+    past: Mapping[str, Place],
 ) -> QueryDiagnosis:
     """The causes, given the run's ranking: its first k units (passages or documents)
     ``top_ids``, the row of the k-th (None when fewer than k were ranked), ``rank``: a unit's
-    1-based rank (None if unranked), and each relevant unit's rows in ``full`` (the one it is
-    diagnosed at first)."""
+    1-based rank (None if unranked), each relevant unit's rows in ``full`` (the one it is
+    diagnosed at first), and ``past``: the place of each with none there past the cut."""
     ndcg = ndcg_at_k(top_ids, dict(grades), k)
     relevant = sorted(c for c, g in grades.items() if g >= RELEVANT)
     asked = sorted(set(terms))
@@ -434,16 +422,22 @@ def _diagnosed(
             continue
         grade = grades[unit]
         found = rows.get(unit)
-        if not found:
+        placed = None if found else past.get(unit)
+        if not found and placed is None:
             lost.append(
                 LostPassage(
                     chunk_id=unit, grade=grade, cause=LostCause.VOCABULARY, missing_terms=asked
                 )
             )
             continue
-        row = int(found[0])
-        has = set(full.term_frequencies(row))
-        missing = [t for t in asked if t not in has]
+        if placed is not None:  # past the read's cut: read off its place
+            row = placed.position
+            held = {term for term, tf in zip(full.terms, placed.tfs, strict=True) if tf}
+        else:
+            assert found  # a row in ``full``
+            row = int(found[0])
+            held = set(full.term_frequencies(row))
+        missing = [t for t in asked if t not in held]
         if row >= limit:
             lost.append(
                 LostPassage(
@@ -451,7 +445,7 @@ def _diagnosed(
                     grade=grade,
                     cause=LostCause.LIMIT,
                     missing_terms=missing,
-                    matched_terms=_matched(full, row),
+                    matched_terms=len(held),
                     position=row + 1,
                     matched_at_cut=_matched(full, limit - 1) if limit > 0 else None,
                     smallest_limit=row + 1,

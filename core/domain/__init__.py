@@ -18,6 +18,7 @@ Modules:
 - ``metrics``: Ranking quality: P@k, recall@k, MRR, average precision (MAP), nDCG@k, Judged@k
 - ``models``: ``built``: a pydantic model from values computed here, without validating them again
 - ``names``: When two workspace names are one name: what a person sees, not the code points
+- ``places``: Where a passage past a read's limit stands in its truncation order, from its postings
 - ``postings``: The columnar query kernel: CSR postings of the query terms -> ``LexicalCandidates``
 - ``query_cost``: What one query may cost: one rule for every path a query takes, so no path …
 - ``ranking``: Candidates to ranked passages: pure, deterministic, store-agnostic

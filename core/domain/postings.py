@@ -36,6 +36,7 @@ import numpy.typing as npt
 from core.domain.bm25 import CorpusStats, QueryScorer
 from core.domain.chunks import StoredChunk
 from core.domain.columns import candidates_of
+from core.domain.places import Bits, level_bits, place_lookup
 from core.domain.ranking import LexicalCandidates
 from core.domain.steps import Steps, finish
 from core.domain.unlimited import UnlimitedCandidates, corpus_scores, top_corpus_rows
@@ -85,9 +86,6 @@ SMALL_WORDS: Final = 256
 _BIT: Final = np.left_shift(np.uint64(1), np.arange(64, dtype=np.uint64))
 _BELOW: Final = _BIT - np.uint64(1)
 
-#: A set of corpus rows as a bitset: row r is bit r % 8 of byte r // 8 (uint64 words, so
-#: operations run a word at a time; only word-wise logic and popcounts read them as words).
-Bits = npt.NDArray[np.uint64]
 #: Query term j (its index in ``terms``) -> its posting's rows as ``Bits`` (a store's cache).
 TermBits = Callable[[int], Bits]
 
@@ -163,14 +161,6 @@ def _counters(bits: Sequence[Bits]) -> list[Bits]:
     return out
 
 
-def _level(counters: Sequence[Bits], level: int) -> Bits:
-    """The rows whose count is ``level`` (> 0, so no padding bit past the last row)."""
-    out = counters[0].copy() if level & 1 else ~counters[0]
-    for i, counter in enumerate(counters[1:], 1):
-        out &= counter if level >> i & 1 else ~counter
-    return out
-
-
 def _first_rows(bits: Bits, most: int) -> npt.NDArray[np.int64]:
     """The smallest ``most`` rows of ``bits``, ascending: only the words up to the one where
     they are reached are unpacked, and of those only the non-zero ones."""
@@ -220,7 +210,7 @@ def _bit_order(
     for level in range(min(levels, (1 << len(counters)) - 1), 0, -1):
         if taken >= min(limit, matching):
             break
-        rows = _first_rows(_level(counters, level), limit - taken)
+        rows = _first_rows(level_bits(counters, level), limit - taken)
         parts.append(rows)
         taken += len(rows)
     return np.concatenate(parts)
@@ -367,6 +357,7 @@ def postings_candidates(
     id_rank: npt.NDArray[np.int64] | None = None,
     bits: TermBits | None = None,
     admitted: npt.NDArray[np.int64] | None = None,
+    id_rows: npt.NDArray[np.int64] | None = None,
 ) -> LexicalCandidates:
     """The candidates of one query, in the store's truncation order, first ``limit`` of them.
 
@@ -380,12 +371,13 @@ def postings_candidates(
     keeps the common terms'); without it they are packed from the postings when needed.
     ``admitted`` (optional): the rows a filter admits (``core.domain.filters``), ascending;
     only they may be candidates, and the matching rows it leaves out are ``filtered_out``.
+    ``id_rows`` (with ``id_rank``): the rows in chunk-id order, for a cut read's ``places``.
     """
-    return finish(
-        postings_candidate_steps(
-            stats, terms, postings, doc_lengths, ids, limit, chunks, id_rank, bits, admitted
-        )
-    )
+    steps = postings_candidate_steps(
+        stats, terms, postings, doc_lengths, ids, limit, chunks, id_rank, bits, admitted,
+        id_rows=id_rows,
+    )  # fmt: skip
+    return finish(steps)
 
 
 def postings_candidate_steps(
@@ -401,6 +393,7 @@ def postings_candidate_steps(
     admitted: npt.NDArray[np.int64] | None = None,
     sources: npt.NDArray[np.object_] | None = None,
     kept_scores: dict[str, npt.NDArray[np.float64]] | None = None,
+    id_rows: npt.NDArray[np.int64] | None = None,
 ) -> Steps[LexicalCandidates]:
     """``postings_candidates`` in three steps (count, order, tf columns): for a 1,000-term
     query each is a few milliseconds of numpy over every posting. A filter's ``admitted``
@@ -408,12 +401,14 @@ def postings_candidate_steps(
     the order is taken, so the limit counts admitted passages only. ``sources``: the source
     id beside each of ``ids`` (the candidates' ``source_pool``). ``kept_scores``: the store's
     cache of common terms' contributions under the default settings for ``stats``
-    (``core.domain.unlimited.corpus_scores``), for a read that nothing cut."""
+    (``core.domain.unlimited.corpus_scores``), for a read that nothing cut. ``id_rows``: the
+    rows in chunk-id order, with ``id_rank`` (a cut read's ``places`` find ids through it)."""
     if len(terms) != len(postings):
         raise ValueError(f"{len(terms)} terms but {len(postings)} postings")
     n_rows = len(doc_lengths)
     filtered_out = 0
     every_bits: list[tuple[int, Bits]] | None = None
+    counted: Callable[[], list[Bits]] | None = None
     if id_rank is None and len(terms) <= BIT_TERMS:
         every_bits = [
             (j, posting_bits(rows, n_rows) if bits is None else bits(j))
@@ -426,6 +421,7 @@ def postings_candidate_steps(
             every = np.bitwise_or.reduce(sets)
             filtered_out = int(np.bitwise_count(every & ~allowed).sum(dtype=np.int64))
             sets = [each & allowed for each in sets]
+        counted = lambda: _counters(sets)  # noqa: E731 (a cut read's places count on them)
         yield
         unbounded = limit >= n_rows and admitted is None
         matching, chosen = bit_selection(sets, len(terms), 0 if unbounded else limit)
@@ -464,6 +460,7 @@ def postings_candidate_steps(
         source_pool=np.empty(0, dtype=object) if sources is None else sources,
         matching=matching,
         filtered_out=filtered_out,
+        places=place_lookup(postings, n_rows, ids, id_rank, id_rows, admitted, counted),
         **columns,
     )
 

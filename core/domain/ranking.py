@@ -37,6 +37,7 @@ from pydantic import (
 from core.domain.bm25 import CorpusStats, QueryScorer, ScoreExplanation
 from core.domain.chunks import StoredChunk
 from core.domain.models import built
+from core.domain.places import PlaceLookup
 from core.domain.steps import Steps, finish
 
 #: Rows (positions in the truncation order) -> the caller's own copies of those passages.
@@ -138,6 +139,9 @@ class LexicalCandidates(BaseModel):
     lookup: ChunkLookup = _no_chunks
     #: Rows about to be looked up -> what to await before (see ``RowsAhead``).
     ahead: RowsAhead = _nothing_ahead
+    #: A cut read's: chunk ids -> their places past the cut (``core.domain.places``); None
+    #: when the store did not say (an unlimited read needs none: every row is there).
+    places: PlaceLookup | None = None
     #: The last ``candidate_score_steps`` answer and what it was computed from (``_Scored``).
     _scored: _Scored | None = PrivateAttr(default=None)
 
@@ -586,15 +590,7 @@ def ranked_row_steps(
 
 
 __all__ = [
-    "ChunkLookup",
-    "CorpusStats",
-    "LexicalCandidate",
-    "LexicalCandidates",
-    "RankedChunk",
-    "candidate_scores",
-    "rank_chunks",
-    "rank_steps",
-    "ranked_row_steps",
-    "ranked_rows",
+    *("ChunkLookup", "CorpusStats", "LexicalCandidate", "LexicalCandidates", "RankedChunk"),
+    *("candidate_scores", "rank_chunks", "rank_steps", "ranked_row_steps", "ranked_rows"),
     "top_rows",
 ]

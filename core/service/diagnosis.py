@@ -2,8 +2,9 @@
 
 Both read each graded query of a set at the run's limit, as ``evaluate_judged`` does (the set's
 queries that have a grade, the grades combined over raters), and hand the columns to
-``core.analysis``: ``diagnosis`` (one cause per lost relevant passage; a query is read again
-unlimited only when a relevant passage past the limit holds a query term, to find its position)
+``core.analysis``: ``diagnosis`` (one cause per lost relevant passage; a relevant passage past
+the limit is placed from the read's own postings, ``LexicalCandidates.places``, never by a
+second, unlimited read)
 and ``tuning`` (a k1 x b grid scored from the same columns). What needs the store beyond that
 read is done here, once per run: the text of the passages no query term reaches (their own
 highest tf x idf terms, one df read for all of them) and whether a graded passage still exists.
@@ -36,7 +37,7 @@ from core.analysis.diagnosis import (
     diagnose_query,
     document_rows,
     own_terms,
-    past_document_rows,
+    passage_rows,
     summarise,
 )
 from core.analysis.expansion import ExpansionSpec
@@ -54,6 +55,7 @@ from core.analysis.tuning import (
 from core.checkpoint import checkpoint, stepped
 from core.domain.bm25 import CorpusStats
 from core.domain.judging import QuerySet
+from core.domain.places import Place
 from core.domain.ranking import LexicalCandidates
 from core.domain.tokenize import Profile, tokenize
 from core.service.common import (
@@ -191,25 +193,28 @@ class DiagnosisActions(StoreRunner):
                     terms, weights = await self._diagnosed_expansion(
                         terms, tenant, profile, limit, ranker, expand
                     )
-                full, past = await self._read(terms, tenant, profile, judged, limit, by_document)
+                head = await bounded_candidates(self._store, terms, tenant, limit)
+                cut = head.matching > len(head)
+                if by_document:
+                    sources = await self._sources(head, limit, tenant)
+                    rows = document_rows(sources, judged)
+                    past = await self._past_documents(head, terms, tenant, rows) if cut else {}
+                else:
+                    past = await self._past(head, terms, tenant, judged) if cut else {}
             except ValueError as exc:
                 raise ValueError(f"query {query_id}: {exc}") from None
             if by_document:
-                # The first ``limit`` rows' sources, and the relevant documents past them
-                # found by their passages' ids: a source per row of an unlimited read, and a
-                # search of that column per document, were ~2/3 of diagnose_files (issue 49).
-                sources = await self._sources(full, limit, tenant)
-                rows = document_rows(sources, judged)
-                rows.update(past_document_rows(full, len(sources), past))
                 diagnosed.append(
                     diagnose_documents(
-                        query_id, text, terms, full, judged, k, limit, ranker, sources, rows,
-                        weights,
+                        query_id, text, terms, head, judged, k, limit, ranker, sources, rows,
+                        weights, past,
                     )
                 )  # fmt: skip
             else:
                 diagnosed.append(
-                    diagnose_query(query_id, text, terms, full, judged, k, limit, ranker, weights)
+                    diagnose_query(
+                        query_id, text, terms, head, judged, k, limit, ranker, weights, past
+                    )
                 )
             report(done, len(queries), query_id)
             await checkpoint()
@@ -233,46 +238,55 @@ class DiagnosisActions(StoreRunner):
         check_query_terms(expanded, "the expanded query")
         return expanded, weights
 
-    async def _read(
+    async def _past(
         self,
+        head: LexicalCandidates,
         terms: list[str],
         tenant: UUID,
-        profile: Profile,
         judged: dict[str, int],
-        limit: int,
-        by_document: bool,
-    ) -> tuple[LexicalCandidates, dict[str, dict[str, int | None]]]:
-        """The query's candidates at ``limit`` (Evaluate's read), or unlimited when a relevant
-        passage outside them holds a query term: only then is a position past the limit needed
-        (cut by the limit). At 100k passages the unlimited read, and finding the relevant ids
-        in its column, were ~35x an Evaluate (bench_diagnosis); relevant passages past the
-        limit are few, and one without a query term needs no position. With an unlimited
-        read ``by_document``: each relevant document's passages outside the limit that hold
-        a query term, with how many (``past_document_rows``); else nothing."""
-        head = await bounded_candidates(self._store, terms, tenant, limit)
-        if head.matching <= len(head):
-            return head, {}  # every matching passage is a candidate already
+    ) -> dict[str, Place]:
+        """The place, past ``head``'s cut, of each relevant passage outside it that holds a
+        query term: the smallest limit keeping it (cut by the limit)."""
         shown = set(head.ids.tolist())
-        asked = set(terms)
         units = [unit for unit, grade in judged.items() if grade >= RELEVANT and unit not in shown]
-        if by_document:
-            # Every relevant document's passages in one read (``get_by_sources``), where a
-            # read each was a round trip a document on PostgreSQL (issue 50).
-            held = await self._store.get_by_sources(units, tenant) if units else {}
-            past: dict[str, dict[str, int | None]] = {}
-            for unit in units:
-                for chunk in held.get(unit, []):
-                    holds = len(asked.intersection(tokenize(chunk.text, profile)))
-                    if holds and chunk.id not in shown:
-                        past.setdefault(unit, {})[chunk.id] = holds
-            if past:
-                return await bounded_candidates(self._store, terms, tenant, UNLIMITED), past
-            return head, {}
-        for unit in units:
-            one = await self._store.get(unit, tenant)
-            if one is not None and asked.intersection(tokenize(one.text, profile)):
-                return await bounded_candidates(self._store, terms, tenant, UNLIMITED), {}
-        return head, {}
+        return await self._placed(head, terms, tenant, units) if units else {}
+
+    async def _past_documents(
+        self,
+        head: LexicalCandidates,
+        terms: list[str],
+        tenant: UUID,
+        rows: dict[str, list[int]],
+    ) -> dict[str, Place]:
+        """Each relevant document with no passage in ``head`` (``rows``: its rows there, from
+        ``document_rows``) at its passage placed first past the cut: one read of those
+        documents' passages (``get_by_sources``), placed from the read's postings."""
+        units = [document for document, found in rows.items() if not found]
+        held = await self._store.get_by_sources(units, tenant) if units else {}
+        of = {chunk.id: document for document in units for chunk in held.get(document, [])}
+        past: dict[str, Place] = {}
+        for chunk_id, place in (await self._placed(head, terms, tenant, list(of))).items():
+            document = of[chunk_id]
+            if document not in past or place.position < past[document].position:
+                past[document] = place
+        return past
+
+    async def _placed(
+        self, head: LexicalCandidates, terms: list[str], tenant: UUID, chunk_ids: list[str]
+    ) -> dict[str, Place]:
+        """``chunk_ids``' places past ``head``'s cut, from the read's own postings
+        (``LexicalCandidates.places``, same snapshot). At issue 49's probes the unlimited
+        read they took before (every matching passage's row, tf columns and source, for the
+        two or three a query needs) was ~3/4 of ``diagnose_files`` and 4.4-4.7x its Evaluate.
+        A store that does not place is read unlimited and its rows searched, as before."""
+        if head.places is not None:
+            return head.places(chunk_ids)
+        full = await bounded_candidates(self._store, terms, tenant, UNLIMITED)
+        found = passage_rows(full, dict.fromkeys(chunk_ids, None), len(head))
+        return {
+            chunk_id: Place(row, tuple(int(tf) for tf in full.tfs[row]))
+            for chunk_id, row in found.items()
+        }
 
     async def _sources(
         self, full: LexicalCandidates, limit: int, tenant: UUID

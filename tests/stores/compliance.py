@@ -22,6 +22,7 @@ from pydantic import ValidationError
 from core.domain.bm25 import CorpusStats, corpus_stats
 from core.domain.chunks import MAX_SOURCE_ID_CHARS, StoredChunk, chunk_id
 from core.domain.entities import Entity, EntityCorrection
+from core.domain.places import Place
 from core.domain.ranking import rank_chunks
 from core.domain.tokenize import MAX_TERM_CHARS, Profile, tokenize
 from core.service.access import WorkspaceGuard
@@ -434,6 +435,36 @@ class ChunkStoreCompliance:
         for limit in range(len(order) + 2):
             found = await store.lexical_candidates(terms, tenant, limit)
             assert [c.chunk.id for c in found.candidates] == order[:limit]
+
+    async def test_a_cut_read_places_each_matching_passage_where_the_uncut_order_has_it(
+        self, store: ChunkStore
+    ) -> None:
+        # A diagnosis reads "cut by the limit: position 5" off the read at its limit
+        # (``LexicalCandidates.places``): every store's cut read places each matching passage
+        # at its place in the order of every matching one, with its tf of each term, also
+        # once a passage is deleted (a tombstone in PostgreSQL's image).
+        tenant = uuid.uuid4()
+        texts = ["alpha beta gamma", "alpha beta", "beta gamma", "alpha gamma alpha"]
+        texts += ["gamma gamma", "alpha", "delta", "beta"]
+        chunks = [
+            make_chunk(tenant, "gone" if i == 1 else "t", text, i) for i, text in enumerate(texts)
+        ]
+        await store.upsert_many(sorted(chunks, key=lambda c: c.id, reverse=True))
+        terms = ["alpha", "beta", "gamma"]
+        asked = [c.id for c in chunks] + ["0" * 64, "not a passage"]
+        for deleted in (None, chunks[1]):
+            if deleted is not None:
+                await store.delete_by_source("gone", tenant)
+                chunks.remove(deleted)
+            order = expected_order(chunks, terms)
+            counts = {c.id: Counter(tokenize(c.text)) for c in chunks}
+            for limit in range(1, len(order)):
+                found = await store.lexical_candidates(terms, tenant, limit)
+                assert found.places is not None, "a cut read places what it cut"
+                assert found.places(asked) == {
+                    chunk: Place(at, tuple(counts[chunk][t] for t in found.terms))
+                    for at, chunk in enumerate(order)
+                }
 
     async def test_a_passage_cut_by_the_limit_is_not_scored(self, store: ChunkStore) -> None:
         tenant = uuid.uuid4()

@@ -527,6 +527,7 @@ async def read_candidates(
                 image.id_rank,
                 admitted=admitted,
                 sources=image.sources,
+                id_rows=image.live,
             )
         )
         shown = await _likely_shown(terms, columns)

@@ -21,7 +21,6 @@ from core.analysis.diagnosis import (
     document_rows,
     own_terms,
     passage_rows,
-    past_document_rows,
     summarise,
 )
 from core.analysis.rankers import Ranker, RankerKind, score_all
@@ -275,12 +274,3 @@ async def test_a_passages_row_past_the_limit_is_found_in_its_level_as_a_scan_fin
                     {c: scanned[c]} if c in scanned else {}
                 )
     assert passage_rows(full, {"not-a-passage": 2, "other": None}, 0) == {}
-    sources = full.sources_at(np.arange(len(full)))
-    by_source: dict[str, dict[str, int | None]] = {}
-    for c in chunks:  # three passages a document, in three levels or none
-        if holds[c.id]:
-            by_source.setdefault(c.source_id, {})[c.id] = holds[c.id]
-    whole = document_rows(sources, dict.fromkeys(by_source, 1))
-    head = document_rows(sources[:400], dict.fromkeys(by_source, 1))
-    head.update(past_document_rows(full, 400, {d: p for d, p in by_source.items() if not head[d]}))
-    assert head == whole
