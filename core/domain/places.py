@@ -53,39 +53,35 @@ def level_bits(counters: Sequence[Bits], level: int) -> Bits:
     return out
 
 
-def _bit_positions(
-    counters: Sequence[Bits], terms: int, at: npt.NDArray[np.int64]
-) -> npt.NDArray[np.int64]:
+def _bit_positions(counters: Sequence[Bits], terms: int, at: Sequence[int]) -> list[int]:
     """The place of each row of ``at`` (rows in chunk-id order), -1 for a row of no level,
     from the bit-sliced counter: a few word operations per level (N/64 words), where the
-    count array was one ``bincount`` of every posting (~175 us of ~380 at 47,505 passages)."""
-    words, shift = at >> 6, (at & 63).astype(np.uint64)
-    levels = np.zeros(len(at), dtype=np.int64)
-    for i, counter in enumerate(counters):
-        levels |= ((counter[words] >> shift) & np.uint64(1)).astype(np.int64) << i
-    positions = np.full(len(at), -1, dtype=np.int64)
-    wanted = sorted(set(levels[levels > 0].tolist()))
+    count array was one ``bincount`` of every posting (~175 us of ~380 at 47,505 passages).
+    A row's own word is read as a Python int: a query asks for a few rows."""
+    levels = [
+        sum((int(counter[row >> 6]) >> (row & 63) & 1) << i for i, counter in enumerate(counters))
+        for row in at
+    ]
+    positions = [-1] * len(at)
+    wanted = sorted(set(levels) - {0})
     if not wanted:
         return positions
-    held = {
-        level: level_bits(counters, level)
-        for level in range(wanted[0], min(terms, (1 << len(counters)) - 1) + 1)
-    }
+    top = min(terms, (1 << len(counters)) - 1)
+    held = {level: level_bits(counters, level) for level in range(wanted[0], top + 1)}
+    sizes = {level: int(np.bitwise_count(rows).sum()) for level, rows in held.items()}
     for level in wanted:
-        more = sum(int(np.bitwise_count(held[m]).sum()) for m in held if m > level)
-        rows, mine = held[level], np.flatnonzero(levels == level)
+        more = sum(size for other, size in sizes.items() if other > level)
+        rows = held[level]
+        mine = [i for i, each in enumerate(levels) if each == level]
         # The rows of the level before each: whole words first (a running sum for many).
-        pops = (
-            np.cumsum(np.bitwise_count(rows), dtype=np.int64) if len(mine) > _ONE_BY_ONE else None
-        )
-        for i in mine.tolist():
-            word = int(words[i])
-            below = int(np.bitwise_count(rows[word] & ((np.uint64(1) << shift[i]) - np.uint64(1))))
-            whole = (
-                int(np.bitwise_count(rows[:word]).sum())
-                if pops is None
-                else (int(pops[word - 1]) if word else 0)
-            )
+        pops = np.cumsum(np.bitwise_count(rows)).tolist() if len(mine) > _ONE_BY_ONE else None
+        for i in mine:
+            word, bit = at[i] >> 6, at[i] & 63
+            below = (int(rows[word]) & ((1 << bit) - 1)).bit_count()
+            if pops is not None:
+                whole = pops[word - 1] if word else 0
+            else:
+                whole = int(np.bitwise_count(rows[:word]).sum())
             positions[i] = more + whole + below
     return positions
 
@@ -121,19 +117,28 @@ def place_lookup(
         rows = {chunk_id: row for chunk_id in chunk_ids if (row := row_of(chunk_id)) is not None}
         if not rows:
             return {}
-        at = np.fromiter(rows.values(), dtype=np.int64, count=len(rows))
+        at = list(rows.values())
         if counters is not None:
             positions = _bit_positions(counters(), len(postings), at)
         else:
-            positions = _count_positions(postings, n_rows, id_rank, admitted, at)
+            positions = _count_positions(
+                postings, n_rows, id_rank, admitted, np.array(at, dtype=np.int64)
+            ).tolist()
+        # Each term's tf in each row: one search of its posting, with needles of the
+        # posting's own dtype (int64 ones cast the whole int32 posting first).
+        needles = np.array(at, dtype=np.int32)
         columns = []
         for term_rows, term_tfs in postings:
-            found = np.minimum(np.searchsorted(term_rows, at), max(len(term_rows) - 1, 0))
-            hit = term_rows[found] == at if len(term_rows) else np.zeros(len(at), dtype=bool)
-            columns.append(np.where(hit, term_tfs[found] if len(term_rows) else 0, 0))
-        tfs = np.stack(columns, axis=1).tolist()
+            found = np.searchsorted(term_rows, needles).tolist()
+            last = len(term_rows)
+            columns.append(
+                [
+                    int(term_tfs[j]) if j < last and term_rows[j] == row else 0
+                    for j, row in zip(found, at, strict=True)
+                ]
+            )
         return {
-            chunk_id: Place(int(positions[i]), tuple(tfs[i]))
+            chunk_id: Place(positions[i], tuple(column[i] for column in columns))
             for i, chunk_id in enumerate(rows)
             if positions[i] >= 0
         }

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from core.domain.bm25 import CorpusStats
 from core.domain.places import Place
-from core.domain.postings import postings_candidates
+from core.domain.postings import BIT_TERMS, postings_candidates
 from core.domain.ranking import LexicalCandidates
 from tests.unit.domain.test_postings import TERMS, chunk, corpora, postings_of
 
@@ -77,3 +77,54 @@ def test_a_place_is_the_rows_holding_more_terms_then_the_smaller_ids_holding_as_
         "p000": Place(2, (1, 0, 0, 0)),  # one term: after both holding more
         "p003": Place(3, (2, 0, 0, 0)),  # one term, and a larger id than p000
     }
+
+
+def test_many_passages_of_one_level_across_many_words_are_placed_as_one_by_one() -> None:
+    # Hundreds of rows a level, past the first bitset word and past the one-by-one count:
+    # the running sums place them as the uncut read has them, rows in id order or not.
+    rng = np.random.default_rng(7)
+    corpus = [tuple(int(tf) for tf in rng.integers(0, 3, len(TERMS))) for _ in range(700)]
+    asked = [f"p{rank:03d}" for rank in range(len(corpus))]
+    for shuffled in (False, True):
+        ranks = rng.permutation(len(corpus)).tolist() if shuffled else list(range(len(corpus)))
+        cut = read(corpus, ranks, 50, shuffled)
+        full = read(corpus, ranks, len(corpus) + 1, shuffled)
+        assert cut.places is not None
+        assert cut.places(asked) == uncut_places(full)
+        assert cut.places(asked[::97]) == {
+            chunk: place for chunk, place in uncut_places(full).items() if chunk in asked[::97]
+        }
+
+
+def test_a_query_of_more_terms_than_bitsets_count_is_placed_from_its_count_array() -> None:
+    # Past BIT_TERMS the kernel counts on one bincount, rows in id order or not: the
+    # places, one by one and by running sums, are the uncut read's rows still.
+    rng = np.random.default_rng(11)
+    terms = tuple(f"t{j:02d}" for j in range(BIT_TERMS + 2))
+    corpus = [(rng.random(len(terms)) < 0.15).astype(int).tolist() for _ in range(400)]
+    postings = []
+    for j in range(len(terms)):
+        rows = [r for r, tfs in enumerate(corpus) if tfs[j]]
+        postings.append((np.array(rows, dtype=np.int32), np.ones(len(rows), dtype=np.int32)))
+    lengths = np.full(len(corpus), 5, dtype=np.int64)
+    stats = CorpusStats(n_docs=len(corpus), avg_doc_length=5.0)
+    for shuffled in (False, True):
+        ranks = rng.permutation(len(corpus)).tolist() if shuffled else list(range(len(corpus)))
+        ids = np.empty(len(corpus), dtype=object)
+        ids[:] = [f"p{rank:03d}" for rank in ranks]
+        id_rank = np.array(ranks, dtype=np.int64) if shuffled else None
+        id_rows = np.argsort(np.array(ranks)) if shuffled else None
+
+        def read(limit: int) -> LexicalCandidates:
+            return postings_candidates(
+                stats, terms, postings, lengths, ids, limit,  # noqa: B023
+                lambda rows: [chunk(r) for r in rows], id_rank, id_rows=id_rows,  # noqa: B023
+            )  # fmt: skip
+
+        cut, full = read(20), read(len(corpus) + 1)
+        assert cut.places is not None
+        every = sorted(str(i) for i in ids)
+        assert cut.places(every) == uncut_places(full)
+        assert cut.places(every[::41]) == {
+            c: p for c, p in uncut_places(full).items() if c in every[::41]
+        }
