@@ -177,8 +177,14 @@ def remove_member(name: str, email: str) -> None:
 # current one. An unknown name is never created silently (any link could add workspaces):
 # the page says so and offers to create it. Otherwise the selector's value, restored from a
 # shadow key when a page switch dropped the widget's state.
-names = service.list_workspaces()
 current = st.session_state.get(SHADOW_KEY)
+# One call for what the frame reads of the store (the workspaces, and who may open and
+# whether anything is in the one this session last showed): three calls were three hops to
+# the store's loop on every rerun of every screen (bench/bench_rerun.py). The answers about
+# that workspace are used only if it is still the one shown below.
+selected = st.session_state.get(WORKSPACE_KEY, current)
+frame = service.frame(selected if isinstance(selected, str) and selected else DEFAULT_WORKSPACE)
+names = frame.names
 linked = st.query_params.get(WORKSPACE_PARAM)
 if linked is not None and linked != current:
     try:
@@ -236,7 +242,12 @@ with st.sidebar:
             )
             st.button("Create", key="create_workspace", on_click=create_workspace)
     chosen = workspace()
-    access = service.workspace_access(chosen) if names else None
+    if not names:
+        access = None
+    elif frame.asked == chosen and frame.access is not None:
+        access = frame.access
+    else:
+        access = service.workspace_access(chosen)
     if access is not None and service.user is not None:
         with st.popover("Members", icon=":material/group:"):
             st.markdown(f"**Owner:** {escape_text(access.owner or 'nobody')}")
@@ -328,5 +339,8 @@ if st.query_params.get(WORKSPACE_PARAM) != workspace():
 
 # The screen checks this (pages.common.screen): a screen Streamlit ran without app.py reruns;
 # it also takes this run's service from here rather than asking again.
-framed(service)
+framed(
+    service,
+    (frame.asked, frame.empty) if frame.asked == workspace() and frame.empty is not None else None,
+)
 page.run()

@@ -106,6 +106,7 @@ def screen() -> LexplainService:
         st.session_state.pop(REFRAMING_KEY, None)
         handed: LexplainService | None = _HANDED.__dict__.pop("service", None)
         return handed if handed is not None else current_service()
+    _HANDED.__dict__.pop("empty", None)  # not this run's: a bare run read nothing
     if not st.session_state.get(REFRAMING_KEY):
         st.session_state[REFRAMING_KEY] = True  # one rerun, never a loop
         # What ``st.navigation`` itself does first (streamlit/commands/navigation.py); calling
@@ -115,12 +116,15 @@ def screen() -> LexplainService:
     return current_service()
 
 
-def framed(service: LexplainService) -> None:
+def framed(service: LexplainService, empty: tuple[str, bool] | None = None) -> None:
     """app.py, right before it runs a screen: hand the screen the service this run already
     got (``screen``), so a run asks for it once. Asking again read the secrets and the user's
-    claims twice more per rerun (bench/bench_rerun.py, issue 50)."""
+    claims twice more per rerun (bench/bench_rerun.py, issue 50). ``empty``: a workspace and
+    whether it held no passage, as app.py read it in this run (``LexplainService.frame``), for
+    ``offer_sample`` to use once instead of asking the store again."""
     st.session_state[FRAMED_KEY] = True
     _HANDED.service = service
+    _HANDED.empty = empty
 
 
 def workspace() -> str:
@@ -313,7 +317,10 @@ def try_sample_query(query_key: str) -> None:
 def offer_sample(service: LexplainService, query_key: str | None = None) -> None:
     """On an empty workspace: one click loads the sample collection; then, on a page with a
     query box (its session key ``query_key``), one more click tries the suggested query."""
-    if not service.is_empty(workspace=workspace()):
+    name = workspace()
+    read: tuple[str, bool] | None = _HANDED.__dict__.pop("empty", None)
+    empty = read[1] if read is not None and read[0] == name else service.is_empty(workspace=name)
+    if not empty:
         return
     slot = st.empty()
     with slot.container():

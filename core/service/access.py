@@ -211,6 +211,22 @@ class LinkedWorkspace(BaseModel):
     outcome: Literal["open", "create", "not found or no access"]
 
 
+class WorkspaceFrame(BaseModel):
+    """What the frame of every screen reads of the store on every rerun (``frame``): the
+    workspaces the person may open and, for the one asked about when it is among them, who
+    may open it and whether it holds a passage."""
+
+    model_config = ConfigDict(frozen=True)
+
+    names: list[str]
+    #: The workspace asked about.
+    asked: str
+    #: ``workspace_access(asked)``; None when ``asked`` is not among ``names``.
+    access: WorkspaceAccess | None
+    #: ``is_empty(workspace=asked)``; None when ``asked`` is not among ``names``.
+    empty: bool | None
+
+
 class AccessActions(StoreRunner):
     """Sign-in: the signed-in view, members, and what a workspace link opens."""
 
@@ -271,6 +287,38 @@ class AccessActions(StoreRunner):
             members=found.members,
             you_own=self.user is not None and found.owner == self.user,
         )
+
+    def frame(self, name: str) -> WorkspaceFrame:
+        """``list_workspaces``, and for ``name`` (when among them) ``workspace_access`` and
+        ``is_empty``, in one call to the store's loop: the frame asks all three on every rerun
+        of every screen, and each call is a hop to the loop's thread and back (~0.3 ms on
+        Cranfield in memory, bench/bench_rerun.py, issue 50). Nothing is kept between calls:
+        a workspace another person created, deleted or shared shows on the next rerun, as it
+        did with three calls. Keeping the answers per session until a generation changed was
+        rejected: a workspace's generation does not move when another's is made or deleted.
+        """
+        workspaces, count = self._call(self._frame(name))
+        names = [w.name for w in workspaces]
+        found = next((w for w in workspaces if w.name == name), None)
+        if found is None or count is None:
+            return WorkspaceFrame(names=names, asked=name, access=None, empty=None)
+        access = WorkspaceAccess(
+            name=found.name,
+            owner=found.owner,
+            members=found.members,
+            you_own=self.user is not None and found.owner == self.user,
+        )
+        return WorkspaceFrame(names=names, asked=name, access=access, empty=count == 0)
+
+    async def _frame(self, name: str) -> tuple[list[Workspace], int | None]:
+        workspaces = await self._store.list_workspaces()
+        found = next((w for w in workspaces if w.name == name), None)
+        if found is None:
+            return workspaces, None
+        try:
+            return workspaces, await self._store.passage_count(found.tenant_id)
+        except NoAccess:  # taken away meanwhile: the frame asks again, call by call
+            return workspaces, None
 
     async def _found_workspace(self, name: str) -> Workspace | None:
         return await self._store.get_workspace(await tenant_of(self._store, name))

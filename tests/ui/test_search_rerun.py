@@ -169,3 +169,47 @@ def test_a_rerun_asks_for_the_service_once_the_screen_taking_the_frames(
     assert not at.exception, [e.value for e in at.exception]
     assert [m for m in at.markdown if m.value.startswith("**#1**")], "no result: nothing ran"
     assert len(asked) == 1
+
+
+def test_a_rerun_reads_the_frame_in_one_call_not_three(
+    cranfield: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The workspaces, the selected one's access and whether it is empty: one hop to the
+    store's loop (``LexplainService.frame``), not one per question."""
+    asked: list[str] = []
+    for name in ("list_workspaces", "workspace_access", "is_empty", "frame"):
+        original = getattr(LexplainService, name)
+
+        def spy(*args: object, _name: str = name, _original: object = original, **kw: object):  # type: ignore[no-untyped-def]
+            asked.append(_name)
+            return _original(*args, **kw)  # type: ignore[operator]
+
+        monkeypatch.setattr(LexplainService, name, spy)
+    at = search(cranfield)
+    asked.clear()
+    at.text_input(key="q").input(QUERY).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert [m for m in at.markdown if m.value.startswith("**#1**")], "no result: nothing ran"
+    assert asked == ["frame"]
+
+
+def test_what_another_session_did_to_the_workspaces_shows_on_the_next_rerun(
+    in_memory_store: None,
+) -> None:
+    """Nothing of the frame is kept between reruns: a workspace made elsewhere is listed, and
+    one filled elsewhere no longer offers the sample."""
+    service = get_service()
+    mine, theirs = "ui-frame-mine", "ui-frame-theirs"
+    service.create_workspace(mine)
+    at = search(mine)
+    assert any(i.value.startswith("This workspace is empty") for i in at.info)
+    assert theirs not in at.selectbox(key="workspace").options
+    service.create_workspace(theirs)
+    service.upload_files([("a.txt", b"Heated aircraft models were tested.")], workspace=mine)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert theirs in at.selectbox(key="workspace").options
+    assert not any(i.value.startswith("This workspace is empty") for i in at.info)
+    service.delete_workspace(theirs)
+    at.run()
+    assert theirs not in at.selectbox(key="workspace").options
