@@ -98,3 +98,33 @@ def test_awkward_texts_are_marked_as_walking_their_words_marked_them(
 def test_any_text_is_marked_as_walking_its_words_marked_it(text: str, profile: Profile) -> None:
     terms = sorted({t for t in raw_terms(text)} | set(tokenize(text, profile)))
     assert term_spans(text, terms, profile) == walked(text, terms, profile)
+
+
+@pytest.mark.parametrize("profile", list(Profile))
+def test_a_text_marked_as_the_kept_forms_are_emptied_keeps_every_mark(
+    profile: Profile, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The forms are emptied when they outgrow their bound: a text holding forms kept before
+    and forms new then is still marked whole (it raised KeyError on the kept ones)."""
+    monkeypatch.setattr(presentation, "_INDEXED_KEPT", 4)
+    monkeypatch.setattr(presentation, "_indexed_forms", {})
+    monkeypatch.setattr(presentation, "_forms_of", {})
+    first = "heated flow over wings"
+    assert term_spans(first, tokenize(first, profile), profile) == walked(
+        first, tokenize(first, profile), profile
+    )
+    second = "heated drag lift body nose tail flow"
+    terms = sorted(set(tokenize(second, profile)))
+    assert term_spans(second, terms, profile) == walked(second, terms, profile)
+    assert len(term_spans(second, terms, profile)) == len(terms)
+
+
+@pytest.mark.parametrize("profile", list(Profile))
+def test_each_kept_indexed_term_knows_exactly_the_kept_forms_of_it(profile: Profile) -> None:
+    """The two ways round of the kept forms agree: a form marks the term it is indexed as."""
+    text = json.loads(CRANFIELD.read_text().splitlines()[7])["text"]
+    term_spans(text, tokenize(text, profile), profile)
+    kept, forms = presentation._indexed_forms[profile], presentation._forms_of[profile]
+    assert {(s, t) for t, group in forms.items() for s in group} == {
+        (s, t) for s, t in kept.items() if t is not None
+    }
