@@ -291,6 +291,8 @@ def render_passage(
         if passage.entities
         else ""
     )
+    # The first result's text carries the stylesheet of every mark, bar and chip on the page
+    # (core's PASSAGE_STYLE): styled inline, they were ~1.2 KB of each card's ~4 KB.
     # One element for the header, bar, text, marks and entities, and no bordered box around
     # the result: each element is a message the server builds, hashes and sends and the browser
     # lays out, ~0.1 ms of server time apiece (bench/bench_rerun.py); the box was ten of a
@@ -301,8 +303,8 @@ def render_passage(
         f"chars {chunk.start_char}–{chunk.end_char}\n\n"
         + contribution_bar_html(passage.explanation, colours, scale)
         + "\n\n"
-        + highlight_html(chunk.text, spans, colours, end)
-        + f'\n\n<div class="lx-marks" style="font-size:0.875rem;opacity:0.6">{marks}</div>'
+        + highlight_html(chunk.text, spans, colours, end, styled=passage is result.passages[0])
+        + f'\n\n<div class="lx-marks">{marks}</div>'
         + entities,
         unsafe_allow_html=True,
     )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -214,6 +215,16 @@ def test_a_newcomer_loads_the_sample_searches_and_reads_an_explanation(
     first = page.locator(".lx-passage").first
     for term, count in tf.items():
         expect(first.locator(f'mark[data-term="{term}"]')).to_have_count(count)
+    # The stylesheet reached the page (core's PASSAGE_STYLE): a mark's background is its
+    # term's colour at 0x33 alpha, as its inline style said before (issue 50).
+    mark = first.locator("mark").first
+    found = re.search(r"--c:\s*#([0-9A-Fa-f]{6})", str(mark.get_attribute("style")))
+    assert found, mark.get_attribute("style")
+    colour = found.group(1)
+    rgb = ", ".join(str(int(colour[i : i + 2], 16)) for i in (0, 2, 4))
+    expect(mark).to_have_css("background-color", f"rgba({rgb}, 0.2)")
+    expect(mark).to_have_css("border-bottom", f"2px solid rgb({rgb})")
+    expect(page.locator(".lx-seg").first).to_have_css("color", "rgb(255, 255, 255)")
     assert page.get_by_text(f"{score:.2f}").count() >= 1
     assert "q=what+similarity" in page.url and "ws=e2e" in page.url
 

@@ -14,6 +14,7 @@ from collections.abc import Callable
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from core.analysis.presentation import PASSAGE_STYLE
 from core.service import SAMPLE_CORPUS, LexplainService
 from pages.common import get_service
 from pages.narrowing import ENTITIES_KEY, OPEN_KEY, SOURCES_KEY
@@ -213,3 +214,18 @@ def test_what_another_session_did_to_the_workspaces_shows_on_the_next_rerun(
     service.delete_workspace(theirs)
     at.run()
     assert theirs not in at.selectbox(key="workspace").options
+
+
+def test_the_stylesheet_of_marks_bars_and_chips_goes_once_with_the_first_result(
+    cranfield: str,
+) -> None:
+    """Each card carries its marks' and segments' colours only; the one stylesheet styles the
+    page (inline styles were ~1.2 KB of each card's ~4 KB, every KB a cost of each rerun)."""
+    at = search(cranfield, q=QUERY)
+    cards = [m.value for m in at.markdown if m.value.startswith("**#")]
+    assert len(cards) == 10
+    assert [PASSAGE_STYLE in card for card in cards] == [True] + [False] * 9
+    for card in cards:
+        inline = card.replace(PASSAGE_STYLE, "")
+        assert "border-bottom" not in inline and "white-space" not in inline
+        assert "font-size" not in inline and "line-height" not in inline

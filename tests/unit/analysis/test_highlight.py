@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from core.analysis.presentation import (
     CLIP_CHARS,
+    PASSAGE_STYLE,
     chip_html,
     clip_end,
     compare_explanations,
@@ -82,7 +83,7 @@ def test_stopwords_and_other_terms_are_not_marked() -> None:
 )
 def test_passage_html_and_markdown_render_as_text(payload: str) -> None:
     text = f"aircraft {payload} aircraft"
-    out = highlight_html(text, term_spans(text, ["aircraft"]))
+    out = highlight_html(text, term_spans(text, ["aircraft"]), styled=False)  # the text only
     assert "<script" not in out
     assert "<img" not in out
     assert "<b>" not in out
@@ -139,7 +140,7 @@ def test_long_passages_clip_outside_marks_and_say_so() -> None:
     end = clip_end(text, spans)
     assert end <= CLIP_CHARS
     assert all(not (s.start < end < s.end) for s in spans)
-    clipped = highlight_html(text, spans, end=end)
+    clipped = highlight_html(text, spans, end=end, styled=False)
     assert clipped.endswith(" …</div>")
     assert "<mark" not in clipped
     assert "<mark" in highlight_html(text, spans)
@@ -248,3 +249,28 @@ def test_a_contribution_bar_is_escaped_html_whose_widths_are_shares_of_the_scale
     widths = [float(w) for w in re.findall(r'data-width="([0-9.]+)"', html)]
     assert sum(widths) == pytest.approx(50.0, abs=1e-3)  # the score is half the scale
     assert widths == sorted(widths, reverse=True)  # largest contribution first
+
+
+def test_marks_bars_and_chips_carry_their_colours_only_and_a_styled_passage_the_stylesheet() -> (
+    None
+):
+    """Inline styles were ~1.2 KB of each Search card; one stylesheet styles the whole page."""
+    text = "heat on the wing, <b>heat</b> again"
+    colours = term_colours(["heat", "wing"])
+    spans = term_spans(text, ["heat", "wing"])
+    bare = highlight_html(text, spans, colours, styled=False)
+    assert highlight_html(text, spans, colours) == bare + PASSAGE_STYLE
+    assert PASSAGE_STYLE not in bare and "<b>" not in bare
+    marks = re.findall(r'<mark class="lx-mark" data-term="(\w+)" style="([^"]*)">', bare)
+    assert marks == [(t, f"--c:{colours[t]};--b:{colours[t]}33") for t in ("heat", "wing", "heat")]
+    stats = CorpusStats(n_docs=10, avg_doc_length=5.0, doc_frequencies={"heat": 2, "wing": 3})
+    explanation = explain_score(["heat", "wing"], {"heat": 2, "wing": 1}, 5, stats)
+    bar = contribution_bar_html(explanation, colours, 5.0)
+    segments = re.findall(r'data-term="(\w+)" data-width="([0-9.]+)"', bar)
+    assert len(segments) == 2
+    assert re.findall(r'style="([^"]*)"', bar) == [
+        f"width:{width}%;background:{colours[term]}" for term, width in segments
+    ]
+    assert chip_html(["Ada"]) == '<span class="lx-chip">Ada</span>'
+    for rule in (".lx-passage{", "mark.lx-mark{", ".lx-bar{", "span.lx-seg{", ".lx-chip{"):
+        assert rule in PASSAGE_STYLE
