@@ -259,11 +259,17 @@ class DiagnosisActions(StoreRunner):
         rows: dict[str, list[int]],
     ) -> dict[str, Place]:
         """Each relevant document with no passage in ``head`` (``rows``: its rows there, from
-        ``document_rows``) at its passage placed first past the cut: one read of those
-        documents' passages (``get_by_sources``), placed from the read's postings."""
+        ``document_rows``) at its passage placed first past the cut: their passages read
+        ``_SOURCES_READ`` documents at a time (``get_by_sources``), placed from the read's
+        postings."""
         units = [document for document, found in rows.items() if not found]
-        held = await self._store.get_by_sources(units, tenant) if units else {}
-        of = {chunk.id: document for document in units for chunk in held.get(document, [])}
+        of: dict[str, str] = {}
+        for start in range(0, len(units), _SOURCES_READ):  # a qrels line can name thousands
+            group = units[start : start + _SOURCES_READ]
+            held = await self._store.get_by_sources(group, tenant)
+            of.update(
+                (chunk.id, document) for document in group for chunk in held.get(document, [])
+            )
         past: dict[str, Place] = {}
         for chunk_id, place in (await self._placed(head, terms, tenant, list(of))).items():
             document = of[chunk_id]

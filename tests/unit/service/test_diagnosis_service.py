@@ -240,3 +240,38 @@ def test_tuning_holds_one_querys_candidates_at_a_time(
     # Streamed: when a query is read, at most the last one's columns are alive (still named by
     # the loop's variable until the read returns); held, all earlier queries' were.
     assert max(alive_at_each_read) <= 1
+
+
+def test_a_query_judging_many_documents_past_the_limit_reads_them_a_few_hundred_at_a_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A qrels line may name thousands of relevant documents: their passages are read in
+    # bounded groups, and each document cut by the limit is at the place Search gives it.
+    from core.service.diagnosis import _SOURCES_READ
+
+    service = LexplainService.from_settings(Settings(store="memory"))
+    try:
+        service.create_workspace("many")
+        docs = 2 * _SOURCES_READ + 100
+        corpus = "".join(f'{{"_id": "d{n}", "text": "alpha w{n}"}}\n' for n in range(docs))
+        service.upload_files([("c.jsonl", corpus.encode())], workspace="many")
+        store, asked = service._store, []
+        read = store.get_by_sources
+
+        async def counted(sources: Sequence[str], tenant: Any) -> Any:
+            asked.append(len(sources))
+            return await read(sources, tenant)
+
+        monkeypatch.setattr(store, "get_by_sources", counted)
+        qrels = "".join(f"q 0 d{n} 1\n" for n in range(docs)).encode()
+        run = service.diagnose_files(
+            b'{"_id": "q", "text": "alpha"}\n', qrels, K, 10, workspace="many"
+        )
+        (query,) = run.queries
+        cut = [lost for lost in query.lost if lost.cause is LostCause.LIMIT]
+        assert len(cut) == docs - 10 and max(asked) <= _SOURCES_READ
+        for lost in cut[:: docs // 7]:
+            why = service.why_not("alpha", lost.chunk_id, K, 10, workspace="many")
+            assert (lost.position, lost.smallest_limit) == (why.position, why.position)
+    finally:
+        service.close()
