@@ -42,6 +42,7 @@ from pages.common import (
     WORKSPACE_PARAM,
     current_service,
     framed,
+    screen_page,
     sign_in_configured,
     signed_in_email,
     workspace,
@@ -67,22 +68,22 @@ st.set_page_config(page_title="lexplain", page_icon="🔎", layout="wide")
 
 # Grouped by task, in Streamlit's own sidebar sections: nine flat entries gave a newcomer no
 # order to read them in, and two that both evaluate. Each page keeps its URL path (its file's
-# stem), which tests and shared links use.
+# stem), which tests and shared links use. Made once per process, copied per run (screen_page).
 pages = {
     "Explore": [
-        st.Page("pages/search.py", title="Search", icon=":material/search:", default=True),
-        st.Page("pages/truncation.py", title="Truncation", icon=":material/content_cut:"),
-        st.Page("pages/compare.py", title="Compare rankings", icon=":material/compare_arrows:"),
-        st.Page("pages/entities.py", title="Entities", icon=":material/sell:"),
+        screen_page("pages/search.py", "Search", ":material/search:", default=True),
+        screen_page("pages/truncation.py", "Truncation", ":material/content_cut:"),
+        screen_page("pages/compare.py", "Compare rankings", ":material/compare_arrows:"),
+        screen_page("pages/entities.py", "Entities", ":material/sell:"),
     ],
     "Data": [
-        st.Page("pages/upload.py", title="Upload", icon=":material/upload:"),
-        st.Page("pages/corpus.py", title="Corpus", icon=":material/bar_chart:"),
+        screen_page("pages/upload.py", "Upload", ":material/upload:"),
+        screen_page("pages/corpus.py", "Corpus", ":material/bar_chart:"),
     ],
     "Judge and measure": [
-        st.Page("pages/judge.py", title="Judge", icon=":material/grading:"),
-        st.Page("pages/runs.py", title="Runs", icon=":material/leaderboard:"),
-        st.Page("pages/evaluate.py", title="Evaluate", icon=":material/fact_check:"),
+        screen_page("pages/judge.py", "Judge", ":material/grading:"),
+        screen_page("pages/runs.py", "Runs", ":material/leaderboard:"),
+        screen_page("pages/evaluate.py", "Evaluate", ":material/fact_check:"),
     ],
 }
 

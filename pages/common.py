@@ -8,6 +8,7 @@ per-session creation would give every browser tab its own empty in-memory store.
 
 from __future__ import annotations
 
+import copy
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -15,7 +16,9 @@ from typing import Any
 import plotly.graph_objects as go
 import streamlit as st
 from streamlit.auth_util import get_secrets_auth_section
+from streamlit.navigation.page import StreamlitPage
 from streamlit.runtime.pages_manager import PagesManager
+from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
 
 from core.analysis.sentences import escape_text, link_int, log_ticks
 from core.service import (
@@ -47,6 +50,26 @@ WORKSPACE_PARAM = "ws"
 #: Suffix of the session key holding what a result was computed from (settings, grades): a
 #: result whose inputs have changed since is marked out of date, never shown as current.
 INPUTS = "_inputs"
+
+
+#: Each screen's ``st.Page``, made once per process and app folder (``screen_page``).
+_PAGES: dict[tuple[str, str, str, str, bool], StreamlitPage] = {}
+
+
+def screen_page(path: str, title: str, icon: str, default: bool = False) -> StreamlitPage:
+    """``st.Page(path, title=..., icon=..., default=...)``, its checks made once per process:
+    each made page resolves its file on the disk and checks its icon, ~0.07 ms, nine of them
+    on every rerun of every screen (bench/bench_rerun.py, issue 50). Each run gets its own
+    copy: ``st.navigation`` marks the page it returns as the one to run, and ``run`` unmarks
+    it, so one object shared by two sessions' runs at once would refuse to run in one."""
+    ctx = get_script_run_ctx()
+    if ctx is None:  # bare mode: st.Page keeps nothing of the path, nothing to keep here
+        return st.Page(path, title=title, icon=icon, default=default)
+    key = (str(ctx.pages_manager.main_script_parent), path, title, icon, default)
+    made = _PAGES.get(key)
+    if made is None:  # two runs racing here make two equal pages: either is kept
+        made = _PAGES[key] = st.Page(path, title=title, icon=icon, default=default)
+    return copy.copy(made)
 
 
 @st.cache_resource(show_spinner="Opening the store…")

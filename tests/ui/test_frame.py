@@ -34,13 +34,15 @@ def screens() -> list[str]:
 
 
 def registered() -> list[str]:
-    """The file of every ``st.Page`` app.py registers, read from its source."""
+    """The file of every ``st.Page`` (``screen_page``) app.py registers, read from its source."""
     found = []
     for node in ast.walk(ast.parse((ROOT / "app.py").read_text(encoding="utf-8"))):
         if (
             isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute)
-            and node.func.attr == "Page"
+            and (
+                (isinstance(node.func, ast.Attribute) and node.func.attr == "Page")
+                or (isinstance(node.func, ast.Name) and node.func.id == "screen_page")
+            )
             and node.args
             and isinstance(node.args[0], ast.Constant)
         ):

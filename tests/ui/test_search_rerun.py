@@ -229,3 +229,40 @@ def test_the_stylesheet_of_marks_bars_and_chips_goes_once_with_the_first_result(
         inline = card.replace(PASSAGE_STYLE, "")
         assert "border-bottom" not in inline and "white-space" not in inline
         assert "font-size" not in inline and "line-height" not in inline
+
+
+def test_a_rerun_makes_no_page_and_navigates_its_own_copies_of_the_screens(
+    cranfield: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Nine ``st.Page`` a rerun resolved their files on the disk (~0.6 ms); made once per
+    process now, each run gets copies: the page st.navigation marks to run is that run's."""
+    import streamlit as st
+    from streamlit.navigation.page import StreamlitPage
+
+    import pages.common
+
+    at = search(cranfield)
+    made: list[object] = []
+    navigated: list[list[StreamlitPage]] = []
+    make, navigate = StreamlitPage.__init__, st.navigation
+
+    def making(self: StreamlitPage, *args: object, **kwargs: object) -> None:
+        made.append(args)
+        make(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    def navigating(pages: dict[str, list[StreamlitPage]], **kwargs: object) -> StreamlitPage:
+        navigated.append([p for section in pages.values() for p in section])
+        return navigate(pages, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(StreamlitPage, "__init__", making)
+    monkeypatch.setattr(st, "navigation", navigating)
+    at.text_input(key="q").input(QUERY).run()
+    at.text_input(key="q").input("heated aircraft").run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert [m for m in at.markdown if m.value.startswith("**#1**")], "no result: nothing ran"
+    assert made == []
+    assert len(navigated) == 2 and len(navigated[0]) == 9
+    kept = {id(p) for p in pages.common._PAGES.values()}
+    first, second = ({id(p) for p in run} for run in navigated)
+    assert not first & second and not (first | second) & kept
+    assert [p.url_path for p in navigated[0]] == [p.url_path for p in navigated[1]]
