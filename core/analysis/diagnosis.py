@@ -36,7 +36,12 @@ import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict
 
 from core.analysis.rankers import Ranker, score_all
-from core.domain.bm25 import CorpusStats, ScoreExplanation, inverse_document_frequency
+from core.domain.bm25 import (
+    CorpusStats,
+    QueryScorer,
+    ScoreExplanation,
+    inverse_document_frequency,
+)
 from core.domain.metrics import ndcg_at_k
 from core.domain.places import Place
 from core.domain.ranking import LexicalCandidates
@@ -409,12 +414,9 @@ def _diagnosed(
     ndcg = ndcg_at_k(top_ids, dict(grades), k)
     relevant = sorted(c for c, g in grades.items() if g >= RELEVANT)
     asked = sorted(set(terms))
-    scorer = ranker.scorer(terms, full, weights) if kth_row is not None else None
-    kth_explained = (
-        scorer.explain(full.term_frequencies(kth_row), int(full.doc_lengths[kth_row]))
-        if scorer is not None and kth_row is not None
-        else None
-    )
+    # The scorer and the k-th's explanation once a passage is outranked (~20 us a query whose
+    # lost passages were all cut by the limit or mismatched did not need).
+    kth = functools.cache(lambda: _kth(ranker, terms, full, weights, kth_row))
     lost: list[LostPassage] = []
     shown = set(top_ids)
     for unit in relevant:
@@ -452,7 +454,8 @@ def _diagnosed(
                 )
             )
             continue
-        assert scorer is not None and kth_explained is not None and kth_row is not None
+        assert kth_row is not None
+        scorer, kth_explained = kth()
         mine = scorer.explain(full.term_frequencies(row), int(full.doc_lengths[row]))
         lost.append(
             LostPassage(
@@ -479,6 +482,19 @@ def _diagnosed(
         lost=lost,
         unjudged=unjudged,
     )
+
+
+def _kth(
+    ranker: Ranker,
+    terms: Sequence[str],
+    full: LexicalCandidates,
+    weights: Mapping[str, float] | None,
+    kth_row: int | None,
+) -> tuple[QueryScorer, ScoreExplanation]:
+    """The run's scorer and the k-th passage's explanation (``kth_row``: its row in ``full``)."""
+    assert kth_row is not None, "an outranked passage has a k-th above it"
+    scorer = ranker.scorer(terms, full, weights)
+    return scorer, scorer.explain(full.term_frequencies(kth_row), int(full.doc_lengths[kth_row]))
 
 
 def _matched(full: LexicalCandidates, row: int) -> int:

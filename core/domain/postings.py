@@ -181,15 +181,16 @@ def _first_rows(bits: Bits, most: int) -> npt.NDArray[np.int64]:
 
 
 def bit_selection(
-    bits: Sequence[Bits], levels: int, limit: int
+    bits: Sequence[Bits], levels: int, limit: int, counters: list[Bits] | None = None
 ) -> tuple[int, npt.NDArray[np.int64] | None]:
     """``matched_counts`` and ``truncation_order`` over rows numbered in chunk-id order, on
     bitsets: the rows matching any term, and the first ``limit`` of the order (None when
     ``limit`` is 0). The work is a few word operations per term and counter bit (N/64 words)
     and the words that hold the rows taken, where the count array costs every posting of the
     query's terms and an N-sized pass per level (at 1M passages the Zipf queries' postings
-    are ~1.7 N: ~17 ms a query on the shared machine against ~2 ms here)."""
-    counters = _counters(bits)
+    are ~1.7 N: ~17 ms a query on the shared machine against ~2 ms here). ``counters``:
+    ``_counters(bits)`` when the caller has them already."""
+    counters = _counters(bits) if counters is None else counters
     if not counters:
         return 0, np.empty(0, dtype=np.int64) if limit else None
     union = counters[0].copy()
@@ -421,10 +422,11 @@ def postings_candidate_steps(
             every = np.bitwise_or.reduce(sets)
             filtered_out = int(np.bitwise_count(every & ~allowed).sum(dtype=np.int64))
             sets = [each & allowed for each in sets]
-        counted = lambda: _counters(sets)  # noqa: E731 (a cut read's places count on them)
         yield
+        counters = _counters(sets)  # the selection's, and a cut read's places count on them
+        counted = lambda: counters  # noqa: E731
         unbounded = limit >= n_rows and admitted is None
-        matching, chosen = bit_selection(sets, len(terms), 0 if unbounded else limit)
+        matching, chosen = bit_selection(sets, len(terms), 0 if unbounded else limit, counters)
         if not matching or not limit:
             return candidates_of(
                 stats=stats, terms=tuple(terms), matching=matching, filtered_out=filtered_out
