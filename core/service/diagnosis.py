@@ -21,6 +21,8 @@ from __future__ import annotations
 import inspect
 from collections import Counter
 from collections.abc import Callable
+from contextlib import aclosing
+from functools import partial
 from typing import Final
 from uuid import UUID
 
@@ -60,6 +62,8 @@ from core.domain.ranking import LexicalCandidates
 from core.domain.tokenize import Profile, tokenize
 from core.service.common import (
     MAX_QUERY_TERMS,
+    READ_AHEAD,
+    READ_AHEAD_CELLS,
     UNLIMITED,
     bounded_candidates,
     check_diagnosed,
@@ -69,6 +73,7 @@ from core.service.common import (
     checked_terms,
     combine_judgments,
     judged_files,
+    read_ahead,
     workspace_profile,
 )
 from core.service.run_ranking import expansion_weights
@@ -183,43 +188,66 @@ class DiagnosisActions(StoreRunner):
     ) -> RunDiagnosis:
         tenant = await tenant_of(self._store, workspace)
         profile = await workspace_profile(self._store, workspace)
+        # Every query checked before the first is read (a refusal, not a diagnosis that dies
+        # half-way), then each read while the one before it is diagnosed, as an Evaluate
+        # reads (``read_ahead``): on PostgreSQL a query's round trips were waited for alone.
+        typed = {q: checked_terms(text, profile, f"query {q}") for q, text in queries.items()}
+        read = partial(self._diagnosis_read, typed, tenant, profile, limit, ranker, expand)
+        largest = max((len(set(terms)) for terms in typed.values()), default=0)
+        depth = READ_AHEAD if expand is None and largest * limit <= READ_AHEAD_CELLS else 0
         diagnosed: list[QueryDiagnosis] = []
-        for done, (query_id, text) in enumerate(queries.items(), 1):
-            terms = checked_terms(text, profile, f"query {query_id}")
-            judged = grades[query_id]
-            weights: dict[str, float] | None = None
-            try:
-                if expand is not None and terms:
-                    terms, weights = await self._diagnosed_expansion(
-                        terms, tenant, profile, limit, ranker, expand
-                    )
-                head = await bounded_candidates(self._store, terms, tenant, limit)
+        async with aclosing(read_ahead(read, queries, depth)) as reading:
+            async for query_id, (terms, weights, head) in reading:
+                text, judged = queries[query_id], grades[query_id]
                 cut = head.matching > len(head)
+                try:
+                    if by_document:
+                        sources = await self._sources(head, limit, tenant)
+                        rows = document_rows(sources, judged)
+                        past = await self._past_documents(head, terms, tenant, rows) if cut else {}
+                    else:
+                        past = await self._past(head, terms, tenant, judged) if cut else {}
+                except ValueError as exc:
+                    raise ValueError(f"query {query_id}: {exc}") from None
                 if by_document:
-                    sources = await self._sources(head, limit, tenant)
-                    rows = document_rows(sources, judged)
-                    past = await self._past_documents(head, terms, tenant, rows) if cut else {}
+                    diagnosed.append(
+                        diagnose_documents(
+                            query_id, text, terms, head, judged, k, limit, ranker, sources,
+                            rows, weights, past,
+                        )
+                    )  # fmt: skip
                 else:
-                    past = await self._past(head, terms, tenant, judged) if cut else {}
-            except ValueError as exc:
-                raise ValueError(f"query {query_id}: {exc}") from None
-            if by_document:
-                diagnosed.append(
-                    diagnose_documents(
-                        query_id, text, terms, head, judged, k, limit, ranker, sources, rows,
-                        weights, past,
+                    diagnosed.append(
+                        diagnose_query(
+                            query_id, text, terms, head, judged, k, limit, ranker, weights, past
+                        )
                     )
-                )  # fmt: skip
-            else:
-                diagnosed.append(
-                    diagnose_query(
-                        query_id, text, terms, head, judged, k, limit, ranker, weights, past
-                    )
-                )
-            report(done, len(queries), query_id)
-            await checkpoint()
+                report(len(diagnosed), len(queries), query_id)
+                await checkpoint()
         explained = await self._explained(diagnosed, tenant, profile, by_document)
         return summarise(k, limit, explained, None if expand is None else expand.label)
+
+    async def _diagnosis_read(
+        self,
+        typed: dict[str, list[str]],
+        tenant: UUID,
+        profile: Profile,
+        limit: int,
+        ranker: Ranker,
+        expand: ExpansionSpec | None,
+        query_id: str,
+    ) -> tuple[list[str], dict[str, float] | None, LexicalCandidates]:
+        """One query's terms (an expanded run's: expanded), their weights and its read at
+        ``limit``, Evaluate's."""
+        terms, weights = typed[query_id], None
+        try:
+            if expand is not None and terms:
+                terms, weights = await self._diagnosed_expansion(
+                    terms, tenant, profile, limit, ranker, expand
+                )
+            return terms, weights, await bounded_candidates(self._store, terms, tenant, limit)
+        except ValueError as exc:
+            raise ValueError(f"query {query_id}: {exc}") from None
 
     async def _diagnosed_expansion(
         self,

@@ -275,3 +275,30 @@ def test_a_query_judging_many_documents_past_the_limit_reads_them_a_few_hundred_
             assert (lost.position, lost.smallest_limit) == (why.position, why.position)
     finally:
         service.close()
+
+
+def test_a_diagnosis_reads_the_next_queries_while_it_diagnoses_one(
+    graded: tuple[LexplainService, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As an Evaluate reads (common.read_ahead): on PostgreSQL a query's round trips were
+    # waited for alone. The diagnosis is the one read one query at a time gives.
+    from core.service import diagnosis
+
+    service, ws = graded
+    alone = service.diagnose(SAMPLE_QUERY_SET, K, LIMIT, workspace=ws)
+    store, reads, seen = service._store, [], []
+    read, diagnose_query = store.lexical_candidates, diagnosis.diagnose_query
+
+    async def counted(*args: Any, **kwargs: Any) -> LexicalCandidates:
+        reads.append(args[0])
+        return await read(*args, **kwargs)
+
+    def noted(*args: Any, **kwargs: Any) -> Any:
+        seen.append(len(reads))
+        return diagnose_query(*args, **kwargs)
+
+    monkeypatch.setattr(store, "lexical_candidates", counted)
+    monkeypatch.setattr(diagnosis, "diagnose_query", noted)
+    ahead = service.diagnose(SAMPLE_QUERY_SET, K, LIMIT, workspace=ws)
+    assert seen[0] == 3, "two queries' reads under way when the first is diagnosed"
+    assert ahead == alone
