@@ -28,8 +28,9 @@ import bisect
 import functools
 import itertools
 from collections.abc import Callable, Mapping, Sequence
+from copy import copy
 from enum import StrEnum
-from typing import Final
+from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
@@ -43,6 +44,7 @@ from core.domain.bm25 import (
     inverse_document_frequency,
 )
 from core.domain.metrics import ndcg_at_k
+from core.domain.models import built
 from core.domain.places import Place
 from core.domain.ranking import LexicalCandidates
 
@@ -201,16 +203,19 @@ def _differences(
         either = a or b
         idf = either.idf if either is not None else inverse_document_frequency(term, stats)
         rows.append(
-            TermDifference(
-                term=term,
-                idf=idf,
-                lost_tf=a.tf if a else 0,
-                lost_tf_part=a.tf_part if a else 0.0,
-                lost_contribution=a.contribution if a else 0.0,
-                kth_tf=b.tf if b else 0,
-                kth_tf_part=b.tf_part if b else 0.0,
-                kth_contribution=b.contribution if b else 0.0,
-                gap=(b.contribution if b else 0.0) - (a.contribution if a else 0.0),
+            built(
+                TermDifference,
+                dict(
+                    term=term,
+                    idf=idf,
+                    lost_tf=a.tf if a else 0,
+                    lost_tf_part=a.tf_part if a else 0.0,
+                    lost_contribution=a.contribution if a else 0.0,
+                    kth_tf=b.tf if b else 0,
+                    kth_tf_part=b.tf_part if b else 0.0,
+                    kth_contribution=b.contribution if b else 0.0,
+                    gap=(b.contribution if b else 0.0) - (a.contribution if a else 0.0),
+                ),
             )
         )
     return sorted(rows, key=lambda r: (-r.gap, r.term))
@@ -427,8 +432,11 @@ def _diagnosed(
         placed = None if found else past.get(unit)
         if not found and placed is None:
             lost.append(
-                LostPassage(
-                    chunk_id=unit, grade=grade, cause=LostCause.VOCABULARY, missing_terms=asked
+                _lost(
+                    chunk_id=unit,
+                    grade=grade,
+                    cause=LostCause.VOCABULARY,
+                    missing_terms=list(asked),
                 )
             )
             continue
@@ -442,7 +450,7 @@ def _diagnosed(
         missing = [t for t in asked if t not in held]
         if row >= limit:
             lost.append(
-                LostPassage(
+                _lost(
                     chunk_id=unit,
                     grade=grade,
                     cause=LostCause.LIMIT,
@@ -458,7 +466,7 @@ def _diagnosed(
         scorer, kth_explained = kth()
         mine = scorer.explain(full.term_frequencies(row), int(full.doc_lengths[row]))
         lost.append(
-            LostPassage(
+            _lost(
                 chunk_id=unit,
                 grade=grade,
                 cause=LostCause.OUTRANKED,
@@ -481,6 +489,25 @@ def _diagnosed(
         relevant=len(relevant),
         lost=lost,
         unjudged=unjudged,
+    )
+
+
+#: What a lost passage holds when not said (``_lost``).
+_LOST_DEFAULTS: Final = {
+    name: info.default for name, info in LostPassage.model_fields.items() if not info.is_required()
+}
+
+
+def _lost(**values: Any) -> LostPassage:
+    """A ``LostPassage`` of values computed here (``built``, fields in declared order, a fresh
+    list for each default list): validating a model per lost passage, and pydantic's deep copy
+    of each default list, were ~7% of a diagnosis of 2,000 queries in memory."""
+    return built(
+        LostPassage,
+        {
+            name: values[name] if name in values else copy(_LOST_DEFAULTS[name])
+            for name in LostPassage.model_fields
+        },
     )
 
 
