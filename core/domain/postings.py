@@ -462,7 +462,7 @@ def postings_candidate_steps(
         source_pool=np.empty(0, dtype=object) if sources is None else sources,
         matching=matching,
         filtered_out=filtered_out,
-        places=place_lookup(postings, n_rows, ids, id_rank, id_rows, admitted, counted),
+        places=place_lookup(postings, n_rows, ids, id_rank, id_rows, admitted, counted, matching),
         **columns,
     )
 
