@@ -44,6 +44,20 @@ Bits = npt.NDArray[np.uint64]
 PlaceLookup = Callable[[Sequence[str]], dict[str, Place]]
 
 
+class BitLevels(NamedTuple):
+    """A read's levels as its selection counted them on bitsets (rows in chunk-id order)."""
+
+    #: The bit-sliced counter: ``counters[i]`` holds bit i of each row's count.
+    counters: Sequence[Bits]
+    #: The rows it counts (holding a term, admitted by the filter, if any).
+    matching: int
+
+
+#: Each row's level as the read counted it, the filter applied: its bit-sliced counter, or its
+#: count array (rows out of chunk-id order, or a query of many terms).
+LevelCount = BitLevels | npt.NDArray[np.int64]
+
+
 def level_bits(counters: Sequence[Bits], level: int) -> Bits:
     """The rows whose count is ``level`` (> 0, so no padding bit past the last row), from a
     bit-sliced counter (``counters[i]``: bit i of each row's count)."""
@@ -89,21 +103,16 @@ def _bit_positions(counters: Sequence[Bits], matching: int, at: Sequence[int]) -
 
 def place_lookup(
     postings: Sequence[tuple[npt.NDArray[np.int32], npt.NDArray[np.int32]]],
-    n_rows: int,
     ids: npt.NDArray[np.object_],
+    levels: LevelCount,
     id_rank: npt.NDArray[np.int64] | None = None,
     id_rows: npt.NDArray[np.int64] | None = None,
-    admitted: npt.NDArray[np.int64] | None = None,
-    counters: Callable[[], Sequence[Bits]] | None = None,
-    matching: int = 0,
 ) -> PlaceLookup:
-    """Places over the read's ``postings`` (each term's rows ascending and tfs), ``n_rows``
-    corpus rows with chunk ids ``ids``: rows numbered in chunk-id order (``id_rank`` None),
-    or ``id_rank`` each row's rank in that order and ``id_rows`` the rows in it (the
-    PostgreSQL image's ``live``). ``admitted``: a filter's rows, the only ones with a place.
-    ``counters`` (rows in chunk-id order): the bit-sliced counter of the read's term bitsets,
-    the filter applied, which places are then read from, with ``matching`` the rows it
-    counts (a filter's admitted ones). Nothing is computed until asked."""
+    """Places over the read's ``postings`` (each term's rows ascending and tfs) and ``levels``
+    (the read's own count of each row's terms, the filter applied: nothing is counted
+    again), rows with chunk ids ``ids``: numbered in chunk-id order (``id_rank`` None), or
+    ``id_rank`` each row's rank in that order and ``id_rows`` the rows in it (the PostgreSQL
+    image's ``live``). Nothing is computed until asked."""
 
     def row_of(chunk_id: str) -> int | None:
         if id_rank is None:  # row r holds the r-th id ascending
@@ -121,12 +130,10 @@ def place_lookup(
         if not rows:
             return {}
         at = list(rows.values())
-        if counters is not None:
-            positions = _bit_positions(counters(), matching, at)
+        if isinstance(levels, BitLevels):
+            positions = _bit_positions(levels.counters, levels.matching, at)
         else:
-            positions = _count_positions(
-                postings, n_rows, id_rank, admitted, np.array(at, dtype=np.int64)
-            ).tolist()
+            positions = _count_positions(levels, id_rank, np.array(at, dtype=np.int64)).tolist()
         # Each term's tf in each row: one search of its posting, with needles of the
         # posting's own dtype (int64 ones cast the whole int32 posting first).
         needles = np.array(at, dtype=np.int32)
@@ -150,23 +157,13 @@ def place_lookup(
 
 
 def _count_positions(
-    postings: Sequence[tuple[npt.NDArray[np.int32], npt.NDArray[np.int32]]],
-    n_rows: int,
+    counts: npt.NDArray[np.int64],
     id_rank: npt.NDArray[np.int64] | None,
-    admitted: npt.NDArray[np.int64] | None,
     at: npt.NDArray[np.int64],
 ) -> npt.NDArray[np.int64]:
-    """The place of each row of ``at``, -1 for a row of no level, from the count array (one
-    ``bincount`` of the postings): rows out of chunk-id order, or a query of many terms."""
+    """The place of each row of ``at``, -1 for a row of no level, from the read's count array
+    (each row's terms, 0 outside a filter)."""
     positions = np.full(len(at), -1, dtype=np.int64)
-    lists = [found for found, _ in postings if len(found)]
-    if not lists:
-        return positions
-    counts = np.bincount(np.concatenate(lists), minlength=n_rows)
-    if admitted is not None:
-        kept = np.zeros(n_rows, dtype=counts.dtype)
-        kept[admitted] = counts[admitted]
-        counts = kept
     levels = counts[at]
     for level in np.unique(levels[levels > 0]).tolist():
         mine = np.flatnonzero(levels == level)
@@ -191,4 +188,4 @@ def _count_positions(
     return positions
 
 
-__all__ = ["Bits", "Place", "PlaceLookup", "level_bits", "place_lookup"]
+__all__ = ["BitLevels", "Bits", "LevelCount", "Place", "PlaceLookup", "level_bits", "place_lookup"]

@@ -36,7 +36,7 @@ import numpy.typing as npt
 from core.domain.bm25 import CorpusStats, QueryScorer
 from core.domain.chunks import StoredChunk
 from core.domain.columns import candidates_of
-from core.domain.places import Bits, level_bits, place_lookup
+from core.domain.places import BitLevels, Bits, LevelCount, level_bits, place_lookup
 from core.domain.ranking import LexicalCandidates
 from core.domain.steps import Steps, finish
 from core.domain.unlimited import UnlimitedCandidates, corpus_scores, top_corpus_rows
@@ -409,7 +409,9 @@ def postings_candidate_steps(
     n_rows = len(doc_lengths)
     filtered_out = 0
     every_bits: list[tuple[int, Bits]] | None = None
-    counted: Callable[[], list[Bits]] | None = None
+    # Each row's level, as the selection counted it (the filter applied): a cut read's places
+    # are read from the same one, the bit-sliced counter or the count array.
+    levels: LevelCount
     if id_rank is None and len(terms) <= BIT_TERMS:
         every_bits = [
             (j, posting_bits(rows, n_rows) if bits is None else bits(j))
@@ -423,8 +425,7 @@ def postings_candidate_steps(
             filtered_out = int(np.bitwise_count(every & ~allowed).sum(dtype=np.int64))
             sets = [each & allowed for each in sets]
         yield
-        counters = _counters(sets)  # the selection's, and a cut read's places count on them
-        counted = lambda: counters  # noqa: E731
+        counters = _counters(sets)
         unbounded = limit >= n_rows and admitted is None
         matching, chosen = bit_selection(sets, len(terms), 0 if unbounded else limit, counters)
         if not matching or not limit:
@@ -437,7 +438,7 @@ def postings_candidate_steps(
                 kept_scores,
             )  # fmt: skip
         assert chosen is not None
-        selected = chosen
+        selected, levels = chosen, BitLevels(counters, matching)
     else:
         counts = matched_counts(postings, n_rows)
         if admitted is not None:
@@ -451,7 +452,7 @@ def postings_candidate_steps(
                 stats=stats, terms=tuple(terms), matching=matching, filtered_out=filtered_out
             )
         yield
-        selected = truncation_order(counts, len(terms), limit, id_rank)
+        selected, levels = truncation_order(counts, len(terms), limit, id_rank), counts
     yield
 
     columns = yield from _column_steps(postings, every_bits, selected, doc_lengths, chunks, id_rank)
@@ -462,7 +463,7 @@ def postings_candidate_steps(
         source_pool=np.empty(0, dtype=object) if sources is None else sources,
         matching=matching,
         filtered_out=filtered_out,
-        places=place_lookup(postings, n_rows, ids, id_rank, id_rows, admitted, counted, matching),
+        places=place_lookup(postings, ids, levels, id_rank, id_rows),
         **columns,
     )
 
