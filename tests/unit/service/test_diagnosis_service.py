@@ -302,3 +302,24 @@ def test_a_diagnosis_reads_the_next_queries_while_it_diagnoses_one(
     ahead = service.diagnose(SAMPLE_QUERY_SET, K, LIMIT, workspace=ws)
     assert seen[0] == 3, "two queries' reads under way when the first is diagnosed"
     assert ahead == alone
+
+
+@pytest.mark.parametrize("by_document", [False, True])
+def test_a_store_whose_reads_do_not_place_is_diagnosed_alike_from_an_unlimited_read(
+    graded: tuple[LexplainService, str], monkeypatch: pytest.MonkeyPatch, by_document: bool
+) -> None:
+    # The fallback of _placed: a cut read without places (a store not built on the kernel).
+    service, ws = graded
+    placed = service.diagnose(SAMPLE_QUERY_SET, K, LIMIT, workspace=ws, by_document=by_document)
+    store = service._store
+    read = store.lexical_candidates
+
+    async def unplaced(*args: Any, **kwargs: Any) -> LexicalCandidates:
+        return (await read(*args, **kwargs)).model_copy(update={"places": None})
+
+    monkeypatch.setattr(store, "lexical_candidates", unplaced)
+    assert (
+        service.diagnose(SAMPLE_QUERY_SET, K, LIMIT, workspace=ws, by_document=by_document)
+        == placed
+    )
+    assert placed.by_cause[LostCause.LIMIT] > 0
