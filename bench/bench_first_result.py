@@ -96,10 +96,10 @@ BUTTON_JS = """() => [...document.querySelectorAll('button')].some(
 LOADED_JS = f"""() => document.body.textContent.includes({json.dumps(LOADED)})"""
 #: The first result's passage (marked text) is drawn.
 RESULT_JS = """() => document.querySelector('.lx-passage') !== null"""
-#: The first "why this score" holds its table with a size (the app's data frame, or an HTML
-#: table: what a ``--patch`` measured instead).
+#: The first "why this score" holds its table with a size: the ``<details>`` in the first
+#: result's card (opened by the browser), or, on older builds, an expander's data frame or table.
 TABLE_JS = """() => {
-  const why = [...document.querySelectorAll('[data-testid="stExpander"]')].find(
+  const why = [...document.querySelectorAll('details')].find(
     e => e.querySelector('summary')?.textContent.includes('why this score'));
   const table = why?.querySelector('[data-testid="stDataFrame"], table');
   return !!table && table.getBoundingClientRect().height > 0;

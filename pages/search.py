@@ -16,11 +16,9 @@ import hashlib
 
 import streamlit as st
 
+from core.analysis.explanation_html import ALL_CLASS, details_html, why_details_html
 from core.analysis.presentation import (
     CANDIDATE_ORDER,
-    COLUMN_DECIMALS,
-    FORMULA,
-    IDF_FORMULA,
     SCORE_NOTE,
     chip_html,
     clip_end,
@@ -28,7 +26,6 @@ from core.analysis.presentation import (
     contribution_bar_html,
     explanation_markdown,
     explanation_rows,
-    formula_lines,
     highlight_html,
     mark_counts,
     stemming_line,
@@ -36,6 +33,7 @@ from core.analysis.presentation import (
     term_spans,
 )
 from core.analysis.sentences import (
+    COLUMN_DECIMALS,
     EMPTY_QUERY_NOTE,
     EMPTY_REASON_SENTENCES,
     SPACES_QUERY_NOTE,
@@ -260,8 +258,9 @@ def render_passage(
     colours: dict[str, str],
     grading: tuple[str, dict[str, int]] | None = None,
 ) -> None:
-    """One result: its card, and the controls that open its long text and its explanation.
-    ``scale`` (the top score) and ``colours`` (one per marked term) are the result list's."""
+    """One result: its card, which holds its long text and its explanation closed, and its
+    grade. ``scale`` (the top score) and ``colours`` (one per marked term) are the result
+    list's."""
     chunk = passage.chunk
     marked = marked_terms(result)
     spans = term_spans(chunk.text, marked, result.profile)
@@ -291,12 +290,23 @@ def render_passage(
         if passage.entities
         else ""
     )
-    # The first result's text carries the stylesheet of every mark, bar and chip on the page
-    # (core's PASSAGE_STYLE): styled inline, they were ~1.2 KB of each card's ~4 KB.
-    # One element for the header, bar, text, marks and entities, and no bordered box around
-    # the result: each element is a message the server builds, hashes and sends and the browser
-    # lays out, ~0.1 ms of server time apiece (bench/bench_rerun.py); the box was ten of a
-    # rerun's ~60. The expanders below a result's text are its own (the next starts at #).
+    # The first result's text carries the stylesheet of every mark, bar, chip and details on
+    # the page (core's PASSAGE_STYLE): styled inline, they were ~1.2 KB of each card's ~4 KB.
+    # One element for the header, bar, text, marks, entities, the whole text and the
+    # explanation: each element is a message the server builds, hashes and sends and the
+    # browser lays out, ~0.1 ms of server time apiece (bench/bench_rerun.py). "show all" and
+    # "why this score" are HTML <details> the browser opens without asking the server: as
+    # tracked expanders they were two elements a result and a full rerun per opening.
+    whole = (
+        details_html(
+            f"show all ({len(chunk.text):,} characters)",
+            highlight_html(chunk.text, spans, colours, styled=False),
+            ALL_CLASS,
+        )
+        + "\n\n"
+        if end < len(chunk.text)
+        else ""
+    )
     st.markdown(
         f"**#{passage.rank}** {moved}&nbsp; **{score_text(passage.score)}** &nbsp; "
         f"source {escape_text(chunk.source_id)} · passage {chunk.chunk_index + 1} · "
@@ -304,41 +314,16 @@ def render_passage(
         + contribution_bar_html(passage.explanation, colours, scale)
         + "\n\n"
         + highlight_html(chunk.text, spans, colours, end, styled=passage is result.passages[0])
-        + f'\n\n<div class="lx-marks">{marks}</div>'
-        + entities,
+        + "\n\n"
+        + whole
+        + f'<div class="lx-marks">{marks}</div>'
+        + entities
+        + "\n\n"
+        + why_details_html(passage.explanation),
         unsafe_allow_html=True,
     )
-    if end < len(chunk.text):
-        full = st.expander(
-            f"show all ({len(chunk.text):,} characters)",
-            key=f"all-{passage.rank}",
-            on_change="rerun",
-        )
-        if full.open:
-            full.markdown(highlight_html(chunk.text, spans, colours), unsafe_allow_html=True)
     if grading is not None:
         render_grade(passage, result.query, grading)
-    # Built only when opened: ten tables per rerun that nobody looked at were most of a
-    # rerun's server time once the bars were plain HTML.
-    why = st.expander("why this score", key=f"why-{passage.rank}", on_change="rerun")
-    if why.open:
-        with why:
-            render_explanation(passage)
-
-
-def render_explanation(passage: RankedPassage) -> None:
-    part = passage.explanation
-    st.markdown(
-        f"`{FORMULA}` &nbsp; k1 = {passage.explanation.k1:g}, "
-        f"b = {passage.explanation.b:g}  \n"
-        f"`{IDF_FORMULA}` &nbsp; N = {part.n_docs:,}, "
-        f"avgdl = {part.avg_doc_length:.2f}, dl = {part.doc_length}"
-    )
-    if part.weights:
-        st.markdown("Expanded query: each contribution is weight × idf × TF part.")
-    explanation_table(passage.explanation)
-    st.code("\n".join(formula_lines(passage.explanation)), language=None, wrap_lines=True)
-    st.caption(SCORE_NOTE)
 
 
 def render_compare(result: SearchResult) -> None:
@@ -468,10 +453,10 @@ def render_why_not(result: SearchResult) -> None:
 
 @st.fragment
 def render_results(result: SearchResult) -> None:
-    """The results and what opens on them: opening an explanation, a long text or the
-    comparison, or grading, reruns only this part (Streamlit keeps ``result`` from the run
-    that drew it), not the frame, the sidebar and the search (bench/bench_users.py: half an
-    analyst's runs)."""
+    """The results and what opens on them: opening the comparison, or grading, reruns only
+    this part (Streamlit keeps ``result`` from the run that drew it), not the frame, the
+    sidebar and the search (bench/bench_users.py: half an analyst's runs). An explanation or
+    a long text opens in the browser, with no rerun at all."""
     # Above the results: an answer below ten long passages went unseen.
     render_why_not(result)
     st.caption(SCORE_NOTE)

@@ -119,11 +119,10 @@ def take(url: str, out: Path) -> None:
         box.press("Enter")
         settle(page)
         expect(page.locator(".lx-bar")).to_have_count(10)
-        page.get_by_text("why this score").first.click()
-        expect(page.get_by_text("= the score above").first).to_be_visible()
-        settle(page)
-        expect(page.get_by_test_id("stDataFrame").first).to_be_visible()  # the term table
-        page.wait_for_timeout(700)  # canvas tables draw after the run ends
+        why = page.locator("details.lx-why").first  # opened by the browser: no rerun
+        why.locator("summary").click()
+        expect(why.get_by_text("= the score above")).to_be_visible()
+        expect(why.locator("table")).to_be_visible()  # the term table
         page.screenshot(path=str(out))
         browser.close()
 

@@ -6,6 +6,7 @@ judgments rather than one score; the service reads what they need and hands them
 Modules:
 
 - ``diagnosis``: Why each relevant passage was lost: one cause per passage, from the run's own …
+- ``explanation_html``: A result's "why this score" and "show all" as HTML ``<details>`` inside …
 - ``expansion``: Query expansion by pseudo-relevance feedback (RM3), each weight with its source
 - ``evaluation``: Judged evaluation: read queries and relevance judgments, score a run per query
 - ``judgment_files``: Query sets and judgments in and out, in the formats analysts already exchange

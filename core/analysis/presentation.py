@@ -30,9 +30,7 @@ from typing import Final
 
 from pydantic import BaseModel, ConfigDict
 
-from core.analysis.sentences import (
-    escape_text,
-)
+from core.analysis.sentences import escape_text, table_cell
 from core.domain.bm25 import IdfForm, ScoreExplanation, TermContribution
 from core.domain.models import built
 from core.domain.tokenize import (
@@ -94,15 +92,19 @@ SCORE_NOTE: Final = (
 )
 
 
-#: The one stylesheet of marks, contribution bars and chips (a mark carries only its colours,
-#: --c and --b): inline, they were ~1.2 KB of a Search card's ~4 KB, ~27 us a KB a rerun (issue 50).
+#: The one stylesheet of marks, contribution bars, chips and a card's details (a mark carries
+#: only its colours, --c and --b): inline, they were ~1.2 KB of a Search card's ~4 KB, ~27 us
+#: a KB a rerun (issue 50).
 PASSAGE_STYLE: Final = (
     "<style>.lx-passage{line-height:1.6}.lx-passage mark.lx-mark{background:var(--b);"
     "border-bottom:2px solid var(--c);padding:0 1px}.lx-bar{display:"
     "flex;height:1.6em;line-height:1.6em;font-size:0.8em;margin:2px 0 6px 0}.lx-bar span.lx-seg"
     "{color:#fff;overflow:hidden;white-space:nowrap;text-overflow:clip;padding:0 4px;box-sizing:"
     "border-box}.lx-chip{display:inline-block;border:1px solid #999;border-radius:10px;padding:"
-    "0 8px;margin:2px;font-size:0.85em}.lx-marks{font-size:0.875rem;opacity:0.6}</style>"
+    "0 8px;margin:2px;font-size:0.85em}.lx-marks,.lx-note{font-size:0.875rem;opacity:0.6}"
+    ".lx-why>summary,.lx-all>summary{cursor:pointer;font-size:0.875rem;margin:2px 0}"
+    ".lx-why :is(td,th){text-align:right}.lx-why :is(td,th):first-child{text-align:left}"
+    ".lx-formulas{font-family:monospace;font-size:0.8em;margin:0 0 8px 0}</style>"
 )
 
 
@@ -454,14 +456,6 @@ def explanation_rows(
     return [{name: row[name] for name in columns} for row in rows]
 
 
-#: Decimals of each fractional column of an explanation or expansion table (the screens' one
-#: format, for Markdown tables and data frames alike).
-COLUMN_DECIMALS: Final = {
-    "weight": 4, "idf": 4, "avgdl": 2, "TF part": 4, "contribution": 4, "query part": 4,
-    "feedback part": 4,
-}  # fmt: skip
-
-
 def explanation_markdown(rows: Sequence[Mapping[str, object]]) -> str:
     """``explanation_rows`` as a Markdown table: text cells escaped, counts with thousands
     separators, fractions at ``COLUMN_DECIMALS``. Drawn as HTML rather than a data frame:
@@ -471,19 +465,9 @@ def explanation_markdown(rows: Sequence[Mapping[str, object]]) -> str:
     if not rows:
         return ""
     columns = list(rows[0])
-
-    def cell(column: str, value: object) -> str:
-        if isinstance(value, float) and column in COLUMN_DECIMALS:
-            return f"{value:.{COLUMN_DECIMALS[column]}f}"
-        if isinstance(value, int):
-            return f"{value:,}"
-        if isinstance(value, float):
-            return f"{value:g}"
-        return escape_text(str(value)).replace("|", "&#124;")
-
     aligned = ["---" if column == "term" else "---:" for column in columns]
     lines = ["| " + " | ".join(columns) + " |", "| " + " | ".join(aligned) + " |"]
-    lines += ["| " + " | ".join(cell(c, row[c]) for c in columns) + " |" for row in rows]
+    lines += ["| " + " | ".join(table_cell(c, row[c]) for c in columns) + " |" for row in rows]
     return "\n".join(lines)
 
 

@@ -193,6 +193,31 @@ def score_text(score: float) -> str:
     return f"{score:.{SCORE_PLACES}f}"
 
 
+#: Decimals of each fractional column of an explanation or expansion table (the screens' one
+#: format, for Markdown tables, HTML tables and data frames alike).
+COLUMN_DECIMALS: Final = {
+    "weight": 4, "idf": 4, "avgdl": 2, "TF part": 4, "contribution": 4, "query part": 4,
+    "feedback part": 4,
+}  # fmt: skip
+
+
+def cell_spec(column: str, value: object) -> str:
+    """The format spec of ``column``'s cell holding ``value``: fractions at ``COLUMN_DECIMALS``,
+    counts with thousands separators, other numbers ``g``, text as it is (escaped first)."""
+    if isinstance(value, float) and column in COLUMN_DECIMALS:
+        return f".{COLUMN_DECIMALS[column]}f"
+    if isinstance(value, int):
+        return ","
+    return "g" if isinstance(value, float) else ""
+
+
+def table_cell(column: str, value: object) -> str:
+    """One cell of an explanation table as shown (``cell_spec``; text escaped): one rule for
+    the Markdown table and the HTML table."""
+    shown = value if isinstance(value, int | float) else escape_text(str(value))
+    return format(shown, cell_spec(column, value))
+
+
 def shown_of_matching(shown: int, matching: int, filtered: bool) -> str:
     """ "**10 shown** of 631 matching passages" (English for one or many; "the filter admits"
     when a filter decided the candidates): it read "1 of 1 matching passages admitted shown"."""

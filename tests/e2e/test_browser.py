@@ -196,6 +196,8 @@ def test_a_newcomer_loads_the_sample_searches_and_reads_an_explanation(
     server: str, page: Page, cranfield_184: tuple[dict[str, int], float]
 ) -> None:
     tf, score = cranfield_184
+    sent: list[object] = []  # what the page sends the server over its websocket
+    page.on("websocket", lambda socket: socket.on("framesent", lambda m: sent.append(m)))
     open_workspace(page, f"{server}/?ws=e2e", "e2e")
     # One heading, waited for: the first request's run and the rerun that frames it each drew
     # one, and under load the stale copy lingered (strict mode saw two; fresh-clone CI, load 4).
@@ -228,9 +230,20 @@ def test_a_newcomer_loads_the_sample_searches_and_reads_an_explanation(
     assert page.get_by_text(f"{score:.2f}").count() >= 1
     assert "q=what+similarity" in page.url and "ws=e2e" in page.url
 
-    page.get_by_text("why this score").first.click()
-    expect(page.get_by_text("aeroelastic: 4.44", exact=False).first).to_be_visible()
-    expect(page.get_by_text("divided by 2.2", exact=False).first).to_be_visible()
+    # "why this score" is a <details> in the card: the browser opens it, the server hears
+    # nothing (as a tracked expander, each opening was a rerun).
+    why = page.locator("details.lx-why").first
+    expect(why.locator("table")).not_to_be_visible()
+    before = len(sent)
+    assert before, "the websocket was not heard: the query typed above was a message"
+    why.locator("summary").click()
+    expect(why).to_have_attribute("open", "")
+    expect(why.get_by_text("aeroelastic: 4.44", exact=False)).to_be_visible()
+    expect(why.get_by_text("divided by 2.2", exact=False)).to_be_visible()
+    expect(why.locator("tbody tr")).to_have_count(len(set(tokenize(QUERY))))
+    expect(why.locator("tbody tr").first.locator("td").first).to_have_text("aeroelastic")
+    page.wait_for_timeout(500)
+    assert len(sent) == before, "opening an explanation sent the server a message"
     shot(page, "search")  # the README's picture is scripts/screenshot.py's, on the embedded store
 
 
@@ -315,11 +328,12 @@ def test_screens_with_tables_are_saved_at_1280_px_for_a_look(server: str, page: 
     expect(page.locator(".lx-bar")).to_have_count(5)
     expect(page.get_by_role("textbox", name="Query")).to_have_value(QUERY)
     shot(page, "search-results")
-    page.get_by_text("why this score").first.click()
+    summary = page.locator("details.lx-why > summary").first
+    summary.click()
     expect(page.get_by_text("= the score above").first).to_be_visible()
-    page.get_by_text("why this score").first.evaluate("e => e.scrollIntoView({block: 'start'})")
+    summary.evaluate("e => e.scrollIntoView({block: 'start'})")
     shot(page, "why-this-score")
-    page.get_by_text("why this score").first.click()
+    summary.click()
     page.get_by_text("Compare two results").click()
     expect(page.get_by_text("#1 outscores #2").first).to_be_visible()
     page.get_by_text("Compare two results").evaluate("e => e.scrollIntoView({block: 'start'})")

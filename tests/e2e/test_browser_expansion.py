@@ -38,11 +38,10 @@ def test_a_newcomer_expands_query_1_with_rm3_and_measures_it_on_runs(
     expect(page.get_by_text("Expanded query", exact=False).first).to_be_visible()
     expect(page.get_by_text("flutter", exact=False).first).to_be_visible()
     expect(page.get_by_text("entered the top 10 by", exact=False).first).to_be_visible()
-    page.get_by_text("why this score").first.click()
-    settle(page)
-    expect(
-        page.get_by_text("each contribution is weight × idf × TF part", exact=False)
-    ).to_be_visible()
+    why = page.locator("details.lx-why").first  # opened in the browser: no rerun to settle
+    why.locator("summary").click()
+    expect(why.get_by_text("each contribution is weight × idf × TF part")).to_be_visible()
+    expect(why.locator("th", has_text="weight")).to_be_visible()
     shot(page, "search-rm3")
 
     page.goto(f"{server}/runs?ws=expanded")

@@ -27,7 +27,7 @@ from core.domain.tokenize import tokenize
 from core.ingest.readers import read_file
 from core.service import MAX_QUERY_TERMS, SAMPLE_QUERY
 from pages.common import get_service
-from tests.fixtures.screens import explanation_cells
+from tests.fixtures.screens import cards, html_cells, shown_text, why_html
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = str(ROOT / "app.py")
@@ -103,16 +103,17 @@ def headers(at: AppTest) -> list[tuple[int, str, str, int, int, int]]:
 
 
 def passage_html(at: AppTest) -> list[str]:
-    """Each passage's full text (after its contribution bar; a clipped view is followed by its
-    "show all" view once that is opened)."""
+    """Each passage's full text (after its contribution bar; a clipped view is followed by the
+    whole text inside its card's "show all" details)."""
     found = []
     for value in markdown(at):
         start = value.find('<div class="lx-passage"')
-        if start < 0:
-            continue
-        passage = value[start : value.index("</div>", start) + len("</div>")]
-        if not passage.endswith(" …</div>"):
-            found.append(passage)
+        while start >= 0:
+            passage = value[start : value.index("</div>", start) + len("</div>")]
+            if not passage.endswith(" …</div>"):
+                found.append(passage)
+                break
+            start = value.find('<div class="lx-passage"', start + 1)
     return found
 
 
@@ -123,12 +124,6 @@ def bars(at: AppTest) -> list[list[tuple[str, float, str]]]:
         for value in markdown(at)
         if '<div class="lx-bar"' in value
     ]
-
-
-def open_explanation(at: AppTest, rank: int) -> AppTest:
-    """Open "why this score" of result ``rank`` (built only when open) and rerun."""
-    at.session_state[f"why-{rank}"] = True
-    return at.run()
 
 
 def table_with(at: AppTest, column: str) -> list[dict[str, Any]]:
@@ -203,30 +198,32 @@ def test_cranfield_query_1_shows_core_ranking_and_explanations(
     assert f"**10 shown** of {expected.matching:,} matching passages" in text
 
     # Marks per term equal the tf the explanation used, for every result (a long passage's
-    # whole text is built when its "show all" is opened).
-    clipped = [rank for rank, *_ in shown if f"all-{rank}" in at.session_state]
+    # whole text is in its card's "show all" details, which the browser opens).
+    clipped = [card for card in cards(at) if '<details class="lx-all"><summary>show all (' in card]
     assert clipped, "Cranfield query 1 shows at least one passage too long to show whole"
-    for rank in clipped:
-        at.session_state[f"all-{rank}"] = True
-    at.run()
     for html, (_, _, source, *_) in zip(passage_html(at), shown, strict=True):
         tf = {p.term: p.tf for p in expected.explanations[source].terms if p.tf}
         assert dict(Counter(MARK.findall(html))) == tf
 
-    # The explanation table of #1 carries core's numbers unchanged; the total is stated
-    # above it (a total row at the bottom of a scrolled table went unseen, with None cells).
-    # Explanations are built only when opened.
+    # The explanation of #1, in its card's "why this score" details (the browser opens it:
+    # no element, no rerun), carries core's numbers unchanged; the total is stated above the
+    # table (a total row at the bottom of a scrolled table went unseen, with None cells).
     assert not at.dataframe and not at.code
-    open_explanation(at, 1)
-    no_exception(at)
+    assert "why this score" not in [e.label for e in at.expander]
     explanation = expected.explanations["184"]
-    table = explanation_cells(at)
+    why = why_html(cards(at)[0])
+    table = html_cells(why)
     assert all("" not in row.values() for row in table)
     assert len(table) == len(explanation.every_term())
+    said = shown_text(why)
     assert (
-        f"**total = {explanation.score:.4f}** = the score above "
-        "(the sum of the contribution column)"
-    ) in markdown(at)
+        f"total = {explanation.score:.4f} = the score above (the sum of the contribution column)"
+    ) in said
+    assert "k1 = 1.2, b = 0.75" in said
+    assert (
+        f"N = {explanation.n_docs:,}, avgdl = {explanation.avg_doc_length:.2f}, "
+        f"dl = {explanation.doc_length}"
+    ) in said
     by_term = {r["term"]: r for r in table}
     for part in explanation.every_term():  # core's numbers, in the screens' one format
         row = by_term[part.term]
@@ -239,13 +236,13 @@ def test_cranfield_query_1_shows_core_ranking_and_explanations(
         assert row["idf"] == f"{part.idf:.4f}"
         assert row["avgdl"] == f"{part.avg_doc_length:.2f}"
         assert row["contribution"] == f"{part.contribution:.4f}"
-    formula = at.code[0].value
     aero = next(p for p in explanation.terms if p.term == "aeroelastic")
     assert (
         f"aeroelastic: {aero.idf:.4f} × 4·2.2 / (4 + 1.2·(0.25 + 0.75·96/"
         f"{aero.avg_doc_length:.2f})) = {aero.idf:.4f} × {aero.tf_part:.4f} = "
         f"{aero.contribution:.4f}"
-    ) in formula
+    ) in said
+    assert "divided by 2.2" in said
     assert any("divided by 2.2" in c.value for c in at.caption)
     assert any("only comparable within one result list" in c.value for c in at.caption)
 

@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 from core.service import ExpansionSpec, expansion_rows
 from pages.common import get_service
-from tests.fixtures.screens import explanation_cells
+from tests.fixtures.screens import cards, html_cells, shown_text, why_html
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 #: Cranfield query 1.
@@ -56,9 +56,9 @@ def test_an_rm3_search_shows_its_expanded_query_and_where_each_passage_stood(
         if passage.brought_by:
             assert f"entered the top 10 by “{passage.brought_by}”" in text
     assert any(p.brought_by for p in expected.passages), "RM3 brought no passage in on query 1"
-    at.session_state["why-1"] = True
-    at.run()
-    rows = explanation_cells(at)
+    why = why_html(cards(at)[0])
+    assert "Expanded query: each contribution is weight × idf × TF part." in shown_text(why)
+    rows = html_cells(why)
     top = expected.passages[0].explanation
     assert {r["term"]: (r["weight"], r["contribution"]) for r in rows} == {
         p.term: (f"{p.weight:.4f}", f"{p.contribution:.4f}") for p in top.every_term()
@@ -72,9 +72,8 @@ def test_without_expansion_search_shows_no_expansion_and_no_weight_column(
     assert not at.exception
     assert not any("feedback part" in f.value.columns for f in at.dataframe)
     assert "Expanded query" not in "\n".join(m.value for m in at.markdown)
-    at.session_state["why-1"] = True
-    at.run()
     assert not any("weight" in f.value.columns for f in at.dataframe)
+    assert "weight" not in html_cells(why_html(cards(at)[0]))[0]
 
 
 def test_from_my_grades_expands_with_the_querys_graded_passages_and_says_what_it_learned_from(
