@@ -216,6 +216,7 @@ def _differences(
                     kth_contribution=b.contribution if b else 0.0,
                     gap=(b.contribution if b else 0.0) - (a.contribution if a else 0.0),
                 ),
+                _FIELDS[TermDifference],
             )
         )
     return sorted(rows, key=lambda r: (-r.gap, r.term))
@@ -481,33 +482,49 @@ def _diagnosed(
             )
         )
     unjudged = [unit for unit in top_ids if unit not in grades]
-    return QueryDiagnosis(
-        query_id=query_id,
-        query=query,
-        ndcg=ndcg,
-        ndcg_lost=1.0 - ndcg if relevant else 0.0,
-        relevant=len(relevant),
-        lost=lost,
-        unjudged=unjudged,
+    return built(
+        QueryDiagnosis,
+        {
+            "query_id": query_id,
+            "query": query,
+            "ndcg": ndcg,
+            "ndcg_lost": 1.0 - ndcg if relevant else 0.0,
+            "relevant": len(relevant),
+            "lost": lost,
+            "unjudged": unjudged,
+        },
+        _FIELDS[QueryDiagnosis],
     )
 
 
+#: Each frozen model's fields set, shared by every one built here (``built``'s ``fields``): a
+#: diagnosis of 2,000 queries keeps ~14k of them alive (a set each, ~200 bytes), and its
+#: survivors, 63k objects, made the collector walk the whole process once more (~0.1 s at
+#: issue 49's probes: each full collection is a walk of every tracked object).
+_FIELDS: Final = {
+    model: set(model.model_fields) for model in (LostPassage, TermDifference, QueryDiagnosis)
+}
 #: What a lost passage holds when not said (``_lost``).
 _LOST_DEFAULTS: Final = {
-    name: info.default for name, info in LostPassage.model_fields.items() if not info.is_required()
+    name: copy(info.default)  # its own, not the field's
+    for name, info in LostPassage.model_fields.items()
+    if not info.is_required()
 }
 
 
 def _lost(**values: Any) -> LostPassage:
-    """A ``LostPassage`` of values computed here (``built``, fields in declared order, a fresh
-    list for each default list): validating a model per lost passage, and pydantic's deep copy
-    of each default list, were ~7% of a diagnosis of 2,000 queries in memory."""
+    """A ``LostPassage`` of values computed here (``built``, fields in declared order, each
+    default one object shared by every lost passage built here): validating a model per lost
+    passage, and pydantic's deep copy of each default list, were ~7% of a diagnosis of 2,000
+    queries in memory, and the empty lists 13k of its survivors (``_FIELDS``). Nothing
+    mutates a frozen model's list: a change is a ``model_copy(update=...)``, a new list."""
     return built(
         LostPassage,
         {
-            name: values[name] if name in values else copy(_LOST_DEFAULTS[name])
+            name: values[name] if name in values else _LOST_DEFAULTS[name]
             for name in LostPassage.model_fields
         },
+        _FIELDS[LostPassage],
     )
 
 

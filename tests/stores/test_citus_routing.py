@@ -223,6 +223,7 @@ def calls(store: ChunkStore, tenant: UUID, other: UUID) -> dict[str, Callable[[]
         "get_by_entity": lambda: store.get_by_entity(entity.entity_id, tenant),
         "get_by_sources": lambda: store.get_by_sources(["a", "b"], tenant),
         "source_ids": lambda: store.source_ids([c.id for c in a], tenant),
+        "passage_ids_by_source": lambda: store.passage_ids_by_source(["a", "b"], tenant),
         "lexical_candidates": lambda: store.lexical_candidates(["ocean", "tides"], tenant, 10),
         "list_sources": lambda: store.list_sources(tenant),
         "source_passage_counts": lambda: store.source_passage_counts(tenant),

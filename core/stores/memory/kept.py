@@ -31,6 +31,7 @@ Kept = tuple[str, str, int, int, int, tuple[UUID, ...], bytes | None, str]
 #: Positions of a ``Kept``'s fields.
 SOURCE_ID: Final = 0
 TEXT: Final = 1
+CHUNK_INDEX: Final = 2
 ENTITY_IDS: Final = 5
 METADATA: Final = 6
 ID: Final = 7

@@ -60,7 +60,7 @@ from core.domain.postings import (
 from core.domain.ranking import LexicalCandidates
 from core.domain.steps import Steps, finish
 from core.stores.memory.index import CHUNK_ID, Image, Ints, Objects, Segment, Since, shared_slots
-from core.stores.memory.kept import SOURCE_ID, kept_metadata, passage_copy
+from core.stores.memory.kept import CHUNK_INDEX, ID, SOURCE_ID, kept_metadata, passage_copy
 
 #: Passages a metadata filter reads between two checkpoints (~1 us each).
 LOOKUP_ROWS: Final = 4_096
@@ -400,6 +400,18 @@ def passages_of(
             (passage_copy(image.chunks[row], tenant_id) for row in rows),
             key=lambda chunk: (chunk.chunk_index, chunk.id),
         )
+        for source, rows in zip(wanted, found, strict=True)
+        if rows
+    }
+
+
+def passage_ids(image: Image, source_ids: Sequence[str]) -> dict[str, list[str]]:
+    """``passages_of``'s passages' ids alone (``PassageStore.passage_ids_by_source``): no copy."""
+    wanted = list(dict.fromkeys(source_ids))
+    found, _ = image.rows_of_sources(wanted)
+    order, chunks = operator.itemgetter(CHUNK_INDEX, ID), image.chunks
+    return {
+        source: [kept[ID] for kept in sorted((chunks[row] for row in rows), key=order)]
         for source, rows in zip(wanted, found, strict=True)
         if rows
     }

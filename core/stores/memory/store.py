@@ -70,7 +70,7 @@ from core.stores.memory.kept import (
     kept_passage,
     passage_copy,
 )
-from core.stores.memory.reads import admitted_rows, passages_of, read_view, sources_of
+from core.stores.memory.reads import admitted_rows, passage_ids, passages_of, read_view, sources_of
 from core.stores.memory.workspaces import InMemoryWorkspaces
 from core.stores.memory.writer import TEXT_PIECE_CHARS, TEXT_STEP_CHARS, SegmentWriter
 from core.stores.port import (
@@ -411,6 +411,11 @@ class InMemoryChunkStore(InMemoryCorrections, InMemoryJudging, InMemoryWorkspace
         self, source_ids: Sequence[str], tenant_id: UUID
     ) -> dict[str, list[StoredChunk]]:
         return passages_of(self._image(tenant_id), source_ids, tenant_id)
+
+    async def passage_ids_by_source(
+        self, source_ids: Sequence[str], tenant_id: UUID
+    ) -> dict[str, list[str]]:
+        return passage_ids(self._image(tenant_id), source_ids)
 
     async def source_ids(self, chunk_ids: Sequence[str], tenant_id: UUID) -> dict[str, str]:
         return sources_of(self._image(tenant_id), chunk_ids)

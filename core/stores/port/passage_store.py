@@ -81,6 +81,15 @@ class PassageStore(Protocol):
         read per document was a round trip each (issue 50: ~1,100 a diagnosis on PostgreSQL)."""
         ...
 
+    async def passage_ids_by_source(
+        self, source_ids: Sequence[str], tenant_id: UUID
+    ) -> dict[str, list[str]]:
+        """The ids of ``get_by_sources``'s passages, in its order, and nothing else: what a
+        diagnosis by document needs of a relevant document the limit cut, where a copy of
+        each passage (text, metadata, entities) was ~1/4 of what it cost beyond its
+        Evaluate in memory (issue 49)."""
+        ...
+
     async def source_ids(self, chunk_ids: Sequence[str], tenant_id: UUID) -> dict[str, str]:
         """The source id of each of ``chunk_ids`` the tenant holds (an id it does not hold is
         left out), in one read: what a by-document analysis needs of every candidate, where a

@@ -28,6 +28,7 @@ import numpy.typing as npt
 from core.domain.chunks import StoredChunk
 from core.domain.postings import RowChunks
 from core.domain.ranking import LexicalCandidates, RowsAhead
+from core.stores.port import is_storable
 from core.stores.postgres.resilience import (
     CALL_TIMEOUT_S,
     CONNECT_TIMEOUT_S,
@@ -65,7 +66,37 @@ SELECT {CHUNK_COLUMNS} FROM passages p WHERE p.tenant_id = $1 AND p.id = ANY($2:
 """  # noqa: S608 - only the fixed column list is interpolated
 
 #: The source of each id (``PostgresChunkStore.source_ids``): no text, metadata nor entities.
-SOURCES: Final = "SELECT id, source_id FROM passages WHERE tenant_id = $1 AND id = ANY($2::text[])"
+_SOURCES: Final = "SELECT id, source_id FROM passages WHERE tenant_id = $1 AND id = ANY($2::text[])"
+#: Each source's passage ids (``PostgresChunkStore.passage_ids_by_source``), in
+#: ``get_by_sources``' order: no text, metadata nor entities.
+_PASSAGE_IDS: Final = (
+    "SELECT source_id, id FROM passages WHERE tenant_id = $1 AND source_id = ANY($2::text[]) "
+    "ORDER BY source_id, chunk_index, id"
+)
+
+
+def storable_only(values: Sequence[str]) -> list[str]:
+    """``values`` once each, less any no row can hold (NUL, a lone surrogate): what a read by
+    many ids or names asks for, where such a value would fail the whole statement."""
+    wanted = list(dict.fromkeys(values))
+    return wanted if is_storable("".join(wanted)) else [v for v in wanted if is_storable(v)]
+
+
+async def passage_ids_by_source(
+    conn: asyncpg.Connection, tenant_id: UUID, source_ids: list[str]
+) -> dict[str, list[str]]:
+    """Each of ``source_ids`` the tenant holds -> its passage ids (one round trip)."""
+    found: dict[str, list[str]] = {}
+    for row in await conn.fetch(_PASSAGE_IDS, tenant_id, source_ids):
+        found.setdefault(row["source_id"], []).append(row["id"])
+    return found
+
+
+async def source_ids(
+    conn: asyncpg.Connection, tenant_id: UUID, chunk_ids: list[str]
+) -> dict[str, str]:
+    """The source of each of ``chunk_ids`` the tenant holds (one round trip)."""
+    return {row["id"]: row["source_id"] for row in await conn.fetch(_SOURCES, tenant_id, chunk_ids)}
 
 
 def chunk_from_row(row: asyncpg.Record) -> StoredChunk:

@@ -33,13 +33,13 @@ from core.stores.port import (
     is_storable,
     member_email,
 )
-from core.stores.postgres import listings
+from core.stores.postgres import listings, lookups
 from core.stores.postgres.blocks import prefix_upper_bound, stage
 from core.stores.postgres.corrections import PostgresCorrections
 from core.stores.postgres.frequencies import top_terms
 from core.stores.postgres.giving import GivingWayConnection
 from core.stores.postgres.judging import PostgresJudging
-from core.stores.postgres.lookups import CHUNK_COLUMNS, SOURCES, SideReader, chunk_from_row
+from core.stores.postgres.lookups import CHUNK_COLUMNS, SideReader, chunk_from_row
 from core.stores.postgres.pieces import checked_in_pieces
 from core.stores.postgres.query_read import ImageCache, ImageChanges, read_candidates
 from core.stores.postgres.repairs import repair_all
@@ -392,9 +392,7 @@ class PostgresChunkStore(PostgresJudging, PostgresCorrections):
     async def get_by_sources(
         self, source_ids: Sequence[str], tenant_id: UUID
     ) -> dict[str, list[StoredChunk]]:
-        wanted = list(dict.fromkeys(source_ids))
-        if not is_storable("".join(wanted)):  # a character no row holds: only the others
-            wanted = [s for s in wanted if is_storable(s)]
+        wanted = lookups.storable_only(source_ids)
         found: dict[str, list[StoredChunk]] = {}
         query = (  # one round trip, where one a source was ~1,100 a diagnosis (issue 50)
             f"SELECT {CHUNK_COLUMNS} FROM passages p WHERE p.tenant_id = $1 "  # noqa: S608
@@ -404,16 +402,17 @@ class PostgresChunkStore(PostgresJudging, PostgresCorrections):
             found.setdefault(chunk.source_id, []).append(chunk)
         return found
 
+    async def passage_ids_by_source(
+        self, source_ids: Sequence[str], tenant_id: UUID
+    ) -> dict[str, list[str]]:
+        wanted = lookups.storable_only(source_ids)
+        if not wanted:
+            return {}
+        return await self._run(lambda conn: lookups.passage_ids_by_source(conn, tenant_id, wanted))
+
     async def source_ids(self, chunk_ids: Sequence[str], tenant_id: UUID) -> dict[str, str]:
-        ids = list(dict.fromkeys(chunk_ids))
-        if not is_storable("".join(ids)):  # a character no row holds: only the others
-            ids = [i for i in ids if is_storable(i)]
-
-        async def read(conn: asyncpg.Connection) -> dict[str, str]:
-            rows = await conn.fetch(SOURCES, tenant_id, ids)
-            return {row["id"]: row["source_id"] for row in rows}
-
-        return await self._run(read) if ids else {}
+        ids = lookups.storable_only(chunk_ids)
+        return await self._run(lambda conn: lookups.source_ids(conn, tenant_id, ids)) if ids else {}
 
     async def get_by_entity(self, entity_id: UUID, tenant_id: UUID) -> list[StoredChunk]:
         return await self._chunks(

@@ -256,13 +256,13 @@ def test_a_query_judging_many_documents_past_the_limit_reads_them_a_few_hundred_
         corpus = "".join(f'{{"_id": "d{n}", "text": "alpha w{n}"}}\n' for n in range(docs))
         service.upload_files([("c.jsonl", corpus.encode())], workspace="many")
         store, asked = service._store, []
-        read = store.get_by_sources
+        read = store.passage_ids_by_source
 
         async def counted(sources: Sequence[str], tenant: Any) -> Any:
             asked.append(len(sources))
             return await read(sources, tenant)
 
-        monkeypatch.setattr(store, "get_by_sources", counted)
+        monkeypatch.setattr(store, "passage_ids_by_source", counted)
         qrels = "".join(f"q 0 d{n} 1\n" for n in range(docs)).encode()
         run = service.diagnose_files(
             b'{"_id": "q", "text": "alpha"}\n', qrels, K, 10, workspace="many"
