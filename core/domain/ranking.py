@@ -76,6 +76,14 @@ def _nothing_ahead(rows: Sequence[int]) -> object:
     return None
 
 
+def _int_list(rows: Sequence[int] | npt.NDArray[np.int64]) -> list[int]:
+    """``rows`` as Python ints: an integer array's ``tolist`` (~0.5 us for a search's 10 rows,
+    where ``int`` of each numpy scalar was ~1.9)."""
+    if isinstance(rows, np.ndarray) and rows.dtype.kind in "iu":
+        return cast("list[int]", rows.tolist())
+    return [int(r) for r in rows]
+
+
 def id_order_of(ids: npt.NDArray[np.object_]) -> npt.NDArray[np.int64]:
     """Each id's rank among ``ids`` in ascending order: the integer tie-break key."""
     order = np.argsort(ids, kind="stable")
@@ -260,13 +268,13 @@ class LexicalCandidates(BaseModel):
 
     def chunks(self, rows: Sequence[int] | npt.NDArray[np.int64]) -> list[StoredChunk]:
         """The caller's own copies of the passages at ``rows``."""
-        return self.lookup([int(r) for r in rows])
+        return self.lookup(_int_list(rows))
 
     def chunks_ahead(self, rows: Sequence[int] | npt.NDArray[np.int64]) -> object:
         """What a step yields before ``chunks(rows)``: a runner that can wait
         (``core.checkpoint.stepped``) awaits it, so a store reads those passages without
         holding the loop; ``finish`` drops it and the lookup reads them itself."""
-        return self.ahead([int(r) for r in rows])
+        return self.ahead(_int_list(rows))
 
     def term_frequencies(self, row: int) -> dict[str, int]:
         """Row ``row``'s tf of each requested term it contains."""
@@ -476,7 +484,7 @@ def top_rows(
     scores: npt.NDArray[np.float64], id_order: npt.NDArray[np.int64], k: int
 ) -> npt.NDArray[np.int64]:
     """Rows of the ``k`` best positive scores: score descending, then chunk id ascending."""
-    rows = np.flatnonzero(scores > 0.0)
+    rows = (scores > 0.0).nonzero()[0]
     if k <= 0 or not len(rows):
         return rows[:0]
     if len(rows) > k:

@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from core.domain.bm25 import corpus_stats
+from core.domain.chunks import StoredChunk, was_cut
 from core.domain.tokenize import tokenize
 from core.stores.memory import InMemoryChunkStore
 from core.stores.port import ChunkStore
@@ -140,3 +141,19 @@ async def test_a_small_store_leaves_the_collector_alone() -> None:
     await store.upsert_many([make_chunk(tenant, "s", "wing flutter", 0)])
     await store.lexical_candidates(["wing"], tenant, 10)
     assert gc.get_freeze_count() == 0
+
+
+async def test_passage_copies_count_every_field_set_and_carry_no_chunkers_mark() -> None:
+    """Copies share one fields set (``kept._COPY_FIELDS``): it must name every field, never be
+    the chunker's mark (a copy written back is hashed again), and a copy changed with
+    ``model_copy`` gets a set of its own."""
+    store, tenant = InMemoryChunkStore(), uuid.uuid4()
+    chunk = make_chunk(tenant, "src", "wing flutter", metadata={"year": 1962})
+    await store.upsert_many([chunk])
+    first, again = await store.get(chunk.id, tenant), await store.get(chunk.id, tenant)
+    assert first is not None and again is not None and first == again == chunk
+    every = set(StoredChunk.model_fields)
+    assert first.model_fields_set == every and not was_cut(first)
+    changed = first.model_copy(update={"metadata": {"year": 1963}})
+    changed.model_fields_set.add("planted")
+    assert again.model_fields_set == every

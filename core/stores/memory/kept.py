@@ -35,6 +35,9 @@ CHUNK_INDEX: Final = 2
 ENTITY_IDS: Final = 5
 METADATA: Final = 6
 ID: Final = 7
+#: The fields set every passage copy shares (``built``: the model is frozen), where a set per
+#: copy was ~0.3 of its ~1.5 us (ten a search).
+_COPY_FIELDS: Final = set(StoredChunk.model_fields)
 
 
 def kept_passage(chunk: StoredChunk) -> Kept:
@@ -75,6 +78,7 @@ def passage_copy(kept: Kept, tenant_id: UUID) -> StoredChunk:
             "metadata": pickle.loads(metadata) if metadata is not None else {},
             "id": chunk_id,
         },
+        _COPY_FIELDS,
     )
 
 

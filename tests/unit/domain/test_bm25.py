@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import itertools
 import math
+import warnings
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -136,6 +138,26 @@ def test_a_corpus_of_empty_documents_needs_no_division_by_zero() -> None:
     explanation = explain_score(["wing"], {"wing": 1}, 0, stats)
     assert explanation.terms[0].length_norm == BM25_K1 * (1 - BM25_B)
     assert explanation.score > 0.0
+
+
+def test_columns_where_absent_terms_divide_zero_by_zero_score_as_each_passage_does_silently() -> (
+    None
+):
+    """k1 = 0 makes every length norm 0, so an absent term's cell is 0 / 0: it is masked to 0.0
+    under numpy's error state set to ignore it (only there: unmasked cells never divide by 0)."""
+    stats = CorpusStats(n_docs=3, avg_doc_length=5.0, doc_frequencies={"a": 2, "b": 1})
+    scorer = QueryScorer(["a", "b"], stats, k1=0.0)
+    tfs = np.array([[2, 0], [0, 1], [1, 3]], dtype=np.int64)
+    lengths = np.array([4, 6, 5], dtype=np.int64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = scorer.score_columns(["a", "b"], tfs, lengths)
+    expected = [
+        scorer.score({"a": 2}, 4),
+        scorer.score({"b": 1}, 6),
+        scorer.score({"a": 1, "b": 3}, 5),
+    ]
+    assert got.tolist() == expected
 
 
 @pytest.mark.parametrize(

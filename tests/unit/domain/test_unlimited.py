@@ -24,7 +24,7 @@ from core.domain.ranking import (
     top_rows,
 )
 from core.domain.steps import finish
-from core.domain.unlimited import UnlimitedCandidates, corpus_scores, top_corpus_rows
+from core.domain.unlimited import DEFERRED, UnlimitedCandidates, corpus_scores, top_corpus_rows
 
 TENANT = UUID("00000000-0000-0000-0000-000000000050")
 TERMS = ("a", "b", "c", "d", "e")
@@ -212,3 +212,20 @@ def test_terms_scored_together_have_the_bits_each_gets_scored_alone(
         assert together.tobytes() == alone.tobytes()
     common = {t for t, (rows, _) in zip(names, postings, strict=True) if len(rows) * 64 >= n}
     assert set(kept) == common
+
+
+def test_an_unlimited_read_takes_the_models_default_for_each_field_it_was_not_given() -> None:
+    """``deferred`` fills the fields it is not given from defaults kept at import: the values
+    pydantic's own would give, a fresh array from each factory."""
+    stats = CorpusStats(n_docs=1, avg_doc_length=1.0)
+    reads = [UnlimitedCandidates.deferred({"stats": stats}, iter, iter) for _ in range(2)]  # type: ignore[arg-type]
+    for name, info in LexicalCandidates.model_fields.items():
+        if name in DEFERRED or name == "stats":
+            continue
+        expected = info.get_default(call_default_factory=True)
+        got, other = reads[0].__dict__[name], reads[1].__dict__[name]
+        if isinstance(expected, np.ndarray):
+            assert (got.dtype, got.shape) == (expected.dtype, expected.shape), name
+            assert got is not other, name
+        else:
+            assert got is expected or got == expected, name
