@@ -50,7 +50,7 @@ K, LIMIT = 10, 1000
 #: Issue 50's target: a Search rerun at most this many times its search.
 TARGET_RATIO = 5.0
 #: What opening a Search result's explanation costs the server, said in its row.
-OPEN_NOTE = "open an explanation: no rerun, the browser opens its <details>"
+OPEN_NOTE = "open an explanation: no rerun, an HTML details element the browser opens"
 #: Each page's service call, as the recorded rows name it.
 CALLS = {page: f"service.{page}" for page in ("search", "truncation", "compare")}
 
