@@ -137,18 +137,14 @@ class ScoreExplanation(BaseModel):
     weights: dict[str, float] = Field(default_factory=dict)
 
     def every_term(self) -> list[TermContribution]:
-        """Every query term's row, sorted by term: the matched ones and, built now, the rest."""
-        idf = IDF_FUNCTIONS[self.idf_form]
-        # Typed already (this model's fields, an IDF's float): built unvalidated, as the
-        # matched ones are (a Search card shows every result's table, ~8 unmatched rows each).
-        n, dl, avgdl, norm = self.n_docs, self.doc_length, self.avg_doc_length, self.length_norm
-        absent = [
-            built(TermContribution, {
-                "term": term, "tf": 0, "df": df, "n_docs": n, "idf": idf(df, n),
-                "doc_length": dl, "avg_doc_length": avgdl, "tf_part": 0.0, "contribution": 0.0,
-                "length_norm": norm, "weight": self.weights.get(term, 1.0),
-            }, _CONTRIBUTION_FIELDS)
-            for term, df in zip(self.unmatched, self.unmatched_df, strict=True)
+        """Every query term's row, sorted by term: the matched ones and, built now, the rest
+        (typed already, so built unvalidated as the matched ones are: a Search card shows all)."""
+        idf, n, dl = IDF_FUNCTIONS[self.idf_form], self.n_docs, self.doc_length
+        absent = [built(TermContribution, {
+            "term": term, "tf": 0, "df": df, "n_docs": n, "idf": idf(df, n), "doc_length": dl,
+            "avg_doc_length": self.avg_doc_length, "tf_part": 0.0, "contribution": 0.0,
+            "length_norm": self.length_norm, "weight": self.weights.get(term, 1.0),
+        }, _CONTRIBUTION_FIELDS) for term, df in zip(self.unmatched, self.unmatched_df, strict=True)
         ]  # fmt: skip
         return sorted([*self.terms, *absent], key=lambda part: part.term)
 
