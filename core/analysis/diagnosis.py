@@ -36,7 +36,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict
 
-from core.analysis.rankers import Ranker, score_all
+from core.analysis.rankers import Ranker, best_first, matched_score_steps, rank_of
 from core.domain.bm25 import (
     CorpusStats,
     QueryScorer,
@@ -47,6 +47,7 @@ from core.domain.metrics import ndcg_at_k
 from core.domain.models import built
 from core.domain.places import Place
 from core.domain.ranking import LexicalCandidates
+from core.domain.steps import finish
 
 #: A passage's own terms shown for a vocabulary mismatch (what the analyst might have typed).
 OWN_TERMS: Final = 5
@@ -242,7 +243,11 @@ def diagnose_query(
     a vocabulary mismatch here; the caller, who can ask the store, marks the ones since
     deleted (``LostCause.GONE``). ``weights``: an expanded run's term weights (``terms`` is
     then the expanded term set, ``full`` its read), as ``QueryScorer`` takes them."""
-    order, scores = score_all(ranker, terms, full.head(limit), weights)
+    read = full.head(limit)
+    matched, scores = finish(matched_score_steps(ranker, terms, read, weights))
+    # Only the top k is ordered; a rank below it is counted (the rows ahead of it), where a
+    # sort of every candidate was ~60 us of a query's diagnosis at limit 1,000 (issue 49).
+    order = best_first(matched, scores, read.id_order, k)
     head = min(limit, len(full))
     ids = full.ids_at(np.arange(head))
     relevant = [c for c, g in grades.items() if g >= RELEVANT]
@@ -254,17 +259,18 @@ def diagnose_query(
     rows = {unit: [row] for unit, row in sorted(found.items(), key=lambda f: f[1]) if row < head}
     rows.update((unit, [row]) for unit, row in found.items() if row >= head)
     kth_row = int(order[k - 1]) if len(order) >= k and k else None
-    every = functools.cache(lambda: [str(i) for i in ids[order]])
+    every = functools.cache(
+        lambda: [str(i) for i in ids[best_first(matched, scores, read.id_order, len(matched))]]
+    )
 
     def rank(unit: str) -> int | None:
-        """``unit``'s 1-based rank: its row's place in ``order`` (a list of every ranked id,
-        searched by ``_rank``, was another quarter at the largest limit), else the list's."""
+        """``unit``'s 1-based rank: its row's, counted (a list of every ranked id, searched by
+        ``_rank``, was another quarter at the largest limit), else the list's."""
         if (row := rows.get(unit)) is not None:
-            at = np.flatnonzero(order == row[0])
-            return int(at[0]) + 1 if len(at) else None
+            return rank_of(row[0], matched, scores, read.id_order)
         return _rank(every(), unit)
 
-    top = [str(i) for i in ids[order[:k]]] if k else []
+    top = [str(i) for i in ids[order]] if k else []
     return _diagnosed(
         query_id, query, terms, full, grades, k, limit, ranker, scores, top, kth_row, rank,
         rows, weights, past or {},
@@ -296,13 +302,24 @@ def diagnose_documents(
     top k documents and the relevant ones are looked for (a dict of every ranked document,
     a step per candidate in Python, was ~1/3 of what a diagnosis by document cost beyond its
     Evaluate at limit 1,000, issue 50)."""
-    order, scores = score_all(ranker, terms, full.head(limit), weights)
-    ranked: list[str] = head_sources[order].tolist()  # each row's document, best first
-    top: dict[str, int] = {}  # the first k documents -> their best passage's place
-    for place, document in enumerate(ranked):
-        if len(top) == k:
+    head = full.head(limit)
+    matched, scores = finish(matched_score_steps(ranker, terms, head, weights))
+    present = [document for document, found in document_rows.items() if found]
+    # Only as many rows are ordered as the first k documents take, unless a relevant document
+    # ranked below them needs its rank: then all (a sort of every candidate was ~60 us of a
+    # query's ~440 beyond its Evaluate at limit 1,000, issue 49).
+    n = min(2 * k, len(matched))
+    while True:
+        order = best_first(matched, scores, head.id_order, n)
+        ranked: list[str] = head_sources[order].tolist()  # each row's document, best first
+        top: dict[str, int] = {}  # the first k documents -> their best passage's place
+        for place, document in enumerate(ranked):
+            if len(top) == k:
+                break
+            top.setdefault(document, place)
+        if n == len(matched) or (len(top) == k and all(d in top for d in present)):
             break
-        top.setdefault(document, place)
+        n = len(matched) if len(top) == k else min(2 * n, len(matched))
     kth_row = int(order[top[next(reversed(top))]]) if len(top) == k and k else None
     rows: dict[str, Sequence[int]] = {}
     for document, found in document_rows.items():

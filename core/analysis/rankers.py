@@ -200,6 +200,18 @@ def score_all_steps(
     """``score_all`` in the scoring's steps (``core.domain.steps``); the scorer (an IDF per
     distinct term) and the ordering after the scores are steps of their own (~2-3 ms each for
     1,000 terms: with the step before them, Compare held the loop 5-6 ms)."""
+    rows, scores = yield from matched_score_steps(ranker, terms, candidates, weights)
+    return best_first(rows, scores, candidates.id_order, len(rows)), scores
+
+
+def matched_score_steps(
+    ranker: Ranker,
+    terms: Sequence[str],
+    candidates: LexicalCandidates,
+    weights: Mapping[str, float] | None = None,
+) -> Steps[tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]]:
+    """``score_all_steps`` before its ordering: the rows it ranks, in row order, and every
+    row's score (``best_first`` orders as many of them as a caller needs)."""
     scores = np.zeros(len(candidates), dtype=np.float64)
     if not terms or not len(candidates):
         return np.zeros(0, dtype=np.int64), scores
@@ -210,15 +222,50 @@ def score_all_steps(
         candidates.terms, candidates.tfs, candidates.doc_lengths
     )
     yield
+    return matched_rows(terms, candidates), scores
+
+
+def matched_rows(terms: Sequence[str], candidates: LexicalCandidates) -> npt.NDArray[np.int64]:
+    """The rows ``score_all`` ranks (those holding a query term), in row order."""
     asked = set(terms)
     wanted = [j for j, term in enumerate(candidates.terms) if term in asked]
     if len(wanted) == candidates.tfs.shape[1]:  # every column: no copy of them (~5 ms of 1.4 M)
         matched = candidates.tfs.any(axis=1)
     else:
         matched = (candidates.tfs[:, wanted] > 0).any(axis=1)
-    rows = np.flatnonzero(matched).astype(np.int64)
-    order = np.lexsort((candidates.id_order[rows], -scores[rows]))
-    return rows[order], scores
+    return np.flatnonzero(matched).astype(np.int64)
+
+
+def best_first(
+    rows: npt.NDArray[np.int64],
+    scores: npt.NDArray[np.float64],
+    id_order: npt.NDArray[np.int64],
+    n: int,
+) -> npt.NDArray[np.int64]:
+    """The first ``n`` of ``rows`` in ``score_all``'s order (score descending, then chunk id
+    ascending), exactly its prefix: only the rows scoring at least the n-th best are sorted
+    (a diagnosis by document needs the first k documents, a few dozen rows of a thousand)."""
+    if 0 < n < len(rows):
+        kept = scores[rows]
+        nth = np.partition(kept, len(kept) - n)[len(kept) - n]
+        rows = rows[kept >= nth]  # ties at the boundary included: the sort below decides them
+    return rows[np.lexsort((id_order[rows], -scores[rows]))][: max(n, 0)]
+
+
+def rank_of(
+    row: int,
+    rows: npt.NDArray[np.int64],
+    scores: npt.NDArray[np.float64],
+    id_order: npt.NDArray[np.int64],
+) -> int | None:
+    """``row``'s 1-based place in ``best_first``'s order of ``rows`` (ascending), None if it
+    is not one of them: the rows ahead of it counted, no sort."""
+    at = int(np.searchsorted(rows, row))
+    if at == len(rows) or rows[at] != row:
+        return None
+    theirs, score = scores[rows], scores[row]
+    ahead = (theirs > score) | ((theirs == score) & (id_order[rows] < id_order[row]))
+    return int(np.count_nonzero(ahead)) + 1
 
 
 def top_scored_steps(

@@ -246,3 +246,23 @@ def test_every_ranker_kind_has_one_row_and_every_choice_and_label_derives_from_i
     assert Ranker.of(RankerKind.CUSTOM, 2, 0.5).label == "BM25 k1 2, b 0.5"
     with pytest.raises(ValueError, match="no pool ranker 'nonsense'"):
         PoolSpec(rankers=("nonsense",), limit=10)
+
+
+def test_best_first_is_each_prefix_and_rank_of_each_place_of_the_order_of_every_candidate() -> None:
+    # Ties (equal scores decided by chunk id), zero and negative scores (a classic idf is
+    # negative for a common term), rows in no id order: every prefix as the full sort gives it.
+    import numpy as np
+
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        n = int(rng.integers(0, 40))
+        scores = rng.choice([-1.5, 0.0, 0.25, 1.0, 2.0, 3.5], size=n)
+        id_order = rng.permutation(n).astype(np.int64)
+        rows = np.flatnonzero(rng.random(n) < 0.8).astype(np.int64)
+        full = rows[np.lexsort((id_order[rows], -scores[rows]))]
+        for k in range(len(rows) + 2):
+            assert rankers.best_first(rows, scores, id_order, k).tolist() == full[:k].tolist()
+        for place, row in enumerate(full.tolist(), 1):
+            assert rankers.rank_of(row, rows, scores, id_order) == place
+        for row in sorted(set(range(n)) - set(rows.tolist())):
+            assert rankers.rank_of(row, rows, scores, id_order) is None
