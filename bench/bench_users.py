@@ -68,8 +68,7 @@ THINK_S = 1.0
 K, LIMIT = 10, 1000
 #: Seconds a single page may take before it counts as an error (and the analyst reconnects).
 PAGE_TIMEOUT_S = 120.0
-#: Labels of the widgets an analyst changes (the Search page's own). "why this score" is now
-#: a ``<details>`` the browser opens with no message to the server: no action left to time.
+#: Labels of the widgets an analyst changes (Search's; "why this score" is now a <details>).
 QUERY_LABEL, WHY_LABEL = "Query", "why this score"
 #: Evidence in a finished page that it answered: the query's Terms line, an explanation's total,
 #: Truncation's candidate line.
