@@ -440,6 +440,7 @@ def _diagnosed(
     # The scorer and the k-th's explanation once a passage is outranked (~20 us a query whose
     # lost passages were all cut by the limit or mismatched did not need).
     kth = functools.cache(lambda: _kth(ranker, terms, full, weights, kth_row))
+    at_cut = functools.cache(lambda: _matched(full, limit - 1) if limit > 0 else None)
     lost: list[LostPassage] = []
     shown = set(top_ids)
     for unit in relevant:
@@ -475,7 +476,7 @@ def _diagnosed(
                     missing_terms=missing,
                     matched_terms=len(held),
                     position=row + 1,
-                    matched_at_cut=_matched(full, limit - 1) if limit > 0 else None,
+                    matched_at_cut=at_cut(),  # the same row for every passage cut
                     smallest_limit=row + 1,
                 )
             )
