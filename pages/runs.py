@@ -247,7 +247,7 @@ if st.button("Evaluate", key="runs_evaluate", type="primary"):
             workspace=ws,
             by_document=by_document,
         )
-    except (JudgmentError, KeyError) as exc:
+    except (JudgmentError, KeyError, ValueError) as exc:  # a limit of 0: core's sentence
         st.error(escape_text(str(exc)))
     else:
         st.session_state[LAST_KEY] = (chosen, by_document, ranker, run, expand)
