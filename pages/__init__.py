@@ -16,6 +16,7 @@ Modules:
 - ``narrowing``: The "narrow to" controls a query screen shares: sources, entities, metadata …
 - ``runs``: Runs: evaluate from the workspace's own grades, save runs, compare saved runs
 - ``search``: Search: ranked passages with the arithmetic behind every score
+- ``search_cards``: Search's result cards as text, written once per result list and kept for …
 - ``truncation``: Truncation: what the candidate limit costs one query
 - ``upload``: Upload: files to passages and entities, with a report per file
 """

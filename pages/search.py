@@ -16,21 +16,13 @@ import hashlib
 
 import streamlit as st
 
-from core.analysis.explanation_html import ALL_CLASS, details_html, why_details_html
 from core.analysis.presentation import (
     CANDIDATE_ORDER,
     SCORE_NOTE,
-    chip_html,
-    clip_end,
     compare_explanations,
-    contribution_bar_html,
     explanation_markdown,
     explanation_rows,
-    highlight_html,
-    mark_counts,
     stemming_line,
-    term_colours,
-    term_spans,
 )
 from core.analysis.sentences import (
     COLUMN_DECIMALS,
@@ -40,7 +32,6 @@ from core.analysis.sentences import (
     count,
     escape_text,
     query_terms_markdown,
-    score_text,
     shown_of_matching,
 )
 from core.service import (
@@ -70,6 +61,7 @@ from pages.common import (
     write_query_params,
 )
 from pages.narrowing import narrowing
+from pages.search_cards import cards
 
 #: What the limit means, next to its input.
 LIMIT_HELP = (
@@ -245,87 +237,6 @@ def render_grade(passage: RankedPassage, query: str, grading: tuple[str, dict[st
     )
 
 
-def marked_terms(result: SearchResult) -> list[str]:
-    """The terms marked in every passage: an expanded search's added terms are scored like the
-    typed ones, so they are marked too."""
-    return result.distinct_terms + (result.expansion.added if result.expansion else [])
-
-
-def render_passage(
-    passage: RankedPassage,
-    result: SearchResult,
-    scale: float,
-    colours: dict[str, str],
-    grading: tuple[str, dict[str, int]] | None = None,
-) -> None:
-    """One result: its card, which holds its long text and its explanation closed, and its
-    grade. ``scale`` (the top score) and ``colours`` (one per marked term) are the result
-    list's."""
-    chunk = passage.chunk
-    marked = marked_terms(result)
-    spans = term_spans(chunk.text, marked, result.profile)
-    end = clip_end(chunk.text, spans)
-    counts = mark_counts(spans)
-    marks = (
-        "marks: "
-        + ", ".join(f"{escape_text(t)} ×{n}" for t, n in sorted(counts.items()))
-        + f" · candidate #{passage.candidate_position} in the store's order"
-    )
-    if grading is not None:
-        given = grading[1].get(chunk.id)
-        marks += " · unjudged" if given is None else f" · your grade: {grade_label(given)}"
-    moved = ""
-    if result.expansion is not None:
-        was = "not ranked before" if passage.rank_before is None else f"was #{passage.rank_before}"
-        brought = (
-            f" · entered the top {result.k} by “{escape_text(passage.brought_by)}”"
-            if passage.brought_by
-            else ""
-        )
-        moved = f"({was}{brought}) &nbsp; "
-    entities = (
-        '\n\n<div class="lx-entities">entities: '
-        + chip_html(e.name for e in passage.entities)
-        + "</div>"
-        if passage.entities
-        else ""
-    )
-    # The first result's text carries the stylesheet of every mark, bar, chip and details on
-    # the page (core's PASSAGE_STYLE): styled inline, they were ~1.2 KB of each card's ~4 KB.
-    # One element for the header, bar, text, marks, entities, the whole text and the
-    # explanation: each element is a message the server builds, hashes and sends and the
-    # browser lays out, ~0.1 ms of server time apiece (bench/bench_rerun.py). "show all" and
-    # "why this score" are HTML <details> the browser opens without asking the server: as
-    # tracked expanders they were two elements a result and a full rerun per opening.
-    whole = (
-        details_html(
-            f"show all ({len(chunk.text):,} characters)",
-            highlight_html(chunk.text, spans, colours, styled=False),
-            ALL_CLASS,
-        )
-        + "\n\n"
-        if end < len(chunk.text)
-        else ""
-    )
-    st.markdown(
-        f"**#{passage.rank}** {moved}&nbsp; **{score_text(passage.score)}** &nbsp; "
-        f"source {escape_text(chunk.source_id)} · passage {chunk.chunk_index + 1} · "
-        f"chars {chunk.start_char}–{chunk.end_char}\n\n"
-        + contribution_bar_html(passage.explanation, colours, scale)
-        + "\n\n"
-        + highlight_html(chunk.text, spans, colours, end, styled=passage is result.passages[0])
-        + "\n\n"
-        + whole
-        + f'<div class="lx-marks">{marks}</div>'
-        + entities
-        + "\n\n"
-        + why_details_html(passage.explanation),
-        unsafe_allow_html=True,
-    )
-    if grading is not None:
-        render_grade(passage, result.query, grading)
-
-
 def render_compare(result: SearchResult) -> None:
     by_rank = {p.rank: p for p in result.passages}
     ranks = list(by_rank)
@@ -461,10 +372,16 @@ def render_results(result: SearchResult) -> None:
     render_why_not(result)
     st.caption(SCORE_NOTE)
     grading = grading_controls(result.query)
-    top = max(p.score for p in result.passages)
-    colours = term_colours(marked_terms(result))  # one per result list, as every bar shares
-    for passage in result.passages:
-        render_passage(passage, result, top, colours, grading)
+    # Each card written once per result list (pages.search_cards): a rerun drawing the same
+    # list, a grade given or the comparison opened, only adds the grade to each marks line.
+    for passage, (before, after) in zip(result.passages, cards(result), strict=True):
+        said = ""
+        if grading is not None:
+            given = grading[1].get(passage.chunk.id)
+            said = " · unjudged" if given is None else f" · your grade: {grade_label(given)}"
+        st.markdown(before + said + after, unsafe_allow_html=True)
+        if grading is not None:
+            render_grade(passage, result.query, grading)
     if len(result.passages) >= 2:
         render_compare(result)
     # The exports are built on click (a callable), not on every rerun. One row, not two

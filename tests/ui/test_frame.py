@@ -22,7 +22,7 @@ from pages.common import get_service
 ROOT = Path(__file__).resolve().parents[2]
 APP = str(ROOT / "app.py")
 #: Modules of pages/ that are not screens.
-HELPERS = {"__init__.py", "common.py", "narrowing.py", "losses.py"}
+HELPERS = {"__init__.py", "common.py", "narrowing.py", "losses.py", "search_cards.py"}
 
 pytestmark = pytest.mark.usefixtures("in_memory_store")
 #: Keep AppTest's own pages manager: every run starts like a server's first request.
