@@ -82,8 +82,8 @@ with st.expander("New query set", expanded=not service.query_sets(workspace=ws))
         data = upload.getvalue() if upload is not None else pasted
         try:
             saved = service.save_query_set(name, data, fmt, workspace=ws)
-        except (JudgmentError, ValueError) as exc:
-            st.error(f"Not saved: {exc}")
+        except (JudgmentError, ValueError) as exc:  # a bad line, or a name pydantic refused
+            st.error(f"Not saved: {escape_text(one_sentence(exc))}")
         else:
             st.session_state[SET_KEY] = saved.name
             st.success(f"Saved “{saved.name}”: {count(saved.queries, 'query', 'queries')}.")

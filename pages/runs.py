@@ -36,6 +36,7 @@ from core.service import (
     TuningGrid,
     grid_values,
     learned_from_judged,
+    one_sentence,
 )
 from pages.common import (
     WORKSPACE_PARAM,
@@ -275,10 +276,14 @@ if last is not None:
         "Save as", value=f"{used.label} · limit {run.limit}{suffix}", key="runs_name"
     )
     if st.button("Save this run", key="runs_save"):
-        saved = service.save_run(
-            name, run, used, set_name, workspace=ws, by_document=level, expand=used_expand
-        )
-        st.success(f"Saved “{saved.name}”.")
+        try:
+            saved = service.save_run(
+                name, run, used, set_name, workspace=ws, by_document=level, expand=used_expand
+            )
+        except ValueError as exc:  # a name pydantic refused: its sentence, not its dump
+            st.error(f"Not saved: {escape_text(one_sentence(exc))}.")
+        else:
+            st.success(f"Saved “{escape_text(saved.name)}”.")
 
 st.subheader("What query expansion did")
 st.caption(

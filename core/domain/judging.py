@@ -57,7 +57,10 @@ def graded_query_refusal(query: str) -> str:
 def _name(value: str, what: str) -> str:
     cleaned = " ".join(value.split())
     if not cleaned or len(cleaned) > MAX_NAME_CHARS:
-        raise ValueError(f"a {what} name has 1 to {MAX_NAME_CHARS} characters")
+        raise ValueError(
+            f"a {what} name has 1 to {MAX_NAME_CHARS} characters (spaces at either end and "
+            f"repeated spaces aside), not {len(cleaned):,}"
+        )
     return check_storable(cleaned, f"the {what} name")
 
 

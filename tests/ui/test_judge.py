@@ -64,7 +64,7 @@ def test_a_pasted_query_set_is_saved_and_a_bad_one_is_refused_naming_the_line(
     at.text_input(key="judge_new_name").input("mine")
     at.text_area(key="judge_new_text").input("wing flutter\n\nwing flutter\n")
     at.button(key="judge_new_save").click().run()
-    assert "line 3: repeats the query of line 1" in at.error[0].value
+    assert "line 3: repeats the query of line 1" in html.unescape(at.error[0].value)
     at.text_area(key="judge_new_text").input("wing flutter\nshock waves\n")
     at.button(key="judge_new_save").click().run()
     assert "Saved “mine”: 2 queries." in at.success[0].value

@@ -7,6 +7,8 @@ computed from. The sentences are core's; these tests check the screens say them.
 
 from __future__ import annotations
 
+import html
+
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -44,3 +46,32 @@ def test_evaluating_runs_at_a_limit_of_0_says_why_instead_of_a_traceback(cranfie
     with pytest.raises(ValueError) as refusal:  # core's sentence for it
         check_limit(0)
     assert [e.value for e in at.error] == [escape_text(str(refusal.value))]
+
+
+@pytest.mark.parametrize("name", ["", "   ", "x" * 201])
+def test_a_saved_run_name_that_cannot_be_one_is_refused_in_one_sentence(
+    cranfield: str, name: str
+) -> None:
+    at = graded(cranfield)
+    at.button(key="runs_evaluate").click().run()
+    at.text_input(key="runs_name").set_value(name)
+    at.button(key="runs_save").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    (said,) = [html.unescape(e.value) for e in at.error]
+    assert said == (
+        f"Not saved: a saved run name has 1 to 200 characters (spaces at either end and repeated "
+        f"spaces aside), not {len(name.strip())}."
+    )
+
+
+@pytest.mark.parametrize("name", ["", "x" * 201])
+def test_a_query_set_name_that_cannot_be_one_is_refused_without_pydantics_dump(
+    cranfield: str, name: str
+) -> None:
+    at = opened(cranfield, "pages/judge.py")
+    at.text_input(key="judge_new_name").input(name)
+    at.text_area(key="judge_new_text").input("wing flutter\n")
+    at.button(key="judge_new_save").click().run()
+    (said,) = [html.unescape(e.value) for e in at.error]
+    assert said.startswith("Not saved: a query set name has 1 to 200 characters")
+    assert "validation error" not in said and "pydantic" not in said
