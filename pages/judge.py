@@ -130,7 +130,7 @@ try:
         rankers=tuple(rankers), depth=int(depth), limit=int(limit), k1=float(k1), b=float(b)
     )
 except ValidationError as exc:
-    st.error(f"Pool settings: {'; '.join(str(e['msg']) for e in exc.errors())}")
+    st.error(f"Pool settings: {escape_text(one_sentence(exc))}.")
     st.stop()
 
 state = st.session_state

@@ -68,7 +68,7 @@ class PoolSpec(BaseModel):
     @model_validator(mode="after")
     def _some_ranker(self) -> Self:
         if not self.rankers:
-            raise ValueError("a pool needs at least one ranker")
+            raise ValueError("a pool needs at least one ranker: choose one or more")
         unknown = [r for r in self.rankers if r not in POOL_RANKER_LABELS]
         if unknown:
             raise ValueError(f"no pool ranker {unknown[0]!r} (one of: {', '.join(POOL_RANKERS)})")

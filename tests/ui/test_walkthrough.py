@@ -75,3 +75,13 @@ def test_a_query_set_name_that_cannot_be_one_is_refused_without_pydantics_dump(
     (said,) = [html.unescape(e.value) for e in at.error]
     assert said.startswith("Not saved: a query set name has 1 to 200 characters")
     assert "validation error" not in said and "pydantic" not in said
+
+
+def test_a_pool_with_no_ranker_says_to_choose_one_in_words_without_pydantics_prefix(
+    cranfield: str,
+) -> None:
+    at = opened(cranfield, "pages/judge.py")
+    at.multiselect(key="judge_rankers").set_value([]).run()
+    assert [html.unescape(e.value) for e in at.error] == [
+        "Pool settings: a pool needs at least one ranker: choose one or more."
+    ]
