@@ -21,6 +21,7 @@ from core.service import (
     DEFAULT_K,
     DEFAULT_LIMIT,
     K_MAX,
+    KIND_LABELS,
     LIMIT_MAX,
     METRICS,
     RUN_KINDS,
@@ -227,7 +228,9 @@ cols = st.columns(5)
 k = int(cols[0].number_input("k", 1, K_MAX, DEFAULT_K, key="runs_k"))
 limit = int(cols[1].number_input("Limit", 0, LIMIT_MAX, DEFAULT_LIMIT, key="runs_limit"))
 kinds = [kind.value for kind in RUN_KINDS]
-kind = cols[2].selectbox("Ranker", kinds, key="runs_ranker")
+kind = cols[2].selectbox(
+    "Ranker", kinds, key="runs_ranker", format_func=lambda k: KIND_LABELS[RankerKind(k)]
+)
 by_document = cols[3].toggle("By document", key="runs_by_document")
 expanded = cols[4].toggle(
     "Expand (RM3)",

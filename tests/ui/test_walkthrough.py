@@ -13,7 +13,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from core.analysis.sentences import escape_text
-from core.service import SAMPLE_CORPUS
+from core.service import KIND_LABELS, RUN_KINDS, SAMPLE_CORPUS
 from core.service.bounds import check_limit
 
 APP = str(SAMPLE_CORPUS.parents[2] / "app.py")
@@ -85,3 +85,10 @@ def test_a_pool_with_no_ranker_says_to_choose_one_in_words_without_pydantics_pre
     assert [html.unescape(e.value) for e in at.error] == [
         "Pool settings: a pool needs at least one ranker: choose one or more."
     ]
+
+
+def test_runs_names_its_rankers_as_the_other_screens_do_not_by_their_enum_values(
+    cranfield: str,
+) -> None:
+    at = graded(cranfield)
+    assert at.selectbox(key="runs_ranker").options == [KIND_LABELS[k] for k in RUN_KINDS]
