@@ -12,6 +12,10 @@ from core.analysis.sentences import count, escape_text
 from core.service import UPLOAD_FILE_TYPES, ChunkingOptions
 from pages.common import screen, workspace
 
+#: Session key of the last upload: the workspace it went to and its report per file (shown
+#: only in that workspace: under another, its rows named sources this one does not hold).
+REPORTS_KEY = "upload_reports"
+
 service = screen()
 ws = workspace()
 st.title("Upload")
@@ -68,7 +72,7 @@ if st.button(
         label = f"Indexing {done + 1:,} of {total:,}: {name}" if done < total else "Done"
         bar.progress(done / total if total else 1.0, text=label)
 
-    st.session_state["upload_reports"] = service.upload_files(
+    st.session_state[REPORTS_KEY] = ws, service.upload_files(
         [(f.name, f.getvalue()) for f in files or []],
         workspace=ws,
         chunking=options,
@@ -84,7 +88,13 @@ def delete_sources() -> None:
     st.toast(f"Deleted {count(len(doomed), 'source')}, {count(removed, 'passage')}.")
 
 
-reports = st.session_state.get("upload_reports")
+uploaded_to, reports = st.session_state.get(REPORTS_KEY, (ws, None))
+if reports and uploaded_to != ws:  # another workspace's report: not this one's sources
+    st.caption(
+        f"This session's last upload went to the workspace “{escape_text(uploaded_to)}”: its "
+        "report is shown there."
+    )
+    reports = None
 if reports:
     st.subheader("Result per file")
     stored = [r for r in reports if r.error is None]

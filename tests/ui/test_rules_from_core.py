@@ -139,7 +139,7 @@ def test_the_sources_table_counts_like_people_and_puts_the_last_upload_first() -
         [(f"{n}.txt", f"passage number {n}".encode()) for n in (100, 2, 10, 1)], workspace=ws
     )
     reports = service.upload_files([("50.txt", b"the newest upload")], workspace=ws)
-    at = page("pages/upload.py", ws, upload_reports=reports)
+    at = page("pages/upload.py", ws, upload_reports=(ws, reports))
     table = at.dataframe[-1].value
     assert list(table["source"]) == ["50.txt", "1.txt", "2.txt", "10.txt", "100.txt"]
     assert list(table["just uploaded"]) == [True, False, False, False, False]

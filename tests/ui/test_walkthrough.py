@@ -8,6 +8,7 @@ computed from. The sentences are core's; these tests check the screens say them.
 from __future__ import annotations
 
 import html
+import uuid
 
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -92,3 +93,24 @@ def test_runs_names_its_rankers_as_the_other_screens_do_not_by_their_enum_values
 ) -> None:
     at = graded(cranfield)
     assert at.selectbox(key="runs_ranker").options == [KIND_LABELS[k] for k in RUN_KINDS]
+
+
+def test_an_uploads_report_stays_with_its_workspace_when_the_analyst_switches(
+    in_memory_store: None,
+) -> None:
+    from pages.common import get_service
+
+    there, here = (f"upload-{side}-{uuid.uuid4().hex[:6]}" for side in ("there", "here"))
+    for name in (there, here):
+        get_service().create_workspace(name)
+    at = opened(there, "pages/upload.py")
+    at.file_uploader[0].set_value([("wings.txt", b"wing flutter", "text/plain")]).run()
+    at.button(key="index_files").click().run()
+    assert any("Stored 1 of 1 file" in s.value for s in at.success)
+    at.sidebar.selectbox(key="workspace").set_value(here).run()
+    assert not at.success and not [s for s in at.subheader if s.value == "Result per file"]
+    assert f"This session's last upload went to the workspace “{there}”" in " ".join(
+        html.unescape(c.value) for c in at.caption
+    )
+    at.sidebar.selectbox(key="workspace").set_value(there).run()
+    assert any("Stored 1 of 1 file" in s.value for s in at.success)
