@@ -72,11 +72,14 @@ if st.button(
         label = f"Indexing {done + 1:,} of {total:,}: {name}" if done < total else "Done"
         bar.progress(done / total if total else 1.0, text=label)
 
-    st.session_state[REPORTS_KEY] = ws, service.upload_files(
-        [(f.name, f.getvalue()) for f in files or []],
-        workspace=ws,
-        chunking=options,
-        on_progress=progress,
+    st.session_state[REPORTS_KEY] = (
+        ws,
+        service.upload_files(
+            [(f.name, f.getvalue()) for f in files or []],
+            workspace=ws,
+            chunking=options,
+            on_progress=progress,
+        ),
     )
 
 
