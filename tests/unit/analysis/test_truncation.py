@@ -240,3 +240,22 @@ def test_a_small_limit_whose_passages_all_rank_below_the_head_still_gets_its_top
     assert top_documents(terms, full, 3, [5]) == [
         [r.chunk.source_id for r in rank_chunks(terms, full.head(5), 3)]
     ]
+
+
+def test_evaluate_in_bulk_reads_each_source_off_the_read_and_copies_no_passage(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Copying ~56 passages a query only to read their source was ~1/8 of an Evaluate in
+    # memory and a read of their text on PostgreSQL; a read with a source column needs none.
+    from core.domain.ranking import LexicalCandidates
+
+    full = full_candidates([*COMMON, RARE], QUERY)
+    assert len(full.source_pool)
+    expected = top_documents(QUERY, full, 3, [1, 5, 100])
+
+    def copied(self: LexicalCandidates, rows: object) -> list[object]:
+        raise AssertionError("a passage was copied to read its source")
+
+    monkeypatch.setattr(LexicalCandidates, "chunks", copied)
+    monkeypatch.setattr(LexicalCandidates, "chunks_ahead", copied)
+    assert top_documents(QUERY, full, 3, [1, 5, 100]) == expected
