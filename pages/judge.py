@@ -27,7 +27,7 @@ import streamlit as st
 from pydantic import ValidationError
 
 from core.analysis.presentation import highlight_html, term_spans
-from core.analysis.sentences import count, escape_text
+from core.analysis.sentences import EMPTY_REASON_SENTENCES, count, escape_text
 from core.service import (
     DEFAULT_LIMIT,
     DEFAULT_POOL,
@@ -241,7 +241,8 @@ def grading_panel(svc: LexplainService, profile: Profile) -> None:
         ("query ↓", "judge_next_query", "down", (step(position, 1), None)),
     ]
     if not pool.passages:
-        st.info("No passage of this workspace contains a term of this query: nothing to grade.")
+        reason = pool.empty_reason or "no passage contains any term"
+        st.info(f"Nothing to grade: {EMPTY_REASON_SENTENCES.get(reason, reason)}.")
     else:
         passage = pool.passages[at]
         graded = "not graded yet" if passage.grade is None else f"your grade: {passage.grade}"

@@ -107,6 +107,10 @@ class JudgingPool(BaseModel):
     position: int
     queries: int
     passages: list[PoolPassage]
+    #: Why the pool is empty, as every result list says it (``core.service.common.empty_reason``:
+    #: no terms left after stopwords, no letters or digits, no passage holds a term); None when
+    #: it holds a passage.
+    empty_reason: str | None = None
 
     @property
     def graded(self) -> int:

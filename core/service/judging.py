@@ -63,6 +63,7 @@ from core.service.common import (
     check_limit,
     checked_terms,
     combine_judgments,
+    empty_reason,
     read_query_set,
     workspace_profile,
 )
@@ -444,6 +445,7 @@ class JudgingActions(StoreRunner):
             terms=terms,
             position=position,
             queries=len(queries),
+            empty_reason=empty_reason(terms, len(found), len(found), query=query),
             passages=[
                 PoolPassage(
                     chunk_id=i, source_id=found[i].source_id, text=found[i].text, grade=mine.get(i)

@@ -13,7 +13,7 @@ import uuid
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core.analysis.sentences import escape_text
+from core.analysis.sentences import EMPTY_REASON_SENTENCES, escape_text
 from core.service import KIND_LABELS, RUN_KINDS, SAMPLE_CORPUS
 from core.service.bounds import check_limit
 
@@ -114,3 +114,23 @@ def test_an_uploads_report_stays_with_its_workspace_when_the_analyst_switches(
     )
     at.sidebar.selectbox(key="workspace").set_value(there).run()
     assert any("Stored 1 of 1 file" in s.value for s in at.success)
+
+
+@pytest.mark.parametrize(
+    ("query", "reason"),
+    [
+        ("the of and", "no terms left after stopwords"),
+        ("!!! ???", "no letters or digits to search for"),
+        ("zzyzx qwxqwx", "no passage contains any term"),
+    ],
+)
+def test_a_query_with_nothing_to_grade_says_why_in_the_words_search_uses(
+    cranfield: str, query: str, reason: str
+) -> None:
+    at = opened(cranfield, "pages/judge.py")
+    at.text_input(key="judge_new_name").input(f"odd {reason}")
+    at.text_area(key="judge_new_text").input(f"{query}\n")
+    at.button(key="judge_new_save").click().run()
+    assert [i.value for i in at.info] == [
+        f"Nothing to grade: {EMPTY_REASON_SENTENCES.get(reason, reason)}."
+    ]
