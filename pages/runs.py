@@ -74,6 +74,9 @@ RESIDUAL_MEANS = {
     "MRR": "mean_mrr",
     "AP": "mean_ap",
 }
+#: Session key of the workspace the results below were computed in: another workspace's
+#: results are dropped, not shown (marked "grades changed", and saved into this workspace).
+RESULTS_WORKSPACE_KEY = "runs_workspace"
 #: Set by "Widen … and tune again": the next run tunes the widened grid without a click.
 TUNE_AGAIN_KEY = "_tune_again"
 #: Key of Compare's multiselect of saved runs (set when runs are saved to compare).
@@ -199,6 +202,14 @@ st.page_link(
     icon=":material/fact_check:",
     query_params={WORKSPACE_PARAM: ws},
 )
+if (held := st.session_state.get(RESULTS_WORKSPACE_KEY)) != ws:
+    results = (LAST_KEY, LEDGER_KEY, RESIDUAL_KEY, DIAGNOSIS_KEY, TUNING_KEY)
+    if [key for key in results if st.session_state.pop(key, None) is not None]:
+        st.caption(
+            f"The results computed in the workspace “{escape_text(str(held))}” are not shown "
+            f"here: they are that workspace's. Run them again for “{escape_text(ws)}”."
+        )
+    st.session_state[RESULTS_WORKSPACE_KEY] = ws
 if service.is_empty(workspace=ws):
     offer_sample(service)
     st.stop()

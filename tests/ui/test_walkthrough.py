@@ -134,3 +134,24 @@ def test_a_query_with_nothing_to_grade_says_why_in_the_words_search_uses(
     assert [i.value for i in at.info] == [
         f"Nothing to grade: {EMPTY_REASON_SENTENCES.get(reason, reason)}."
     ]
+
+
+def test_runs_results_of_another_workspace_are_not_shown_nor_saved_into_this_one(
+    cranfield: str,
+) -> None:
+    from pages.common import get_service
+
+    other = f"cranfield-other-{uuid.uuid4().hex[:6]}"
+    get_service().load_sample(workspace=other)
+    get_service().import_sample_grades(workspace=other)
+    at = graded(cranfield)
+    at.button(key="runs_evaluate").click().run()
+    at.button(key="runs_diagnose").click().run()
+    assert at.metric and at.button(key="runs_save")
+    at.sidebar.selectbox(key="workspace").set_value(other).run()
+    assert not at.metric and not [b for b in at.button if b.key == "runs_save"]
+    assert not [w for w in at.warning if w.value.startswith("Out of date")]
+    assert f"The results computed in the workspace “{cranfield}” are not shown here" in " ".join(
+        html.unescape(c.value) for c in at.caption
+    )
+    assert get_service().saved_runs(workspace=other) == []
