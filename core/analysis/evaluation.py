@@ -149,19 +149,31 @@ def _grade(text: str, number: int) -> int:
 
 
 def parse_queries(data: bytes | str) -> dict[str, str]:
-    """query id -> text, from BEIR queries.jsonl or a two-column TSV (id, text)."""
+    """query id -> text, from BEIR queries.jsonl or a two-column TSV (id, text).
+
+    An id given twice with two texts is refused, naming both lines: keeping the last one
+    without a word evaluated a query the analyst did not see in the table (the same text
+    twice is the same query, kept once).
+    """
     queries: dict[str, str] = {}
+    first_line: dict[str, int] = {}
     for number, line in enumerate(text_lines(data), start=1):
         if not line.strip():
             continue
         if line.lstrip().startswith("{"):
             query_id, text = beir_query(line, number)
-            queries[query_id] = text
         else:
             query_id, sep, text = line.partition("\t")
             if not sep:
                 raise JudgmentError(f"line {number}: expected JSON or 'id<TAB>text'")
-            queries[query_id.strip()] = text.strip()
+            query_id, text = query_id.strip(), text.strip()
+        first = first_line.setdefault(query_id, number)
+        if first != number and queries[query_id] != text:
+            raise JudgmentError(
+                f"line {number}: query id {quoted(query_id)} was already given on line {first}, "
+                f"with another text ({quoted(queries[query_id])}); an id names one query"
+            )
+        queries[query_id] = text
     if not queries:
         raise JudgmentError("no queries found")
     return queries

@@ -155,3 +155,17 @@ def test_runs_results_of_another_workspace_are_not_shown_nor_saved_into_this_one
         html.unescape(c.value) for c in at.caption
     )
     assert get_service().saved_runs(workspace=other) == []
+
+
+def test_evaluate_refuses_a_queries_file_giving_one_id_two_texts_instead_of_keeping_the_last(
+    cranfield: str,
+) -> None:
+    at = opened(cranfield, "pages/evaluate.py")
+    at.session_state["ev_judgments"] = ("mine", b"q1\taero\nq1\twing\n", b"q1\t12\t1\n")
+    at.run()
+    at.button(key="ev_run").click().run()
+    assert not at.dataframe
+    assert [html.unescape(e.value) for e in at.error] == [
+        "The judgments cannot be used: queries file: line 2: query id 'q1' was already given "
+        "on line 1, with another text ('aero'); an id names one query"
+    ]

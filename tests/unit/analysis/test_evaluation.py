@@ -49,6 +49,17 @@ def test_a_bad_query_line_is_named() -> None:
         parse_queries('{"_id": "1", "text": "wing"}\n{"_id": "2"\n')
 
 
+def test_a_query_id_given_twice_with_two_texts_is_refused_naming_both_lines() -> None:
+    with pytest.raises(JudgmentError) as refusal:
+        parse_queries("q1\twing flutter\nq2\tshock\nq1\tboundary layer\n")
+    assert str(refusal.value) == (
+        "line 3: query id 'q1' was already given on line 1, with another text ('wing flutter');"
+        " an id names one query"
+    )
+    jsonl = '{"_id": "q1", "text": "wing"}\n{"_id": "q1", "text": "wing"}\n'
+    assert parse_queries(jsonl) == {"q1": "wing"}  # the same query twice is one query
+
+
 def test_passages_of_one_document_count_at_its_best_rank() -> None:
     assert documents_in_rank_order(["7", "3", "7", "9", "3"]) == ["7", "3", "9"]
 
