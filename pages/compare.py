@@ -26,7 +26,11 @@ from core.analysis.presentation import (
     stemming_line,
 )
 from core.analysis.sentences import (
+    CHOICE_GONE_NOTE,
+    EMPTY_QUERY_NOTE,
+    EMPTY_REASON_SENTENCES,
     SCORE_FORMAT,
+    SPACES_QUERY_NOTE,
     escape_text,
     link_float,
     query_terms_markdown,
@@ -64,6 +68,9 @@ TERM_FORMATS = {
 PASSAGE_PARAM = "p"
 
 
+#: Session key of the passage a link asked to explain, until it is first checked against the
+#: results: a passage the analyst's own earlier choice named is not "the link's".
+LINKED_PASSAGE_KEY = "_compare_linked_passage"
 #: Session key of the sentences about the link's rankers that were not used as given.
 RANKER_NOTES_KEY = "_compare_rankers_notes"
 
@@ -101,7 +108,9 @@ def sync_rankers_from_url() -> None:
                 st.session_state[key] = number.value
                 if number.note:
                     notes.append((key, number.value, number.note))
-        st.session_state["c_passage"] = params.get(PASSAGE_PARAM)
+        st.session_state["c_passage"] = st.session_state[LINKED_PASSAGE_KEY] = params.get(
+            PASSAGE_PARAM
+        )
         st.session_state[RANKER_NOTES_KEY] = notes
     for side, default in SIDE_DEFAULTS.items():
         st.session_state.setdefault(f"c_kind_{side}", default)
@@ -206,13 +215,17 @@ def render_chosen(view: CompareView) -> None:
     }
     if not options:
         return
+    linked = st.session_state.pop(LINKED_PASSAGE_KEY, None)
     if st.session_state.get("c_passage") not in options:
-        if asked := st.session_state.get("c_passage"):
+        asked = st.session_state.get("c_passage")
+        if asked and asked == linked:
             st.warning(
                 f"The link asked to explain passage p={escape_text(repr(asked))}, which is not "
                 "among these results: the passage below is explained instead.",
                 icon=":material/link:",
             )
+        elif asked:  # the analyst's own choice, before the query, k, limit or a ranker changed
+            st.info(CHOICE_GONE_NOTE)
         st.session_state["c_passage"] = view.chosen if view.chosen in options else options[0]
     st.selectbox(
         "Passage to explain under both rankers",
@@ -290,7 +303,8 @@ if query.strip():
         st.markdown(f"**Indexed as** ({view.profile.value} profile): {stemmed}")
     comparison = view.comparison
     if view.empty_reason:
-        st.info(f"Nothing to compare: {view.empty_reason}.")
+        reason = view.empty_reason
+        st.info(f"Nothing to compare: {EMPTY_REASON_SENTENCES.get(reason, reason)}.")
     else:
         excluded = "" if view.within is None else f", {view.filtered_out:,} excluded by the filter"
         st.markdown(
@@ -303,3 +317,7 @@ if query.strip():
         render_movements(view)
         st.subheader("Per-term contributions under both rankers")
         render_chosen(view)
+elif not query:
+    st.info(EMPTY_QUERY_NOTE)
+else:
+    st.info(SPACES_QUERY_NOTE)

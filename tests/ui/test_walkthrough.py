@@ -13,7 +13,13 @@ import uuid
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core.analysis.sentences import EMPTY_REASON_SENTENCES, escape_text
+from core.analysis.sentences import (
+    CHOICE_GONE_NOTE,
+    EMPTY_QUERY_NOTE,
+    EMPTY_REASON_SENTENCES,
+    SPACES_QUERY_NOTE,
+    escape_text,
+)
 from core.service import KIND_LABELS, RUN_KINDS, SAMPLE_CORPUS
 from core.service.bounds import check_limit
 
@@ -169,3 +175,49 @@ def test_evaluate_refuses_a_queries_file_giving_one_id_two_texts_instead_of_keep
         "The judgments cannot be used: queries file: line 2: query id 'q1' was already given "
         "on line 1, with another text ('aero'); an id names one query"
     ]
+
+
+def compare(workspace: str, query: str) -> AppTest:
+    at = opened(workspace, "pages/compare.py")
+    return at.text_input(key="c_q").set_value(query).run()
+
+
+def test_compare_says_its_own_earlier_choice_left_the_results_not_that_a_link_asked_for_it(
+    cranfield: str,
+) -> None:
+    at = compare(cranfield, "aeroelastic models")
+    explained = at.selectbox(key="c_passage").value
+    at.number_input(key="c_limit").set_value(1).run()
+    assert at.selectbox(key="c_passage").value != explained  # cut by the limit of 1
+    assert not [w for w in at.warning if "link" in w.value]
+    assert CHOICE_GONE_NOTE in [i.value for i in at.info]
+
+
+def test_a_compare_link_naming_a_passage_not_in_the_results_still_says_the_link_asked(
+    cranfield: str,
+) -> None:
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params["ws"] = cranfield
+    at.run()
+    for key, value in {"q": "aeroelastic models", "limit": "1", "p": "not-a-passage"}.items():
+        at.query_params[key] = value
+    at.switch_page("pages/compare.py").run()
+    assert any(w.value.startswith("The link asked to explain passage") for w in at.warning)
+    assert CHOICE_GONE_NOTE not in [i.value for i in at.info]
+
+
+@pytest.mark.parametrize(
+    ("query", "said"),
+    [
+        ("", EMPTY_QUERY_NOTE),
+        ("   ", SPACES_QUERY_NOTE),
+        ("the of and", "Nothing to compare: "
+         f"{EMPTY_REASON_SENTENCES['no terms left after stopwords']}."),
+        ("!!! ???", "Nothing to compare: "
+         f"{EMPTY_REASON_SENTENCES['no letters or digits to search for']}."),
+    ],
+)  # fmt: skip
+def test_compare_says_why_there_is_nothing_to_compare_as_truncation_does(
+    cranfield: str, query: str, said: str
+) -> None:
+    assert [i.value for i in compare(cranfield, query).info] == [said]
