@@ -275,12 +275,16 @@ with st.expander("Import judgments (TREC qrels, BEIR TSV, CSV query,docid,rating
             st.error(f"Not imported: {exc}")
         else:
             st.success(f"Imported {count(imported.stored, 'grade')}.")
-            for what, listed in (
-                ("queries not in this set", imported.unknown_queries),
-                ("ids this workspace does not hold", imported.unknown_ids),
-            ):
+            for what, plural, listed in (
+                ("query not in this set", "queries not in this set", imported.unknown_queries),
+                ("id this workspace does not hold", "ids this workspace does not hold",
+                 imported.unknown_ids),
+            ):  # fmt: skip
                 if listed:
-                    st.warning(f"{len(listed):,} {what}: {escape_text(', '.join(listed))}")
+                    st.warning(
+                        f"Not imported, the grades of {count(len(listed), what, plural)}: "
+                        f"{escape_text(', '.join(listed))}"
+                    )
 
 st.subheader("Agreement")
 st.button("Refresh agreement and exports", key="judge_refresh")

@@ -221,3 +221,15 @@ def test_compare_says_why_there_is_nothing_to_compare_as_truncation_does(
     cranfield: str, query: str, said: str
 ) -> None:
     assert [i.value for i in compare(cranfield, query).info] == [said]
+
+
+def test_an_import_names_what_it_left_out_in_counted_words(cranfield: str) -> None:
+    at = opened(cranfield, "pages/judge.py")
+    (upload,) = [u for u in at.get("file_uploader") if u.key == "judge_import_file"]
+    upload.set_value([("j.txt", b"999 0 12 2\n1 0 99999 1\n1 0 nowhere 1\n", "text/plain")])
+    at.run().button(key="judge_import").click().run()
+    assert [s.value for s in at.success] == ["Imported 0 grades."]
+    assert [html.unescape(w.value) for w in at.warning] == [
+        "Not imported, the grades of 1 query not in this set: 999",
+        "Not imported, the grades of 2 ids this workspace does not hold: 99999, nowhere",
+    ]
