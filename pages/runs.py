@@ -467,8 +467,8 @@ if st.button("Tune", key="runs_tune") or st.session_state.pop(TUNE_AGAIN_KEY, Fa
         )  # fmt: skip
         bar.empty()
         remember_inputs(TUNING_KEY, tuning_settings)
-    except (JudgmentError, KeyError, ValueError) as exc:
-        st.error(escape_text(str(exc)))
+    except (JudgmentError, KeyError, ValueError) as exc:  # a grid pydantic refused, too
+        st.error(escape_text(one_sentence(exc) if isinstance(exc, ValueError) else str(exc)))
 tuned = st.session_state.get(TUNING_KEY)
 if tuned is not None:
     out_of_date(TUNING_KEY, tuning_settings, "Tune")

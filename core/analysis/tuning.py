@@ -170,7 +170,11 @@ class GridSpec(BaseModel):
         if any(not 0.0 <= b <= 1.0 for b in self.bs):
             raise ValueError("every b must be between 0 and 1")
         if len(self.k1s) * len(self.bs) > MAX_POINTS:
-            raise ValueError(f"a grid holds at most {MAX_POINTS} points")
+            raise ValueError(
+                f"a grid holds at most {MAX_POINTS} points, this one "
+                f"{len(self.k1s) * len(self.bs):,} ({len(self.k1s)} values of k1 × "
+                f"{len(self.bs)} of b): take a larger step or a narrower range"
+            )
         return self
 
 

@@ -20,6 +20,7 @@ from core.analysis.sentences import (
     SPACES_QUERY_NOTE,
     escape_text,
 )
+from core.analysis.tuning import MAX_POINTS
 from core.service import KIND_LABELS, RUN_KINDS, SAMPLE_CORPUS
 from core.service.bounds import check_limit
 
@@ -232,4 +233,19 @@ def test_an_import_names_what_it_left_out_in_counted_words(cranfield: str) -> No
     assert [html.unescape(w.value) for w in at.warning] == [
         "Not imported, the grades of 1 query not in this set: 999",
         "Not imported, the grades of 2 ids this workspace does not hold: 99999, nowhere",
+    ]
+
+
+def test_a_tuning_grid_too_large_says_how_large_and_what_to_change_without_pydantics_dump(
+    cranfield: str,
+) -> None:
+    at = graded(cranfield)
+    at.slider(key="tune_k1").set_value((0.0, 5.0))
+    at.number_input(key="tune_k1_step").set_value(0.1)
+    at.slider(key="tune_b").set_value((0.0, 1.0))
+    at.number_input(key="tune_b_step").set_value(0.05)
+    at.button(key="runs_tune").click().run()
+    assert [html.unescape(e.value) for e in at.error] == [
+        f"a grid holds at most {MAX_POINTS} points, this one 1,071 (51 values of k1 × 21 of b): "
+        "take a larger step or a narrower range"
     ]
