@@ -142,5 +142,5 @@ if st.button("Check parity", key="parity"):
             (sides[0], "In memory (reference)", report.difference.reference),
             (sides[1], "This store", report.difference.checked),
         ):
-            col.markdown(f"**{label}**: score {side.score!r}, candidate {side.candidate_position}")
+            col.markdown(f"**{label}**: {escape_text(side.words())}")
             col.dataframe(side.rows(), hide_index=True)

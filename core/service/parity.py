@@ -68,6 +68,14 @@ class ParitySide(BaseModel):
     score: float | None = None
     explanation: ScoreExplanation | None = None
 
+    def words(self) -> str:
+        """This side in words: its score to the last bit (``repr``: parity is bit for bit) and
+        its candidate position, or that the passage is not among its candidates (the fields'
+        None read "score None, candidate None" on Corpus)."""
+        if self.candidate_position is None or self.score is None:
+            return "not among its candidates"
+        return f"score {self.score!r}, candidate #{self.candidate_position:,}"
+
     def rows(self) -> list[dict[str, object]]:
         """The explanation as table rows, one per query term."""
         if self.explanation is None:

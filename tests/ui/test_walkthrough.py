@@ -23,6 +23,7 @@ from core.analysis.sentences import (
 from core.analysis.tuning import MAX_POINTS
 from core.service import KIND_LABELS, RUN_KINDS, SAMPLE_CORPUS
 from core.service.bounds import check_limit
+from core.service.parity import ParityDifference, ParityQuery, ParityReport, ParitySide
 
 APP = str(SAMPLE_CORPUS.parents[2] / "app.py")
 
@@ -248,4 +249,32 @@ def test_a_tuning_grid_too_large_says_how_large_and_what_to_change_without_pydan
     assert [html.unescape(e.value) for e in at.error] == [
         f"a grid holds at most {MAX_POINTS} points, this one 1,071 (51 values of k1 × 21 of b): "
         "take a larger step or a narrower range"
+    ]
+
+
+def test_a_parity_difference_where_one_store_lacks_the_passage_says_so_not_none(
+    cranfield: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pages.common import get_service
+
+    query = ParityQuery(text="wing", terms=["wing"])
+    lacking = ParityReport(
+        workspace=cranfield, drawn_from="terms", limit=1000, queries=[query], identical=0,
+        difference=ParityDifference(
+            query_number=1, query=query, limit=1000, what="a passage only one store has",
+            chunk_id="x", reference=ParitySide(candidate_position=3, score=2.5),
+            checked=ParitySide(),
+        ),
+    )  # fmt: skip
+    monkeypatch.setattr(get_service(), "parity", lambda **_: lacking)
+    at = opened(cranfield, "pages/corpus.py")
+    at.button(key="parity").click().run()
+    said = [
+        html.unescape(m.value)
+        for m in at.markdown
+        if m.value.startswith(("**In memory", "**This store"))
+    ]
+    assert said == [
+        "**In memory (reference)**: score 2.5, candidate #3",
+        "**This store**: not among its candidates",
     ]
