@@ -224,7 +224,7 @@ def render_chosen(view: CompareView) -> None:
                 "among these results: the passage below is explained instead.",
                 icon=":material/link:",
             )
-        elif asked:  # the analyst's own choice, before the query, k, limit or a ranker changed
+        elif asked:  # the analyst's own earlier choice (CHOICE_GONE_NOTE says what changed)
             st.info(CHOICE_GONE_NOTE)
         st.session_state["c_passage"] = view.chosen if view.chosen in options else options[0]
     st.selectbox(

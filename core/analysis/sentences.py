@@ -127,10 +127,10 @@ def unknown_filter_line(what: str, plural: str, unknown: Sequence[str], kept: in
 
 
 #: What Compare says when the passage it explained is not among the results any more (the
-#: query, k, limit or a ranker changed): the analyst's own choice, not a link's.
+#: workspace, query, k, limit or a ranker changed): the analyst's own choice, not a link's.
 CHOICE_GONE_NOTE: Final = (
-    "The passage explained before is not among these results (the query, k, limit or a "
-    "ranker changed): the passage below is explained instead."
+    "The passage explained before is not among these results (the workspace, query, k, limit "
+    "or a ranker changed): the passage below is explained instead."
 )
 
 

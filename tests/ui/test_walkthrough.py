@@ -278,3 +278,18 @@ def test_a_parity_difference_where_one_store_lacks_the_passage_says_so_not_none(
         "**In memory (reference)**: score 2.5, candidate #3",
         "**This store**: not among its candidates",
     ]
+
+
+def test_compare_says_the_passage_it_explained_left_when_the_workspace_changed(
+    cranfield: str,
+) -> None:
+    from core.service import EXAMPLE_WORKSPACE
+    from pages.common import get_service
+
+    other = f"{EXAMPLE_WORKSPACE}-{uuid.uuid4().hex[:6]}"
+    get_service().create_workspace(other)
+    get_service().load_example_with_names(workspace=other)
+    at = compare(other, "wind tunnel")
+    at.sidebar.selectbox(key="workspace").set_value(cranfield).run()
+    assert CHOICE_GONE_NOTE in [i.value for i in at.info]
+    assert "the workspace" in CHOICE_GONE_NOTE
