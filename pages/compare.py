@@ -31,6 +31,7 @@ from core.analysis.sentences import (
     EMPTY_REASON_SENTENCES,
     SCORE_FORMAT,
     SPACES_QUERY_NOTE,
+    count,
     escape_text,
     link_float,
     query_terms_markdown,
@@ -309,7 +310,7 @@ if query.strip():
         excluded = "" if view.within is None else f", {view.filtered_out:,} excluded by the filter"
         st.markdown(
             f"Overlap at {view.k}: **{comparison.shared} of {len(comparison.a)}** "
-            f"({comparison.overlap:.0%}) · {comparison.ranked:,} candidates ranked by both "
+            f"({comparison.overlap:.0%}) · {count(comparison.ranked, 'candidate')} ranked by both "
             f"(of {view.matching_passages:,} matching{excluded}, limit {view.limit:,})"
         )
         render_lists(view)

@@ -293,3 +293,10 @@ def test_compare_says_the_passage_it_explained_left_when_the_workspace_changed(
     at.sidebar.selectbox(key="workspace").set_value(cranfield).run()
     assert CHOICE_GONE_NOTE in [i.value for i in at.info]
     assert "the workspace" in CHOICE_GONE_NOTE
+
+
+def test_compare_counts_one_candidate_in_the_singular(cranfield: str) -> None:
+    at = compare(cranfield, "aeroelastic models")
+    at.number_input(key="c_limit").set_value(1).run()
+    (overlap,) = [m.value for m in at.markdown if m.value.startswith("Overlap at")]
+    assert "· 1 candidate ranked by both (of 76 matching, limit 1)" in overlap
