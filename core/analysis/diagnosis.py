@@ -36,7 +36,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict
 
-from core.analysis.rankers import Ranker, best_first, matched_score_steps, rank_of
+from core.analysis.rankers import Ranker, best_first, matched_score_steps, rank_of, rows_ahead
 from core.domain.bm25 import (
     CorpusStats,
     QueryScorer,
@@ -286,7 +286,7 @@ def diagnose_documents(
     k: int,
     limit: int,
     ranker: Ranker,
-    head_sources: npt.NDArray[np.object_],
+    sources_of: Callable[[npt.NDArray[np.int64]], npt.NDArray[np.object_]],
     document_rows: Mapping[str, Sequence[int]],
     weights: Mapping[str, float] | None = None,
     past: Mapping[str, Place] | None = None,
@@ -294,70 +294,56 @@ def diagnose_documents(
     """``diagnose_query`` judged by document, as qrels judge: a document is in the top k at its
     best passage, and a lost one is diagnosed at the passage that came nearest (the best-scored
     of its candidates, else its first in the candidate order, else none: a mismatch).
-    ``head_sources``: the source of each of the first ``limit`` rows (object array);
+    ``sources_of``: the source of each of some of the first ``limit`` rows (object array);
     ``document_rows``: each relevant document's rows in ``full`` (its passages that hold a
-    query term, first first: ``document_rows`` gives the first); ``weights`` as for
-    ``diagnose_query``; ``past``: each relevant document with no row at its passage placed
-    first past the cut. Each document's best passage is its first in the ranking; only the
-    top k documents and the relevant ones are looked for (a dict of every ranked document,
-    a step per candidate in Python, was ~1/3 of what a diagnosis by document cost beyond its
-    Evaluate at limit 1,000, issue 50)."""
+    query term, ascending); ``weights`` as for ``diagnose_query``; ``past``: each relevant
+    document with no row at its passage placed first past the cut. Only the rows the first k
+    documents take are ordered and their sources read; an outranked document's rank is the
+    documents of the rows ahead of its best passage, plus one. The source of every candidate
+    and a sort of them all were ~1/3 of what a diagnosis by document cost beyond its Evaluate
+    at limit 1,000 (issue 49)."""
     head = full.head(limit)
     matched, scores = finish(matched_score_steps(ranker, terms, head, weights))
-    present = [document for document, found in document_rows.items() if found]
-    # Only as many rows are ordered as the first k documents take, unless a relevant document
-    # ranked below them needs its rank: then all (a sort of every candidate was ~60 us of a
-    # query's ~440 beyond its Evaluate at limit 1,000, issue 49).
     n = min(2 * k, len(matched))
     while True:
         order = best_first(matched, scores, head.id_order, n)
-        ranked: list[str] = head_sources[order].tolist()  # each row's document, best first
         top: dict[str, int] = {}  # the first k documents -> their best passage's place
-        for place, document in enumerate(ranked):
+        for place, document in enumerate(sources_of(order).tolist()):
             if len(top) == k:
                 break
             top.setdefault(document, place)
-        if n == len(matched) or (len(top) == k and all(d in top for d in present)):
+        if len(top) == k or n == len(matched):
             break
-        n = len(matched) if len(top) == k else min(2 * n, len(matched))
+        n = min(2 * n, len(matched))
     kth_row = int(order[top[next(reversed(top))]]) if len(top) == k and k else None
     rows: dict[str, Sequence[int]] = {}
     for document, found in document_rows.items():
-        if found:  # a ranked document is diagnosed at its best passage
-            best = _place(ranked, document)
-            rows[document] = (
-                sorted(found, key=lambda r: (r >= limit, r)) if best is None else [int(order[best])]
+        if not found:
+            continue
+        inside = [r for r in found if r < len(head)]
+        at = np.searchsorted(matched, inside).tolist()  # matched is ascending
+        ranked = [
+            r for r, a in zip(inside, at, strict=True) if a < len(matched) and matched[a] == r
+        ]
+        if ranked:  # a ranked document is diagnosed at its best passage
+            best = (
+                ranked[0]
+                if len(ranked) == 1
+                else best_first(np.array(ranked), scores, head.id_order, 1)[0]
             )
+            rows[document] = [int(best)]
+        else:
+            rows[document] = sorted(found, key=lambda r: (r >= limit, r))
 
     def rank(document: str) -> int | None:
-        at = _place(ranked, document)  # its rank: the documents ranked above it, plus one
-        return None if at is None else len(set(ranked[:at])) + 1
+        # Its best passage's: the documents of the rows ranked above it, plus one.
+        ahead = rows_ahead(rows[document][0], matched, scores, head.id_order)
+        return None if ahead is None else len(set(sources_of(ahead).tolist())) + 1
 
     return _diagnosed(
         query_id, query, terms, full, grades, k, limit, ranker, scores, list(top), kth_row,
         rank, rows, weights, past or {},
     )  # fmt: skip
-
-
-def document_rows(
-    sources: npt.NDArray[np.object_], grades: Mapping[str, int]
-) -> dict[str, list[int]]:
-    """Each relevant document's first row in a read ([] if none: no passage of it holds a
-    query term), from ``sources``, the source of each of the read's rows as the read saw it:
-    the row ``diagnose_documents`` diagnoses an unranked document at (a ranked one is taken
-    at its best passage). One search of that column a document, where reading each
-    document's passages to find their ids among the rows (``np.isin`` of the read's id
-    column) cost a store read a document and ~1/4 of a diagnosis by document beyond its
-    Evaluate (issue 50)."""
-    column: list[str] = sources.tolist()
-    # Most relevant documents are in no row (at issue 49's probes 5 in 6 lost were cut by
-    # the limit): a set of the column says so, where a failed search read every row.
-    present = set(column)
-    return {
-        document: [column.index(document)] if document in present else []
-        for document, grade in grades.items()
-        if grade >= RELEVANT
-    }
 
 
 def passage_rows(

@@ -252,20 +252,33 @@ def best_first(
     return rows[np.lexsort((id_order[rows], -scores[rows]))][: max(n, 0)]
 
 
+def rows_ahead(
+    row: int,
+    rows: npt.NDArray[np.int64],
+    scores: npt.NDArray[np.float64],
+    id_order: npt.NDArray[np.int64],
+) -> npt.NDArray[np.int64] | None:
+    """The rows of ``rows`` (ascending) ahead of ``row`` in ``best_first``'s order, None if
+    ``row`` is not one of them: compared, not sorted."""
+    at = int(np.searchsorted(rows, row))
+    if at == len(rows) or rows[at] != row:
+        return None
+    theirs, score = scores[rows], scores[row]
+    ahead: npt.NDArray[np.int64] = rows[
+        (theirs > score) | ((theirs == score) & (id_order[rows] < id_order[row]))
+    ]
+    return ahead
+
+
 def rank_of(
     row: int,
     rows: npt.NDArray[np.int64],
     scores: npt.NDArray[np.float64],
     id_order: npt.NDArray[np.int64],
 ) -> int | None:
-    """``row``'s 1-based place in ``best_first``'s order of ``rows`` (ascending), None if it
-    is not one of them: the rows ahead of it counted, no sort."""
-    at = int(np.searchsorted(rows, row))
-    if at == len(rows) or rows[at] != row:
-        return None
-    theirs, score = scores[rows], scores[row]
-    ahead = (theirs > score) | ((theirs == score) & (id_order[rows] < id_order[row]))
-    return int(np.count_nonzero(ahead)) + 1
+    """``row``'s 1-based place in ``best_first``'s order of ``rows``, None if not one of them."""
+    ahead = rows_ahead(row, rows, scores, id_order)
+    return None if ahead is None else len(ahead) + 1
 
 
 def top_scored_steps(

@@ -37,7 +37,6 @@ from core.analysis.diagnosis import (
     RunDiagnosis,
     diagnose_documents,
     diagnose_query,
-    document_rows,
     own_terms,
     passage_rows,
     summarise,
@@ -82,7 +81,7 @@ from core.stores.port import tenant_of
 
 #: Distinct terms of the lost passages' texts read per df lookup (the query bound).
 _DF_TERMS: Final = MAX_QUERY_TERMS
-#: Lost documents whose passages are read at once (``get_by_sources``): one round trip for
+#: Documents whose passages (or their ids) are read at once: one round trip for
 #: a run's few, a bounded read for the largest (2,000 queries' mismatches).
 _SOURCES_READ: Final = 500
 
@@ -202,9 +201,12 @@ class DiagnosisActions(StoreRunner):
                 cut = head.matching > len(head)
                 try:
                     if by_document:
-                        sources = await self._sources(head, limit, tenant)
-                        rows = document_rows(sources, judged)
-                        past = await self._past_documents(head, terms, tenant, rows) if cut else {}
+                        sources = (
+                            head.sources_at
+                            if len(head.source_pool)
+                            else (await self._sources(head, limit, tenant)).__getitem__
+                        )
+                        rows, past = await self._documents(head, terms, tenant, judged, cut)
                     else:
                         past = await self._past(head, terms, tenant, judged) if cut else {}
                 except ValueError as exc:
@@ -279,18 +281,21 @@ class DiagnosisActions(StoreRunner):
         units = [unit for unit, grade in judged.items() if grade >= RELEVANT and unit not in shown]
         return await self._placed(head, terms, tenant, units) if units else {}
 
-    async def _past_documents(
+    async def _documents(
         self,
         head: LexicalCandidates,
         terms: list[str],
         tenant: UUID,
-        rows: dict[str, list[int]],
-    ) -> dict[str, Place]:
-        """Each relevant document with no passage in ``head`` (``rows``: its rows there, from
-        ``document_rows``) at its passage placed first past the cut: their passages' ids read
-        ``_SOURCES_READ`` documents at a time (``passage_ids_by_source``: no passage copied),
-        placed from the read's postings."""
-        units = [document for document, found in rows.items() if not found]
+        judged: dict[str, int],
+        cut: bool,
+    ) -> tuple[dict[str, list[int]], dict[str, Place]]:
+        """Each relevant document's rows in ``head`` (ascending, [] if none) and, for each with
+        none when ``head`` is cut, its passage placed first past the cut: its passages' ids
+        (``passage_ids_by_source``, ``_SOURCES_READ`` documents at a time, no passage copied)
+        placed from the read's postings, whose place within the cut is the passage's row.
+        Rejected: the source of every candidate searched for each document (a set of a
+        thousand a query), ~1/5 of what a diagnosis by document cost beyond its Evaluate."""
+        units = [unit for unit, grade in judged.items() if grade >= RELEVANT]
         of: dict[str, str] = {}
         for start in range(0, len(units), _SOURCES_READ):  # a qrels line can name thousands
             group = units[start : start + _SOURCES_READ]
@@ -298,12 +303,26 @@ class DiagnosisActions(StoreRunner):
             of.update(
                 (chunk_id, document) for document in group for chunk_id in held.get(document, [])
             )
+        rows: dict[str, list[int]] = {unit: [] for unit in units}
+        if head.places is not None:
+            placed = head.places(list(of))
+        else:  # the rows within the read searched, the others placed by an unlimited read
+            within = passage_rows(head, dict.fromkeys(of), 0)
+            placed = {chunk_id: Place(row, ()) for chunk_id, row in within.items()}
+            if cut:
+                placed |= await self._placed(
+                    head, terms, tenant, [c for c in of if c not in within]
+                )
         past: dict[str, Place] = {}
-        for chunk_id, place in (await self._placed(head, terms, tenant, list(of))).items():
+        for chunk_id, place in placed.items():
             document = of[chunk_id]
-            if document not in past or place.position < past[document].position:
+            if place.position < len(head):
+                rows[document].append(place.position)
+            elif document not in past or place.position < past[document].position:
                 past[document] = place
-        return past
+        for found in rows.values():
+            found.sort()
+        return rows, {document: place for document, place in past.items() if not rows[document]}
 
     async def _placed(
         self, head: LexicalCandidates, terms: list[str], tenant: UUID, chunk_ids: list[str]

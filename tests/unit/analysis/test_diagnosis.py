@@ -18,7 +18,6 @@ from core.analysis.diagnosis import (
     LostCause,
     diagnose_documents,
     diagnose_query,
-    document_rows,
     own_terms,
     passage_rows,
     summarise,
@@ -200,7 +199,7 @@ async def test_by_document_a_lost_document_is_diagnosed_at_the_passage_that_came
     rows = {d: [ids.index(c.id) for c in chunks if c.source_id == d and c.id in ids] for d in "DEF"}
     grades = {"D": 2, "E": 3, "F": 1, "b0": 1}
     found = diagnose_documents(
-        "q", "wing flutter", TERMS, full, grades, K, limit, WORKSPACE, sources, rows
+        "q", "wing flutter", TERMS, full, grades, K, limit, WORKSPACE, full.sources_at, rows
     )
     causes = {p.chunk_id: p for p in found.lost}
     assert causes["F"].cause is LostCause.VOCABULARY
@@ -216,13 +215,6 @@ async def test_by_document_a_lost_document_is_diagnosed_at_the_passage_that_came
     assert found.unjudged == [d for d in ranked_documents[:K] if d not in grades]
 
 
-def test_a_relevant_documents_row_is_its_first_in_the_read_and_an_absent_one_has_none() -> None:
-    sources = np.array(["b", "a", "c", "a", "b"], dtype=object)
-    grades = {"a": 2, "c": 0, "b": 1, "gone": 1}
-    assert document_rows(sources, grades) == {"a": [1], "b": [0], "gone": []}
-    assert document_rows(np.empty(0, dtype=object), {"a": 1}) == {"a": []}
-
-
 async def test_by_document_a_lost_document_is_ranked_among_documents_against_the_kth_best() -> None:
     # Five documents of three passages each, every passage longer than the one before: the
     # ranking is d0's three, then d1's, ... so a document's rank is not its passage's.
@@ -235,10 +227,10 @@ async def test_by_document_a_lost_document_is_ranked_among_documents_against_the
     full = await _read(chunks)
     sources = full.sources_at(np.arange(len(full)))
     grades = {"d3": 2}
+    rows = {"d3": sorted(full.row_of(chunks[f"d3-{i}"].id) for i in range(3))}
     found = diagnose_documents(
-        "q", "wing flutter", TERMS, full, grades, 2, 100, WORKSPACE, sources[:100],
-        document_rows(sources, grades),
-    )  # fmt: skip
+        "q", "wing flutter", TERMS, full, grades, 2, 100, WORKSPACE, full.sources_at, rows
+    )
     order, scores = score_all(WORKSPACE, TERMS, full)
     assert [sources[r] for r in order[::3]] == ["d0", "d1", "d2", "d3", "d4"]
     (lost,) = found.lost
