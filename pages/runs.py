@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import plotly.graph_objects as go
 import streamlit as st
 
-from core.analysis.sentences import count, escape_text
+from core.analysis.sentences import count, escape_text, saved_run_labels
 from core.service import (
     DEFAULT_K,
     DEFAULT_LIMIT,
@@ -103,14 +103,15 @@ def out_of_date(key: str, settings: tuple[object, ...], button: str) -> None:
     mark_out_of_date(key, settings, grades_now, button)
 
 
-def run_label(run: SavedRunSummary) -> str:
-    """A saved run as Compare lists it: its name and when it was saved."""
-    return f"{run.name} · {run.saved_at:%Y-%m-%d %H:%M:%S}"
-
-
 def pick_for_comparison(saved: Sequence[SavedRunSummary]) -> None:
     """Runs just saved, picked under Compare saved runs (the baseline first): no hunt."""
-    st.session_state[PICK_KEY] = [run_label(run) for run in saved]
+    label_of = {run_id: label for label, run_id in saved_run_labels(listed_runs()).items()}
+    st.session_state[PICK_KEY] = [label_of[run.run_id] for run in saved]
+
+
+def listed_runs() -> list[SavedRunSummary]:
+    """The workspace's saved runs, as Compare saved runs lists them."""
+    return service.saved_runs(workspace=ws)
 
 
 def widen_and_tune(k1_range: tuple[float, float], b_range: tuple[float, float]) -> None:
@@ -475,8 +476,8 @@ if tuned is not None:
     render_tuning(*tuned)
 
 st.subheader("Compare saved runs")
-saved_runs = service.saved_runs(workspace=ws)
-labels = {run_label(r): r.run_id for r in saved_runs}
+saved_runs = listed_runs()
+labels = saved_run_labels(saved_runs)
 picked = st.multiselect(
     "Runs (the first is the baseline; 2 to 5)", list(labels), max_selections=5, key=PICK_KEY
 )

@@ -13,8 +13,11 @@ import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Final
+from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict
+
+from core.domain.judging import SavedRunSummary
 
 #: HTML and Markdown-significant characters, encoded as entities in one pass: text stays text.
 ESCAPED_CHARACTERS: Final = "&<>\"'\\`*_{}[]#|~$:"
@@ -259,3 +262,19 @@ def log_ticks(high: int) -> list[int]:
             if step * decade >= max(high, 1):
                 return ticks
         decade *= 10
+
+
+def saved_run_labels(runs: Sequence[SavedRunSummary]) -> dict[str, UUID]:
+    """Each saved run's label in a list to pick from, to its id: its name and when it was
+    saved, to the second; two runs of one name saved in one second get " · 2", " · 3" in the
+    order given. Keyed by the bare label they were one option, and the analyst who picked
+    "both" compared a run with itself (0 wins, 225 ties, p 1.0)."""
+    labels: dict[str, UUID] = {}
+    for run in runs:
+        label = base = f"{run.name} · {run.saved_at:%Y-%m-%d %H:%M:%S}"
+        repeat = 1
+        while label in labels:
+            repeat += 1
+            label = f"{base} · {repeat}"
+        labels[label] = run.run_id
+    return labels

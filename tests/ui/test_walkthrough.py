@@ -300,3 +300,16 @@ def test_compare_counts_one_candidate_in_the_singular(cranfield: str) -> None:
     at.number_input(key="c_limit").set_value(1).run()
     (overlap,) = [m.value for m in at.markdown if m.value.startswith("Overlap at")]
     assert "· 1 candidate ranked by both (of 76 matching, limit 1)" in overlap
+
+
+def test_every_saved_run_is_an_option_to_compare_even_two_of_one_name_and_second(
+    cranfield: str,
+) -> None:
+    at = graded(cranfield)
+    at.button(key="runs_evaluate").click().run()
+    for _ in range(3):  # the same default name, clicked within a second or so
+        at.button(key="runs_save").click().run()
+    from pages.common import get_service
+
+    saved = get_service().saved_runs(workspace=cranfield)
+    assert len(at.multiselect(key="runs_pick").options) == len(saved) >= 3

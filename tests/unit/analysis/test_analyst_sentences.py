@@ -6,9 +6,19 @@ axis labelled "1 2 5 10 2 5 100" were what the screens said; these hold core's r
 
 from __future__ import annotations
 
-from core.analysis.sentences import limit_of_matching, log_ticks, score_text, shown_of_matching
+from datetime import UTC, datetime, timedelta
+from uuid import uuid4
+
+from core.analysis.sentences import (
+    limit_of_matching,
+    log_ticks,
+    saved_run_labels,
+    score_text,
+    shown_of_matching,
+)
 from core.analysis.tuning import GridPoint, TuningGrid
 from core.domain.comparison import randomisation_test
+from core.domain.judging import SavedRunSummary
 
 
 def test_shown_of_matching_is_english_for_one_or_many_and_names_the_filter() -> None:
@@ -89,3 +99,20 @@ def test_an_explanation_table_shows_core_numbers_in_one_format_with_its_text_esc
         "| &#60;b&#62;x&#124;y | 0 | 7 | 4.0000 | 91.35 | 0.0000 | 0.0000 |",
     ]
     assert explanation_markdown([]) == ""
+
+
+def test_two_runs_of_one_name_saved_in_one_second_are_two_options_to_pick() -> None:
+    at = datetime(2026, 12, 6, 14, 49, 27, tzinfo=UTC)
+    runs = [
+        SavedRunSummary(run_id=uuid4(), name=name, saved_at=at + timedelta(microseconds=n),
+                        query_set="s")
+        for n, name in enumerate(["bm25", "bm25", "other", "bm25"])
+    ]  # fmt: skip
+    labels = saved_run_labels(runs)
+    assert list(labels) == [
+        "bm25 · 2026-12-06 14:49:27",
+        "bm25 · 2026-12-06 14:49:27 · 2",
+        "other · 2026-12-06 14:49:27",
+        "bm25 · 2026-12-06 14:49:27 · 3",
+    ]
+    assert list(labels.values()) == [run.run_id for run in runs]
