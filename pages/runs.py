@@ -268,6 +268,9 @@ if st.button("Evaluate", key="runs_evaluate", type="primary"):
     else:
         st.session_state[LAST_KEY] = (chosen, by_document, ranker, run, expand)
         remember_inputs(LAST_KEY, settings)
+        # A new run gets its own default name: the box kept the last run's ("limit 1000" over
+        # a run at limit 100), and saving named the run after settings it was not run at.
+        st.session_state.pop("runs_name", None)
 
 last = st.session_state.get(LAST_KEY)
 if last is not None:
@@ -286,9 +289,11 @@ if last is not None:
         )
     table = [{"query": r.query, **{COLUMNS[m]: getattr(r, m) for m in COLUMNS}} for r in run.rows]
     st.dataframe(table, hide_index=True, key="runs_table")
-    suffix = " · RM3" if used_expand is not None else ""
+    # Every setting the run differs by in its default name: two runs at k 10 by passage and
+    # k 3 by document were both offered as "workspace BM25 (…) · limit 1000".
+    suffix = (" · by document" if level else "") + (" · RM3" if used_expand is not None else "")
     name = st.text_input(
-        "Save as", value=f"{used.label} · limit {run.limit}{suffix}", key="runs_name"
+        "Save as", value=f"{used.label} · k {run.k} · limit {run.limit}{suffix}", key="runs_name"
     )
     if st.button("Save this run", key="runs_save"):
         try:

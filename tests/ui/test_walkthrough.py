@@ -313,3 +313,18 @@ def test_every_saved_run_is_an_option_to_compare_even_two_of_one_name_and_second
 
     saved = get_service().saved_runs(workspace=cranfield)
     assert len(at.multiselect(key="runs_pick").options) == len(saved) >= 3
+
+
+def test_each_new_run_is_offered_its_own_name_telling_runs_of_other_k_and_level_apart(
+    cranfield: str,
+) -> None:
+    at = graded(cranfield)
+    at.button(key="runs_evaluate").click().run()
+    first = at.text_input(key="runs_name").value
+    at.number_input(key="runs_k").set_value(3)
+    at.toggle(key="runs_by_document").set_value(True)
+    at.button(key="runs_evaluate").click().run()
+    assert first == "workspace BM25 (k1 1.2, b 0.75) · k 10 · limit 1000"
+    assert at.text_input(key="runs_name").value == (
+        "workspace BM25 (k1 1.2, b 0.75) · k 3 · limit 1000 · by document"
+    )
