@@ -20,7 +20,7 @@ from streamlit.navigation.page import StreamlitPage
 from streamlit.runtime.pages_manager import PagesManager
 from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
 
-from core.analysis.sentences import escape_text, link_int, log_ticks
+from core.analysis.sentences import escape_text, link_int, log_ticks, other_workspace_results
 from core.service import (
     DEFAULT_K,
     DEFAULT_LIMIT,
@@ -485,3 +485,16 @@ def mark_out_of_date(
             f"Click {button} again for current numbers.",
             icon=":material/history:",
         )
+
+
+def drop_other_workspace_results(marker: str, keys: Sequence[str]) -> None:
+    """Results under ``keys`` computed in another workspace than the sidebar's are dropped and
+    the drop said once (``marker``: the session key of the workspace they were computed in).
+    Kept, they stood under the new workspace marked "the grades changed" or "the settings
+    above changed", and Runs saved them into it."""
+    held = st.session_state.get(marker)
+    if held == workspace():
+        return
+    if [key for key in keys if st.session_state.pop(key, None) is not None]:
+        st.caption(other_workspace_results(str(held), workspace()))
+    st.session_state[marker] = workspace()

@@ -49,6 +49,7 @@ from core.service import (
 from pages.common import (
     EVALUATE_JUDGMENTS_KEY,
     WORKSPACE_PARAM,
+    drop_other_workspace_results,
     grades_state,
     mark_out_of_date,
     ndcg_histogram,
@@ -66,6 +67,9 @@ JUDGMENTS_KEY = EVALUATE_JUDGMENTS_KEY
 RESULT_KEY = "ev_result"
 #: Session key of run A's last diagnosis.
 DIAGNOSIS_KEY = "ev_diagnosis"
+#: Session key of the workspace the result and diagnosis were computed in (another
+#: workspace's are dropped, not marked "the settings above changed").
+RESULTS_WORKSPACE_KEY = "ev_workspace"
 #: Metrics of the table: label -> attribute of a QueryScore.
 METRICS = {"nDCG": "ndcg", "Recall": "recall", "MRR": "mrr", "Judged": "judged_share"}
 #: Where the judgments come from (the source radio's options).
@@ -374,6 +378,7 @@ st.markdown(
     "judgment) beside them. With judgment files, documents are judged at their best passage; "
     "with this workspace's grades, passage by passage or by document."
 )
+drop_other_workspace_results(RESULTS_WORKSPACE_KEY, (RESULT_KEY, DIAGNOSIS_KEY))
 offer_sample(service)
 
 source = st.radio("Judgments from", [FROM_FILES, FROM_GRADES], horizontal=True, key="ev_source")

@@ -41,6 +41,7 @@ from core.service import (
 )
 from pages.common import (
     WORKSPACE_PARAM,
+    drop_other_workspace_results,
     grades_state,
     mark_out_of_date,
     offer_sample,
@@ -203,14 +204,9 @@ st.page_link(
     icon=":material/fact_check:",
     query_params={WORKSPACE_PARAM: ws},
 )
-if (held := st.session_state.get(RESULTS_WORKSPACE_KEY)) != ws:
-    results = (LAST_KEY, LEDGER_KEY, RESIDUAL_KEY, DIAGNOSIS_KEY, TUNING_KEY)
-    if [key for key in results if st.session_state.pop(key, None) is not None]:
-        st.caption(
-            f"The results computed in the workspace “{escape_text(str(held))}” are not shown "
-            f"here: they are that workspace's. Run them again for “{escape_text(ws)}”."
-        )
-    st.session_state[RESULTS_WORKSPACE_KEY] = ws
+drop_other_workspace_results(
+    RESULTS_WORKSPACE_KEY, (LAST_KEY, LEDGER_KEY, RESIDUAL_KEY, DIAGNOSIS_KEY, TUNING_KEY)
+)
 if service.is_empty(workspace=ws):
     offer_sample(service)
     st.stop()

@@ -278,3 +278,12 @@ def saved_run_labels(runs: Sequence[SavedRunSummary]) -> dict[str, UUID]:
             label = f"{base} · {repeat}"
         labels[label] = run.run_id
     return labels
+
+
+def other_workspace_results(held: str, workspace: str) -> str:
+    """What a screen says once when the results it held were computed in another workspace
+    and it drops them (escaped: both are names people typed)."""
+    return (
+        f"The results computed in the workspace “{escape_text(held)}” are not shown here: they "
+        f"are that workspace's. Run them again for “{escape_text(workspace)}”."
+    )

@@ -19,6 +19,7 @@ from core.analysis.sentences import (
     EMPTY_REASON_SENTENCES,
     SPACES_QUERY_NOTE,
     escape_text,
+    other_workspace_results,
 )
 from core.analysis.tuning import MAX_POINTS
 from core.service import KIND_LABELS, RUN_KINDS, SAMPLE_CORPUS
@@ -328,3 +329,20 @@ def test_each_new_run_is_offered_its_own_name_telling_runs_of_other_k_and_level_
     assert at.text_input(key="runs_name").value == (
         "workspace BM25 (k1 1.2, b 0.75) · k 3 · limit 1000 · by document"
     )
+
+
+def test_evaluates_result_of_another_workspace_is_dropped_and_said_not_marked_as_settings(
+    cranfield: str,
+) -> None:
+    from pages.common import get_service
+
+    other = f"cranfield-again-{uuid.uuid4().hex[:6]}"
+    get_service().load_sample(workspace=other)
+    at = opened(cranfield, "pages/evaluate.py")
+    at.button(key="ev_sample").click().run()
+    at.button(key="ev_run").click().run()
+    assert at.metric
+    at.sidebar.selectbox(key="workspace").set_value(other).run()
+    assert not at.metric
+    assert not [w for w in at.warning if w.value.startswith("Out of date")]
+    assert other_workspace_results(cranfield, other) in [c.value for c in at.caption]
