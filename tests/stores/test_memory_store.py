@@ -132,6 +132,34 @@ async def test_a_big_stores_passages_add_nothing_a_full_collection_walks() -> No
     assert added < 200, f"{added} objects more for every full collection to walk"
 
 
+async def test_a_stores_judgments_add_nothing_a_full_collection_walks() -> None:
+    """49,228 judgments (a model, its dict and its fields set each) were ~4/5 of issue 49's
+    probe process's tracked objects, walked by every full collection; kept as tuples of
+    atoms they add none, and read out equal to what was written."""
+    import gc
+
+    from core.domain.judging import Judgment
+    from core.stores.port import Workspace
+    from tests.stores.compliance_judging import judgment
+
+    store = InMemoryChunkStore()
+    tenant = uuid.uuid4()
+    await store.upsert_workspace(Workspace(tenant_id=tenant, name="judged"))
+
+    def written() -> list[Judgment]:
+        return [judgment(tenant, f"q{i}", f"c{i % 97}", i % 4) for i in range(5_000)]
+
+    gc.collect()
+    before = len(gc.get_objects())
+    await store.put_judgments(tenant, written())  # the caller keeps none of them
+    gc.collect()
+    gc.collect()  # a tuple is untracked once its items were, the collection after
+    added = len(gc.get_objects()) - before
+    assert added < 50, f"{added} objects more for every full collection to walk"
+    expected = sorted(written(), key=lambda j: (j.query, j.chunk_id, j.rater))
+    assert await store.list_judgments(tenant) == expected
+
+
 async def test_a_small_store_leaves_the_collector_alone() -> None:
     import gc
 

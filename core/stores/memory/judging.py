@@ -4,12 +4,20 @@ A mixin of ``InMemoryChunkStore`` rather than more lines in ``store.py``: it sha
 store's one lock and its workspaces (a write for an unknown workspace is refused, and
 ``delete_workspace`` drops a tenant's judging with its passages), and nothing else. The
 models are frozen; saved runs hold dicts, so they are deep-copied in and out like chunks.
+A judgment is kept as a plain tuple of atoms under its key (``KeptJudgment``), for the
+reason ``kept`` gives for passages: the collector untracks such a tuple, where a model, its
+dict and its fields set were three objects a judgment that every full collection walked (at
+issue 49's probes 49,228 judgments were ~4/5 of the process's tracked objects, and a full
+collection ~0.1 s of a diagnosis that an Evaluate never paid). A ``Judgment`` is built on the
+way out.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from datetime import datetime
+from typing import Final
 from uuid import UUID
 
 from core.domain.judging import (
@@ -19,11 +27,16 @@ from core.domain.judging import (
     SavedRun,
     SavedRunSummary,
 )
+from core.domain.models import built
 from core.stores.checks import checked_judgments
 from core.stores.port import Workspace, WorkspaceGone
 
 #: A judgment's key within its workspace: (query, passage, rater).
 JudgmentKey = tuple[str, str, str]
+#: The rest of a judgment as kept: (source id, grade, judged at).
+KeptJudgment = tuple[str, int, datetime]
+#: The fields set every judgment read out shares (``built``; the model is frozen).
+_JUDGMENT_FIELDS: Final = set(Judgment.model_fields)
 
 
 class InMemoryJudging:
@@ -35,7 +48,7 @@ class InMemoryJudging:
 
     def __init__(self) -> None:
         self._query_sets: dict[UUID, dict[str, QuerySet]] = {}
-        self._judgments: dict[UUID, dict[JudgmentKey, Judgment]] = {}
+        self._judgments: dict[UUID, dict[JudgmentKey, KeptJudgment]] = {}
         self._runs: dict[UUID, dict[UUID, SavedRun]] = {}
 
     def _known(self, tenant_id: UUID) -> None:
@@ -76,8 +89,8 @@ class InMemoryJudging:
         with self._lock:
             self._known(tenant_id)
             kept = self._judgments.setdefault(tenant_id, {})
-            for judgment in batch:
-                kept[(judgment.query, judgment.chunk_id, judgment.rater)] = judgment
+            for j in batch:
+                kept[(j.query, j.chunk_id, j.rater)] = (j.source_id, j.grade, j.judged_at)
         return len(batch)
 
     async def list_judgments(
@@ -86,11 +99,27 @@ class InMemoryJudging:
         wanted = None if queries is None else set(queries)
         with self._lock:
             found = [
-                judgment
-                for key, judgment in self._judgments.get(tenant_id, {}).items()
+                (key, rest)
+                for key, rest in self._judgments.get(tenant_id, {}).items()
                 if wanted is None or key[0] in wanted
             ]
-        return sorted(found, key=lambda j: (j.query, j.chunk_id, j.rater))
+        found.sort(key=lambda item: item[0])
+        return [
+            built(
+                Judgment,
+                {
+                    "tenant_id": tenant_id,
+                    "query": query,
+                    "chunk_id": chunk_id,
+                    "source_id": source_id,
+                    "grade": grade,
+                    "rater": rater,
+                    "judged_at": judged_at,
+                },
+                _JUDGMENT_FIELDS,
+            )
+            for (query, chunk_id, rater), (source_id, grade, judged_at) in found
+        ]
 
     async def delete_judgment(self, tenant_id: UUID, query: str, chunk_id: str, rater: str) -> bool:
         with self._lock:
