@@ -424,9 +424,22 @@ def _diagnosed(
     relevant = sorted(c for c, g in grades.items() if g >= RELEVANT)
     asked = sorted(set(terms))
     # The scorer and the k-th's explanation once a passage is outranked (~20 us a query whose
-    # lost passages were all cut by the limit or mismatched did not need).
-    kth = functools.cache(lambda: _kth(ranker, terms, full, weights, kth_row))
-    at_cut = functools.cache(lambda: _matched(full, limit - 1) if limit > 0 else None)
+    # lost passages were all cut by the limit or mismatched did not need), and the terms
+    # held at the cut once one is cut: each made when first needed (a functools.cache each
+    # was ~5 us a query to make).
+    kth_made: list[tuple[QueryScorer, ScoreExplanation]] = []
+    cut_made: list[int | None] = []
+
+    def kth() -> tuple[QueryScorer, ScoreExplanation]:
+        if not kth_made:
+            kth_made.append(_kth(ranker, terms, full, weights, kth_row))
+        return kth_made[0]
+
+    def at_cut() -> int | None:
+        if not cut_made:
+            cut_made.append(_matched(full, limit - 1) if limit > 0 else None)
+        return cut_made[0]
+
     lost: list[LostPassage] = []
     shown = set(top_ids)
     for unit in relevant:
@@ -508,11 +521,11 @@ def _diagnosed(
 _FIELDS: Final = {
     model: set(model.model_fields) for model in (LostPassage, TermDifference, QueryDiagnosis)
 }
-#: What a lost passage holds when not said (``_lost``).
-_LOST_DEFAULTS: Final = {
-    name: copy(info.default)  # its own, not the field's
+#: Every field of a lost passage in declared order, each default its own object (not the
+#: field's), the required ones None until said (``_lost``).
+_LOST_TEMPLATE: Final = {
+    name: None if info.is_required() else copy(info.default)
     for name, info in LostPassage.model_fields.items()
-    if not info.is_required()
 }
 
 
@@ -522,14 +535,7 @@ def _lost(**values: Any) -> LostPassage:
     passage, and pydantic's deep copy of each default list, were ~7% of a diagnosis of 2,000
     queries in memory, and the empty lists 13k of its survivors (``_FIELDS``). Nothing
     mutates a frozen model's list: a change is a ``model_copy(update=...)``, a new list."""
-    return built(
-        LostPassage,
-        {
-            name: values[name] if name in values else _LOST_DEFAULTS[name]
-            for name in LostPassage.model_fields
-        },
-        _FIELDS[LostPassage],
-    )
+    return built(LostPassage, {**_LOST_TEMPLATE, **values}, _FIELDS[LostPassage])
 
 
 def _kth(
