@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
+from core.service import KIND_LABELS, RankerKind
 from tests.e2e.test_browser import ARTIFACTS, settle
 from tests.e2e.test_browser_judge import wake_keys
 from tests.e2e.test_browser_sign_in import BOB, provider, server, sign_in
@@ -94,11 +95,11 @@ def grade_everything(page: Page, server: str, workspace: str, keys: str) -> None
     expect(page.get_by_text("This set, for you: 3 of 3 queries fully graded")).to_be_visible()
 
 
-def evaluate(page: Page, ranker: str) -> dict[str, str]:
+def evaluate(page: Page, ranker: RankerKind) -> dict[str, str]:
     """Evaluate the set on Runs under ``ranker``; the metrics shown, label -> value."""
     box = page.get_by_label("Ranker")
     box.click()
-    page.get_by_role("option", name=ranker, exact=True).click()
+    page.get_by_role("option", name=KIND_LABELS[ranker], exact=True).click()
     settle(page)
     page.get_by_role("button", name="Evaluate").click()
     expect(page.get_by_test_id("stMetric").first).to_be_visible()
@@ -135,12 +136,12 @@ def test_two_raters_judge_a_set_then_runs_compare_and_the_qrels_reproduce_the_me
     ada.goto(f"{server}/runs?ws=judged")
     expect(ada.get_by_role("heading", name="Runs", exact=True)).to_be_visible()
     settle(ada)
-    first = evaluate(ada, "workspace")
+    first = evaluate(ada, RankerKind.WORKSPACE)
     assert "Judged@10" in first and "nDCG@10" in first
     ada.get_by_label("Save as").fill("workspace bm25")
     ada.get_by_role("button", name="Save this run").click()
     expect(ada.get_by_text("Saved “workspace bm25”.")).to_be_visible()
-    evaluate(ada, "classic")
+    evaluate(ada, RankerKind.CLASSIC)
     ada.get_by_label("Save as").fill("textbook bm25")
     ada.get_by_role("button", name="Save this run").click()
     expect(ada.get_by_text("Saved “textbook bm25”.")).to_be_visible()
@@ -179,4 +180,4 @@ def test_two_raters_judge_a_set_then_runs_compare_and_the_qrels_reproduce_the_me
     expect(ada.get_by_text("ids this workspace does not hold")).to_have_count(0)
     ada.goto(f"{server}/runs?ws=judged-again")
     settle(ada)
-    assert evaluate(ada, "workspace") == first
+    assert evaluate(ada, RankerKind.WORKSPACE) == first
