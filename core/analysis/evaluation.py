@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from core.analysis.judgment_files import (
     JudgmentError,
     beir_query,
+    check_line_storable,
     grade_number,
     is_qrels_header,
     qrels_fields,
@@ -115,6 +116,8 @@ def parse_qrels(
         if not fields or (number == 1 and is_qrels_header(fields)):
             continue
         query_id, doc_id, grade = qrels_fields(fields, number)
+        check_line_storable(query_id, "the query id", number)
+        check_line_storable(doc_id, "the document id", number)
         value, read = _grade(grade, number), read + 1
         if only is not None and query_id not in only:
             continue
@@ -167,6 +170,8 @@ def parse_queries(data: bytes | str) -> dict[str, str]:
             if not sep:
                 raise JudgmentError(f"line {number}: expected JSON or 'id<TAB>text'")
             query_id, text = query_id.strip(), text.strip()
+        check_line_storable(query_id, "the query id", number)
+        check_line_storable(text, "a query", number)
         first = first_line.setdefault(query_id, number)
         if first != number and queries[query_id] != text:
             raise JudgmentError(

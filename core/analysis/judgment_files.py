@@ -39,6 +39,7 @@ from typing import Final, NamedTuple
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from core.analysis.sentences import count
+from core.domain.chunks import storable_text_problem
 from core.domain.judging import MAX_QUERIES, TOP_GRADE, SetQuery
 from core.domain.query_cost import query_refusal
 from core.domain.tokenize import DEFAULT_PROFILE, Profile
@@ -120,6 +121,19 @@ def text_lines(data: bytes | str) -> list[str]:
 def quoted(value: str) -> str:
     """``value`` in quotes for a message, cut to a readable length."""
     return repr(value if len(value) <= _QUOTED else value[:_QUOTED] + "…")
+
+
+def check_line_storable(value: str, what: str, number: int) -> str:
+    """``value`` if every store can hold it, else one sentence naming the line and the character.
+
+    The same check and wording as Judge's (``a query contains a NUL character at offset 4``):
+    a NUL passed by Evaluate showed invisibly in its table, as ``%00`` in the Search link, and
+    failed on PostgreSQL when the run was saved, where refusing it at the line is one sentence.
+    """
+    problem = storable_text_problem(value)
+    if problem is not None:
+        raise JudgmentError(f"line {number}: {what} {problem}")
+    return value
 
 
 def qrels_fields(fields: Sequence[str], number: int) -> tuple[str, str, str]:

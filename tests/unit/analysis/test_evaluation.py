@@ -137,3 +137,20 @@ def test_qrels_read_for_some_queries_keep_only_theirs_and_still_check_every_line
     assert parse_qrels(qrels, only=set()) == {}  # judgments, none of these queries'
     with pytest.raises(JudgmentError, match="line 3: grade "):
         parse_qrels(qrels.replace("12\t4", "12\tx"), only={"1"})
+
+
+@pytest.mark.parametrize(
+    ("parse", "data", "sentence"),
+    [
+        (parse_queries, '{"_id": "q1", "text": "aero\\u0000"}\n', "line 1: a query contains a NUL"),
+        (parse_queries, "q1\twing\nq\ud8002\tflutter\n", "line 2: the query id contains a lone"),
+        (parse_qrels, "q1 0 d\x001 1\n", "line 1: the document id contains a NUL"),
+        (parse_qrels, "q\x001\td1\t1\n", "line 1: the query id contains a NUL"),
+    ],
+)
+def test_a_character_no_store_holds_is_refused_naming_the_line_as_judge_does(
+    parse: object, data: str, sentence: str
+) -> None:
+    assert callable(parse)
+    with pytest.raises(JudgmentError, match=sentence):
+        parse(data)

@@ -296,3 +296,20 @@ def test_judgments_that_share_no_query_or_are_not_text_are_refused(
         service.evaluate(b"9\twing\n", b"1\t184\t1\n", 10, [1000], workspace=SAMPLE)
     with pytest.raises(JudgmentError, match="qrels file is not UTF-8"):
         service.evaluate(b"1\twing\n", b"\xff\xfe1\t184\t1\n\x80", 10, [1000], workspace=SAMPLE)
+
+
+@pytest.mark.parametrize(
+    ("queries", "qrels", "sentence"),
+    [
+        (b'{"_id": "1", "text": "aero\\u0000"}\n', b"1\t184\t1\n", "queries file: line 1: a query"),
+        (b'{"_id": "1", "text": "aero\\ud800"}\n', b"1\t184\t1\n", "queries file: line 1: a query"),
+        (b"1\twing\n", b"1\t18\x004\t1\n", "qrels file: line 1: the document id contains a NUL"),
+    ],
+)
+def test_evaluate_and_diagnose_files_refuse_what_no_store_holds_before_any_search(
+    service: LexplainService, queries: bytes, qrels: bytes, sentence: str
+) -> None:
+    with pytest.raises(JudgmentError, match=sentence):
+        service.evaluate(queries, qrels, 10, [1000], workspace=SAMPLE)
+    with pytest.raises(JudgmentError, match=sentence):
+        service.diagnose_files(queries, qrels, 10, 1000, workspace=SAMPLE)
