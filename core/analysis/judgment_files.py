@@ -187,6 +187,9 @@ class _QuerySet:
         query_id = (str(len(self.queries) + 1) if query_id is None else query_id).strip()
         if not text:
             raise JudgmentError(f"line {number}: the query is empty")
+        # Before pydantic: its str refuses a lone surrogate without naming it.
+        check_line_storable(text, "a query", number)
+        check_line_storable(query_id, "the query id", number)
         refusal = query_refusal(text, self._profile)
         if refusal:  # left out and listed, the rest of the file kept
             self.refused.append(RefusedQuery(line=number, sentence=f"line {number}: {refusal}"))

@@ -246,3 +246,12 @@ def test_a_file_whose_every_query_is_refused_keeps_nothing_and_says_why() -> Non
         r"\(and 1 more line\)$",
     ):
         read_queries(data, QueryFormat.LINES)
+
+
+@pytest.mark.parametrize("fmt", [QueryFormat.BEIR, QueryFormat.LINES])
+def test_a_lone_surrogate_in_a_query_is_named_not_left_to_pydantics_sentence(
+    fmt: QueryFormat,
+) -> None:
+    line = '{"_id": "1", "text": "aero\\ud800"}' if fmt is QueryFormat.BEIR else "aero\ud800"
+    with pytest.raises(JudgmentError, match=r"^line 1: a query contains a lone surrogate U"):
+        read_queries(line + "\n", fmt)

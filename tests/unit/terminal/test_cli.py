@@ -804,3 +804,20 @@ def test_import_queries_that_stores_nothing_says_why_in_one_line_with_status_two
     status, out = run("import-queries", str(tmp_path / "absent.txt"), "--workspace", SAMPLE,
                       "--set", "x")  # fmt: skip
     assert status == 2 and out.startswith("error: cannot read")
+
+
+@pytest.mark.postgres
+def test_import_queries_refuses_a_nul_in_a_query_in_judges_sentence_keeping_the_stored_set(
+    facade: LexplainService, tmp_path: Path
+) -> None:
+    path = tmp_path / "queries.jsonl"
+    path.write_text(json.dumps({"_id": "1", "text": "wing flutter"}) + "\n")
+    argv = ("import-queries", str(path), "--workspace", SAMPLE, "--set", "nul set")
+    assert run(*argv, "--format", "beir")[0] == 0
+    for text in ("aero\x00", "aero\ud800"):
+        path.write_text(json.dumps({"_id": "1", "text": text}) + "\n")
+        status, out = run(*argv, "--format", "beir")
+        assert status == 2, out
+        assert "line 1: a query contains a" in out and "at offset 4" in out
+    kept = facade.query_set("nul set", workspace=SAMPLE).queries
+    assert [q.text for q in kept] == ["wing flutter"]
