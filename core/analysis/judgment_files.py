@@ -373,6 +373,8 @@ def read_judgments(data: bytes | str, fmt: JudgmentFormat) -> list[GradedPair]:
         query, doc_id = query.strip(), doc_id.strip()
         if not query or not doc_id:
             raise JudgmentError(f"line {number}: the query or the document is empty")
+        check_line_storable(query, "the query", number)
+        check_line_storable(doc_id, "the document id", number)
         earlier = seen.get((query, doc_id))
         if earlier is not None:
             if earlier[1] != grade:

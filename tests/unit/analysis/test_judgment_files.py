@@ -255,3 +255,18 @@ def test_a_lone_surrogate_in_a_query_is_named_not_left_to_pydantics_sentence(
     line = '{"_id": "1", "text": "aero\\ud800"}' if fmt is QueryFormat.BEIR else "aero\ud800"
     with pytest.raises(JudgmentError, match=r"^line 1: a query contains a lone surrogate U"):
         read_queries(line + "\n", fmt)
+
+
+@pytest.mark.parametrize(
+    ("data", "fmt", "sentence"),
+    [
+        ("q\x001 0 d1 1\n", JudgmentFormat.TREC, "line 1: the query contains a NUL"),
+        ("q1\td\ud8001\t1\n", JudgmentFormat.BEIR, "line 1: the document id contains a lone"),
+        ("query,docid,rating\nwing\x00,d1,1\n", JudgmentFormat.CSV, "line 2: the query contains"),
+    ],
+)
+def test_a_judgments_file_naming_what_no_store_holds_is_refused_at_its_line(
+    data: str, fmt: JudgmentFormat, sentence: str
+) -> None:
+    with pytest.raises(JudgmentError, match=sentence):
+        read_judgments(data, fmt)
