@@ -14,12 +14,18 @@ number core's, every user-derived string escaped (``escape_text``). Styled by
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from operator import itemgetter
 from typing import Any, Final
 
-from core.analysis.presentation import FORMULA, IDF_FORMULAS, SCORE_NOTE
+from core.analysis.presentation import (
+    EXPLANATION_COLUMNS,
+    FORMULA,
+    IDF_FORMULAS,
+    SCORE_NOTE,
+    explanation_tuples,
+    formula_lines,
+)
 from core.analysis.sentences import cell_spec, escape_text
-from core.domain.bm25 import IDF_FUNCTIONS, ScoreExplanation
+from core.domain.bm25 import ScoreExplanation
 
 #: Class of a result's "why this score" details, and of its "show all" details.
 WHY_CLASS, ALL_CLASS = "lx-why", "lx-all"
@@ -68,46 +74,17 @@ _WEIGHTED_HTML: Final = f"<p>{escape_text(WEIGHTED_NOTE)}</p>"
 _NOTE_HTML: Final = f'<p class="lx-note">{escape_text(SCORE_NOTE)}</p>'
 
 
-#: The table's columns, as ``explanation_rows`` names them; "weight" (second) only when weighted.
-_COLUMNS: Final = (
-    "term", "weight", "tf", "df", "N", "idf", "dl", "avgdl", "TF part", "contribution"
-)  # fmt: skip
-#: Where a row tuple (``_rows``) holds the tf, idf and contribution.
-_TF, _IDF, _CONTRIBUTION = 2, 5, 9
-
-
-def _rows(e: ScoreExplanation) -> list[tuple[Any, ...]]:
-    """``explanation_rows(e)``'s rows, in its order, as tuples of ``_COLUMNS``' values: no model
-    per unmatched term (``every_term``) and no dict per row, which were half the ~1.2 ms a
-    Search rerun spent on its ten explanations (bench/bench_rerun.py, issue 50). The same two
-    sorts on the same values, so the same order; tests/unit/analysis/test_explanation_html.py
-    holds it to the rows ``explanation_rows`` makes."""
-    idf, n, dl, avgdl = IDF_FUNCTIONS[e.idf_form], e.n_docs, e.doc_length, e.avg_doc_length
-    weight = e.weights.get
-    rows: list[tuple[Any, ...]] = [
-        (p.term, p.weight, p.tf, p.df, p.n_docs, p.idf, p.doc_length, p.avg_doc_length,
-         p.tf_part, p.contribution)
-        for p in e.terms
-    ] + [
-        (term, weight(term, 1.0), 0, df, n, idf(df, n), dl, avgdl, 0.0, 0.0)
-        for term, df in zip(e.unmatched, e.unmatched_df, strict=True)
-    ]  # fmt: skip
-    rows.sort(key=itemgetter(0))
-    rows.sort(key=lambda r: (r[_TF] == 0, -r[_CONTRIBUTION], -r[_IDF], r[0]))
-    return rows
-
-
 def _table_html(rows: Sequence[tuple[Any, ...]], weighted: bool) -> str:
     """``explanation_table_html`` of the same rows as dicts (without "weight" unless
     ``weighted``), from the tuples: each row one ``str.format`` reading its columns by place."""
     if not rows:
         return ""
     first = rows[0]
-    places = [i for i in range(len(_COLUMNS)) if weighted or i != 1]
+    places = [i for i in range(len(EXPLANATION_COLUMNS)) if weighted or i != 1]
     text = [i for i in places if not isinstance(first[i], int | float)]
     row_format = (
         "<tr>"
-        + "".join(f"<td>{{{i}:{cell_spec(_COLUMNS[i], first[i])}}}</td>" for i in places)
+        + "".join(f"<td>{{{i}:{cell_spec(EXPLANATION_COLUMNS[i], first[i])}}}</td>" for i in places)
         + "</tr>"
     )
     if text == [0]:  # the term: the one text column
@@ -119,22 +96,8 @@ def _table_html(rows: Sequence[tuple[Any, ...]], weighted: bool) -> str:
             for i in text:
                 values[i] = escape_text(str(values[i]))
             body.append(row_format.format(*values))
-    head = "".join(f"<th>{escape_text(_COLUMNS[i])}</th>" for i in places)
+    head = "".join(f"<th>{escape_text(EXPLANATION_COLUMNS[i])}</th>" for i in places)
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
-
-
-def _formulas(e: ScoreExplanation) -> str:
-    """``formula_lines(e)`` joined by line breaks, each line ``formula_line``'s text with the
-    explanation's k1 and b written once, not once per term."""
-    parts = sorted((p for p in e.terms if p.tf > 0), key=lambda p: (-p.contribution, p.term))
-    k1, b = e.k1, e.b
-    saturation = f"·{k1 + 1:g} / ("
-    norm = f" + {k1:g}·({1 - b:g} + {b:g}·"
-    return "\n".join(
-        f"{p.term}: {p.idf:.4f} × {p.tf}{saturation}{p.tf}{norm}{p.doc_length}/"
-        f"{p.avg_doc_length:.2f})) = {p.idf:.4f} × {p.tf_part:.4f} = {p.contribution:.4f}"
-        for p in parts
-    )
 
 
 def explanation_html(explanation: ScoreExplanation, what: str = "the score above") -> str:
@@ -142,14 +105,14 @@ def explanation_html(explanation: ScoreExplanation, what: str = "the score above
     and dl, the expanded-query note when weighted, the total, every term's row, each matched
     term's formula written out, and the note on comparing scores."""
     e = explanation
-    formulas = escape_text(_formulas(e))
+    formulas = escape_text("\n".join(formula_lines(e)))
     return (
         f"{_FORMULA_HTML}k1 = {e.k1:g}, b = {e.b:g}<br>{_IDF_HTML[e.idf_form]} &nbsp; "
         f"N = {e.n_docs:,}, avgdl = {e.avg_doc_length:.2f}, dl = {e.doc_length}</p>"
         + (_WEIGHTED_HTML if e.weights else "")
         + f"<p><b>total = {e.score:.4f}</b> = {escape_text(what)} "
         "(the sum of the contribution column)</p>"
-        + _table_html(_rows(e), bool(e.weights))
+        + _table_html(explanation_tuples(e), bool(e.weights))
         + (f'<div class="lx-formulas">{formulas}</div>' if formulas else "")
         + _NOTE_HTML
     )

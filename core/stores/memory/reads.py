@@ -60,7 +60,7 @@ from core.domain.postings import (
 from core.domain.ranking import LexicalCandidates
 from core.domain.steps import Steps, finish
 from core.stores.memory.index import CHUNK_ID, Image, Ints, Objects, Segment, Since, shared_slots
-from core.stores.memory.kept import CHUNK_INDEX, ID, SOURCE_ID, kept_metadata, passage_copy
+from core.stores.memory.kept import CHUNK_INDEX, ID, SOURCE_ID, Kept, kept_metadata, passage_copy
 
 #: Passages a metadata filter reads between two checkpoints (~1 us each).
 LOOKUP_ROWS: Final = 4_096
@@ -387,33 +387,35 @@ def sources_of(image: Image, chunk_ids: Sequence[str]) -> dict[str, str]:
     return dict(zip(wanted, map(operator.itemgetter(SOURCE_ID), kept), strict=True))
 
 
-def passages_of(
-    image: Image, source_ids: Sequence[str], tenant_id: UUID
-) -> dict[str, list[StoredChunk]]:
-    """Each of ``source_ids`` ``image`` holds live -> copies of its passages by chunk_index,
-    then id (``PassageStore.get_by_sources``; ``get_by_source`` is one): the sources found
-    in one pass of the image's source keys."""
+def _held_in_order(image: Image, source_ids: Sequence[str]) -> dict[str, list[Kept]]:
+    """Each of ``source_ids`` ``image`` holds live -> its kept passages by chunk_index, then id:
+    the sources found in one pass of the image's source keys."""
     wanted = list(dict.fromkeys(source_ids))
     found, _ = image.rows_of_sources(wanted)
+    order, chunks = operator.itemgetter(CHUNK_INDEX, ID), image.chunks
     return {
-        source: sorted(
-            (passage_copy(image.chunks[row], tenant_id) for row in rows),
-            key=lambda chunk: (chunk.chunk_index, chunk.id),
-        )
+        source: sorted((chunks[row] for row in rows), key=order)
         for source, rows in zip(wanted, found, strict=True)
         if rows
     }
 
 
+def passages_of(
+    image: Image, source_ids: Sequence[str], tenant_id: UUID
+) -> dict[str, list[StoredChunk]]:
+    """Copies of ``_held_in_order``'s passages (``PassageStore.get_by_sources``;
+    ``get_by_source`` is one)."""
+    return {
+        source: [passage_copy(kept, tenant_id) for kept in held]
+        for source, held in _held_in_order(image, source_ids).items()
+    }
+
+
 def passage_ids(image: Image, source_ids: Sequence[str]) -> dict[str, list[str]]:
     """``passages_of``'s passages' ids alone (``PassageStore.passage_ids_by_source``): no copy."""
-    wanted = list(dict.fromkeys(source_ids))
-    found, _ = image.rows_of_sources(wanted)
-    order, chunks = operator.itemgetter(CHUNK_INDEX, ID), image.chunks
     return {
-        source: [kept[ID] for kept in sorted((chunks[row] for row in rows), key=order)]
-        for source, rows in zip(wanted, found, strict=True)
-        if rows
+        source: [kept[ID] for kept in held]
+        for source, held in _held_in_order(image, source_ids).items()
     }
 
 
