@@ -463,7 +463,7 @@ def postings_candidate_steps(
         source_pool=np.empty(0, dtype=object) if sources is None else sources,
         matching=matching,
         filtered_out=filtered_out,
-        places=place_lookup(postings, ids, levels, id_rank, id_rows),
+        places=place_lookup(postings, ids, levels, id_rank, id_rows, selected),
         **columns,
     )
 
