@@ -244,7 +244,8 @@ def diagnose_query(
     deleted (``LostCause.GONE``). ``weights``: an expanded run's term weights (``terms`` is
     then the expanded term set, ``full`` its read), as ``QueryScorer`` takes them."""
     read = full.head(limit)
-    matched, scores = finish(matched_score_steps(ranker, terms, read, weights))
+    scorer = ranker.scorer(terms, read, weights)
+    matched, scores = finish(matched_score_steps(ranker, terms, read, weights, scorer))
     # Only the top k is ordered; a rank below it is counted (the rows ahead of it), where a
     # sort of every candidate was ~60 us of a query's diagnosis at limit 1,000 (issue 49).
     order = best_first(matched, scores, read.id_order, k)
@@ -272,8 +273,8 @@ def diagnose_query(
 
     top = [str(i) for i in ids[order]] if k else []
     return _diagnosed(
-        query_id, query, terms, full, grades, k, limit, ranker, scores, top, kth_row, rank,
-        rows, weights, past or {},
+        query_id, query, terms, full, grades, k, limit, scorer, scores, top, kth_row, rank,
+        rows, past or {},
     )  # fmt: skip
 
 
@@ -303,7 +304,8 @@ def diagnose_documents(
     and a sort of them all were ~1/3 of what a diagnosis by document cost beyond its Evaluate
     at limit 1,000 (issue 49)."""
     head = full.head(limit)
-    matched, scores = finish(matched_score_steps(ranker, terms, head, weights))
+    scorer = ranker.scorer(terms, head, weights)
+    matched, scores = finish(matched_score_steps(ranker, terms, head, weights, scorer))
     n = min(2 * k, len(matched))
     while True:
         order = best_first(matched, scores, head.id_order, n)
@@ -341,8 +343,8 @@ def diagnose_documents(
         return None if ahead is None else len(set(sources_of(ahead).tolist())) + 1
 
     return _diagnosed(
-        query_id, query, terms, full, grades, k, limit, ranker, scores, list(top), kth_row,
-        rank, rows, weights, past or {},
+        query_id, query, terms, full, grades, k, limit, scorer, scores, list(top), kth_row,
+        rank, rows, past or {},
     )  # fmt: skip
 
 
@@ -407,32 +409,32 @@ def _diagnosed(
     grades: Mapping[str, int],
     k: int,
     limit: int,
-    ranker: Ranker,
+    scorer: QueryScorer,
     scores: npt.NDArray[np.float64],
     top_ids: list[str],
     kth_row: int | None,
     rank: Callable[[str], int | None],
     rows: Mapping[str, Sequence[int]],
-    weights: Mapping[str, float] | None,
     past: Mapping[str, Place],
 ) -> QueryDiagnosis:
-    """The causes, given the run's ranking: its first k units (passages or documents)
-    ``top_ids``, the row of the k-th (None when fewer than k were ranked), ``rank``: a unit's
-    1-based rank (None if unranked), each relevant unit's rows in ``full`` (the one it is
-    diagnosed at first), and ``past``: the place of each with none there past the cut."""
+    """The causes, given the run's ranking (``scorer``, the one it scored with): its first k
+    units (passages or documents) ``top_ids``, the row of the k-th (None when fewer than k
+    were ranked), ``rank``: a unit's 1-based rank (None if unranked), each relevant unit's
+    rows in ``full`` (the one it is diagnosed at first), and ``past``: the place of each with
+    none there past the cut."""
     ndcg = ndcg_at_k(top_ids, dict(grades), k)
     relevant = sorted(c for c, g in grades.items() if g >= RELEVANT)
     asked = sorted(set(terms))
-    # The scorer and the k-th's explanation once a passage is outranked (~20 us a query whose
-    # lost passages were all cut by the limit or mismatched did not need), and the terms
-    # held at the cut once one is cut: each made when first needed (a functools.cache each
-    # was ~5 us a query to make).
-    kth_made: list[tuple[QueryScorer, ScoreExplanation]] = []
+    # The k-th's explanation once a passage is outranked (~20 us a query whose lost passages
+    # were all cut by the limit or mismatched did not need), and the terms held at the cut
+    # once one is cut: each made when first needed (a functools.cache each was ~5 us a query
+    # to make). The scorer is the ranking's own (a second one was ~15 us an outranked query).
+    kth_made: list[ScoreExplanation] = []
     cut_made: list[int | None] = []
 
-    def kth() -> tuple[QueryScorer, ScoreExplanation]:
+    def kth() -> ScoreExplanation:
         if not kth_made:
-            kth_made.append(_kth(ranker, terms, full, weights, kth_row))
+            kth_made.append(_kth(scorer, full, kth_row))
         return kth_made[0]
 
     def at_cut() -> int | None:
@@ -481,7 +483,7 @@ def _diagnosed(
             )
             continue
         assert kth_row is not None
-        scorer, kth_explained = kth()
+        kth_explained = kth()
         mine = scorer.explain(full.term_frequencies(row), int(full.doc_lengths[row]))
         lost.append(
             _lost(
@@ -538,17 +540,10 @@ def _lost(**values: Any) -> LostPassage:
     return built(LostPassage, {**_LOST_TEMPLATE, **values}, _FIELDS[LostPassage])
 
 
-def _kth(
-    ranker: Ranker,
-    terms: Sequence[str],
-    full: LexicalCandidates,
-    weights: Mapping[str, float] | None,
-    kth_row: int | None,
-) -> tuple[QueryScorer, ScoreExplanation]:
-    """The run's scorer and the k-th passage's explanation (``kth_row``: its row in ``full``)."""
+def _kth(scorer: QueryScorer, full: LexicalCandidates, kth_row: int | None) -> ScoreExplanation:
+    """The k-th passage's explanation (``kth_row``: its row in ``full``) by the run's scorer."""
     assert kth_row is not None, "an outranked passage has a k-th above it"
-    scorer = ranker.scorer(terms, full, weights)
-    return scorer, scorer.explain(full.term_frequencies(kth_row), int(full.doc_lengths[kth_row]))
+    return scorer.explain(full.term_frequencies(kth_row), int(full.doc_lengths[kth_row]))
 
 
 def _matched(full: LexicalCandidates, row: int) -> int:

@@ -209,14 +209,18 @@ def matched_score_steps(
     terms: Sequence[str],
     candidates: LexicalCandidates,
     weights: Mapping[str, float] | None = None,
+    scorer: QueryScorer | None = None,
 ) -> Steps[tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]]:
     """``score_all_steps`` before its ordering: the rows it ranks, in row order, and every
-    row's score (``best_first`` orders as many of them as a caller needs)."""
+    row's score (``best_first`` orders as many of them as a caller needs). ``scorer``:
+    ``ranker``'s for these terms and candidates' statistics, when the caller made it (a
+    diagnosis explains the k-th with it)."""
     scores = np.zeros(len(candidates), dtype=np.float64)
     if not terms or not len(candidates):
         return np.zeros(0, dtype=np.int64), scores
     yield
-    scorer = ranker.scorer(terms, candidates, weights)
+    if scorer is None:
+        scorer = ranker.scorer(terms, candidates, weights)
     yield
     scores = yield from scorer.score_column_steps(
         candidates.terms, candidates.tfs, candidates.doc_lengths
