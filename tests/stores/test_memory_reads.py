@@ -165,6 +165,34 @@ async def test_a_view_keeps_the_bitsets_of_common_terms_only_and_they_are_their_
         assert bits.tolist() == posting_bits(view.posting(word)[0], n).tolist(), word
 
 
+async def test_a_small_views_reads_take_their_tf_columns_from_each_terms_tfs_over_every_row(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The tf columns gathered from ``View.dense`` are the ones read off the bitsets (a view
+    past ``DENSE_ROWS``), and the view keeps the dense tfs of common terms only, as many as a
+    row holds postings on average, each read-only and its posting's tfs in its rows."""
+    monkeypatch.setattr(memory_reads, "KEEP_BITS", 4)
+    store, tenant = await _written(4)
+    # Rare words first: a view keeping any term it is asked for would fill up with them.
+    queries = [[w] for w in reversed(WORDS)] + [["w0", "w3", "w9"], ["w1", "w2", "absent"]]
+    for limit in (0, 1, 3, 2**40):
+        for terms in queries:
+            dense = await store.lexical_candidates(terms, tenant, limit)
+            monkeypatch.setattr(memory_reads, "DENSE_ROWS", 0)
+            bits = await store.lexical_candidates(terms, tenant, limit)
+            monkeypatch.setattr(memory_reads, "DENSE_ROWS", 1 << 14)
+            assert dense.tfs.tolist() == bits.tfs.tolist() and list(dense.ids) == list(bits.ids)
+    view = view_of(_image(store, tenant))
+    n = len(view.lengths)
+    common = {w for w in WORDS if len(view.posting(w)[0]) * memory_reads.KEEP_BITS >= n}
+    most = len(view.postings.rows) // n
+    assert view.kept_tfs.keys() <= common and len(view.kept_tfs) == min(len(common), most) > 0
+    for word, tfs in view.kept_tfs.items():
+        rows, values = view.posting(word)
+        assert not tfs.flags.writeable and len(tfs) == n, word
+        assert tfs[rows].tolist() == values.tolist() and int(np.count_nonzero(tfs)) == len(rows)
+
+
 def _live_arrays(view: View) -> list[object]:
     """``_arrays`` over the terms some live passage has (an updated view may keep a term
     whose passages are all gone, with an empty posting)."""

@@ -54,6 +54,7 @@ from core.domain.postings import (
     Posting,
     RowChunks,
     TermBits,
+    TermTfs,
     posting_bits,
     postings_candidate_steps,
 )
@@ -73,6 +74,11 @@ PIECE: Final = 1 << 22
 #: A term whose posting holds at least 1/this of the rows keeps its rows' bitset once a query
 #: asked for it: N/8 bytes, at most twice its rows' own 4 bytes a posting.
 KEEP_BITS: Final = 64
+#: A view of at most this many rows hands the kernel each query term's tfs over every row
+#: (``View.dense``): the tf columns are one gather a term, where reading them off the bitsets
+#: was ~20 numpy calls (10k Zipf passages: 3 against 23 us a read at limit 100). Built per read
+#: (a zeroed array and a scatter, ~1 us at 10k rows), and kept for a term ``KEEP_BITS`` keeps.
+DENSE_ROWS: Final = 1 << 14
 #: A read of at most this many rows x query terms runs its steps in one piece, with no
 #: checkpoint between them (``View.read``): a 10k-passage, 6-term read's are ~0.1 ms in all.
 ONE_PIECE_CELLS: Final = 120_000
@@ -102,6 +108,9 @@ class View:
     #: Common terms' score contributions under the default settings, kept by an unlimited
     #: search for the next (``core.domain.unlimited.corpus_scores``: at most 128 B a row).
     kept_scores: dict[str, Floats] = field(default_factory=dict, compare=False, repr=False)
+    #: A small view's common terms' tfs over every row (``dense``): 8 bytes a row each, as many
+    #: terms as a row holds postings on average (the view's postings' own bytes at most).
+    kept_tfs: dict[str, Ints] = field(default_factory=dict, compare=False, repr=False)
 
     def posting(self, term: str) -> Posting:
         return self.postings.posting(term)
@@ -120,7 +129,7 @@ class View:
         return postings_candidate_steps(
             stats, terms, postings, self.lengths, self.ids, limit, chunks,
             bits=self.bits(terms), admitted=admitted, sources=self.sources,
-            kept_scores=self.kept_scores,
+            kept_scores=self.kept_scores, dense=self.dense(terms),
         )  # fmt: skip
 
     async def read(
@@ -154,6 +163,27 @@ class View:
                 found = posting_bits(rows, n_rows)
                 if len(rows) * KEEP_BITS >= n_rows:
                     self.kept_bits[terms[j]] = found
+            return found
+
+        return of
+
+    def dense(self, terms: Sequence[str]) -> TermTfs | None:
+        """``terms[j]`` -> its tf in every row (the kernel's ``dense``), or None for a view of
+        more than ``DENSE_ROWS`` rows (an N-sized array a rare term would cost every read)."""
+        n_rows = len(self.lengths)
+        if n_rows > DENSE_ROWS:
+            return None
+        most = len(self.postings.rows) // max(1, n_rows)
+
+        def of(j: int) -> Ints:
+            found = self.kept_tfs.get(terms[j])
+            if found is None:
+                rows, tfs = self.posting(terms[j])
+                found = np.zeros(n_rows, dtype=np.int64)
+                found[rows] = tfs
+                found.flags.writeable = False
+                if len(rows) * KEEP_BITS >= n_rows and len(self.kept_tfs) < most:
+                    self.kept_tfs[terms[j]] = found
             return found
 
         return of
@@ -435,6 +465,7 @@ def read_stats(image: Image, terms: Sequence[str], postings: Sequence[Posting]) 
 
 
 __all__ = [
+    "DENSE_ROWS",
     "KEEP_BITS",
     "KEY_BITS",
     "ONE_PIECE_CELLS",

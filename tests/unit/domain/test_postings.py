@@ -19,6 +19,7 @@ from core.domain.postings import (
     Posting,
     bit_selection,
     bit_tf_columns,
+    dense_tf_columns,
     in_key_order,
     posting_bits,
     postings_candidates,
@@ -108,6 +109,10 @@ def test_both_ways_of_reading_tf_columns_agree(
     assert few.tolist() == many[:1].tolist()
     bits = [(j, posting_bits(rows, n)) for j, (rows, _) in enumerate(postings) if len(rows)]
     assert bit_tf_columns(postings, bits, selected).tolist() == many.tolist()
+    dense = np.zeros((len(TERMS), n), dtype=np.int64)
+    for j, (rows, tfs) in enumerate(postings):
+        dense[j, rows] = tfs
+    assert dense_tf_columns(postings, dense.__getitem__, selected).tolist() == many.tolist()
 
 
 @pytest.mark.parametrize("seed", range(6))
