@@ -429,10 +429,10 @@ def _diagnosed(
     # were all cut by the limit or mismatched did not need), and the terms held at the cut
     # once one is cut: each made when first needed (a functools.cache each was ~5 us a query
     # to make). The scorer is the ranking's own (a second one was ~15 us an outranked query).
-    kth_made: list[ScoreExplanation] = []
+    kth_made: list[tuple[ScoreExplanation, str]] = []
     cut_made: list[int | None] = []
 
-    def kth() -> ScoreExplanation:
+    def kth() -> tuple[ScoreExplanation, str]:
         if not kth_made:
             kth_made.append(_kth(scorer, full, kth_row))
         return kth_made[0]
@@ -462,11 +462,13 @@ def _diagnosed(
             continue
         if placed is not None:  # past the read's cut: read off its place
             row = placed.position
-            held = {term for term, tf in zip(full.terms, placed.tfs, strict=True) if tf}
+            held: Mapping[str, int] = {
+                term: tf for term, tf in zip(full.terms, placed.tfs, strict=True) if tf
+            }
         else:
             assert found  # a row in ``full``
             row = int(found[0])
-            held = set(full.term_frequencies(row))
+            held = full.term_frequencies(row)
         missing = [t for t in asked if t not in held]
         if row >= limit:
             lost.append(
@@ -483,20 +485,20 @@ def _diagnosed(
             )
             continue
         assert kth_row is not None
-        kth_explained = kth()
-        mine = scorer.explain(full.term_frequencies(row), int(full.doc_lengths[row]))
+        kth_explained, kth_id = kth()
+        mine = scorer.explain(held, int(full.doc_lengths[row]))
         lost.append(
             _lost(
                 chunk_id=unit,
                 grade=grade,
                 cause=LostCause.OUTRANKED,
                 missing_terms=missing,
-                matched_terms=_matched(full, row),
+                matched_terms=len(held),
                 position=row + 1,
                 rank=rank(unit),
                 score=float(scores[row]),
                 kth_score=float(scores[kth_row]),
-                kth_chunk_id=str(full.ids_at([kth_row])[0]),
+                kth_chunk_id=kth_id,
                 differences=_differences(mine, kth_explained, full.stats),
             )
         )
@@ -540,10 +542,14 @@ def _lost(**values: Any) -> LostPassage:
     return built(LostPassage, {**_LOST_TEMPLATE, **values}, _FIELDS[LostPassage])
 
 
-def _kth(scorer: QueryScorer, full: LexicalCandidates, kth_row: int | None) -> ScoreExplanation:
-    """The k-th passage's explanation (``kth_row``: its row in ``full``) by the run's scorer."""
+def _kth(
+    scorer: QueryScorer, full: LexicalCandidates, kth_row: int | None
+) -> tuple[ScoreExplanation, str]:
+    """The k-th passage's explanation by the run's scorer, and its chunk id (``kth_row``: its
+    row in ``full``)."""
     assert kth_row is not None, "an outranked passage has a k-th above it"
-    return scorer.explain(full.term_frequencies(kth_row), int(full.doc_lengths[kth_row]))
+    explained = scorer.explain(full.term_frequencies(kth_row), int(full.doc_lengths[kth_row]))
+    return explained, str(full.ids_at([kth_row])[0])
 
 
 def _matched(full: LexicalCandidates, row: int) -> int:
