@@ -61,7 +61,7 @@ from pages.common import (
     write_query_params,
 )
 from pages.narrowing import narrowing
-from pages.search_cards import cards
+from pages.search_cards import all_cards, cards
 
 #: What the limit means, next to its input.
 LIMIT_HELP = (
@@ -374,13 +374,14 @@ def render_results(result: SearchResult) -> None:
     grading = grading_controls(result.query)
     # Each card written once per result list (pages.search_cards): a rerun drawing the same
     # list, a grade given or the comparison opened, only adds the grade to each marks line.
-    for passage, (before, after) in zip(result.passages, cards(result), strict=True):
-        said = ""
-        if grading is not None:
+    # Not grading, the ten are one element: nothing goes between two.
+    if grading is None:
+        st.markdown(all_cards(result), unsafe_allow_html=True)
+    else:
+        for passage, (before, after) in zip(result.passages, cards(result), strict=True):
             given = grading[1].get(passage.chunk.id)
             said = " · unjudged" if given is None else f" · your grade: {grade_label(given)}"
-        st.markdown(before + said + after, unsafe_allow_html=True)
-        if grading is not None:
+            st.markdown(before + said + after, unsafe_allow_html=True)
             render_grade(passage, result.query, grading)
     if len(result.passages) >= 2:
         render_compare(result)

@@ -27,6 +27,7 @@ from core.domain.tokenize import tokenize
 from core.ingest.readers import read_file
 from core.service import MAX_QUERY_TERMS, SAMPLE_QUERY
 from pages.common import get_service
+from pages.search_cards import CARD_GAP
 from tests.fixtures.screens import cards, html_cells, shown_text, why_html
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -89,7 +90,8 @@ def fresh() -> str:
 
 
 def markdown(at: AppTest) -> list[str]:
-    return [m.value for m in at.markdown]
+    """Each Markdown element's text, Search's cards (one element) each on its own."""
+    return [part for m in at.markdown for part in m.value.split(CARD_GAP)]
 
 
 def headers(at: AppTest) -> list[tuple[int, str, str, int, int, int]]:

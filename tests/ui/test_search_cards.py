@@ -19,6 +19,7 @@ from streamlit.testing.v1 import AppTest
 import pages.search_cards
 from core.service import SAMPLE_CORPUS
 from pages.common import get_service
+from tests.fixtures.screens import cards
 
 APP = str(SAMPLE_CORPUS.parents[2] / "app.py")
 QUERY, OTHER = "boundary layer transition on a flat plate", "aeroelastic models of heated aircraft"
@@ -47,10 +48,6 @@ def search(workspace: str, query: str = QUERY, k: int = 10) -> AppTest:
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     return at
-
-
-def cards(at: AppTest) -> list[str]:
-    return [m.value for m in at.markdown if m.value.startswith("**#")]
 
 
 def marks(at: AppTest) -> list[str]:

@@ -11,6 +11,7 @@ from streamlit.testing.v1 import AppTest
 
 from core.service import SAMPLE_CORPUS, SAMPLE_QUERY_SET, SEARCH_SET, RunSpec
 from pages.common import get_service
+from tests.fixtures.screens import cards
 
 APP = str(SAMPLE_CORPUS.parents[2] / "app.py")
 QUERY = "boundary layer transition on a flat plate"
@@ -32,8 +33,8 @@ def grade_key(query: str, chunk_id: str) -> str:
 
 
 def captions(at: AppTest) -> list[str]:
-    """Each result's marks line (the end of its one markdown element)."""
-    return [m[1] for v in (m.value for m in at.markdown) if (m := MARKS.search(v))]
+    """Each result's marks line."""
+    return [m[1] for v in cards(at) if (m := MARKS.search(v))]
 
 
 def test_grading_controls_are_built_only_when_asked(cranfield: str) -> None:

@@ -18,6 +18,7 @@ from core.analysis.presentation import PASSAGE_STYLE
 from core.service import SAMPLE_CORPUS, LexplainService
 from pages.common import get_service
 from pages.narrowing import ENTITIES_KEY, OPEN_KEY, SOURCES_KEY
+from tests.fixtures.screens import cards
 
 APP = str(SAMPLE_CORPUS.parents[2] / "app.py")
 QUERY = "aeroelastic models of heated aircraft"
@@ -58,9 +59,7 @@ def search(workspace: str, **params: str | list[str]) -> AppTest:
 def sources_shown(at: AppTest) -> set[str]:
     """The sources of the results on screen (each result's header names its source)."""
     return {
-        m.value.split(" source ", 1)[1].split(" · ", 1)[0]
-        for m in at.markdown
-        if m.value.startswith("**#") and " source " in m.value
+        card.split(" source ", 1)[1].split(" · ", 1)[0] for card in cards(at) if " source " in card
     }
 
 
@@ -168,7 +167,7 @@ def test_a_rerun_asks_for_the_service_once_the_screen_taking_the_frames(
     monkeypatch.setattr(pages.common, "current_service", spy)
     at.text_input(key="q").input(QUERY).run()
     assert not at.exception, [e.value for e in at.exception]
-    assert [m for m in at.markdown if m.value.startswith("**#1**")], "no result: nothing ran"
+    assert cards(at), "no result: nothing ran"
     assert len(asked) == 1
 
 
@@ -190,7 +189,7 @@ def test_a_rerun_reads_the_frame_in_one_call_not_three(
     asked.clear()
     at.text_input(key="q").input(QUERY).run()
     assert not at.exception, [e.value for e in at.exception]
-    assert [m for m in at.markdown if m.value.startswith("**#1**")], "no result: nothing ran"
+    assert cards(at), "no result: nothing ran"
     assert asked == ["frame"]
 
 
@@ -222,10 +221,10 @@ def test_the_stylesheet_of_marks_bars_and_chips_goes_once_with_the_first_result(
     """Each card carries its marks' and segments' colours only; the one stylesheet styles the
     page (inline styles were ~1.2 KB of each card's ~4 KB, every KB a cost of each rerun)."""
     at = search(cranfield, q=QUERY)
-    cards = [m.value for m in at.markdown if m.value.startswith("**#")]
-    assert len(cards) == 10
-    assert [PASSAGE_STYLE in card for card in cards] == [True] + [False] * 9
-    for card in cards:
+    shown = cards(at)
+    assert len(shown) == 10
+    assert [PASSAGE_STYLE in card for card in shown] == [True] + [False] * 9
+    for card in shown:
         inline = card.replace(PASSAGE_STYLE, "")
         assert "border-bottom" not in inline and "white-space" not in inline
         assert "font-size" not in inline and "line-height" not in inline
@@ -259,7 +258,7 @@ def test_a_rerun_makes_no_page_and_navigates_its_own_copies_of_the_screens(
     at.text_input(key="q").input(QUERY).run()
     at.text_input(key="q").input("heated aircraft").run()
     assert not at.exception, [e.value for e in at.exception]
-    assert [m for m in at.markdown if m.value.startswith("**#1**")], "no result: nothing ran"
+    assert cards(at), "no result: nothing ran"
     assert made == []
     assert len(navigated) == 2 and len(navigated[0]) == 9
     kept = {id(p) for p in pages.common._PAGES.values()}
