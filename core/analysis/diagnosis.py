@@ -319,14 +319,20 @@ def diagnose_documents(
         n = min(2 * n, len(matched))
     kth_row = int(order[top[next(reversed(top))]]) if len(top) == k and k else None
     rows: dict[str, Sequence[int]] = {}
+    # Matched rows are ascending rows of the head: as many as it has, they are all of them (a
+    # read's every row holds a query term), and a row within it is ranked without a search.
+    every = len(matched) == len(head)
     for document, found in document_rows.items():
         if not found:
             continue
         inside = [r for r in found if r < len(head)]
-        at = np.searchsorted(matched, inside).tolist()  # matched is ascending
-        ranked = [
-            r for r, a in zip(inside, at, strict=True) if a < len(matched) and matched[a] == r
-        ]
+        if every:
+            ranked = inside
+        else:
+            at = np.searchsorted(matched, inside).tolist()
+            ranked = [
+                r for r, a in zip(inside, at, strict=True) if a < len(matched) and matched[a] == r
+            ]
         if ranked:  # a ranked document is diagnosed at its best passage
             best = (
                 ranked[0]
