@@ -10,6 +10,7 @@ would pay the lookup, and the next import of a heavy module would not be caught 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
@@ -38,3 +39,25 @@ def built(cls: type[_Model], values: dict[str, Any], fields: set[str] | None = N
     object.__setattr__(model, "__pydantic_extra__", None)
     object.__setattr__(model, "__pydantic_private__", None)
     return model
+
+
+def builder(
+    cls: type[_Model], fields: set[str]
+) -> Callable[[dict[str, Any], dict[str, Any] | None], _Model]:
+    """``built`` for one FROZEN model class and one shared fields set, checked once here: the
+    function it returns takes the values and the private attributes (None for none), and costs
+    ~0.25 us a model less than ``built`` (its check and lookups per call): ten passages and ten
+    results a search."""
+    if not cls.model_config.get("frozen"):
+        raise ValueError(f"{cls.__name__} is not frozen: its fields set cannot be shared")
+    new, put = cls.__new__, object.__setattr__
+
+    def build(values: dict[str, Any], private: dict[str, Any] | None) -> _Model:
+        model = new(cls)
+        put(model, "__dict__", values)
+        put(model, "__pydantic_fields_set__", fields)
+        put(model, "__pydantic_extra__", None)
+        put(model, "__pydantic_private__", private)
+        return model
+
+    return build

@@ -36,7 +36,7 @@ from pydantic import (
 
 from core.domain.bm25 import CorpusStats, QueryScorer, ScoreExplanation
 from core.domain.chunks import StoredChunk
-from core.domain.models import built
+from core.domain.models import builder
 from core.domain.places import PlaceLookup
 from core.domain.steps import Steps, finish
 
@@ -421,8 +421,8 @@ class RankedChunk(BaseModel):
         return super().__repr_args__()
 
 
-#: One fields set for every RankedChunk ``ranked_row_steps`` builds (the model is frozen).
-_RANKED_FIELDS: Final = set(RankedChunk.model_fields)
+#: Builds every RankedChunk ``ranked_row_steps`` makes, one fields set for all (frozen model).
+_RANKED: Final = builder(RankedChunk, set(RankedChunk.model_fields))
 #: Result x query-term cells explained a step (a 1,000-term query's 10 results: ~0.1 s).
 EXPLAIN_BLOCK_CELLS: Final = 4_096
 
@@ -561,9 +561,7 @@ def ranked_row_steps(
         )
         waiting: list[RankedChunk] = []
         for i, (chunk, score) in enumerate(zip(chunks, scores[rows].tolist(), strict=True)):
-            result = built(RankedChunk, {"chunk": chunk, "score": score}, _RANKED_FIELDS)
-            object.__setattr__(result, "__pydantic_private__", {"_later": (explainer, i)})
-            waiting.append(result)
+            waiting.append(_RANKED({"chunk": chunk, "score": score}, {"_later": (explainer, i)}))
         return waiting
     scorer = QueryScorer(terms, candidates.stats, weights=weights)
     yield
@@ -580,11 +578,7 @@ def ranked_row_steps(
             chunks[start : start + step], scores[block].tolist(), explanations, strict=True
         ):
             ranked.append(
-                built(
-                    RankedChunk,
-                    {"chunk": chunk, "score": score, "explanation": explanation},
-                    _RANKED_FIELDS,
-                )
+                _RANKED({"chunk": chunk, "score": score, "explanation": explanation}, None)
             )
         yield
     return ranked

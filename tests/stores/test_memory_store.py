@@ -172,7 +172,7 @@ async def test_a_small_store_leaves_the_collector_alone() -> None:
 
 
 async def test_passage_copies_count_every_field_set_and_carry_no_chunkers_mark() -> None:
-    """Copies share one fields set (``kept._COPY_FIELDS``): it must name every field, never be
+    """Copies share one fields set (``kept._COPY``'s): it must name every field, never be
     the chunker's mark (a copy written back is hashed again), and a copy changed with
     ``model_copy`` gets a set of its own."""
     store, tenant = InMemoryChunkStore(), uuid.uuid4()

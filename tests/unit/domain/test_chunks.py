@@ -107,7 +107,7 @@ def test_the_passages_a_load_builds_share_one_fields_set_that_a_copy_leaves_alon
     from pydantic import BaseModel
 
     from core.domain.chunks import ChunkingOptions, SourceDocument, build_chunks, split_document
-    from core.domain.models import built
+    from core.domain.models import builder, built
 
     class Loose(BaseModel):  # not frozen: an assignment would add to its fields set
         x: int = 0
@@ -122,6 +122,8 @@ def test_the_passages_a_load_builds_share_one_fields_set_that_a_copy_leaves_alon
     assert first.model_fields_set == before
     with pytest.raises(ValueError, match="not frozen"):
         built(Loose, {"x": 1}, {"x"})
+    with pytest.raises(ValueError, match="not frozen"):
+        builder(Loose, {"x"})
 
 
 def _cut_passages() -> list[StoredChunk]:
