@@ -24,7 +24,7 @@ from core.analysis.presentation import (
     explanation_tuples,
     formula_lines,
 )
-from core.analysis.sentences import cell_spec, escape_many, escape_text
+from core.analysis.sentences import cell_spec, escape_text
 from core.domain.bm25 import ScoreExplanation
 
 #: Class of a result's "why this score" details, and of its "show all" details.
@@ -87,9 +87,8 @@ def _table_html(rows: Sequence[tuple[Any, ...]], weighted: bool) -> str:
         + "".join(f"<td>{{{i}:{cell_spec(EXPLANATION_COLUMNS[i], first[i])}}}</td>" for i in places)
         + "</tr>"
     )
-    if text == [0]:  # the term: the one text column, escaped in one pass
-        terms = escape_many([str(row[0]) for row in rows])
-        body = [row_format.format(term, *row[1:]) for term, row in zip(terms, rows, strict=True)]
+    if text == [0]:  # the term: the one text column
+        body = [row_format.format(escape_text(str(row[0])), *row[1:]) for row in rows]
     else:
         body = []
         for row in rows:

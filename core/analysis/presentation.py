@@ -29,7 +29,7 @@ from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict
 
-from core.analysis.sentences import escape_many, escape_text, table_cell
+from core.analysis.sentences import escape_text, table_cell
 from core.domain.bm25 import IDF_FUNCTIONS, IdfForm, ScoreExplanation, TermContribution
 from core.domain.models import built
 from core.domain.tokenize import (
@@ -324,28 +324,19 @@ def highlight_html(
     """``text[:end]`` as escaped HTML, each span in a ``<mark>``, then ``PASSAGE_STYLE`` if
     ``styled`` (a screen of many passages sends it with one: it styles the whole page)."""
     stop = len(text) if end is None else end
-    pieces: list[str] = []  # the text before a mark, the mark's, ..., the text after the last
-    labels: list[str] = []
+    out: list[str] = []
     cursor = 0
     for span in sorted(spans, key=lambda s: s.start):
         if span.start < cursor or span.end > stop:
             continue
-        pieces += (text[cursor : span.start], text[span.start : span.end])
-        labels.append(span.label)
+        out.append(escape_text(text[cursor : span.start]))
+        colour = (colours or {}).get(span.label, "#FFE08A")
+        out.append(
+            f'<mark class="lx-mark" data-term="{html.escape(span.label, quote=True)}" '
+            f'style="--c:{colour};--b:{colour}33">{escape_text(text[span.start : span.end])}</mark>'
+        )
         cursor = span.end
-    pieces.append(text[cursor:stop])
-    escaped = escape_many(pieces)  # one pass, not a call a piece
-    opening: dict[str, str] = {}  # each label's tag, written once
-    out = [escaped[0]]
-    for i, label in enumerate(labels):
-        tag = opening.get(label)
-        if tag is None:
-            colour = (colours or {}).get(label, "#FFE08A")
-            tag = opening[label] = (
-                f'<mark class="lx-mark" data-term="{html.escape(label, quote=True)}" '
-                f'style="--c:{colour};--b:{colour}33">'
-            )
-        out += (tag, escaped[2 * i + 1], "</mark>", escaped[2 * i + 2])
+    out.append(escape_text(text[cursor:stop]))
     if stop < len(text):
         out.append(" …")
     return f'<div class="lx-passage">{"".join(out)}</div>' + (PASSAGE_STYLE if styled else "")
@@ -368,11 +359,10 @@ def contribution_bar_html(
     validate per rerun, and the browser ten chart mounts (bench/bench_rerun.py).
     """
     segments = []
-    parts = sorted(
-        (p for p in explanation.terms if p.contribution > 0),
-        key=lambda p: (-p.contribution, p.term),
-    )
-    for part, term in zip(parts, escape_many([p.term for p in parts]), strict=True):
+    for part in sorted(explanation.terms, key=lambda p: (-p.contribution, p.term)):
+        if part.contribution <= 0:
+            continue
+        term = escape_text(part.term)
         width = 100.0 * part.contribution / scale if scale > 0 else 0.0
         segments.append(
             f'<span class="lx-seg" data-term="{term}" data-width="{width:.4f}" '

@@ -42,22 +42,6 @@ def escape_text(text: str) -> str:
     return escaped.replace("\n", "<br>")
 
 
-#: Joins the pieces ``escape_many`` escapes in one pass: ``escape_text`` leaves it as it is and
-#: it is neither "\r" nor "\n", so no piece's line break meets another's.
-_PIECE_SEPARATOR: Final = "\x00"
-
-
-def escape_many(pieces: Sequence[str]) -> list[str]:
-    """``[escape_text(piece) for piece in pieces]``, in one pass of the pattern over the pieces
-    joined: a Search card's text is ~30 pieces between its marks, and a call a piece was a
-    fifth of writing the card (bench/bench_rerun.py, issue 50 item 3). A piece holding the
-    separator itself is escaped piece by piece, as before."""
-    joined = _PIECE_SEPARATOR.join(pieces)
-    if joined.count(_PIECE_SEPARATOR) != len(pieces) - 1:
-        return [escape_text(piece) for piece in pieces]
-    return escape_text(joined).split(_PIECE_SEPARATOR)
-
-
 def count(n: int, noun: str, plural: str | None = None) -> str:
     """``n`` with thousands separators and the noun in the right number: "1 candidate"."""
     return f"{n:,} {noun if n == 1 else plural or noun + 's'}"

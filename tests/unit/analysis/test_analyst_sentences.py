@@ -10,8 +10,6 @@ from datetime import UTC, datetime, timedelta
 from uuid import uuid4
 
 from core.analysis.sentences import (
-    escape_many,
-    escape_text,
     limit_of_matching,
     log_ticks,
     saved_run_labels,
@@ -118,16 +116,3 @@ def test_two_runs_of_one_name_saved_in_one_second_are_two_options_to_pick() -> N
         "bm25 · 2026-12-06 14:49:27 · 3",
     ]
     assert list(labels.values()) == [run.run_id for run in runs]
-
-
-def test_pieces_escaped_in_one_pass_are_each_escaped_as_alone() -> None:
-    """``escape_many`` joins the pieces to escape them in one pass: a line break ending one
-    piece never meets one starting the next, and a piece holding the joining character itself
-    is still escaped on its own (Search's cards, issue 50 item 3)."""
-    odd = [
-        "a\r", "\nb", "<mark> & \"q\" 'z' `c` *s* _u_ {b} [l] #h |p| ~t~ $d$ :",
-        "", "\r\n", "\r", "x\x00y", "\x00", "héllo ﬁne Ｆｕｌｌ", "\n\n",
-    ]  # fmt: skip
-    plain = [["<", ">", "&"], ["a\r", "b"], ["mark", "", "text: *", "\r"]]
-    for pieces in (odd, odd[:6], [], [""], ["\x00"], odd[6:], odd[::-1], *plain):
-        assert escape_many(pieces) == [escape_text(piece) for piece in pieces]
