@@ -451,7 +451,9 @@ def candidate_score_steps(
     yield from candidates.column_steps()  # a deferred read's columns, in steps
     key = tuple(terms)
     weighed = tuple(sorted((t, float(w)) for t, w in (weights or {}).items() if w != 1.0))
-    kept = candidates._scored
+    # Read from the private dict: pydantic's __getattr__ for ``_scored`` was ~1.7 us a search.
+    private = candidates.__pydantic_private__
+    kept = cast("_Scored | None", private.get("_scored") if private is not None else None)
     if (
         kept is not None
         and kept.terms == key
@@ -467,9 +469,11 @@ def candidate_score_steps(
         candidates.terms, candidates.tfs, candidates.doc_lengths
     )
     scores.flags.writeable = False
-    candidates._scored = _Scored(
-        key, weighed, candidates.stats, candidates.tfs, candidates.doc_lengths, scores
-    )
+    kept = _Scored(key, weighed, candidates.stats, candidates.tfs, candidates.doc_lengths, scores)
+    if private is not None:
+        private["_scored"] = kept
+    else:
+        candidates._scored = kept
     return scores
 
 

@@ -128,8 +128,8 @@ class View:
         the ``admitted`` rows of a filter, when given)."""
         return postings_candidate_steps(
             stats, terms, postings, self.lengths, self.ids, limit, chunks,
-            bits=self.bits(terms), admitted=admitted, sources=self.sources,
-            kept_scores=self.kept_scores, dense=self.dense(terms),
+            bits=self.bits(terms, postings), admitted=admitted, sources=self.sources,
+            kept_scores=self.kept_scores, dense=self.dense(terms, postings),
         )  # fmt: skip
 
     async def read(
@@ -152,14 +152,15 @@ class View:
             return finish(steps)
         return await stepped(steps)
 
-    def bits(self, terms: Sequence[str]) -> TermBits:
-        """``terms[j]`` -> its rows as a bitset (the kernel's ``bits``)."""
+    def bits(self, terms: Sequence[str], postings: Sequence[Posting]) -> TermBits:
+        """``terms[j]`` (``postings[j]``: its posting) -> its rows as a bitset (the kernel's
+        ``bits``)."""
         n_rows = len(self.lengths)
 
         def of(j: int) -> Bits:
             found = self.kept_bits.get(terms[j])
             if found is None:
-                rows = self.posting(terms[j])[0]
+                rows = postings[j][0]
                 found = posting_bits(rows, n_rows)
                 if len(rows) * KEEP_BITS >= n_rows:
                     self.kept_bits[terms[j]] = found
@@ -167,9 +168,10 @@ class View:
 
         return of
 
-    def dense(self, terms: Sequence[str]) -> TermTfs | None:
-        """``terms[j]`` -> its tf in every row (the kernel's ``dense``), or None for a view of
-        more than ``DENSE_ROWS`` rows (an N-sized array a rare term would cost every read)."""
+    def dense(self, terms: Sequence[str], postings: Sequence[Posting]) -> TermTfs | None:
+        """``terms[j]`` (``postings[j]``: its posting) -> its tf in every row (the kernel's
+        ``dense``), or None for a view of more than ``DENSE_ROWS`` rows (an N-sized array a
+        rare term would cost every read)."""
         n_rows = len(self.lengths)
         if n_rows > DENSE_ROWS:
             return None
@@ -178,7 +180,7 @@ class View:
         def of(j: int) -> Ints:
             found = self.kept_tfs.get(terms[j])
             if found is None:
-                rows, tfs = self.posting(terms[j])
+                rows, tfs = postings[j]
                 found = np.zeros(n_rows, dtype=np.int64)
                 found[rows] = tfs
                 found.flags.writeable = False
