@@ -254,8 +254,8 @@ def dense_tf_columns(
     postings: Sequence[Posting], dense: TermTfs, selected: npt.NDArray[np.int64]
 ) -> npt.NDArray[np.int64]:
     """``tf_columns`` from each non-empty posting's tfs over every row (``dense``): one gather a
-    term, where ``bit_tf_columns`` was ~20 numpy calls (at 10k passages 3 against 23 us a
-    read at limit 100, 7 against 40 at 1,000)."""
+    term, where ``bit_tf_columns`` was ~20 numpy calls (at 10k passages 3 against 23 us a read
+    at limit 100, 7 against 40 at 1,000); one step, so only where that one would be taken."""
     columns = np.zeros((len(postings), len(selected)), dtype=np.int64)
     if len(selected):
         for j, (rows, _) in enumerate(postings):
@@ -504,11 +504,12 @@ def _column_steps(
     def lookup(rows: Sequence[int]) -> list[StoredChunk]:
         return chunks(selected[np.asarray(rows, dtype=np.int64)])
 
-    if dense is not None:
+    one_step = every_bits is not None and 0 < len(selected) * len(postings) <= BIT_TF_CELLS
+    if one_step and dense is not None:
         tfs = dense_tf_columns(postings, dense, selected)
     elif (
-        every_bits is not None
-        and 0 < len(selected) * len(postings) <= BIT_TF_CELLS
+        one_step
+        and every_bits is not None
         # The words it counts, against what a binary search per row and term costs.
         and int(selected.max()) >> 6 < WORDS_PER_COST * (len(selected) * SEARCH_COST + CALL_COST)
     ):
