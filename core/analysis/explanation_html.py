@@ -8,7 +8,10 @@ Search rerun's 19.3 ms on Cranfield, bench/bench_rerun.py). Built whole in HTML 
 Markdown: inside an HTML block Markdown is not read, so the table, the formulas and the note
 are HTML too, every cell formatted by ``sentences.cell_spec`` as the Markdown table's, every
 number core's, every user-derived string escaped (``escape_text``). Styled by
-``presentation.PASSAGE_STYLE``, which the page sends once.
+``presentation.PASSAGE_STYLE``, which the page sends once. The table leaves out the end tags
+HTML lets go (``</td>``, ``</th>``, ``</tr>``: a cell ends at the next cell, row or section, in
+the browser as in Streamlit's parser): they were ~6 KB of a Search rerun's ~66 KB of cards, each
+byte dedented, hashed and sent per rerun (bench/bench_rerun.py, issue 50).
 """
 
 from __future__ import annotations
@@ -50,10 +53,8 @@ def explanation_table_html(rows: Sequence[Mapping[str, object]]) -> str:
     columns = list(rows[0])
     first = rows[0]
     text = [i for i, c in enumerate(columns) if not isinstance(first[c], int | float)]
-    row_format = (
-        "<tr>"
-        + "".join(f"<td>{{{i}:{cell_spec(c, first[c])}}}</td>" for i, c in enumerate(columns))
-        + "</tr>"
+    row_format = "<tr>" + "".join(
+        f"<td>{{{i}:{cell_spec(c, first[c])}}}" for i, c in enumerate(columns)
     )
     body = []
     for row in rows:
@@ -61,8 +62,8 @@ def explanation_table_html(rows: Sequence[Mapping[str, object]]) -> str:
         for i in text:
             values[i] = escape_text(str(values[i]))
         body.append(row_format.format(*values))
-    head = "".join(f"<th>{escape_text(column)}</th>" for column in columns)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+    head = "".join(f"<th>{escape_text(column)}" for column in columns)
+    return f"<table><thead><tr>{head}</thead><tbody>{''.join(body)}</tbody></table>"
 
 
 #: The constant parts, escaped once (a Search rerun writes ten explanations).
@@ -82,10 +83,8 @@ def _table_html(rows: Sequence[tuple[Any, ...]], weighted: bool) -> str:
     first = rows[0]
     places = [i for i in range(len(EXPLANATION_COLUMNS)) if weighted or i != 1]
     text = [i for i in places if not isinstance(first[i], int | float)]
-    row_format = (
-        "<tr>"
-        + "".join(f"<td>{{{i}:{cell_spec(EXPLANATION_COLUMNS[i], first[i])}}}</td>" for i in places)
-        + "</tr>"
+    row_format = "<tr>" + "".join(
+        f"<td>{{{i}:{cell_spec(EXPLANATION_COLUMNS[i], first[i])}}}" for i in places
     )
     if text == [0]:  # the term: the one text column
         body = [row_format.format(escape_text(str(row[0])), *row[1:]) for row in rows]
@@ -96,8 +95,8 @@ def _table_html(rows: Sequence[tuple[Any, ...]], weighted: bool) -> str:
             for i in text:
                 values[i] = escape_text(str(values[i]))
             body.append(row_format.format(*values))
-    head = "".join(f"<th>{escape_text(EXPLANATION_COLUMNS[i])}</th>" for i in places)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+    head = "".join(f"<th>{escape_text(EXPLANATION_COLUMNS[i])}" for i in places)
+    return f"<table><thead><tr>{head}</thead><tbody>{''.join(body)}</tbody></table>"
 
 
 def explanation_html(explanation: ScoreExplanation, what: str = "the score above") -> str:

@@ -91,13 +91,12 @@ SCORE_NOTE: Final = (
 )
 
 
-#: The one stylesheet of marks, contribution bars, chips and a card's details (a mark carries
-#: only its colours, --c and --b): inline, they were ~1.2 KB of a Search card's ~4 KB, ~27 us
-#: a KB a rerun (issue 50).
+#: The one stylesheet of marks, bars, chips and a card's details (a mark carries only its two
+#: colours, --c and --b): inline, they were ~1.2 KB of a Search card's ~4 KB (issue 50).
 PASSAGE_STYLE: Final = (
-    "<style>.lx-passage{line-height:1.6}.lx-passage mark.lx-mark{background:var(--b);"
+    "<style>.lx-passage{line-height:1.6}.lx-passage mark[data-term]{background:var(--b);"
     "border-bottom:2px solid var(--c);padding:0 1px}.lx-bar{display:"
-    "flex;height:1.6em;line-height:1.6em;font-size:0.8em;margin:2px 0 6px 0}.lx-bar span.lx-seg"
+    "flex;height:1.6em;line-height:1.6em;font-size:0.8em;margin:2px 0 6px 0}.lx-bar>span[data-term]"
     "{color:#fff;overflow:hidden;white-space:nowrap;text-overflow:clip;padding:0 4px;box-sizing:"
     "border-box}.lx-chip{display:inline-block;border:1px solid #999;border-radius:10px;padding:"
     "0 8px;margin:2px;font-size:0.85em}.lx-marks,.lx-note{font-size:0.875rem;opacity:0.6}"
@@ -326,15 +325,16 @@ def highlight_html(
     stop = len(text) if end is None else end
     out: list[str] = []
     cursor = 0
+    opened: dict[str, str] = {}  # each label's opening tag, written once
     for span in sorted(spans, key=lambda s: s.start):
         if span.start < cursor or span.end > stop:
             continue
         out.append(escape_text(text[cursor : span.start]))
-        colour = (colours or {}).get(span.label, "#FFE08A")
-        out.append(
-            f'<mark class="lx-mark" data-term="{html.escape(span.label, quote=True)}" '
-            f'style="--c:{colour};--b:{colour}33">{escape_text(text[span.start : span.end])}</mark>'
-        )
+        if (tag := opened.get(span.label)) is None:
+            c = (colours or {}).get(span.label, "#FFE08A")
+            term = html.escape(span.label, quote=True)
+            tag = opened[span.label] = f'<mark data-term="{term}" style="--c:{c};--b:{c}33">'
+        out.append(f"{tag}{escape_text(text[span.start : span.end])}</mark>")
         cursor = span.end
     out.append(escape_text(text[cursor:stop]))
     if stop < len(text):
@@ -365,9 +365,8 @@ def contribution_bar_html(
         term = escape_text(part.term)
         width = 100.0 * part.contribution / scale if scale > 0 else 0.0
         segments.append(
-            f'<span class="lx-seg" data-term="{term}" data-width="{width:.4f}" '
-            f'title="{term}: idf {part.idf:.4f} × TF part {part.tf_part:.4f} = '
-            f'{part.contribution:.4f}" style="width:{width:.4f}%;background:'
+            f'<span data-term="{term}" title="{term}: idf {part.idf:.4f} × TF part '
+            f'{part.tf_part:.4f} = {part.contribution:.4f}" style="width:{width:.4f}%;background:'
             f'{colours.get(part.term, "#999999")}">{term} {part.contribution:.2f}</span>'
         )
     return f'<div class="lx-bar">{"".join(segments)}</div>'

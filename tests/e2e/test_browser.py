@@ -226,7 +226,7 @@ def test_a_newcomer_loads_the_sample_searches_and_reads_an_explanation(
     rgb = ", ".join(str(int(colour[i : i + 2], 16)) for i in (0, 2, 4))
     expect(mark).to_have_css("background-color", f"rgba({rgb}, 0.2)")
     expect(mark).to_have_css("border-bottom", f"2px solid rgb({rgb})")
-    expect(page.locator(".lx-seg").first).to_have_css("color", "rgb(255, 255, 255)")
+    expect(page.locator(".lx-bar > span").first).to_have_css("color", "rgb(255, 255, 255)")
     assert page.get_by_text(f"{score:.2f}").count() >= 1
     assert "q=what+similarity" in page.url and "ws=e2e" in page.url
 

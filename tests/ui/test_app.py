@@ -38,10 +38,8 @@ QUERY = (
     "what similarity laws must be obeyed when constructing aeroelastic models of heated "
     "high speed aircraft ."
 )
-MARK = re.compile(r'<mark class="lx-mark" data-term="([^"]*)"')
-SEGMENT = re.compile(
-    r'<span class="lx-seg" data-term="([^"]*)" data-width="([0-9.]+)"[^>]*>([^<]*)</span>'
-)
+MARK = re.compile(r'<mark data-term="([^"]*)"')
+SEGMENT = re.compile(r'<span data-term="([^"]*)" [^>]*style="width:([0-9.]+)%[^>]*>([^<]*)</span>')
 HEADER = re.compile(
     r"\*\*#(\d+)\*\* &nbsp; \*\*([0-9.]+)\*\* &nbsp; "
     r"source (.+) · passage (\d+) · chars (\d+)–(\d+)"
