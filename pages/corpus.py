@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from core.analysis.presentation import PROFILE_DESCRIPTIONS, highlight_html, term_spans
+from core.analysis.marking import term_spans
+from core.analysis.presentation import PROFILE_DESCRIPTIONS, highlight_html
 from core.analysis.sentences import count, escape_text
 from core.service import PARITY_QUERIES, Profile, TermInfo
 from pages.common import length_histogram, offer_sample, screen, workspace

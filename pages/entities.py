@@ -13,7 +13,8 @@ from uuid import UUID
 
 import streamlit as st
 
-from core.analysis.presentation import Span, clip_end, highlight_html
+from core.analysis.marking import Span
+from core.analysis.presentation import clip_end, highlight_html
 from core.analysis.sentences import count, escape_text
 from core.service import (
     DEFAULT_K,

@@ -26,7 +26,8 @@ from typing import Any
 import streamlit as st
 from pydantic import ValidationError
 
-from core.analysis.presentation import highlight_html, term_spans
+from core.analysis.marking import term_spans
+from core.analysis.presentation import highlight_html
 from core.analysis.sentences import EMPTY_REASON_SENTENCES, count, escape_text
 from core.service import (
     DEFAULT_LIMIT,

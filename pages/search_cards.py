@@ -28,14 +28,13 @@ from __future__ import annotations
 import streamlit as st
 
 from core.analysis.explanation_html import ALL_CLASS, details_html, why_details_html
+from core.analysis.marking import mark_counts, term_spans
 from core.analysis.presentation import (
     chip_html,
     clip_end,
     contribution_bar_html,
     highlight_html,
-    mark_counts,
     term_colours,
-    term_spans,
 )
 from core.analysis.sentences import escape_text, score_text
 from core.service import RankedPassage, SearchResult

@@ -33,6 +33,7 @@ NOT_IN_THE_DOMAIN = ("asyncpg",)
 PAGE_ALLOWED_CORE = (
     "core.service",
     "core.analysis.presentation",
+    "core.analysis.marking",
     "core.analysis.explanation_html",
     "core.analysis.sentences",
     "core.settings",

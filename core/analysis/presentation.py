@@ -2,14 +2,8 @@
 
 Pure functions over values core already computed. Nothing here scores: every number printed
 comes from a ``ScoreExplanation``; the only arithmetic is the difference of two contributions in
-``compare_explanations`` (kept here, in core, so no page ever subtracts scores itself).
-Highlighting finds terms with the tokenizer's own definition (NFKC, casefold, letter/digit runs)
-and maps them back to offsets in the original text, so the marks of a term are exactly its tf;
-the alternative, a case-insensitive regex over the raw text, disagrees with the tokenizer on
-ligatures, "ß", decomposed accents and stopwords, and the count shown would no longer be the
-count scored. Under a stemming profile each surface form is mapped to its indexed term with the
-workspace's own tokenizer (``index_terms``), and the mark is labelled with the indexed term, so
-"models" and "model" are both marks of ``model`` and the marks still equal its tf.
+``compare_explanations`` (kept here, in core, so no page ever subtracts scores itself). Where
+the terms stand in a passage (the spans it marks) is ``core.analysis.marking``'s.
 
 All HTML built here escapes user text first (``html.escape``) and then encodes
 the characters Streamlit's Markdown would interpret (``*``, ``_``, ``$``, ...),
@@ -21,29 +15,17 @@ from __future__ import annotations
 import colorsys
 import html
 import re
-import unicodedata
-from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from operator import itemgetter
 from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict
 
+from core.analysis.marking import Span
 from core.analysis.sentences import escape_text, table_cell
 from core.domain.bm25 import IDF_FUNCTIONS, IdfForm, ScoreExplanation, TermContribution
-from core.domain.models import built
-from core.domain.tokenize import (
-    DEFAULT_PROFILE,
-    MAX_TERM_CHARS,
-    STOPWORDS,
-    TERM_PATTERN,
-    Profile,
-    index_terms,
-    raw_terms,
-)
+from core.domain.tokenize import Profile
 
-#: The tokenizer's own term pattern (so an over-long run is marked piece by piece, as indexed).
-_TERM: Final = TERM_PATTERN
 #: A qualitative palette (Tableau 10) whose colours are far apart; used while a query has at most
 #: this many distinct terms. More terms get evenly spaced hues instead (``term_colours``): cycling
 #: the palette gave two terms the same colour, and a 12-colour palette had two near-twins.
@@ -106,20 +88,6 @@ PASSAGE_STYLE: Final = (
 )
 
 
-class Span(BaseModel):
-    """A range of the original text to mark, and what it marks (a term or an entity name)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    start: int
-    end: int
-    label: str
-
-
-#: Every ``Span``'s fields set, shared (``built``): a Search rerun makes ~130 spans.
-_SPAN_FIELDS: Final = set(Span.model_fields)
-
-
 def spread_colours(n: int) -> list[str]:
     """``n`` distinguishable colours: the palette, or evenly spaced hues in two lightnesses."""
     if n <= len(PALETTE):
@@ -136,169 +104,6 @@ def term_colours(terms: Iterable[str]) -> dict[str, str]:
     """One distinct colour per distinct term, by sorted order: every result uses the same ones."""
     distinct = sorted(set(terms))
     return dict(zip(distinct, spread_colours(len(distinct)), strict=True))
-
-
-def _normalised_with_offsets(
-    text: str,
-) -> tuple[str, Sequence[int], Sequence[int]] | None:
-    """The tokenizer's normalised text, with each normalised char's original span.
-
-    Normalises per base character plus its combining marks. Returns None when that
-    differs from normalising the whole text (rare compositions across starters). ASCII text
-    maps one to one: its offsets are ranges, not lists built per passage.
-    """
-    if text.isascii():
-        return text.lower(), range(len(text)), range(1, len(text) + 1)
-    pieces: list[str] = []
-    starts: list[int] = []
-    ends: list[int] = []
-    i = 0
-    while i < len(text):
-        j = i + 1
-        while j < len(text) and unicodedata.combining(text[j]):
-            j += 1
-        piece = unicodedata.normalize("NFKC", text[i:j]).casefold()
-        pieces.append(piece)
-        starts.extend([i] * len(piece))
-        ends.extend([j] * len(piece))
-        i = j
-    normalised = "".join(pieces)
-    if normalised != unicodedata.normalize("NFKC", text).casefold():
-        return None
-    return normalised, starts, ends
-
-
-class _Indexer:
-    """Surface form -> indexed term under one profile, each distinct form stemmed once."""
-
-    def __init__(self, profile: Profile) -> None:
-        self._profile = profile
-        self._seen: dict[str, str | None] = {}
-
-    def __call__(self, surface: str) -> str | None:
-        if surface not in self._seen:
-            self._seen[surface] = (
-                None if surface in STOPWORDS else index_terms([surface], self._profile)[0]
-            )
-        return self._seen[surface]
-
-
-#: Surface forms kept with their indexed term (None: a stopword) per profile, across calls: a
-#: rerun marks the same passages' words again. Emptied when it grows past this many forms.
-_INDEXED_KEPT: Final = 1 << 16
-_indexed_forms: dict[Profile, dict[str, str | None]] = {}
-#: The same forms the other way round, per profile: indexed term -> its kept surface forms.
-#: A passage's marked forms are then a set intersection per query term, not a lookup of each
-#: of its ~100 distinct words in Python (``term_spans``).
-_forms_of: dict[Profile, dict[str, set[str]]] = {}
-
-
-def _indexed(surfaces: set[str], profile: Profile) -> dict[str, str | None]:
-    """The kept forms of ``profile``, with every one of ``surfaces`` in it (stemmed in one
-    batch: the stemmer is per word, so a batch gives each word what it gives it alone)."""
-    kept = _indexed_forms.setdefault(profile, {})
-    new = surfaces.difference(kept)  # a walk of surfaces (``- kept.keys()`` walks kept)
-    if new:
-        forms = _forms_of.setdefault(profile, {})
-        if len(kept) + len(new) > _INDEXED_KEPT:  # emptied: every form of this call is new
-            kept = _indexed_forms[profile] = {}
-            forms = _forms_of[profile] = {}
-            new = set(surfaces)
-        words = [s for s in new if s not in STOPWORDS]
-        for surface, term in zip(words, index_terms(words, profile), strict=True):
-            kept[surface] = term
-            forms.setdefault(term, set()).add(surface)
-        kept.update((s, None) for s in new if s in STOPWORDS)
-    return kept
-
-
-def _marked_forms(surfaces: set[str], wanted: set[str], profile: Profile) -> dict[str, str]:
-    """Each of ``surfaces`` whose indexed term under ``profile`` is one of ``wanted``, with it."""
-    _indexed(surfaces, profile)
-    forms = _forms_of.get(profile, {})
-    return {s: term for term in wanted if term in forms for s in forms[term] & surfaces}
-
-
-def _marked_words(normalised: str, marked: Mapping[str, str]) -> list[tuple[int, int, str]]:
-    """Where each of ``marked``'s surface forms stands as a whole word of ``normalised``:
-    (start, end, term) in text order. Only when every word is a maximal run of letters and
-    digits (none reaches ``MAX_TERM_CHARS``), as ``TERM_PATTERN`` then finds them: ``[^\\W_]``
-    is ``str.isalnum`` (tests/unit/analysis/test_highlight_fast.py checks every code point)."""
-    found: list[tuple[int, int, str]] = []
-    size = len(normalised)
-    for surface, term in marked.items():
-        width = len(surface)
-        at = normalised.find(surface)
-        while at >= 0:
-            after = at + width
-            if (at == 0 or not normalised[at - 1].isalnum()) and (
-                after == size or not normalised[after].isalnum()
-            ):
-                found.append((at, after, term))
-                at = normalised.find(surface, after)
-            else:
-                at = normalised.find(surface, at + 1)
-    found.sort()
-    return found
-
-
-def term_spans(text: str, terms: Iterable[str], profile: Profile = DEFAULT_PROFILE) -> list[Span]:
-    """Where each of ``terms`` (indexed terms) occurs in ``text``, as original offsets.
-
-    Every surface form whose indexed term under ``profile`` is one of ``terms`` is
-    marked, labelled with that indexed term. The number of spans per term equals the
-    term's tf in ``tokenize(text, profile)``, except when two terms share one original
-    character (e.g. "½" is the terms "1" and "2"): a character is marked once.
-
-    The marked words are found with ``str.find`` per marked surface form, not by walking every
-    word of the text in Python, and each form's indexed term is kept across calls: ten
-    Cranfield passages of a Search rerun took 1.37 ms to mark, 0.33 of it only finding the
-    words with the pattern (bench/bench_rerun.py, issue 50); a passage's marked forms come from
-    the kept forms of each query term (``_forms_of``), ~0.8x its time. A text with a word as long as
-    ``MAX_TERM_CHARS`` (the pattern splits it) is walked word by word, as before.
-    """
-    wanted = set(terms)
-    spans: list[Span] = []
-    if not wanted:
-        return spans
-    mapped = _normalised_with_offsets(text)
-    last_end = 0
-    if mapped is None:
-        # Fallback: tokenise each raw run on its own; exact for all but exotic compositions.
-        indexed = _Indexer(profile)
-        for match in _TERM.finditer(text):
-            for surface in raw_terms(match.group()):
-                term = indexed(surface)
-                if term is not None and term in wanted and match.start() >= last_end:
-                    spans.append(Span(start=match.start(), end=match.end(), label=term))
-                    last_end = match.end()
-        return spans
-    normalised, starts, ends = mapped
-    # ASCII: the tokenizer's own split (``raw_terms``, ~6x the pattern's speed) of the same words.
-    words = raw_terms(text) if text.isascii() else _TERM.findall(normalised)
-    distinct = set(words)
-    marked = _marked_forms(distinct, wanted, profile)
-    if not marked:
-        return spans
-    if max(map(len, distinct)) < MAX_TERM_CHARS:
-        found = _marked_words(normalised, marked)
-    else:  # a run the pattern splits: its pieces are words too, found by the pattern
-        found = []
-        for match in _TERM.finditer(normalised):
-            if (term := marked.get(match.group())) is not None:
-                found.append((match.start(), match.end(), term))
-    for at, after, term in found:
-        start, end = starts[at], ends[after - 1]
-        if start < last_end:
-            continue
-        spans.append(built(Span, {"start": start, "end": end, "label": term}, _SPAN_FIELDS))
-        last_end = end
-    return spans
-
-
-def mark_counts(spans: Iterable[Span]) -> dict[str, int]:
-    """How many marks each label got."""
-    return dict(Counter(span.label for span in spans))
 
 
 def clip_end(text: str, spans: Sequence[Span], max_chars: int = CLIP_CHARS) -> int:

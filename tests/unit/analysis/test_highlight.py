@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from core.analysis.marking import mark_counts, term_spans
 from core.analysis.presentation import (
     CLIP_CHARS,
     PASSAGE_STYLE,
@@ -20,9 +21,7 @@ from core.analysis.presentation import (
     explanation_rows,
     formula_line,
     highlight_html,
-    mark_counts,
     term_colours,
-    term_spans,
 )
 from core.analysis.sentences import ESCAPED_CHARACTERS, escape_text
 from core.domain.bm25 import CorpusStats, corpus_stats, explain_score

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.analysis import presentation
-from core.analysis.presentation import Span, term_spans
+from core.analysis import marking
+from core.analysis.marking import Span, term_spans
 from core.domain.tokenize import (
     MAX_TERM_CHARS,
     STOPWORDS,
@@ -30,7 +30,7 @@ CRANFIELD = Path(__file__).resolve().parents[3] / "data" / "cranfield" / "corpus
 def walked(text: str, terms: list[str], profile: Profile) -> list[Span]:
     """The highlighter before issue 50: every word of the normalised text walked in order."""
     wanted, spans, last_end = set(terms), [], 0
-    mapped = presentation._normalised_with_offsets(text)
+    mapped = marking._normalised_with_offsets(text)
     if not wanted or mapped is None:
         return term_spans(text, terms, profile)  # that path is unchanged
     normalised, starts, ends = mapped
@@ -74,6 +74,8 @@ SAMPLES = [
     "Ｆｕｌｌｗｉｄｔｈ letters and ① circled digits ½ ¼",
     "model" * 60 + " models model " + "a" * 255 + " " + "b" * 254 + "model",
     "modelmodel model xmodel modelx model_ model",
+    # A run past MAX_TERM_CHARS: the pattern splits it, and its last piece is a word ("model").
+    "x" * 255 + "model and model" + " y" + "9" * 300 + "z",
 ]
 
 
@@ -106,9 +108,9 @@ def test_a_text_marked_as_the_kept_forms_are_emptied_keeps_every_mark(
 ) -> None:
     """The forms are emptied when they outgrow their bound: a text holding forms kept before
     and forms new then is still marked whole (it raised KeyError on the kept ones)."""
-    monkeypatch.setattr(presentation, "_INDEXED_KEPT", 4)
-    monkeypatch.setattr(presentation, "_indexed_forms", {})
-    monkeypatch.setattr(presentation, "_forms_of", {})
+    monkeypatch.setattr(marking, "_INDEXED_KEPT", 4)
+    monkeypatch.setattr(marking, "_indexed_forms", {})
+    monkeypatch.setattr(marking, "_forms_of", {})
     first = "heated flow over wings"
     assert term_spans(first, tokenize(first, profile), profile) == walked(
         first, tokenize(first, profile), profile
@@ -119,12 +121,23 @@ def test_a_text_marked_as_the_kept_forms_are_emptied_keeps_every_mark(
     assert len(term_spans(second, terms, profile)) == len(terms)
 
 
-@pytest.mark.parametrize("profile", list(Profile))
+@pytest.mark.parametrize("profile", [p for p in Profile if p is not Profile.PLAIN])
 def test_each_kept_indexed_term_knows_exactly_the_kept_forms_of_it(profile: Profile) -> None:
-    """The two ways round of the kept forms agree: a form marks the term it is indexed as."""
+    """The two ways round of the kept forms agree: a form marks the term it is indexed as.
+    (The plain profile keeps no forms: a word is its own indexed term, looked for as it is.)"""
     text = json.loads(CRANFIELD.read_text().splitlines()[7])["text"]
     term_spans(text, tokenize(text, profile), profile)
-    kept, forms = presentation._indexed_forms[profile], presentation._forms_of[profile]
+    kept, forms = marking._indexed_forms[profile], marking._forms_of[profile]
     assert {(s, t) for t, group in forms.items() for s in group} == {
         (s, t) for s, t in kept.items() if t is not None
     }
+
+
+@pytest.mark.parametrize("profile", list(Profile))
+def test_a_stopword_or_a_non_word_asked_for_is_never_marked(profile: Profile) -> None:
+    """The plain profile looks for the wanted terms themselves: a stopword or a term no word
+    can be (punctuation, "_") is not looked for, as walking the words never marked one."""
+    text = "The model of the models, a-b and x_y."
+    terms = ["the", "of", "a-b", "x_y", "model", "and"]
+    assert term_spans(text, terms, profile) == walked(text, terms, profile)
+    assert {span.label for span in term_spans(text, terms, profile)} == {"model"}

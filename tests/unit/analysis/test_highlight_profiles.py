@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core.analysis.presentation import idf_line, mark_counts, term_spans
+from core.analysis.marking import mark_counts, term_spans
+from core.analysis.presentation import idf_line
 from core.domain.bm25 import IdfForm, TermContribution
 from core.domain.tokenize import Profile, tokenize
 
