@@ -155,20 +155,26 @@ def _marked_words(
                 found.append((at, after, term))
                 at = normalised.find(surface, after)
             else:
-                if runs_unchecked and _run_length(normalised, at, after) >= MAX_TERM_CHARS:
+                if runs_unchecked and _in_long_run(normalised, at, after):
                     return None
                 at = normalised.find(surface, at + 1)
     found.sort()
     return found
 
 
-def _run_length(text: str, start: int, end: int) -> int:
-    """The length of the run of letters and digits holding ``text[start:end]`` (all such)."""
+def _in_long_run(text: str, start: int, end: int) -> bool:
+    """Whether ``text[start:end]`` (letters and digits) lies in a run of them at least
+    ``MAX_TERM_CHARS`` long. The spaces around it bound the run first (two scans in C: "model"
+    inside "models" is six such checks a Cranfield passage); only a run they leave room for is
+    walked a character at a time."""
+    space_before, space_after = text.rfind(" ", 0, start), text.find(" ", end)
+    if (len(text) if space_after < 0 else space_after) - space_before - 1 < MAX_TERM_CHARS:
+        return False
     while start > 0 and text[start - 1].isalnum():
         start -= 1
     while end < len(text) and text[end].isalnum():
         end += 1
-    return end - start
+    return end - start >= MAX_TERM_CHARS
 
 
 def _plain_words(normalised: str, wanted: set[str]) -> list[tuple[int, int, str]] | None:

@@ -139,7 +139,8 @@ def highlight_html(
             c = (colours or {}).get(span.label, "#FFE08A")
             term = html.escape(span.label, quote=True)
             tag = opened[span.label] = f'<mark data-term="{term}" style="--c:{c};--b:{c}33">'
-        out.append(f"{tag}{escape_text(text[span.start : span.end])}</mark>")
+        word = text[span.start : span.end]  # letters and digits have nothing to escape
+        out.append(f"{tag}{word if word.isalnum() else escape_text(word)}</mark>")
         cursor = span.end
     out.append(escape_text(text[cursor:stop]))
     if stop < len(text):
