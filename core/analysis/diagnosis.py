@@ -36,7 +36,15 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict
 
-from core.analysis.rankers import Ranker, best_first, matched_score_steps, rank_of, rows_ahead
+from core.analysis.rankers import (
+    DocumentRanking,
+    Ranker,
+    best_first,
+    matched_score_steps,
+    rank_documents,
+    rank_of,
+    rows_ahead,
+)
 from core.domain.bm25 import (
     CorpusStats,
     QueryScorer,
@@ -291,33 +299,23 @@ def diagnose_documents(
     document_rows: Mapping[str, Sequence[int]],
     weights: Mapping[str, float] | None = None,
     past: Mapping[str, Place] | None = None,
+    ranking: DocumentRanking | None = None,
 ) -> QueryDiagnosis:
     """``diagnose_query`` judged by document, as qrels judge: a document is in the top k at its
     best passage, and a lost one is diagnosed at the passage that came nearest (the best-scored
     of its candidates, else its first in the candidate order, else none: a mismatch).
     ``sources_of``: the source of each of some of the first ``limit`` rows (object array);
     ``document_rows``: each relevant document's rows in ``full`` (its passages that hold a
-    query term, ascending); ``weights`` as for ``diagnose_query``; ``past``: each relevant
-    document with no row at its passage placed first past the cut. Only the rows the first k
-    documents take are ordered and their sources read; an outranked document's rank is the
-    documents of the rows ahead of its best passage, plus one. The source of every candidate
-    and a sort of them all were ~1/3 of what a diagnosis by document cost beyond its Evaluate
-    at limit 1,000 (issue 49)."""
-    head = full.head(limit)
-    scorer = ranker.scorer(terms, head, weights)
-    matched, scores = finish(matched_score_steps(ranker, terms, head, weights, scorer))
-    n = min(2 * k, len(matched))
-    while True:
-        order = best_first(matched, scores, head.id_order, n)
-        top: dict[str, int] = {}  # the first k documents -> their best passage's place
-        for place, document in enumerate(sources_of(order).tolist()):
-            if len(top) == k:
-                break
-            top.setdefault(document, place)
-        if len(top) == k or n == len(matched):
-            break
-        n = min(2 * n, len(matched))
-    kth_row = int(order[top[next(reversed(top))]]) if len(top) == k and k else None
+    query term, ascending), those of the top k's documents not needed; ``weights`` as for
+    ``diagnose_query``; ``past``: each relevant document with no row at its passage placed
+    first past the cut; ``ranking``: ``rank_documents``' answer, when the caller ranked first
+    (to look up only the documents outside the top k: most relevant documents are in it).
+    An outranked document's rank is the documents of the rows ahead of its best passage, plus
+    one. The source of every candidate and a sort of them all were ~1/3 of what a diagnosis
+    by document cost beyond its Evaluate at limit 1,000 (issue 49)."""
+    if ranking is None:
+        ranking = rank_documents(terms, full, k, limit, ranker, sources_of, weights)
+    head, scorer, matched, scores, top, kth_row = ranking
     rows: dict[str, Sequence[int]] = {}
     # Matched rows are ascending rows of the head: as many as it has, they are all of them (a
     # read's every row holds a query term), and a row within it is ranked without a search.

@@ -17,7 +17,7 @@ every store and let a concurrent write slip between the two reads.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from enum import StrEnum
 from typing import Final, NamedTuple
 
@@ -254,6 +254,51 @@ def best_first(
         nth = np.partition(kept, len(kept) - n)[len(kept) - n]
         rows = rows[kept >= nth]  # ties at the boundary included: the sort below decides them
     return rows[np.lexsort((id_order[rows], -scores[rows]))][: max(n, 0)]
+
+
+class DocumentRanking(NamedTuple):
+    """A query's run judged by document, before its lost documents are looked for: the first
+    ``limit`` rows ``head``, scored by ``scorer`` (``matched``: the rows it ranks; ``scores``:
+    every row's), its first k documents ``top`` (-> their best passage's place), and the row of
+    the k-th's best passage (None when fewer than k were ranked)."""
+
+    head: LexicalCandidates
+    scorer: QueryScorer
+    matched: npt.NDArray[np.int64]
+    scores: npt.NDArray[np.float64]
+    top: dict[str, int]
+    kth_row: int | None
+
+
+def rank_documents(
+    terms: Sequence[str],
+    full: LexicalCandidates,
+    k: int,
+    limit: int,
+    ranker: Ranker,
+    sources_of: Callable[[npt.NDArray[np.int64]], npt.NDArray[np.object_]],
+    weights: Mapping[str, float] | None = None,
+) -> DocumentRanking:
+    """The run by document over ``full``'s first ``limit`` rows (a by-document diagnosis's first
+    half): only the rows the first k documents take are ordered and their sources read
+    (``sources_of``: the source of each of some of those rows, an object array). A caller
+    looks up only the relevant documents outside ``top``: the ones in it are not lost."""
+    head = full.head(limit)
+    scorer = ranker.scorer(terms, head, weights)
+    matched, scores = finish(matched_score_steps(ranker, terms, head, weights, scorer))
+    n = min(2 * k, len(matched))
+    while True:
+        order = best_first(matched, scores, head.id_order, n)
+        top: dict[str, int] = {}
+        for place, document in enumerate(sources_of(order).tolist()):
+            if len(top) == k:
+                break
+            top.setdefault(document, place)
+        if len(top) == k or n == len(matched):
+            break
+        n = min(2 * n, len(matched))
+    kth_row = int(order[top[next(reversed(top))]]) if len(top) == k and k else None
+    return DocumentRanking(head, scorer, matched, scores, top, kth_row)
 
 
 def rows_ahead(

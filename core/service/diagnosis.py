@@ -43,7 +43,7 @@ from core.analysis.diagnosis import (
 )
 from core.analysis.expansion import ExpansionSpec
 from core.analysis.judgment_files import JudgmentError
-from core.analysis.rankers import Ranker, RankerKind
+from core.analysis.rankers import Ranker, RankerKind, rank_documents
 from core.analysis.sentences import passage_label
 from core.analysis.tuning import (
     GridSpec,
@@ -206,7 +206,11 @@ class DiagnosisActions(StoreRunner):
                             if len(head.source_pool)
                             else (await self._sources(head, limit, tenant)).__getitem__
                         )
-                        rows, past = await self._documents(head, terms, tenant, judged, cut)
+                        # Ranked first: only the relevant documents outside the top k are
+                        # looked up (most are in it, and a query may have none outside).
+                        ranking = rank_documents(terms, head, k, limit, ranker, sources, weights)
+                        unseen = {d: g for d, g in judged.items() if d not in ranking.top}
+                        rows, past = await self._documents(head, terms, tenant, unseen, cut)
                     else:
                         past = await self._past(head, terms, tenant, judged) if cut else {}
                 except ValueError as exc:
@@ -215,7 +219,7 @@ class DiagnosisActions(StoreRunner):
                     diagnosed.append(
                         diagnose_documents(
                             query_id, text, terms, head, judged, k, limit, ranker, sources,
-                            rows, weights, past,
+                            rows, weights, past, ranking,
                         )
                     )  # fmt: skip
                 else:
