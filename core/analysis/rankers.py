@@ -13,6 +13,15 @@ re-index and no second query, and a difference between two rankings is a
 difference of formula, never of snapshot. The alternative, a store method per
 ranker (or k1/b passed down to SQL), would put a second copy of the formula in
 every store and let a concurrent write slip between the two reads.
+
+The run's order is defined here too, once for every screen and analysis: ``score_all`` (score
+descending, then chunk id), ``best_first`` (only the prefix a caller needs ordered), and
+``rank_of`` / ``rows_ahead`` (a row's rank, counted, not sorted). ``rank_documents`` is a run
+judged by document (``DocumentRanking``: its first k documents and the k-th's row): a
+diagnosis by document ranks with it first, so the service looks up only the relevant
+documents outside the top k (issue 50). Rejected: leaving it inside
+``diagnosis.diagnose_documents``, which takes every relevant document's rows already looked up
+(and is near 600 lines).
 """
 
 from __future__ import annotations
