@@ -12,6 +12,10 @@ postings, which the cut read already holds), how many rows hold more, and how ma
 many with a smaller id. So the kernel hands a cut read a ``PlaceLookup`` over its own postings:
 the same snapshot as the read, no second read. Rejected: a store method of its own (a second
 read, a round trip a query on PostgreSQL, and possibly another snapshot than the run's).
+
+A passage the read kept is placed too (a diagnosis by document places each passage of a
+relevant document outside its top k, many of them within the cut): at its index in the read,
+its place in that order; only the others' levels are counted (``place_lookup``'s ``selected``).
 """
 
 from __future__ import annotations
@@ -34,7 +38,8 @@ class Place(NamedTuple):
 
 
 #: Rows of one level placed one by one (a pass over the level each, ~2-20 us at 47k rows); more
-#: take one running sum (~30 us) or sort (~1-2 ms for a level of 40k) of the level.
+#: take one running sum (~30 us) or sort (~1-2 ms for a level of 40k) of the level. Also the
+#: rows looked for in a read's kept rows one comparison each (``_kept_positions``; more: a sort).
 _ONE_BY_ONE: Final = 8
 #: A set of corpus rows as a bitset: row r is bit r % 8 of byte r // 8 (uint64 words, so
 #: operations run a word at a time; only word-wise logic and popcounts read them as words).
