@@ -16,7 +16,7 @@ Modules:
 - ``filters``: Which passages may be candidates: a search narrowed to sources, entities and …
 - ``judging``: What judging keeps per workspace: query sets, judgments and saved evaluation runs
 - ``metrics``: Ranking quality: P@k, recall@k, MRR, average precision (MAP), nDCG@k, Judged@k
-- ``models``: ``built``: a pydantic model from values computed here, without validating them again
+- ``models``: ``built`` and ``builder``: pydantic models from values computed here, not …
 - ``names``: When two workspace names are one name: what a person sees, not the code points
 - ``places``: Where a passage past a read's limit stands in its truncation order, from its postings
 - ``postings``: The columnar query kernel: CSR postings of the query terms -> ``LexicalCandidates``

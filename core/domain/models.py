@@ -1,4 +1,4 @@
-"""``built``: a pydantic model from values computed here, without validating them again.
+"""``built`` and ``builder``: pydantic models from values computed here, not validated again.
 
 A leaf (pydantic only): the parse sandbox imports ``chunks``, which builds passages with it,
 and the sandbox runs under an address-space cap; when ``built`` lived in ``bm25`` the sandbox
@@ -6,6 +6,8 @@ imported numpy with it and a worker with the small cap of
 ``test_a_pdf_that_needs_more_memory_than_the_worker_has_is_refused_and_the_next_file_reads``
 died before reading its request. Rejected: importing it lazily in ``chunks`` (every passage
 would pay the lookup, and the next import of a heavy module would not be caught by a rule).
+``builder`` is ``built`` for one frozen class and its shared fields set, checked once: a
+search's passage copies and results (``memory.kept``, ``ranking``) are built by one each.
 """
 
 from __future__ import annotations
