@@ -45,6 +45,8 @@ ChunkLookup = Callable[[Sequence[int]], list[StoredChunk]]
 #: Rows about to be looked up -> what a runner of steps awaits first so that the lookup needs
 #: no round trip of its own (a store reading them ahead), or None: nothing to await.
 RowsAhead = Callable[[Sequence[int]], object]
+#: Query terms up to which a row's tfs are read in Python (``term_frequencies``).
+_FEW_TERMS: Final = 32
 
 
 class LexicalCandidate(BaseModel):
@@ -426,8 +428,6 @@ class RankedChunk(BaseModel):
 
 #: Builds every RankedChunk ``ranked_row_steps`` makes, one fields set for all (frozen model).
 _RANKED: Final = builder(RankedChunk, set(RankedChunk.model_fields))
-#: Query terms up to which a row's tfs are read in Python (``term_frequencies``).
-_FEW_TERMS: Final = 32
 #: Result x query-term cells explained a step (a 1,000-term query's 10 results: ~0.1 s).
 EXPLAIN_BLOCK_CELLS: Final = 4_096
 
