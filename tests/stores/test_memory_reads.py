@@ -172,6 +172,7 @@ async def test_a_small_views_reads_take_their_tf_columns_from_each_terms_tfs_ove
     past ``DENSE_ROWS``), and the view keeps the dense tfs of common terms only, as many as a
     row holds postings on average, each read-only and its posting's tfs in its rows."""
     monkeypatch.setattr(memory_reads, "KEEP_BITS", 4)
+    dense_rows = memory_reads.DENSE_ROWS
     store, tenant = await _written(4)
     # Rare words first: a view keeping any term it is asked for would fill up with them.
     queries = [[w] for w in reversed(WORDS)] + [["w0", "w3", "w9"], ["w1", "w2", "absent"]]
@@ -180,7 +181,7 @@ async def test_a_small_views_reads_take_their_tf_columns_from_each_terms_tfs_ove
             dense = await store.lexical_candidates(terms, tenant, limit)
             monkeypatch.setattr(memory_reads, "DENSE_ROWS", 0)
             bits = await store.lexical_candidates(terms, tenant, limit)
-            monkeypatch.setattr(memory_reads, "DENSE_ROWS", 1 << 14)
+            monkeypatch.setattr(memory_reads, "DENSE_ROWS", dense_rows)
             assert dense.tfs.tolist() == bits.tfs.tolist() and list(dense.ids) == list(bits.ids)
     view = view_of(_image(store, tenant))
     n = len(view.lengths)

@@ -27,7 +27,9 @@ binary searches placing 400k postings). The older view is kept until then (8 byt
 
 Rows in chunk-id order also let the kernel count a query's rows on bitsets; the view keeps a
 common term's bitset once asked (``KEEP_BITS``: at most twice its rows' bytes; ~6 MB at 300k
-passages for the bench's queries) rather than packing every term's when it is built.
+passages for the bench's queries) rather than packing every term's when it is built. A view
+of at most ``DENSE_ROWS`` rows also keeps such a term's tfs over every row (``View.dense``), so
+a small store's tf columns are one gather a term rather than read off the bitsets.
 """
 
 from __future__ import annotations
