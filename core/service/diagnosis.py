@@ -293,7 +293,8 @@ class DiagnosisActions(StoreRunner):
         judged: dict[str, int],
         cut: bool,
     ) -> tuple[dict[str, list[int]], dict[str, Place]]:
-        """Each relevant document's rows in ``head`` (ascending, [] if none) and, for each with
+        """Each relevant document of ``judged`` (the caller's: those outside the run's top k,
+        which are not lost) with its rows in ``head`` (ascending, [] if none) and, for each with
         none when ``head`` is cut, its passage placed first past the cut: its passages' ids
         (``passage_ids_by_source``, ``_SOURCES_READ`` documents at a time, no passage copied)
         placed from the read's postings, whose place within the cut is the passage's row.
