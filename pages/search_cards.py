@@ -41,9 +41,10 @@ from core.service import RankedPassage, SearchResult
 
 #: Session key of the last result list's cards: (the ``SearchResult``, its cards).
 CARDS_KEY = "_search_cards"
-#: Between two cards drawn as one element (``all_cards``): a block of its own (blank lines
-#: around it), as tall as the gap Streamlit leaves between two elements (``lx-gap`` in core's
-#: ``PASSAGE_STYLE``).
+#: Between two cards drawn as one element (``all_cards``): an empty block of its own (blank
+#: lines around it) that keeps the card before it its last block's margin, so the cards stand
+#: where ten elements put them (Chromium: every box to the pixel, issue 50). ``lx-gap`` has no
+#: rule in core's ``PASSAGE_STYLE``: it only names the break (tests split the cards at it).
 CARD_GAP = '\n\n<div class="lx-gap"></div>\n\n'
 
 
