@@ -97,9 +97,10 @@ class _Indexer:
         return self._seen[surface]
 
 
-#: Surface forms kept with their indexed term (None: a stopword) per profile, across calls: a
-#: rerun marks the same passages' words again. Emptied when it grows past this many forms.
+#: Forms ``_indexed_forms`` keeps of a profile: it is emptied when it would grow past them.
 _INDEXED_KEPT: Final = 1 << 16
+#: Surface forms kept with their indexed term (None: a stopword) per profile, across calls: a
+#: rerun marks the same passages' words again.
 _indexed_forms: dict[Profile, dict[str, str | None]] = {}
 #: The same forms the other way round, per profile: indexed term -> its kept surface forms.
 #: A passage's marked forms are then a set intersection per query term, not a lookup of each
