@@ -311,8 +311,7 @@ def diagnose_documents(
     first past the cut; ``ranking``: ``rank_documents``' answer, when the caller ranked first
     (to look up only the documents outside the top k: most relevant documents are in it).
     An outranked document's rank is the documents of the rows ahead of its best passage, plus
-    one. The source of every candidate and a sort of them all were ~1/3 of what a diagnosis
-    by document cost beyond its Evaluate at limit 1,000 (issue 49)."""
+    one: counted, not sorted."""
     if ranking is None:
         ranking = rank_documents(terms, full, k, limit, ranker, sources_of, weights)
     head, scorer, matched, scores, top, kth_row = ranking

@@ -120,8 +120,9 @@ def place_lookup(
     ``id_rank`` each row's rank in that order and ``id_rows`` the rows in it (the PostgreSQL
     image's ``live``). ``selected``: the rows the read kept, in its order; a row among them
     is placed at its index there, the levels counted only for the others (a diagnosis by
-    document places every relevant document's passages, most of them within the cut: the
-    counts were ~1/6 of what it cost beyond its Evaluate). Nothing is computed until asked."""
+    document places its relevant documents' passages, many of them within the cut: the counts
+    were ~1/6 of what it cost beyond its Evaluate when it placed every relevant document's).
+    Nothing is computed until asked."""
 
     def row_of(chunk_id: str) -> int | None:
         if id_rank is None:  # row r holds the r-th id ascending
