@@ -314,7 +314,11 @@ def diagnose_documents(
     one: counted, not sorted."""
     if ranking is None:
         ranking = rank_documents(terms, full, k, limit, ranker, sources_of, weights)
-    head, scorer, matched, scores, top, kth_row = ranking
+    elif (ranking.k, ranking.limit, len(ranking.head)) != (k, limit, min(limit, len(full))) or (
+        ranking.head.stats is not full.stats
+    ):
+        raise ValueError("the ranking handed in is of another read, k or limit than this run's")
+    head, scorer, matched, scores, top, kth_row, _, _ = ranking
     rows: dict[str, Sequence[int]] = {}
     # Matched rows are ascending rows of the head: as many as it has, they are all of them (a
     # read's every row holds a query term), and a row within it is ranked without a search.

@@ -269,7 +269,8 @@ class DocumentRanking(NamedTuple):
     """A query's run judged by document, before its lost documents are looked for: the first
     ``limit`` rows ``head``, scored by ``scorer`` (``matched``: the rows it ranks; ``scores``:
     every row's), its first k documents ``top`` (-> their best passage's place), and the row of
-    the k-th's best passage (None when fewer than k were ranked)."""
+    the k-th's best passage (None when fewer than k were ranked); ``k`` and ``limit``: what it
+    was ranked at (a diagnosis refuses a ranking of another run than its own)."""
 
     head: LexicalCandidates
     scorer: QueryScorer
@@ -277,6 +278,8 @@ class DocumentRanking(NamedTuple):
     scores: npt.NDArray[np.float64]
     top: dict[str, int]
     kth_row: int | None
+    k: int
+    limit: int
 
 
 def rank_documents(
@@ -309,7 +312,7 @@ def rank_documents(
             break
         n = min(2 * n, len(matched))
     kth_row = int(order[top[next(reversed(top))]]) if len(top) == k and k else None
-    return DocumentRanking(head, scorer, matched, scores, top, kth_row)
+    return DocumentRanking(head, scorer, matched, scores, top, kth_row, k, limit)
 
 
 def rows_ahead(

@@ -282,3 +282,22 @@ def test_a_lost_passage_built_unvalidated_is_as_validated_and_shares_no_field_de
     assert one.own_terms is not fields["own_terms"].default
     assert one.differences is not fields["differences"].default
     assert one.model_fields_set == set(fields)
+
+
+async def test_by_document_a_ranking_of_another_run_is_refused() -> None:
+    from core.analysis.rankers import rank_documents
+
+    tenant = uuid.uuid4()
+    chunks = {f"d{d}": make_chunk(tenant, f"d{d}", "wing flutter" + " x" * d, 0) for d in range(4)}
+    full = await _read(chunks)
+    rows = {"d3": [full.row_of(chunks["d3"].id)]}
+    grades = {"d3": 2}
+    args = ("q", "wing flutter", TERMS, full, grades)
+    for k, limit in ((2, 100), (1, 3)):
+        other = rank_documents(TERMS, full, k, limit, WORKSPACE, full.sources_at)
+        with pytest.raises(ValueError, match="another read, k or limit"):
+            diagnose_documents(*args, 1, 100, WORKSPACE, full.sources_at, rows, ranking=other)
+    own = rank_documents(TERMS, full, 1, 100, WORKSPACE, full.sources_at)
+    assert diagnose_documents(
+        *args, 1, 100, WORKSPACE, full.sources_at, rows, ranking=own
+    ) == diagnose_documents(*args, 1, 100, WORKSPACE, full.sources_at, rows)
