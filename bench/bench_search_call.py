@@ -7,7 +7,8 @@ candidate once, measured before and after. This times ``LexplainService.search``
 in a PostgreSQL store, every query once a round, with the result cache off (a cached search
 does no store call at all), p50 and p95 over the queries. ``--before DIR`` alternates rounds
 of another tree's ``core`` (a worktree of the commit before the change, first on the child's
-``sys.path``) with this tree's, in child processes, so the machine's load hits both alike.
+``sys.path``) with this tree's (or ``--after DIR``'s: the change's own commit, to isolate it),
+in child processes, so the machine's load hits both alike.
 Rejected: adding the facade to ``bench_stores``, whose rows compare the two stores' reads.
 
     source .ci/pg.sh && pg_start          # or any DATABASE_URL; uses schema bench_search_call
@@ -80,8 +81,15 @@ def child(core_dir: str) -> dict[str, Any]:
         service.close()
         asyncio.run(drop())
     cuts = statistics.quantiles(times, n=100, method="inclusive")
+    tree = Path(core.__file__).resolve().parents[1]
+    commit = subprocess.run(
+        ["git", "-C", str(tree), "rev-parse", "--short", "HEAD"],
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout.strip()
     return {
-        "core": str(Path(core.__file__).resolve().parent),
+        "commit": commit,  # the tree's commit, not its path (no machine's path is recorded)
         "p50_ms": cuts[49],
         "p95_ms": cuts[94],
         "searches": len(times),
@@ -109,6 +117,7 @@ def rounds(trees: dict[str, str], n: int) -> dict[str, list[dict[str, Any]]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--before", help="a tree (a worktree's root) whose core is the before")
+    parser.add_argument("--after", default=str(ROOT), help="the tree whose core is the after")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--record", action="store_true")
     parser.add_argument("--child", help=argparse.SUPPRESS)
@@ -119,7 +128,7 @@ def main() -> None:
         print(json.dumps(child(args.child)))
         return
     load = os.getloadavg()[0]
-    trees = {"after": str(ROOT)} | ({"before": args.before} if args.before else {})
+    trees = {"after": args.after} | ({"before": args.before} if args.before else {})
     found = rounds(trees, args.rounds)
     load_end = os.getloadavg()[0]
 
@@ -131,10 +140,11 @@ def main() -> None:
     row: dict[str, Any] = {
         "workload": "Cranfield, PostgreSQL, service.search uncached, limit 1000, k 10 "
         "(issue 50 item 6), fastest of the rounds",
+        "trees": {label: results[0]["commit"] for label, results in found.items()},
         "lexplain": after,
         "load": f"{load:.1f}-{load_end:.1f}",
-        "command": ".venv/bin/python -m bench.bench_search_call --before <tree> --rounds "
-        f"{args.rounds} --record",
+        "command": ".venv/bin/python -m bench.bench_search_call --before <tree> [--after <tree>] "
+        f"--rounds {args.rounds} --record",
         "rounds": {label: results for label, results in found.items()},
     }
     if args.before:
