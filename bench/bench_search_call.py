@@ -135,7 +135,11 @@ def main() -> None:
     def best(label: str, key: str) -> float:
         return float(min(r[key] for r in found[label]))
 
-    after = f"p50 {best('after', 'p50_ms'):.2f} / p95 {best('after', 'p95_ms'):.2f} ms"
+    def at(label: str) -> str:  # the tree's commit, then its fastest round's figures
+        commit = found[label][0]["commit"]
+        return f"{commit}: p50 {best(label, 'p50_ms'):.2f} / p95 {best(label, 'p95_ms'):.2f} ms"
+
+    after = at("after")
     line = f"service.search, Cranfield, PostgreSQL, uncached: {after}"
     row: dict[str, Any] = {
         "workload": "Cranfield, PostgreSQL, service.search uncached, limit 1000, k 10 "
@@ -148,7 +152,7 @@ def main() -> None:
         "rounds": {label: results for label, results in found.items()},
     }
     if args.before:
-        before = f"p50 {best('before', 'p50_ms'):.2f} / p95 {best('before', 'p95_ms'):.2f} ms"
+        before = at("before")
         row["peer"] = f"before: {before}"
         row["ratio"] = (
             f"{best('after', 'p50_ms') / best('before', 'p50_ms'):.2f}x / "
